@@ -1,0 +1,107 @@
+"""The errors a user of RAG Lab can see. Every message says what happened, to what, and what to do.
+
+RagError                          base: pages and the CLI catch this and show str(error)
+├── DocumentError                 one file could not be read (the others go on)
+│   ├── UnsupportedFileError      not a PDF, text or Markdown file
+│   ├── EmptyDocumentError        zero bytes, or only whitespace
+│   ├── DocumentTooLargeError     over the size or page limit
+│   ├── EncryptedDocumentError    needs a password, or the password is wrong (.wrong_password)
+│   ├── CorruptDocumentError      damaged or truncated file
+│   └── NoTextLayerError          scanned: no page has text, OCR is needed
+├── EmbeddingError                the embedding model or server failed
+│   ├── UnknownEmbedderError      a spec that no provider takes (lists the valid ones)
+│   ├── EmbedderUnavailableError  server unreachable, timed out, or kept failing
+│   ├── ModelNotFoundError        the server does not have that model
+│   └── EmbedderAuthError         API key missing or refused (the key is never printed)
+├── StoreError                    Qdrant failed
+│   ├── StoreUnavailableError     server down, or the embedded folder is locked by another process
+│   ├── CollectionNotFoundError   no such collection
+│   └── EmbedderMismatchError     the collection was made by another embedder or dimension
+└── QuerySetError                 a query set line is malformed or points at unknown documents
+"""
+
+from __future__ import annotations
+
+
+class RagError(Exception):
+    """Base of every error meant for the user; str(error) is the message to show."""
+
+
+class DocumentError(RagError):
+    """A file could not be turned into a document."""
+
+    def __init__(self, message: str, filename: str | None = None):
+        super().__init__(message)
+        self.filename = filename
+
+
+class UnsupportedFileError(DocumentError):
+    pass
+
+
+class EmptyDocumentError(DocumentError):
+    pass
+
+
+class DocumentTooLargeError(DocumentError):
+    pass
+
+
+class EncryptedDocumentError(DocumentError):
+    """The PDF is encrypted; `wrong_password` tells a missing password from a wrong one."""
+
+    def __init__(self, message: str, filename: str | None = None, wrong_password: bool = False):
+        super().__init__(message, filename)
+        self.wrong_password = wrong_password
+
+
+class CorruptDocumentError(DocumentError):
+    pass
+
+
+class NoTextLayerError(DocumentError):
+    """No page has extractable text: the file is a scan and needs OCR."""
+
+    def __init__(self, message: str, filename: str | None = None, pages: int = 0):
+        super().__init__(message, filename)
+        self.pages = pages
+
+
+class EmbeddingError(RagError):
+    pass
+
+
+class UnknownEmbedderError(EmbeddingError):
+    pass
+
+
+class EmbedderUnavailableError(EmbeddingError):
+    pass
+
+
+class ModelNotFoundError(EmbeddingError):
+    pass
+
+
+class EmbedderAuthError(EmbeddingError):
+    pass
+
+
+class StoreError(RagError):
+    pass
+
+
+class StoreUnavailableError(StoreError):
+    pass
+
+
+class CollectionNotFoundError(StoreError):
+    pass
+
+
+class EmbedderMismatchError(StoreError):
+    pass
+
+
+class QuerySetError(RagError):
+    pass
