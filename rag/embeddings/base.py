@@ -10,6 +10,12 @@ import numpy as np
 
 @runtime_checkable
 class Embedder(Protocol):
+    """What every embedder offers; the providers also set `tokens_exact` and `token_note` (not required).
+
+    On Python 3.11, isinstance(x, Embedder) reads every member with hasattr, which runs the properties:
+    an HTTP embedder may probe its server for the dimension, a local one loads its model.
+    """
+
     model_id: str  # stable id stored with a collection, e.g. "local:all-MiniLM-L6-v2", "ollama:mxbai-embed-large"
 
     @property

@@ -1,0 +1,110 @@
+"""Embedders: the protocol, the providers and the registry that turns a spec string into an embedder.
+
+A spec is "<provider>" or "<provider>:<argument>":
+
+    local, local:all-MiniLM-L6-v2   the bundled sentence-transformers model, offline (the default)
+    local:<path>                    a sentence-transformers folder on this machine
+    ollama:<model>                  a model served by Ollama (OLLAMA_HOST)
+    openai:<model>                  an OpenAI-compatible /v1/embeddings (OPENAI_BASE_URL, OPENAI_API_KEY)
+    fake, fake:<dim>                deterministic hashing, for tests and demos without a model
+
+Every embedder has model_id, dimension, max_input_tokens, embed(texts) and count_tokens(text), plus
+`tokens_exact` (False when count_tokens is an estimate) and `token_note` (one line for the UI).
+Importing this package does not import torch: the local model loads on first use.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+
+from rag.embeddings.base import Embedder, embed_in_batches
+from rag.embeddings.fake import FakeEmbedder
+from rag.embeddings.http import RetryPolicy
+from rag.embeddings.local import LocalEmbedder
+from rag.embeddings.ollama import OllamaEmbedder
+from rag.embeddings.openai import OpenAIEmbedder
+from rag.errors import UnknownEmbedderError
+
+__all__ = [
+    "DEFAULT_EMBEDDER",
+    "EMBEDDER_SPECS",
+    "Embedder",
+    "FakeEmbedder",
+    "LocalEmbedder",
+    "OllamaEmbedder",
+    "OpenAIEmbedder",
+    "SPEC_FORMS",
+    "RetryPolicy",
+    "embed_in_batches",
+    "get_embedder",
+    "parse_spec",
+]
+
+DEFAULT_EMBEDDER = "local"
+EMBEDDER_SPECS: dict[str, str] = {
+    "local": "sentence-transformers on this machine, offline: `local` (all-MiniLM-L6-v2) or `local:<path>`",
+    "ollama": "a model served by Ollama (OLLAMA_HOST): `ollama:<model>`, e.g. ollama:mxbai-embed-large",
+    "openai": "an OpenAI-compatible /v1/embeddings (OPENAI_BASE_URL, OPENAI_API_KEY): `openai:<model>`",
+    "fake": "deterministic hashing for tests and demos, no model: `fake` (64 dimensions) or `fake:<dim>`",
+}
+SPEC_FORMS = "local, local:<path>, ollama:<model>, openai:<model>, fake, fake:<dim>"
+_NEEDS_ARGUMENT = {"ollama": "ollama:mxbai-embed-large", "openai": "openai:text-embedding-3-small"}
+
+
+def _local(argument: str, client: httpx.Client | None, options: dict[str, Any]) -> Embedder:
+    return LocalEmbedder(argument or None, **options)
+
+
+def _ollama(argument: str, client: httpx.Client | None, options: dict[str, Any]) -> Embedder:
+    return OllamaEmbedder(argument, client=client, **options)
+
+
+def _openai(argument: str, client: httpx.Client | None, options: dict[str, Any]) -> Embedder:
+    return OpenAIEmbedder(argument, client=client, **options)
+
+
+def _fake(argument: str, client: httpx.Client | None, options: dict[str, Any]) -> Embedder:
+    if not argument:
+        return FakeEmbedder(**options)
+    if not argument.isdigit() or int(argument) < 1:
+        raise UnknownEmbedderError(
+            f"Unknown embedder 'fake:{argument}': the fake embedder takes a positive whole number of "
+            "dimensions, e.g. fake:64."
+        )
+    return FakeEmbedder(int(argument), **options)
+
+
+_FACTORIES: dict[str, Callable[[str, httpx.Client | None, dict[str, Any]], Embedder]] = {
+    "local": _local,
+    "ollama": _ollama,
+    "openai": _openai,
+    "fake": _fake,
+}
+
+
+def parse_spec(spec: str | None) -> tuple[str, str]:
+    """Return (provider, argument) for a spec; None or "" means RAG_EMBEDDER if set, else "local"."""
+    text = (spec or "").strip() or os.environ.get("RAG_EMBEDDER", "").strip() or DEFAULT_EMBEDDER
+    provider, _, argument = text.partition(":")
+    provider, argument = provider.strip().lower(), argument.strip()
+    if provider not in _FACTORIES:
+        source = "" if (spec or "").strip() else " (from RAG_EMBEDDER)"
+        raise UnknownEmbedderError(f"Unknown embedder '{text}'{source}. Valid specs: {SPEC_FORMS}.")
+    if provider in _NEEDS_ARGUMENT and not argument:
+        raise UnknownEmbedderError(f"The embedder '{provider}' needs a model name, e.g. {_NEEDS_ARGUMENT[provider]}.")
+    return provider, argument
+
+
+def get_embedder(spec: str | None = None, *, client: httpx.Client | None = None, **options: Any) -> Embedder:
+    """Return the embedder for a spec such as "local", "ollama:mxbai-embed-large" or "fake:64".
+
+    None or "" gives the default: RAG_EMBEDDER if set (read now), else "local". `client` is used by the
+    HTTP providers (tests pass one with an httpx.MockTransport); `options` go to the provider's
+    constructor (timeout, batch_size, retry for HTTP; batch_size for local).
+    """
+    provider, argument = parse_spec(spec)
+    return _FACTORIES[provider](argument, client, options)
