@@ -1,0 +1,188 @@
+"""hits -> the LLM context under an exact cl100k token budget, with numbered sources.
+
+Each included chunk is one block: a one-line header `[Quelle N: title — heading › path — S. 3–4]`, a
+newline, then the chunk text as it is (the text is data: nothing in it is interpreted). Blocks are joined
+by `separator`. The whole string is counted with rag.tokens, never the sum of its parts, because BPE
+merges across the joins.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from rag import tokens
+
+if TYPE_CHECKING:
+    from rag.store import Hit
+
+CHAT_MAX_TOKENS = 3000
+GENERATION_MAX_TOKENS = 5000
+MIN_REMAINDER_CHARS = 30  # a trimmed overlap remainder this long is worth keeping ...
+MIN_REMAINDER_SHARE = 0.2  # ... or one this large a share of its chunk
+
+
+@dataclass(frozen=True)
+class Source:
+    number: int
+    document_title: str
+    document_id: str
+    heading_path: tuple[str, ...]
+    page_start: int | None
+    page_end: int | None
+    score: float | None
+    chunk_index: int | None
+
+
+@dataclass(frozen=True)
+class Dropped:
+    hit: Hit
+    reason: str  # "over budget" | "duplicate" | "overlaps source N"
+
+
+@dataclass(frozen=True)
+class Context:
+    text: str
+    token_count: int  # == tokens.count(text) <= max_tokens
+    max_tokens: int
+    sources: list[Source]  # sources[i].number == i + 1, the N in the block headers
+    included: list[Hit]  # in context order; a chunk trimmed for overlap carries the trimmed content/span
+    dropped: list[Dropped]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the context as JSON-ready data: text, counts, sources, included and dropped hits."""
+        return {
+            "text": self.text,
+            "token_count": self.token_count,
+            "max_tokens": self.max_tokens,
+            "sources": [_jsonable(asdict(s)) for s in self.sources],
+            "included": [_hit_dict(h) for h in self.included],
+            "dropped": [{"reason": d.reason, "hit": _hit_dict(d.hit)} for d in self.dropped],
+        }
+
+
+def _jsonable(data: dict[str, Any]) -> dict[str, Any]:
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in data.items()}
+
+
+def _hit_dict(hit: Hit) -> dict[str, Any]:
+    return _jsonable(asdict(hit))
+
+
+def _one_line(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def header(number: int, hit: Hit, label: str = "Quelle") -> str:
+    """Return the one-line block header: `[Quelle N: title — heading › path — S. 3–4]`."""
+    parts = [_one_line(hit.document_title or hit.document_id) or "?"]
+    if hit.heading_path:
+        parts.append(" › ".join(_one_line(h) for h in hit.heading_path))
+    if hit.page_start is not None:
+        end = hit.page_end if hit.page_end is not None else hit.page_start
+        parts.append(f"S. {hit.page_start}" if end == hit.page_start else f"S. {hit.page_start}–{end}")
+    return f"[{label} {number}: {' — '.join(parts)}]"
+
+
+def _has_span(hit: Hit) -> bool:
+    return hit.start is not None and hit.end is not None and hit.end - hit.start == len(hit.content)
+
+
+def _span(hit: Hit) -> tuple[str, int, int] | None:
+    """Return (document id, start, end) when the hit's offsets locate its content, else None."""
+    return (hit.document_id, hit.start, hit.end) if _has_span(hit) else None
+
+
+def _remainder(hit: Hit, spans: list[tuple[int, int]]) -> tuple[int, int]:
+    """Return the longest part of hit's span that no span covers (end <= start when none)."""
+    best, cursor = (0, 0), hit.start
+    for start, end in sorted(spans) + [(hit.end, hit.end)]:
+        if start > cursor and min(start, hit.end) - cursor > best[1] - best[0]:
+            best = (cursor, min(start, hit.end))
+        cursor = max(cursor, end)
+        if cursor >= hit.end:
+            break
+    return best
+
+
+def _trim(hit: Hit, start: int, end: int) -> Hit | None:
+    """Return hit cut to [start, end) at whitespace, or None when too little is left to be worth it."""
+    text = hit.content[start - hit.start : end - hit.start]
+    if start > hit.start and not hit.content[start - hit.start - 1].isspace():
+        cut = re.search(r"\s", text)  # starts mid-word: skip to the next word
+        text, start = (text[cut.end() :], start + cut.end()) if cut else ("", end)
+    if end < hit.end and not hit.content[end - hit.start].isspace():
+        cut = re.search(r"\s\S*$", text)  # ends mid-word: back off to the previous word
+        text, end = (text[: cut.start()], start + cut.start()) if cut else ("", start)
+    lead = len(text) - len(text.lstrip())
+    text = text.strip()
+    start += lead
+    if not text or len(text) < min(MIN_REMAINDER_CHARS, MIN_REMAINDER_SHARE * len(hit.content)):
+        return None
+    return replace(hit, content=text, start=start, end=start + len(text))
+
+
+def _deduplicate(hit: Hit, included: list[Hit], originals: list[Hit]) -> tuple[Hit | None, str]:
+    """Return the part of hit not yet in the context (hit itself if all new), or None and why not."""
+    span, content = _span(hit), hit.content.strip()
+    for other in originals:
+        if (span and span == _span(other)) or (content and content == other.content.strip()):
+            return None, "duplicate"
+    if not _has_span(hit):
+        return hit, ""
+    overlapping = [
+        (number, other)
+        for number, other in enumerate(included, 1)
+        if other.document_id == hit.document_id and _has_span(other) and other.start < hit.end and hit.start < other.end
+    ]
+    if not overlapping:
+        return hit, ""
+    start, end = _remainder(hit, [(other.start, other.end) for _, other in overlapping])
+    piece = _trim(hit, start, end) if end > start else None
+    return piece, "" if piece else f"overlaps source {overlapping[0][0]}"
+
+
+def build_context(
+    hits: list[Hit], max_tokens: int = CHAT_MAX_TOKENS, label: str = "Quelle", separator: str = "\n\n---\n\n"
+) -> Context:
+    """Return the context: hits by score, each under a numbered header, never over max_tokens.
+
+    Greedy: every hit in score order (hits without score keep their order, after scored ones) is tried
+    once; it stays only if the assembled string still fits, so a small chunk can follow a dropped large
+    one. Overlapping chunks of one document are cut to their new part or dropped; duplicates dropped.
+    """
+    ordered = sorted(hits, key=lambda h: (h.score is None, -(h.score or 0.0)))
+    text, count = "", 0
+    included: list[Hit] = []
+    originals: list[Hit] = []
+    sources: list[Source] = []
+    dropped: list[Dropped] = []
+    for hit in ordered:
+        piece, reason = _deduplicate(hit, included, originals)
+        if piece is None:
+            dropped.append(Dropped(hit, reason))
+            continue
+        number = len(included) + 1
+        block = header(number, piece, label) + "\n" + piece.content
+        candidate = text + separator + block if text else block
+        candidate_count = tokens.count(candidate)
+        if candidate_count > max_tokens:
+            dropped.append(Dropped(hit, "over budget"))
+            continue
+        text, count = candidate, candidate_count
+        included.append(piece)
+        originals.append(hit)
+        sources.append(
+            Source(
+                number,
+                piece.document_title,
+                piece.document_id,
+                piece.heading_path,
+                piece.page_start,
+                piece.page_end,
+                piece.score,
+                piece.chunk_index,
+            )
+        )
+    return Context(text, count, max_tokens, sources, included, dropped)
