@@ -148,6 +148,8 @@ def pages_label(start: int | None, end: int | None) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m rag", description="RAG Lab: chunk, embed, search, evaluate.")
+    parser.add_argument("--store", metavar="PATH", help="embedded Qdrant folder (default $RAG_QDRANT_PATH)")
+    parser.add_argument("--qdrant-url", metavar="URL", help="Qdrant server or cluster (default $QDRANT_URL)")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     chunk = commands.add_parser("chunk", help="show how a file is chunked")
     chunk.add_argument("file", metavar="FILE")
@@ -166,6 +168,8 @@ EXTENSIONS: list[Callable[[argparse._SubParsersAction], None]] = []
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; return the exit code (0 ok, 1 user error, 2 usage error)."""
+    import rag.cli_store  # noqa: F401  (registers its commands)
+
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

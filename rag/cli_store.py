@@ -1,0 +1,227 @@
+"""Command-line commands over the store: ingest, search, context, collections, documents, delete."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from rag import cli, pipeline
+from rag.context import CHAT_MAX_TOKENS
+from rag.embeddings import EMBEDDER_SPECS
+from rag.errors import RagError
+from rag.store import DEFAULT_COLLECTION, Hit, Store, open_store
+
+
+def store_of(args: argparse.Namespace) -> Store:
+    """Return the store named by --store / --qdrant-url (else RAG_QDRANT_PATH / QDRANT_URL)."""
+    return open_store(path=getattr(args, "store", None), url=getattr(args, "qdrant_url", None))
+
+
+def embedder_of(args: argparse.Namespace, store: Store, collection: str):
+    """Return --embedder's embedder, else the one the collection was made with (or the default)."""
+    return pipeline.embedder_for(store, collection, getattr(args, "embedder", None))
+
+
+def dump(data: object) -> None:
+    json.dump(data, sys.stdout, ensure_ascii=False)
+    print()
+
+
+class IngestProgress:
+    """A progress line on stderr: one rewritten bar on a terminal, one line per stage elsewhere."""
+
+    def __init__(self) -> None:
+        self.tty = sys.stderr.isatty()
+
+    def __call__(self, event: pipeline.Progress) -> None:
+        head = f"[{event.file_index + 1}/{event.files}] {event.filename}: {event.stage}"
+        if event.stage in ("embed", "store") and event.total > 1:
+            filled = int(20 * event.done / event.total)
+            head += f" {'█' * filled}{'░' * (20 - filled)} {event.done}/{event.total}"
+        if self.tty:
+            end = "\n" if event.stage in ("done", "error") else ""
+            print(f"\r\033[K{head}", end=end, file=sys.stderr, flush=True)
+        elif event.stage != "embed" or event.done in (0, event.total):
+            print(head, file=sys.stderr, flush=True)
+
+
+def run_ingest(args: argparse.Namespace) -> int:
+    settings = cli.chunk_settings(args, args.parser)
+    files = [pipeline.SourceFile(Path(p).name, cli.read_file(p), args.password) for p in args.files]
+    store = store_of(args)
+    embedder = embedder_of(args, store, args.collection)
+    results = pipeline.ingest(files, args.collection, settings, embedder, store=store, progress=IngestProgress())
+    failed = [r for r in results if not r.ok]
+    for result in failed:
+        print(f"error: {result.error}", file=sys.stderr)
+    if args.json:
+        dump({"collection": args.collection, "embedder": embedder.model_id,
+              "results": [vars(r) | {"empty_pages": list(r.empty_pages), "notes": list(r.notes)} for r in results]})
+    else:
+        rows = [[r.filename, "ok" if r.ok else "FAILED", str(r.pages), f"{r.characters:,}", str(r.chunks),
+                 f"{r.seconds:.1f} s"] for r in results]
+        cli.print_table(rows, ["file", "status", "pages", "characters", "chunks", "time"])
+        print(f"\n{len(results) - len(failed)} of {len(results)} files in '{args.collection}' ({embedder.model_id})")
+    return 1 if failed else 0
+
+
+def hit_json(hit: Hit) -> dict:
+    return {
+        "score": hit.score,
+        "document_title": hit.document_title,
+        "document_id": hit.document_id,
+        "chunk_index": hit.chunk_index,
+        "heading_path": list(hit.heading_path),
+        "page_start": hit.page_start,
+        "page_end": hit.page_end,
+        "content": hit.content,
+    }
+
+
+def run_search(args: argparse.Namespace) -> int:
+    store = store_of(args)
+    embedder = embedder_of(args, store, args.collection)
+    hits = pipeline.search(args.query, args.collection, args.top_k, args.threshold, args.document or None,
+                           store=store, embedder=embedder)
+    if args.json:
+        dump({"hits": [hit_json(h) for h in hits]})
+        return 0
+    rows = [[str(rank), f"{h.score:.3f}", cli.preview(h.document_title, 30), cli.pages_label(h.page_start, h.page_end),
+             cli.preview(" › ".join(h.heading_path), 30), cli.preview(h.content, 60)]
+            for rank, h in enumerate(hits, 1)]
+    cli.print_table(rows, ["rank", "score", "document", "pages", "heading path", "content"])
+    if len(hits) < args.top_k:
+        print(f"\n{len(hits)} of top_k {args.top_k}: "
+              + ("the threshold removed the rest." if args.threshold is not None else "the collection has no more."))
+    return 0
+
+
+def run_context(args: argparse.Namespace) -> int:
+    store = store_of(args)
+    embedder = embedder_of(args, store, args.collection)
+    context = pipeline.retrieve(args.query, args.collection, args.top_k, args.max_tokens, store=store,
+                                embedder=embedder, score_threshold=args.threshold, label=args.label)
+    if args.json:
+        dump(context.to_dict())
+        return 0
+    print(context.text)
+    print(f"\n{context.token_count} of {context.max_tokens} tokens, {len(context.included)} chunks included, "
+          f"{len(context.dropped)} dropped", file=sys.stderr)
+    for dropped in context.dropped:
+        print(f"  dropped {dropped.hit.document_title} #{dropped.hit.chunk_index}: {dropped.reason}", file=sys.stderr)
+    return 0
+
+
+def run_collections(args: argparse.Namespace) -> int:
+    infos = store_of(args).collections()
+    if args.json:
+        dump([{"name": c.name, "points": c.points, "embedder": c.embedder, "dimension": c.dimension,
+               "foreign": c.foreign} for c in infos])
+        return 0
+    rows = [[c.name, str(c.points), c.embedder or "(not made by RAG Lab)", str(c.dimension)] for c in infos]
+    cli.print_table(rows, ["collection", "points", "embedder", "dimension"])
+    return 0
+
+
+def run_documents(args: argparse.Namespace) -> int:
+    infos = store_of(args).documents(args.collection)
+    if args.json:
+        dump([{"title": d.title, "document_id": d.document_id, "chunks": d.chunks, "pages": d.pages,
+               "chunk_size": d.chunk_size, "overlap": d.overlap, "strategy": d.strategy,
+               "embedder": d.embedder, "ingested_at": d.ingested_at} for d in infos])
+        return 0
+    rows = [[cli.preview(d.title, 40), d.document_id[:12], str(d.chunks), str(d.pages or ""),
+             str(d.chunk_size or ""), str(d.overlap if d.overlap is not None else "")] for d in infos]
+    cli.print_table(rows, ["title", "id", "chunks", "pages", "chunk_size", "overlap"])
+    return 0
+
+
+def run_delete(args: argparse.Namespace) -> int:
+    store = store_of(args)
+    if args.document:
+        matches = [d for d in store.documents(args.collection)
+                   if d.document_id == args.document or d.document_id.startswith(args.document)]
+        if len(matches) != 1:
+            found = "no document" if not matches else f"{len(matches)} documents"
+            raise RagError(f"'{args.collection}' has {found} with id {args.document!r}. "
+                           f"List them with: python -m rag documents --collection {args.collection}")
+        removed = store.delete_document(args.collection, matches[0].document_id)
+        print(f"deleted '{matches[0].title}' ({removed} chunks) from '{args.collection}'")
+    else:
+        store.delete_collection(args.collection)
+        print(f"deleted collection '{args.collection}'")
+    return 0
+
+
+def store_options() -> argparse.ArgumentParser:
+    """Return the options every store command takes, accepted before or after the command name."""
+    parent = argparse.ArgumentParser(add_help=False)
+    parent.add_argument("--store", metavar="PATH", default=argparse.SUPPRESS,
+                        help="embedded Qdrant folder (default $RAG_QDRANT_PATH or ./data/qdrant)")
+    parent.add_argument("--qdrant-url", metavar="URL", default=argparse.SUPPRESS,
+                        help="a Qdrant server or cluster instead (default $QDRANT_URL); key from $QDRANT_API_KEY")
+    return parent
+
+
+def add_query_options(parser: argparse.ArgumentParser, json_help: str) -> None:
+    parser.add_argument("query", metavar="QUERY")
+    add_collection(parser)
+    parser.add_argument("--top-k", type=cli.positive_int(1), default=5, help="chunks to retrieve (default 5)")
+    parser.add_argument("--threshold", type=float, default=None, help="minimum cosine score")
+    add_embedder(parser)
+    parser.add_argument("--json", action="store_true", help=json_help)
+
+
+def add_collection(parser: argparse.ArgumentParser, required: bool = False) -> None:
+    default = None if required else os.environ.get("RAG_COLLECTION") or DEFAULT_COLLECTION
+    parser.add_argument("--collection", required=required, default=default,
+                        help="Qdrant collection" + ("" if required else f" (default {default})"))
+
+
+def add_embedder(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--embedder", metavar="SPEC",
+                        help="embedder spec: " + ", ".join(EMBEDDER_SPECS) + " (default: the collection's own)")
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    parent = store_options()
+    ingest = commands.add_parser("ingest", parents=[parent], help="chunk, embed and store files")
+    ingest.add_argument("files", nargs="+", metavar="FILE")
+    add_collection(ingest)
+    cli.add_chunk_options(ingest)
+    add_embedder(ingest)
+    ingest.add_argument("--password", help="password for encrypted PDFs")
+    ingest.add_argument("--json", action="store_true", help="print the per-file results as JSON")
+    ingest.set_defaults(run=run_ingest, parser=ingest)
+
+    search = commands.add_parser("search", parents=[parent], help="similarity search in a collection")
+    add_query_options(search, "print {\"hits\": [...]}")
+    search.add_argument("--document", action="append", metavar="ID", help="only this document id (repeatable)")
+    search.set_defaults(run=run_search)
+
+    context = commands.add_parser("context", parents=[parent], help="the context an LLM would receive")
+    add_query_options(context, "print text, token_count, sources, included, dropped")
+    context.add_argument("--max-tokens", type=cli.positive_int(1), default=CHAT_MAX_TOKENS,
+                         help=f"token budget (default {CHAT_MAX_TOKENS}; 5000 for content generation)")
+    context.add_argument("--label", default="Quelle", help="source label in the headers (default Quelle)")
+    context.set_defaults(run=run_context)
+
+    collections = commands.add_parser("collections", parents=[parent], help="list collections")
+    collections.add_argument("--json", action="store_true")
+    collections.set_defaults(run=run_collections)
+
+    documents = commands.add_parser("documents", parents=[parent], help="list the documents of a collection")
+    add_collection(documents)
+    documents.add_argument("--json", action="store_true")
+    documents.set_defaults(run=run_documents)
+
+    delete = commands.add_parser("delete", parents=[parent], help="delete a document or a whole collection")
+    add_collection(delete, required=True)
+    delete.add_argument("--document", metavar="ID", help="the document id (or a unique prefix) to delete")
+    delete.set_defaults(run=run_delete)
+
+
+cli.EXTENSIONS.append(register)

@@ -1,0 +1,195 @@
+"""Orchestration only: files -> chunks -> vectors -> Qdrant (ingest), query -> hits (search) -> context."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from rag import chunking
+from rag.chunking import ChunkSettings
+from rag.context import CHAT_MAX_TOKENS, Context, build_context
+from rag.documents import load_document
+from rag.embeddings import get_embedder
+from rag.embeddings.base import Embedder
+from rag.errors import EmbedderMismatchError, EncryptedDocumentError, RagError
+from rag.store import DEFAULT_COLLECTION, Hit, Store
+
+log = logging.getLogger(__name__)
+EMBED_BATCH = 64  # chunks per embed call: the unit of progress reports
+STAGES = ("extract", "chunk", "embed", "store")
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    name: str
+    data: bytes
+    password: str | None = None
+
+
+@dataclass(frozen=True)
+class Progress:
+    file_index: int  # 0-based position of the file in this ingest
+    files: int
+    filename: str
+    stage: str  # one of STAGES, then "done" or "error"
+    done: int  # units of the stage done (chunks for embed/store, 0/1 otherwise)
+    total: int
+
+
+@dataclass
+class IngestResult:
+    filename: str
+    ok: bool = False
+    document_id: str | None = None
+    kind: str | None = None
+    pages: int = 0
+    characters: int = 0
+    chunks: int = 0
+    empty_pages: tuple[int, ...] = ()
+    notes: tuple[str, ...] = ()
+    seconds: float = 0.0
+    stage_seconds: dict[str, float] = field(default_factory=dict)
+    error: str | None = None  # the message to show when not ok
+    error_type: str | None = None  # the error class name, e.g. "EncryptedDocumentError"
+    needs_password: bool = False  # the file is encrypted: ask for (another) password and retry
+
+
+ProgressCallback = Callable[[Progress], None]
+
+
+def ingest(
+    files: Iterable[SourceFile],
+    collection: str = DEFAULT_COLLECTION,
+    settings: ChunkSettings = ChunkSettings(),  # noqa: B008 (frozen dataclass)
+    embedder: Embedder | None = None,
+    *,
+    store: Store,
+    progress: ProgressCallback | None = None,
+) -> list[IngestResult]:
+    """Return one result per file; a bad file is reported and the others go on.
+
+    A file is written only after it was read, chunked and embedded in full; the store replaces its
+    chunks from other settings and removes what it wrote if a write fails (see Store.upsert_document).
+    """
+    chunking.validate_settings(settings)
+    files = list(files)
+    embedder = embedder or embedder_for(store, collection)
+    results = []
+    for index, file in enumerate(files):
+        def report(stage: str, done: int = 0, total: int = 1, i=index, f=file) -> None:
+            if progress:
+                progress(Progress(i, len(files), f.name, stage, done, total))
+
+        results.append(_ingest_one(file, collection, settings, embedder, store, report))
+    return results
+
+
+def _ingest_one(file, collection, settings, embedder, store, report) -> IngestResult:
+    result = IngestResult(file.name)
+    started = time.perf_counter()
+    stage = "extract"
+    try:
+        report(stage)
+        document = load_document(file.data, file.name, password=file.password)
+        result.document_id, result.kind, result.pages = document.id, document.kind, len(document.pages)
+        result.characters, result.empty_pages, result.notes = len(document.text), document.empty_pages, document.notes
+        stage = _lap(result, stage, "chunk", started)
+        report(stage)
+        chunks = chunking.chunk_document(document, settings.chunk_size, settings.overlap, settings.strategy)
+        stage = _lap(result, stage, "embed", started)
+        vectors = embed_chunks([c.content for c in chunks], embedder, lambda done: report("embed", done, len(chunks)))
+        stage = _lap(result, stage, "store", started)
+        report(stage, 0, len(chunks))
+        result.chunks = store.upsert_document(collection, document, chunks, vectors, settings, embedder)
+        _lap(result, stage, "done", started)
+        result.ok = True
+        report("done", len(chunks), len(chunks))
+    except RagError as error:
+        result.error, result.error_type = str(error), type(error).__name__
+        result.needs_password = isinstance(error, EncryptedDocumentError)
+        report("error")
+    except Exception as error:  # a bug must not cost the user the other files; it is logged in full
+        log.exception("ingesting %s failed at %s", file.name, stage)
+        result.error = f"{file.name}: unexpected error while {stage} ({type(error).__name__}: {error}). " \
+                       "This is a bug in RAG Lab; the other files were not affected."
+        result.error_type = type(error).__name__
+        report("error")
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def _lap(result: IngestResult, stage: str, next_stage: str, started: float) -> str:
+    """Record the seconds of stage (since the last lap) and return next_stage."""
+    elapsed = time.perf_counter() - started
+    result.stage_seconds[stage] = elapsed - sum(result.stage_seconds.values())
+    return next_stage
+
+
+def embed_chunks(texts: list[str], embedder: Embedder, progress: Callable[[int], None] | None = None):
+    """Return the float32 vectors of texts, embedded EMBED_BATCH at a time, reporting texts done."""
+    import numpy as np
+
+    rows = []
+    for i in range(0, len(texts), EMBED_BATCH):
+        rows.append(embedder.embed(texts[i : i + EMBED_BATCH]))
+        if progress:
+            progress(min(i + EMBED_BATCH, len(texts)))
+    return np.vstack(rows).astype(np.float32) if rows else np.zeros((0, embedder.dimension), np.float32)
+
+
+def embedder_for(store: Store, collection: str, spec: str | None = None) -> Embedder:
+    """Return the embedder to use with collection: spec if given, else the one that made the collection.
+
+    A new collection gets the default embedder; a collection RAG Lab did not make needs a spec.
+    """
+    if spec:
+        return get_embedder(spec)
+    if not store.has_collection(collection):
+        return get_embedder(None)
+    model_id, dimension = store.collection_embedder(collection)
+    if model_id is None:
+        raise EmbedderMismatchError(
+            f"Collection '{collection}' was not made by RAG Lab (one vector of {dimension} dimensions, "
+            f"no embedder recorded). Choose an embedder that gives {dimension} dimensions, e.g. "
+            f"{'openai:text-embedding-3-small' if dimension == 1536 else 'ollama:<model>'}."
+        )
+    return get_embedder(model_id)
+
+
+def search(
+    query: str,
+    collection: str = DEFAULT_COLLECTION,
+    top_k: int = 5,
+    score_threshold: float | None = None,
+    document_ids: list[str] | None = None,
+    *,
+    store: Store,
+    embedder: Embedder | None = None,
+) -> list[Hit]:
+    """Return the top_k chunks of collection most similar to query, highest cosine score first."""
+    if not query.strip():
+        raise RagError("The query is empty. Type a question or some words to search for.")
+    embedder = embedder or embedder_for(store, collection)
+    vector = embedder.embed([query])[0]
+    return store.search(collection, vector, embedder, top_k=top_k, score_threshold=score_threshold,
+                        document_ids=document_ids)
+
+
+def retrieve(
+    query: str,
+    collection: str = DEFAULT_COLLECTION,
+    top_k: int = 5,
+    max_tokens: int = CHAT_MAX_TOKENS,
+    *,
+    store: Store,
+    embedder: Embedder | None = None,
+    score_threshold: float | None = None,
+    document_ids: list[str] | None = None,
+    label: str = "Quelle",
+    separator: str = "\n\n---\n\n",
+) -> Context:
+    """Return the context an LLM would receive for query: search, then build_context under max_tokens."""
+    hits = search(query, collection, top_k, score_threshold, document_ids, store=store, embedder=embedder)
+    return build_context(hits, max_tokens=max_tokens, label=label, separator=separator)

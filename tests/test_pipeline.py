@@ -1,0 +1,165 @@
+"""rag.pipeline end to end on real files, the real Qdrant engine and the fake (or real) embedder."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rag import pipeline, tokens
+from rag.chunking import ChunkSettings
+from rag.embeddings import get_embedder
+from rag.errors import EmbedderMismatchError, EmbeddingError, RagError
+from rag.pipeline import SourceFile
+from rag.store import open_store
+
+
+@pytest.fixture
+def store():
+    return open_store(":memory:")
+
+
+@pytest.fixture
+def fake():
+    return get_embedder("fake:32")
+
+
+def source(shared_data, relative: str, password: str | None = None) -> SourceFile:
+    path = shared_data / relative
+    return SourceFile(path.name, path.read_bytes(), password)
+
+
+def test_bad_files_are_reported_and_the_others_go_on(shared_data, store, fake):
+    files = [source(shared_data, "pdfs/invalid.pdf"), source(shared_data, "pdfs/hausarbeit-jura.pdf"),
+             source(shared_data, "pdfs/encrypted-file.pdf"), source(shared_data, "pdfs/c02-22.pdf"),
+             SourceFile("empty.txt", b""), source(shared_data, "markdown/asvs-de-Using-ASVS.md")]
+    results = pipeline.ingest(files, "documents", ChunkSettings(300, 50), fake, store=store)
+    by_name = {r.filename: r for r in results}
+    assert [r.ok for r in results] == [False, True, False, False, False, True]
+    assert by_name["invalid.pdf"].error_type == "CorruptDocumentError"
+    assert by_name["encrypted-file.pdf"].needs_password and "password" in by_name["encrypted-file.pdf"].error
+    assert by_name["c02-22.pdf"].error_type == "NoTextLayerError" and "OCR" in by_name["c02-22.pdf"].error
+    assert by_name["empty.txt"].error_type == "EmptyDocumentError"
+    good = by_name["hausarbeit-jura.pdf"]
+    assert good.pages == 8 and good.chunks > 5 and good.characters > 5000
+    assert set(good.stage_seconds) == {"extract", "chunk", "embed", "store"}
+    titles = {d.title: d for d in store.documents("documents")}
+    assert set(titles) == {"hausarbeit-jura.pdf", "asvs-de-Using-ASVS.md"}
+    assert titles["hausarbeit-jura.pdf"].chunks == good.chunks
+
+
+def test_encrypted_pdf_retried_with_its_password(shared_data, store, fake):
+    wrong = pipeline.ingest([source(shared_data, "pdfs/encrypted-file.pdf", "nope")], "c", embedder=fake, store=store)
+    assert not wrong[0].ok and wrong[0].needs_password and "wrong" in wrong[0].error.lower()
+    right = pipeline.ingest([source(shared_data, "pdfs/encrypted-file.pdf", "test")], "c", embedder=fake, store=store)
+    assert right[0].ok and right[0].chunks >= 1
+
+
+def test_progress_reports_every_stage_with_counts(shared_data, store, fake):
+    events = []
+    pipeline.ingest([source(shared_data, "markdown/asvs-de-V2-Authentication.md")], "c", ChunkSettings(100, 10),
+                    fake, store=store, progress=events.append)
+    stages = [e.stage for e in events]
+    assert stages[0] == "extract" and stages[-1] == "done"
+    assert [s for s in dict.fromkeys(stages)] == ["extract", "chunk", "embed", "store", "done"]
+    embeds = [e for e in events if e.stage == "embed"]
+    assert len(embeds) > 1 and embeds[-1].done == embeds[-1].total > pipeline.EMBED_BATCH
+
+
+def test_reingest_is_idempotent_and_new_settings_replace(shared_data, store, fake):
+    pdf = source(shared_data, "pdfs/hausarbeit-jura.pdf")
+    first = pipeline.ingest([pdf], "c", ChunkSettings(200, 20), fake, store=store)[0]
+    again = pipeline.ingest([pdf], "c", ChunkSettings(200, 20), fake, store=store)[0]
+    assert first.chunks == again.chunks == store.collections()[0].points
+    bigger = pipeline.ingest([pdf], "c", ChunkSettings(600, 80), fake, store=store)[0]
+    assert bigger.chunks < first.chunks
+    assert store.collections()[0].points == bigger.chunks
+    (info,) = store.documents("c")
+    assert (info.chunk_size, info.overlap) == (600, 80)
+
+
+class FailingEmbedder:
+    """The fake embedder that fails on its second batch, like a server dying mid-document."""
+
+    def __init__(self):
+        self.inner, self.calls = get_embedder("fake:32"), 0
+        self.model_id, self.dimension, self.max_input_tokens = "fake:32", 32, self.inner.max_input_tokens
+
+    def count_tokens(self, text):
+        return self.inner.count_tokens(text)
+
+    def embed(self, texts):
+        self.calls += 1
+        if self.calls == 2:
+            raise EmbeddingError("server went away")
+        return self.inner.embed(texts)
+
+
+def test_failure_mid_document_writes_nothing_of_it(shared_data, store):
+    files = [source(shared_data, "markdown/asvs-de-V2-Authentication.md"), source(shared_data, "pdfs/crazyones.pdf")]
+    results = pipeline.ingest(files, "c", ChunkSettings(60, 0), FailingEmbedder(), store=store)
+    assert not results[0].ok and "server went away" in results[0].error
+    assert results[1].ok
+    assert [d.title for d in store.documents("c")] == ["crazyones.pdf"]
+
+
+def test_search_uses_the_collections_own_embedder(shared_data, store, fake):
+    pipeline.ingest([source(shared_data, "markdown/asvs-de-V2-Authentication.md")], "c", ChunkSettings(200, 20),
+                    fake, store=store)
+    hits = pipeline.search("Passwort Länge Zeichen", "c", top_k=5, store=store)
+    assert len(hits) == 5
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    assert all(h.document_title == "asvs-de-V2-Authentication.md" and h.content for h in hits)
+    with pytest.raises(EmbedderMismatchError, match="fake:32"):
+        pipeline.search("Passwort", "c", store=store, embedder=get_embedder("fake:16"))
+    with pytest.raises(RagError, match="empty"):
+        pipeline.search("  ", "c", store=store)
+
+
+def test_mismatched_embedder_is_reported_per_file(shared_data, store, fake):
+    pipeline.ingest([source(shared_data, "pdfs/crazyones.pdf")], "c", embedder=fake, store=store)
+    (result,) = pipeline.ingest([source(shared_data, "pdfs/hausarbeit-jura.pdf")], "c",
+                                embedder=get_embedder("fake:16"), store=store)
+    assert not result.ok and result.error_type == "EmbedderMismatchError"
+
+
+def test_foreign_collection_needs_an_embedder(store):
+    from qdrant_client import models
+
+    store.client.create_collection("documents", models.VectorParams(size=32, distance=models.Distance.COSINE))
+    vector = get_embedder("fake:32").embed(["Kündigung des Vertrags"])[0]
+    store.client.upsert("documents", [models.PointStruct(id=1, vector=vector.tolist(), payload={
+        "content": "Kündigung des Vertrags", "document_title": "alt.pdf", "chunk_id": "alt-1"})])
+    with pytest.raises(EmbedderMismatchError, match="not made by RAG Lab"):
+        pipeline.search("Kündigung", "documents", store=store)
+    (hit,) = pipeline.search("Kündigung", "documents", store=store, embedder=get_embedder("fake:32"))
+    assert hit.document_title == "alt.pdf" and hit.content == "Kündigung des Vertrags" and hit.score > 0.5
+
+
+def test_retrieve_builds_context_within_budget_on_german_text(shared_data, store, fake):
+    pipeline.ingest([source(shared_data, "markdown/asvs-de-V2-Authentication.md"),
+                     source(shared_data, "pdfs/hausarbeit-jura.pdf")], "c", ChunkSettings(300, 60), fake, store=store)
+    for budget in (200, 1000, 3000):
+        context = pipeline.retrieve("Passwörter und Authentifizierung", "c", top_k=10, max_tokens=budget,
+                                    store=store)
+        assert context.token_count == tokens.count(context.text) <= budget
+        assert context.text.startswith("[Quelle 1: ")
+        assert len(context.sources) == len(context.included)
+        assert len(context.included) + len(context.dropped) == 10
+
+
+def test_embed_chunks_reports_progress_and_shape(fake):
+    seen = []
+    vectors = pipeline.embed_chunks([f"Text {i}" for i in range(130)], fake, seen.append)
+    assert vectors.shape == (130, 32) and vectors.dtype == np.float32
+    assert seen == [64, 128, 130]
+
+
+@pytest.mark.model
+def test_real_model_finds_the_section_of_a_real_pdf(shared_data, store):
+    local = get_embedder("local")
+    results = pipeline.ingest([source(shared_data, "pdfs/hausarbeit-jura.pdf")], "c", ChunkSettings(200, 30),
+                              local, store=store)
+    assert results[0].ok
+    hits = pipeline.search("Einbindung von Literatur mit biblatex", "c", top_k=3, store=store)
+    assert any("Literatur" in h.heading_path[-1] for h in hits if h.heading_path), [h.heading_path for h in hits]
+    assert 0 < hits[0].score <= 1
