@@ -214,7 +214,7 @@ def test_pages_of_chunks_span_page_breaks():
 @pytest.mark.parametrize("chunk_size,overlap", [(600, 80), (200, 50), (50, 0)])
 @pytest.mark.parametrize(
     "relative", ["pdfs/hausarbeit-jura.pdf", "pdfs/pdflatex-outline.pdf", "markdown/asvs-de-V2-Authentication.md",
-                 "markdown/asvs-de-Using-ASVS.md", "pdfs/Seige_of_Vicksburg_Sample_OCR.pdf"]
+                 "markdown/asvs-de-Using-ASVS.md", "pdfs/Seige_of_Vicksburg_Sample_OCR.pdf", "pdfs/multipage.pdf"]
 )
 def test_invariants_on_real_documents(shared_data, relative, chunk_size, overlap):
     path = shared_data / relative
