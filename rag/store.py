@@ -10,13 +10,9 @@ dimension, never written to. Collection metadata needs Qdrant server 1.16 or new
 
 from __future__ import annotations
 
-import os
-import re
 import threading
-import uuid
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -35,6 +31,19 @@ from rag.errors import (
     StoreError,
     StoreUnavailableError,
 )
+from rag.records import (
+    CollectionInfo,
+    DocumentInfo,
+    Hit,
+    Layout,
+    describe_vectors,
+    hit_from_point,
+    mismatch_error,
+    payload_int,
+    point_id,
+    vector_name,
+)
+from rag.store_search import SearchMixin
 
 DEFAULT_COLLECTION = "documents"
 SYSTEM_COLLECTION = "system-docs"
@@ -42,98 +51,10 @@ DEFAULT_PATH = "./data/qdrant"
 META_KEY = "rag_lab"
 UPSERT_BATCH = 256
 SERVER_TIMEOUT = 10  # seconds per request to a Qdrant server
-_POINT_NAMESPACE = uuid.UUID("6f1d9c2e-6a0b-5c1e-9d4f-2b7a8e3c5d10")
 _WITHOUT_TEXT = models.PayloadSelectorExclude(exclude=["content", "heading_path"])
 
 
-@dataclass(frozen=True)
-class Hit:
-    score: float | None
-    content: str
-    document_id: str
-    document_title: str
-    chunk_id: str
-    chunk_index: int | None
-    heading_path: tuple[str, ...]
-    page_start: int | None
-    page_end: int | None
-    start: int | None
-    end: int | None
-    payload: dict = field(default_factory=dict, compare=False)  # the full payload, for display
-
-
-@dataclass(frozen=True)
-class CollectionInfo:
-    name: str
-    points: int
-    embedder: str | None  # model id; None for a foreign collection
-    dimension: int
-    vectors: dict[str, int]  # vector name -> size; "" is the unnamed vector
-    foreign: bool
-
-
-@dataclass(frozen=True)
-class DocumentInfo:
-    document_id: str
-    title: str
-    chunks: int
-    pages: int | None
-    chunk_size: int | None
-    overlap: int | None
-    strategy: str | None
-    embedder: str | None
-    ingested_at: str | None
-
-
-@dataclass(frozen=True)
-class _Layout:
-    name: str
-    vectors: dict[str, int]  # "" for the unnamed vector
-    embedder: str | None  # model id from our metadata; None when foreign
-    vector: str  # the vector our embedder fills ("" when foreign)
-
-    @property
-    def foreign(self) -> bool:
-        return self.embedder is None
-
-
-def vector_name(model_id: str) -> str:
-    """Return the Qdrant vector name for an embedder's model id (unsafe characters -> '-')."""
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", model_id).strip("-") or "vector"
-
-
-def point_id(document_id: str, settings: ChunkSettings, chunk_index: int) -> str:
-    """Return the deterministic point id of one chunk of a document under given chunk settings."""
-    key = f"{document_id}|{settings.chunk_size}|{settings.overlap}|{settings.strategy}|{chunk_index}"
-    return str(uuid.uuid5(_POINT_NAMESPACE, key))
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def hit_from_point(point: Any, score: float | None) -> Hit:
-    """Return a Hit from a Qdrant point; fields the payload lacks become None or ''."""
-    p = dict(point.payload or {})
-    title = str(p.get("document_title") or "")
-    heading = p.get("heading_path")
-    return Hit(
-        score=score,
-        content=str(p.get("content") or ""),
-        document_id=str(p.get("document_id") or title),
-        document_title=title,
-        chunk_id=str(point.id if p.get("chunk_id") is None else p["chunk_id"]),
-        chunk_index=_int(p.get("chunk_index")),
-        heading_path=tuple(str(h) for h in heading) if isinstance(heading, list | tuple) else (),
-        page_start=_int(p.get("page_start")),
-        page_end=_int(p.get("page_end")),
-        start=_int(p.get("start")),
-        end=_int(p.get("end")),
-        payload=p,
-    )
-
-
-class Store:
+class Store(SearchMixin):
     """One Qdrant client (embedded folder, memory or server) and the operations RAG Lab needs."""
 
     def __init__(self, client: QdrantClient, location: str, local: bool):
@@ -143,10 +64,9 @@ class Store:
 
     def close(self) -> None:
         """Release the client (and the folder lock); the Store is unusable afterwards."""
-        with _CACHE_LOCK:
-            for key, store in list(_STORES.items()):
-                if store is self:
-                    del _STORES[key]
+        from rag.connection import forget
+
+        forget(self)
         self.client.close()
 
     @contextmanager
@@ -177,7 +97,7 @@ class Store:
         with self._guard("listing collections"):
             return sorted(c.name for c in self.client.get_collections().collections)
 
-    def _layout(self, name: str) -> _Layout:
+    def _layout(self, name: str) -> Layout:
         """Return the vectors and embedders of a collection; CollectionNotFoundError if missing."""
         if not self.has_collection(name):
             existing = ", ".join(f"'{n}'" for n in self._names()) or "none"
@@ -191,8 +111,8 @@ class Store:
         vectors = {"": raw.size} if isinstance(raw, models.VectorParams) else {k: v.size for k, v in raw.items()}
         meta = (config.metadata or {}).get(META_KEY) or {}
         if meta.get("vector") in vectors and meta.get("embedder"):
-            return _Layout(name, vectors, str(meta["embedder"]), meta["vector"])
-        return _Layout(name, vectors, None, "" if "" in vectors else next(iter(vectors), ""))
+            return Layout(name, vectors, str(meta["embedder"]), meta["vector"])
+        return Layout(name, vectors, None, "" if "" in vectors else next(iter(vectors), ""))
 
     def collection_embedder(self, collection: str) -> tuple[str | None, int]:
         """Return (model id, dimension) of the embedder that made a collection; None id when foreign."""
@@ -228,11 +148,11 @@ class Store:
             )
         if layout.foreign:
             raise StoreError(
-                f"Collection '{name}' was not made by RAG Lab (vectors: {_describe(layout.vectors)}); "
+                f"Collection '{name}' was not made by RAG Lab (vectors: {describe_vectors(layout.vectors)}); "
                 "it can be searched but not written to. Ingest into another collection name."
             )
         if layout.embedder != embedder.model_id or layout.vectors[layout.vector] != embedder.dimension:
-            raise _mismatch(layout, embedder.model_id, embedder.dimension)
+            raise mismatch_error(layout, embedder.model_id, embedder.dimension)
         return vname
 
     def _create_collection(self, name: str, embedder: Embedder, vname: str) -> bool:
@@ -270,7 +190,7 @@ class Store:
             if offset is None:
                 return
 
-    def _document_filter(self, layout: _Layout, document_ids: list[str]) -> models.Filter:
+    def _document_filter(self, layout: Layout, document_ids: list[str]) -> models.Filter:
         match = models.MatchAny(any=list(document_ids))
         by_id = models.FieldCondition(key="document_id", match=match)
         if not layout.foreign:
@@ -295,9 +215,9 @@ class Store:
                     document_id=key,
                     title=str(first.get("document_title") or key),
                     chunks=len(payloads),
-                    pages=_int(first.get("document_pages")),
-                    chunk_size=_int(first.get("chunk_size")),
-                    overlap=_int(first.get("overlap")),
+                    pages=payload_int(first.get("document_pages")),
+                    chunk_size=payload_int(first.get("chunk_size")),
+                    overlap=payload_int(first.get("overlap")),
                     strategy=first.get("strategy"),
                     embedder=first.get("embedder"),
                     ingested_at=max(stamps) if stamps else None,
@@ -402,168 +322,7 @@ class Store:
         payload["ingested_at"] = datetime.now(UTC).isoformat(timespec="seconds")
         return models.PointStruct(id=pid, vector={vname: vector.tolist()}, payload=payload)
 
-    # ---- search ------------------------------------------------------------------------------
 
-    def _using(self, layout: _Layout, dimension: int, embedder: Embedder | None, name: str | None) -> str | None:
-        """Return the vector to search (None = unnamed); EmbedderMismatchError when none fits."""
-        model_id = embedder.model_id if embedder else None
-        if not layout.foreign and model_id not in (None, layout.embedder):
-            raise _mismatch(layout, model_id, dimension)
-        if name is None and layout.foreign and len(layout.vectors) > 1:
-            fits = [n for n, size in layout.vectors.items() if size == dimension]
-            name = fits[0] if len(fits) == 1 else None
-            if name is None:
-                raise _mismatch(layout, model_id, dimension)
-        name = layout.vector if name is None else name
-        if name not in layout.vectors or layout.vectors[name] != dimension:
-            raise _mismatch(layout, model_id, dimension, name)
-        return name or None
+from rag.connection import open_store  # noqa: E402  (re-exported: the entry point; needs Store above)
 
-    def _query_args(
-        self, collection: str, dimension: int, embedder: Embedder | None, vector_name: str | None, **options: Any
-    ) -> dict[str, Any]:
-        """Return the arguments every query row shares: vector name, document filter, limit, threshold."""
-        layout = self._layout(collection)
-        ids = options.pop("document_ids")
-        return {
-            "using": self._using(layout, dimension, embedder, vector_name),
-            "filter": self._document_filter(layout, ids) if ids else None,
-            "limit": max(int(options.pop("top_k")), 1),
-            "with_payload": True,
-            **options,
-        }
-
-    def search(
-        self,
-        collection: str,
-        vector: np.ndarray,
-        embedder: Embedder | None = None,
-        *,
-        vector_name: str | None = None,
-        top_k: int = 5,
-        score_threshold: float | None = None,
-        document_ids: list[str] | None = None,
-    ) -> list[Hit]:
-        """Return the top_k chunks nearest to vector, highest cosine score first (Qdrant's scores)."""
-        query = np.asarray(vector, dtype=np.float32).ravel().tolist()
-        args = self._query_args(
-            collection,
-            len(query),
-            embedder,
-            vector_name,
-            top_k=top_k,
-            score_threshold=score_threshold,
-            document_ids=document_ids,
-        )
-        with self._guard(f"searching '{collection}'"):
-            response = self.client.query_points(collection, query, query_filter=args.pop("filter"), **args)
-        return [hit_from_point(p, p.score) for p in response.points]
-
-    def search_batch(
-        self,
-        collection: str,
-        vectors: np.ndarray,
-        embedder: Embedder | None = None,
-        top_k: int = 5,
-        *,
-        vector_name: str | None = None,
-        score_threshold: float | None = None,
-        document_ids: list[str] | None = None,
-    ) -> list[list[Hit]]:
-        """Return the hits of each query vector (rows of vectors), in one round trip."""
-        matrix = np.asarray(vectors, dtype=np.float32)
-        if matrix.size == 0:
-            return []
-        matrix = matrix.reshape(len(matrix), -1)
-        args = self._query_args(
-            collection,
-            matrix.shape[1],
-            embedder,
-            vector_name,
-            top_k=top_k,
-            score_threshold=score_threshold,
-            document_ids=document_ids,
-        )
-        with self._guard(f"searching '{collection}'"):
-            responses = self.client.query_batch_points(
-                collection, [models.QueryRequest(query=v, **args) for v in matrix.tolist()]
-            )
-        return [[hit_from_point(p, p.score) for p in r.points] for r in responses]
-
-
-def _describe(vectors: dict[str, int]) -> str:
-    return ", ".join(f"{name or 'unnamed'}: {size} dimensions" for name, size in vectors.items())
-
-
-def _mismatch(layout: _Layout, model_id: str | None, dimension: int, name: str | None = None) -> EmbedderMismatchError:
-    """Return the error that says which embedder made the collection and what to do."""
-    asked = f"{model_id or 'the query vector'} ({dimension} dimensions)"
-    if name is not None and name not in layout.vectors:
-        asked += f", vector '{name}'"
-    if layout.foreign:
-        made = f"was not made by RAG Lab (vectors: {_describe(layout.vectors)})"
-        todo = "Pick an embedder with the same dimension as the one that filled it, or use another collection."
-    else:
-        made = f"was made by {layout.embedder} ({layout.vectors[layout.vector]} dimensions)"
-        todo = f"Pick {layout.embedder} as the embedder, or use another collection."
-    return EmbedderMismatchError(f"Collection '{layout.name}' {made}; cannot use {asked}. {todo}")
-
-
-_STORES: dict[tuple[str, ...], Store] = {}
-_CACHE_LOCK = threading.Lock()
-
-
-def open_store(path: str | None = None, url: str | None = None, api_key: str | None = None) -> Store:
-    """Return the process's Store for a location: url/QDRANT_URL (server) or path/RAG_QDRANT_PATH (folder).
-
-    Explicit arguments win over environment variables (read now, not at import). One Store per location
-    is cached, because an embedded folder can be opened by one client only; path=":memory:" gives a new
-    in-memory engine every call (for tests).
-    """
-    if path == ":memory:":
-        return Store(QdrantClient(location=":memory:"), "memory", local=True)
-    url = url or (None if path else os.environ.get("QDRANT_URL") or None)
-    if url:
-        api_key = api_key or os.environ.get("QDRANT_API_KEY") or None
-        key = ("url", url.rstrip("/"), api_key or "")
-    else:
-        path = os.path.abspath(os.path.expanduser(path or os.environ.get("RAG_QDRANT_PATH") or DEFAULT_PATH))
-        key = ("path", path)
-    with _CACHE_LOCK:
-        if key not in _STORES:
-            _STORES[key] = _connect_server(url, api_key) if url else _open_folder(path)
-        return _STORES[key]
-
-
-def _open_folder(path: str) -> Store:
-    try:
-        client = QdrantClient(path=path)
-    except RuntimeError as e:
-        if "already accessed" not in str(e):
-            raise
-        raise StoreUnavailableError(
-            f"The Qdrant folder {path} is in use by another process (another RAG Lab app or CLI). "
-            "Close that one, or run a Qdrant server and set QDRANT_URL so several processes can share it."
-        ) from e
-    except OSError as e:
-        raise StoreUnavailableError(
-            f"The Qdrant folder {path} cannot be opened: {e}. Set RAG_QDRANT_PATH to a writable folder."
-        ) from e
-    return Store(client, path, local=True)
-
-
-def _connect_server(url: str, api_key: str | None) -> Store:
-    client = QdrantClient(url=url, api_key=api_key, timeout=SERVER_TIMEOUT, check_compatibility=False)
-    try:
-        client.get_collections()  # the client is lazy: probe now, not at the first search
-    except UnexpectedResponse as e:
-        client.close()
-        hint = "Check QDRANT_API_KEY." if e.status_code in (401, 403) else "Check QDRANT_URL."
-        raise StoreUnavailableError(f"Qdrant at {url} answered {e.status_code} {e.reason_phrase}. {hint}") from e
-    except (ApiException, httpx.HTTPError, OSError) as e:
-        client.close()
-        raise StoreUnavailableError(
-            f"Qdrant at {url} cannot be reached ({e}). Start the server, fix QDRANT_URL, "
-            "or unset QDRANT_URL to use the embedded folder."
-        ) from e
-    return Store(client, url, local=False)
+__all__ = ["CollectionInfo", "DocumentInfo", "Hit", "Store", "hit_from_point", "open_store", "point_id", "vector_name"]

@@ -70,7 +70,9 @@ def _load(path: str) -> SentenceTransformer:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     from sentence_transformers import SentenceTransformer
+    from transformers.utils import logging as transformers_logging
 
+    transformers_logging.disable_progress_bar()  # a "Loading weights" bar on stderr at every CLI start
     try:
         return SentenceTransformer(path, device="cpu", local_files_only=True)
     except Exception as exc:  # transformers raises OSError, ValueError, KeyError ... for a bad folder
