@@ -7,6 +7,8 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from rag import chunking
 from rag.chunking import ChunkSettings
 from rag.context import CHAT_MAX_TOKENS, Context, build_context
@@ -127,16 +129,20 @@ def _lap(result: IngestResult, stage: str, next_stage: str, started: float) -> s
     return next_stage
 
 
-def embed_chunks(texts: list[str], embedder: Embedder, progress: Callable[[int], None] | None = None):
-    """Return the float32 vectors of texts, embedded EMBED_BATCH at a time, reporting texts done."""
-    import numpy as np
+def embed_chunks(texts: list[str], embedder: Embedder, progress: Callable[[int], None] | None = None) -> np.ndarray:
+    """Return the float32 vectors of texts (in their order), embedded EMBED_BATCH at a time.
 
-    rows = []
-    for i in range(0, len(texts), EMBED_BATCH):
-        rows.append(embedder.embed(texts[i : i + EMBED_BATCH]))
+    Texts go to the model longest first, so each batch holds texts of similar length and little padding
+    (what sentence-transformers does within one call, done across our progress-sized batches).
+    """
+    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+    vectors = np.zeros((len(texts), embedder.dimension), dtype=np.float32)
+    for i in range(0, len(order), EMBED_BATCH):
+        batch = order[i : i + EMBED_BATCH]
+        vectors[batch] = embedder.embed([texts[j] for j in batch])
         if progress:
             progress(min(i + EMBED_BATCH, len(texts)))
-    return np.vstack(rows).astype(np.float32) if rows else np.zeros((0, embedder.dimension), np.float32)
+    return vectors
 
 
 def embedder_for(store: Store, collection: str, spec: str | None = None) -> Embedder:

@@ -149,8 +149,10 @@ def test_retrieve_builds_context_within_budget_on_german_text(shared_data, store
 
 def test_embed_chunks_reports_progress_and_shape(fake):
     seen = []
-    vectors = pipeline.embed_chunks([f"Text {i}" for i in range(130)], fake, seen.append)
+    texts = [f"Text {i} " + "Wort " * (i % 17) for i in range(130)]  # lengths vary: batches are re-ordered
+    vectors = pipeline.embed_chunks(texts, fake, seen.append)
     assert vectors.shape == (130, 32) and vectors.dtype == np.float32
+    np.testing.assert_allclose(vectors, fake.embed(texts), rtol=1e-6)  # row i is still the vector of text i
     assert seen == [64, 128, 130]
 
 
