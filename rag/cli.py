@@ -168,6 +168,7 @@ EXTENSIONS: list[Callable[[argparse._SubParsersAction], None]] = []
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; return the exit code (0 ok, 1 user error, 2 usage error)."""
+    import rag.cli_eval  # noqa: F401
     import rag.cli_store  # noqa: F401  (registers its commands)
 
     parser = build_parser()
