@@ -13,6 +13,7 @@ from rag.context import CHAT_MAX_TOKENS
 from rag.embeddings import EMBEDDER_SPECS
 from rag.errors import RagError
 from rag.store import DEFAULT_COLLECTION, Hit, Store, open_store
+from rag.store_search import FUSIONS, MODES
 
 
 def store_of(args: argparse.Namespace) -> Store:
@@ -23,6 +24,11 @@ def store_of(args: argparse.Namespace) -> Store:
 def embedder_of(args: argparse.Namespace, store: Store, collection: str):
     """Return --embedder's embedder, else the one the collection was made with (or the default)."""
     return pipeline.embedder_for(store, collection, getattr(args, "embedder", None))
+
+
+def query_embedder(args: argparse.Namespace, store: Store):
+    """Return the embedder a query needs: None for --mode sparse (keyword search embeds nothing)."""
+    return None if args.mode == "sparse" else embedder_of(args, store, args.collection)
 
 
 def dump(data: object) -> None:
@@ -68,9 +74,16 @@ def run_ingest(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def hit_json(hit: Hit) -> dict:
+def hit_json(hit: Hit, mode: str = "dense") -> dict:
+    """Return a hit as JSON: score (of the mode, kind in score_kind), per-mode scores and ranks, location."""
     return {
         "score": hit.score,
+        "score_kind": hit.score_kind,
+        "mode": mode,
+        "dense_score": hit.dense_score,
+        "sparse_score": hit.sparse_score,
+        "dense_rank": hit.dense_rank,
+        "sparse_rank": hit.sparse_rank,
         "document_title": hit.document_title,
         "document_id": hit.document_id,
         "chunk_index": hit.chunk_index,
@@ -81,29 +94,40 @@ def hit_json(hit: Hit) -> dict:
     }
 
 
+def rank_label(rank: int | None, score: float | None) -> str:
+    """Return "3 (0.812)" for a candidate-list position, "-" when the chunk was not in that list."""
+    return "-" if rank is None or score is None else f"{rank} ({score:.3f})"
+
+
 def run_search(args: argparse.Namespace) -> int:
     store = store_of(args)
-    embedder = embedder_of(args, store, args.collection)
     hits = pipeline.search(args.query, args.collection, args.top_k, args.threshold, args.document or None,
-                           store=store, embedder=embedder)
+                           store=store, embedder=query_embedder(args, store), mode=args.mode, fusion=args.fusion)
     if args.json:
-        dump({"hits": [hit_json(h) for h in hits]})
+        dump({"hits": [hit_json(h, args.mode) for h in hits]})
         return 0
-    rows = [[str(rank), f"{h.score:.3f}", cli.preview(h.document_title, 30), cli.pages_label(h.page_start, h.page_end),
-             cli.preview(" › ".join(h.heading_path), 30), cli.preview(h.content, 60)]
-            for rank, h in enumerate(hits, 1)]
-    cli.print_table(rows, ["rank", "score", "document", "pages", "heading path", "content"])
+    hybrid = args.mode == "hybrid"
+    rows = []
+    for rank, h in enumerate(hits, 1):
+        explain = [rank_label(h.dense_rank, h.dense_score), rank_label(h.sparse_rank, h.sparse_score)] if hybrid else []
+        rows.append([str(rank), f"{h.score:.3f}", *explain, cli.preview(h.document_title, 30),
+                     cli.pages_label(h.page_start, h.page_end), cli.preview(" › ".join(h.heading_path), 30),
+                     cli.preview(h.content, 60)])
+    kind = hits[0].score_kind if hits else args.mode
+    explain = ["dense rank (cosine)", "keyword rank (bm25)"] if hybrid else []
+    cli.print_table(rows, ["rank", f"score ({kind})", *explain, "document", "pages", "heading path", "content"])
     if len(hits) < args.top_k:
+        why = "no more chunks contain a query term." if args.mode == "sparse" else "the collection has no more."
         print(f"\n{len(hits)} of top_k {args.top_k}: "
-              + ("the threshold removed the rest." if args.threshold is not None else "the collection has no more."))
+              + ("the threshold removed the rest." if args.threshold is not None else why))
     return 0
 
 
 def run_context(args: argparse.Namespace) -> int:
     store = store_of(args)
-    embedder = embedder_of(args, store, args.collection)
     context = pipeline.retrieve(args.query, args.collection, args.top_k, args.max_tokens, store=store,
-                                embedder=embedder, score_threshold=args.threshold, label=args.label)
+                                embedder=query_embedder(args, store), score_threshold=args.threshold,
+                                label=args.label, mode=args.mode, fusion=args.fusion)
     if args.json:
         dump(context.to_dict())
         return 0
@@ -119,10 +143,11 @@ def run_collections(args: argparse.Namespace) -> int:
     infos = store_of(args).collections()
     if args.json:
         dump([{"name": c.name, "points": c.points, "embedder": c.embedder, "dimension": c.dimension,
-               "foreign": c.foreign} for c in infos])
+               "foreign": c.foreign, "sparse": c.sparse} for c in infos])
         return 0
-    rows = [[c.name, str(c.points), c.embedder or "(not made by RAG Lab)", str(c.dimension)] for c in infos]
-    cli.print_table(rows, ["collection", "points", "embedder", "dimension"])
+    rows = [[c.name, str(c.points), c.embedder or "(not made by RAG Lab)", str(c.dimension),
+             "yes" if c.sparse else "no" if c.foreign else "re-ingest to enable"] for c in infos]
+    cli.print_table(rows, ["collection", "points", "embedder", "dimension", "keyword search"])
     return 0
 
 
@@ -170,7 +195,12 @@ def add_query_options(parser: argparse.ArgumentParser, json_help: str) -> None:
     parser.add_argument("query", metavar="QUERY")
     add_collection(parser)
     parser.add_argument("--top-k", type=cli.positive_int(1), default=5, help="chunks to retrieve (default 5)")
-    parser.add_argument("--threshold", type=float, default=None, help="minimum cosine score")
+    parser.add_argument("--threshold", type=float, default=None,
+                        help="minimum score of the mode: cosine (dense), BM25 (sparse) or fused (hybrid)")
+    parser.add_argument("--mode", choices=MODES, default="dense",
+                        help="dense: embeddings; sparse: BM25 keywords; hybrid: both, fused (default dense)")
+    parser.add_argument("--fusion", choices=FUSIONS, default="rrf",
+                        help="how hybrid fuses the two lists: rrf (by rank) or dbsf (by normalised score)")
     add_embedder(parser)
     parser.add_argument("--json", action="store_true", help=json_help)
 

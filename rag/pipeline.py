@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rag import chunking
+from rag import chunking, sparse
 from rag.chunking import ChunkSettings
 from rag.context import CHAT_MAX_TOKENS, Context, build_context
 from rag.documents import load_document
@@ -17,6 +17,7 @@ from rag.embeddings import get_embedder
 from rag.embeddings.base import Embedder
 from rag.errors import EmbedderMismatchError, EncryptedDocumentError, RagError
 from rag.store import DEFAULT_COLLECTION, Hit, Store
+from rag.store_search import check_mode
 
 log = logging.getLogger(__name__)
 EMBED_BATCH = 64  # chunks per embed call: the unit of progress reports
@@ -173,14 +174,27 @@ def search(
     *,
     store: Store,
     embedder: Embedder | None = None,
+    mode: str = "dense",
+    fusion: str = "rrf",
 ) -> list[Hit]:
-    """Return the top_k chunks of collection most similar to query, highest cosine score first."""
+    """Return the top_k chunks of collection for query, best first, each hit's scores explained.
+
+    mode "dense" ranks by cosine similarity of the embeddings, "sparse" by BM25 keyword score (no
+    embedding needed), "hybrid" fuses both lists with fusion "rrf" or "dbsf" (see rag.store_search).
+    score_threshold applies to the mode's own score.
+    """
+    check_mode(mode, fusion)
     if not query.strip():
         raise RagError("The query is empty. Type a question or some words to search for.")
+    options = {"top_k": top_k, "score_threshold": score_threshold, "document_ids": document_ids}
+    if mode == "sparse":
+        if not sparse.analyze(query):
+            raise RagError(f"The query '{query.strip()}' has only stop words or punctuation, so keyword (sparse) "
+                           "search has nothing to match. Add content words, or use dense or hybrid search.")
+        return store.search(collection, mode="sparse", query_text=query, **options)
     embedder = embedder or embedder_for(store, collection)
     vector = embedder.embed([query])[0]
-    return store.search(collection, vector, embedder, top_k=top_k, score_threshold=score_threshold,
-                        document_ids=document_ids)
+    return store.search(collection, vector, embedder, mode=mode, fusion=fusion, query_text=query, **options)
 
 
 def retrieve(
@@ -195,7 +209,10 @@ def retrieve(
     document_ids: list[str] | None = None,
     label: str = "Quelle",
     separator: str = "\n\n---\n\n",
+    mode: str = "dense",
+    fusion: str = "rrf",
 ) -> Context:
-    """Return the context an LLM would receive for query: search, then build_context under max_tokens."""
-    hits = search(query, collection, top_k, score_threshold, document_ids, store=store, embedder=embedder)
+    """Return the context an LLM would receive for query: search (in mode), then build_context under max_tokens."""
+    hits = search(query, collection, top_k, score_threshold, document_ids, store=store, embedder=embedder,
+                  mode=mode, fusion=fusion)
     return build_context(hits, max_tokens=max_tokens, label=label, separator=separator)

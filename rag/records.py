@@ -1,4 +1,11 @@
-"""What the store hands out: hits, collection and document summaries, and deterministic point ids."""
+"""What the store hands out: hits, collection and document summaries, and deterministic point ids.
+
+A Hit explains its score: `score` is the score of the search mode that ranked it, and `score_kind` says
+which scale that is ("cosine" (or the foreign vector's "dot", "euclid", "manhattan"), "bm25", or the
+fused "rrf" / "dbsf" of a hybrid search; None for chunks that were listed, not searched). `dense_score`,
+`dense_rank`, `sparse_score` and `sparse_rank` (ranks from 1) say where the chunk stood in the dense and
+the keyword candidate lists; None when it was not in that list (or that list was not searched).
+"""
 
 from __future__ import annotations
 
@@ -8,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rag.chunking import ChunkSettings
-from rag.errors import EmbedderMismatchError
+from rag.errors import EmbedderMismatchError, StoreError
 
 _POINT_NAMESPACE = uuid.UUID("6f1d9c2e-6a0b-5c1e-9d4f-2b7a8e3c5d10")
 
@@ -27,6 +34,11 @@ class Hit:
     start: int | None
     end: int | None
     payload: dict = field(default_factory=dict, compare=False)  # the full payload, for display
+    score_kind: str | None = None  # "cosine" | "bm25" | "rrf" | "dbsf" (or "dot", "euclid", "manhattan")
+    dense_score: float | None = None  # Qdrant's score in the dense candidate list
+    sparse_score: float | None = None  # BM25 score in the keyword candidate list
+    dense_rank: int | None = None  # 1 = first in the dense candidate list
+    sparse_rank: int | None = None  # 1 = first in the keyword candidate list
 
 
 @dataclass(frozen=True)
@@ -37,6 +49,7 @@ class CollectionInfo:
     dimension: int
     vectors: dict[str, int]  # vector name -> size; "" is the unnamed vector
     foreign: bool
+    sparse: bool = False  # has RAG Lab's keyword (BM25) vectors: sparse and hybrid search work
 
 
 @dataclass(frozen=True)
@@ -67,8 +80,11 @@ def payload_int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def hit_from_point(point: Any, score: float | None) -> Hit:
-    """Return a Hit from a Qdrant point; fields the payload lacks become None or ''."""
+def hit_from_point(point: Any, score: float | None, **explanation: Any) -> Hit:
+    """Return a Hit from a Qdrant point; fields the payload lacks become None or ''.
+
+    explanation: score_kind, dense_score, sparse_score, dense_rank, sparse_rank (see Hit).
+    """
     p = dict(point.payload or {})
     title = str(p.get("document_title") or "")
     heading = p.get("heading_path")
@@ -85,6 +101,7 @@ def hit_from_point(point: Any, score: float | None) -> Hit:
         start=payload_int(p.get("start")),
         end=payload_int(p.get("end")),
         payload=p,
+        **explanation,
     )
 
 
@@ -94,6 +111,8 @@ class Layout:
     vectors: dict[str, int]  # "" for the unnamed vector
     embedder: str | None  # model id from our metadata; None when foreign
     vector: str  # the vector our embedder fills ("" when foreign)
+    sparse: str | None = None  # our keyword (BM25) sparse vector; None for older and foreign collections
+    distances: dict[str, str] = field(default_factory=dict)  # dense vector name -> "cosine", "dot", ...
 
     @property
     def foreign(self) -> bool:
@@ -118,3 +137,20 @@ def mismatch_error(
         made = f"was made by {layout.embedder} ({layout.vectors[layout.vector]} dimensions)"
         todo = f"Pick {layout.embedder} as the embedder, or use another collection."
     return EmbedderMismatchError(f"Collection '{layout.name}' {made}; cannot use {asked}. {todo}")
+
+
+class SparseVectorsMissingError(StoreError):
+    """The collection has no RAG Lab keyword (sparse) vectors: sparse and hybrid search cannot run."""
+
+
+def sparse_missing_error(layout: Layout, mode: str) -> SparseVectorsMissingError:
+    """Return the error that says why a collection cannot do keyword search, and what to do."""
+    if layout.foreign:
+        return SparseVectorsMissingError(
+            f"Collection '{layout.name}' was not made by RAG Lab, so it has no RAG Lab keyword (sparse) vectors "
+            f"for {mode} search; use dense search, or ingest its documents into a RAG Lab collection."
+        )
+    return SparseVectorsMissingError(
+        f"Collection '{layout.name}' was made before keyword (sparse) vectors existed; re-ingest its documents "
+        "into a new collection to use sparse or hybrid search."
+    )

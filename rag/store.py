@@ -6,6 +6,12 @@ model id (`local:all-MiniLM-L6-v2` -> `local-all-MiniLM-L6-v2`), and the collect
 to an existing collection, so one collection serves one embedder. A collection without that metadata is
 *foreign* (made by another program): it can be listed and searched with an embedder of the same
 dimension, never written to. Collection metadata needs Qdrant server 1.16 or newer.
+
+Keyword search: collections made here also get a sparse vector "bm25" with Qdrant's IDF modifier; each
+point stores the BM25 term-frequency weights of its chunk (rag.sparse) and the metadata records
+`"sparse": "bm25"` and the analyzer. Collections made before that (and foreign ones) have no such vector:
+dense search works as before, sparse and hybrid search raise SparseVectorsMissingError (re-ingest into a
+new collection). Searching is in rag.store_search.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import numpy as np
 from qdrant_client import QdrantClient, models
 from qdrant_client.http.exceptions import ApiException, UnexpectedResponse
 
+from rag import sparse
 from rag.chunking import Chunk, ChunkSettings
 from rag.documents import Document
 from rag.embeddings.base import Embedder
@@ -36,6 +43,7 @@ from rag.records import (
     DocumentInfo,
     Hit,
     Layout,
+    SparseVectorsMissingError,
     describe_vectors,
     hit_from_point,
     mismatch_error,
@@ -49,6 +57,7 @@ DEFAULT_COLLECTION = "documents"
 SYSTEM_COLLECTION = "system-docs"
 DEFAULT_PATH = "./data/qdrant"
 META_KEY = "rag_lab"
+SPARSE_VECTOR = "bm25"  # the keyword vector of collections made here
 UPSERT_BATCH = 256
 SERVER_TIMEOUT = 10  # seconds per request to a Qdrant server
 _WITHOUT_TEXT = models.PayloadSelectorExclude(exclude=["content", "heading_path"])
@@ -108,11 +117,14 @@ class Store(SearchMixin):
         with self._guard(f"reading collection '{name}'"):
             config = self.client.get_collection(name).config
         raw = config.params.vectors
-        vectors = {"": raw.size} if isinstance(raw, models.VectorParams) else {k: v.size for k, v in raw.items()}
+        params = {"": raw} if isinstance(raw, models.VectorParams) else dict(raw or {})
+        vectors = {k: v.size for k, v in params.items()}
+        distances = {k: str(getattr(v.distance, "value", v.distance)).lower() for k, v in params.items()}
         meta = (config.metadata or {}).get(META_KEY) or {}
         if meta.get("vector") in vectors and meta.get("embedder"):
-            return Layout(name, vectors, str(meta["embedder"]), meta["vector"])
-        return Layout(name, vectors, None, "" if "" in vectors else next(iter(vectors), ""))
+            keyword = meta.get("sparse") if meta.get("sparse") in (config.params.sparse_vectors or {}) else None
+            return Layout(name, vectors, str(meta["embedder"]), meta["vector"], keyword, distances)
+        return Layout(name, vectors, None, "" if "" in vectors else next(iter(vectors), ""), None, distances)
 
     def collection_embedder(self, collection: str) -> tuple[str | None, int]:
         """Return (model id, dimension) of the embedder that made a collection; None id when foreign."""
@@ -127,7 +139,9 @@ class Store(SearchMixin):
             with self._guard(f"counting points of '{name}'"):
                 points = self.client.count(name, exact=True).count
             size = layout.vectors.get(layout.vector, 0)
-            infos.append(CollectionInfo(name, points, layout.embedder, size, layout.vectors, layout.foreign))
+            infos.append(
+                CollectionInfo(name, points, layout.embedder, size, layout.vectors, layout.foreign, bool(layout.sparse))
+            )
         return infos
 
     def delete_collection(self, name: str) -> None:
@@ -136,8 +150,8 @@ class Store(SearchMixin):
         with self._guard(f"deleting collection '{name}'"):
             self.client.delete_collection(name)
 
-    def _ensure_collection(self, name: str, embedder: Embedder) -> str:
-        """Return the vector name to write with; create the collection if needed, refuse mismatches."""
+    def _ensure_collection(self, name: str, embedder: Embedder) -> Layout:
+        """Return the layout to write with; create the collection if needed, refuse mismatches."""
         vname = vector_name(embedder.model_id)
         created = not self.has_collection(name) and self._create_collection(name, embedder, vname)
         layout = self._layout(name)
@@ -153,15 +167,19 @@ class Store(SearchMixin):
             )
         if layout.embedder != embedder.model_id or layout.vectors[layout.vector] != embedder.dimension:
             raise mismatch_error(layout, embedder.model_id, embedder.dimension)
-        return vname
+        return layout
 
     def _create_collection(self, name: str, embedder: Embedder, vname: str) -> bool:
         """Return True once the collection exists, False if another process created it first."""
-        meta = {META_KEY: {"embedder": embedder.model_id, "dimension": embedder.dimension, "vector": vname}}
+        meta = {"embedder": embedder.model_id, "dimension": embedder.dimension, "vector": vname}
+        meta |= {"sparse": SPARSE_VECTOR, "analyzer": sparse.ANALYZER}
         params = models.VectorParams(size=embedder.dimension, distance=models.Distance.COSINE)
+        keyword = {SPARSE_VECTOR: models.SparseVectorParams(modifier=models.Modifier.IDF)}
         try:
             with self._guard(f"creating collection '{name}'"):
-                self.client.create_collection(name, vectors_config={vname: params}, metadata=meta)
+                self.client.create_collection(
+                    name, vectors_config={vname: params}, sparse_vectors_config=keyword, metadata={META_KEY: meta}
+                )
         except StoreError:
             if self.has_collection(name):
                 return False
@@ -272,9 +290,9 @@ class Store(SearchMixin):
                 f"{len(chunks)} chunks of '{document.title}' came with vectors of shape {vectors.shape}, "
                 f"but {embedder.model_id} should give {embedder.dimension} dimensions per chunk."
             )
-        vname = self._ensure_collection(collection, embedder)
+        layout = self._ensure_collection(collection, embedder)
         before = self._point_ids(collection, document.id)
-        points = [self._point(document, c, v, settings, embedder, vname) for c, v in zip(chunks, vectors, strict=True)]
+        points = [self._point(document, c, v, settings, embedder, layout) for c, v in zip(chunks, vectors, strict=True)]
         self._write_points(collection, points, before, document.title)
         new_ids = {str(p.id) for p in points}
         try:
@@ -310,7 +328,7 @@ class Store(SearchMixin):
         vector: np.ndarray,
         settings: ChunkSettings,
         embedder: Embedder,
-        vname: str,
+        layout: Layout,
     ) -> models.PointStruct:
         pid = point_id(document.id, settings, chunk.chunk_index)
         payload = {"content": chunk.content, "document_id": document.id, "document_title": document.title}
@@ -320,9 +338,14 @@ class Store(SearchMixin):
         payload |= {"overlap": settings.overlap, "strategy": settings.strategy, "embedder": embedder.model_id}
         payload |= {"document_kind": document.kind, "document_pages": len(document.pages)}
         payload["ingested_at"] = datetime.now(UTC).isoformat(timespec="seconds")
-        return models.PointStruct(id=pid, vector={vname: vector.tolist()}, payload=payload)
+        vectors: dict[str, Any] = {layout.vector: vector.tolist()}
+        if layout.sparse:  # older collections have no keyword vector to fill
+            indices, values = sparse.chunk_vector(chunk.content)
+            vectors[layout.sparse] = models.SparseVector(indices=indices, values=values)
+        return models.PointStruct(id=pid, vector=vectors, payload=payload)
 
 
 from rag.connection import open_store  # noqa: E402  (re-exported: the entry point; needs Store above)
 
-__all__ = ["CollectionInfo", "DocumentInfo", "Hit", "Store", "hit_from_point", "open_store", "point_id", "vector_name"]
+__all__ = ["CollectionInfo", "DocumentInfo", "Hit", "SparseVectorsMissingError", "Store", "hit_from_point",
+           "open_store", "point_id", "vector_name"]  # fmt: skip

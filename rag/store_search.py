@@ -1,20 +1,67 @@
-"""Similarity search over a collection: one query or a batch, with filter, threshold and top_k."""
+"""Search over a collection in three modes, one query or a batch, with filter, threshold and top_k.
+
+- "dense": nearest neighbours of the query vector (Hit.score is Qdrant's cosine, score_kind "cosine").
+- "sparse": keyword search, the query text's terms against the chunks' BM25 vectors (rag.sparse;
+  Hit.score is the BM25 score, score_kind "bm25"). Needs no query vector; a query without terms (only
+  stop words or punctuation) finds nothing.
+- "hybrid": one Qdrant query with two prefetches, dense and sparse, each `candidate_limit(top_k)` long,
+  fused by the engine with RRF (score = sum of 1 / (k + position), position from 0, k = 2 in Qdrant) or
+  DBSF (each list's scores normalised by mean ± 3 standard deviations, then summed). Hit.score is that
+  fused score, not a cosine (score_kind "rrf" / "dbsf").
+
+Explanation: every hit carries its dense and sparse score and rank (see rag.records.Hit). For hybrid
+search the two candidate lists are queried again next to the fused query, in the same round trip and
+with the same vector, filter and limit as the prefetches, so ranks and scores are the ones the fusion
+saw. In dense or sparse mode only that mode's fields are filled.
+
+score_threshold applies to the mode's own score: cosine, BM25, or the fused score (the candidate lists
+are not cut). All requests of one call go to Qdrant in one query_batch_points round trip.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from qdrant_client import models
 
+from rag import sparse
 from rag.embeddings.base import Embedder
-from rag.records import Hit, Layout, hit_from_point, mismatch_error
+from rag.errors import RagError
+from rag.records import Hit, Layout, hit_from_point, mismatch_error, sparse_missing_error
+
+MODES = ("dense", "sparse", "hybrid")
+FUSIONS = ("rrf", "dbsf")
+MIN_CANDIDATES = 50
+_FUSION = {"rrf": models.Fusion.RRF, "dbsf": models.Fusion.DBSF}
+
+
+def candidate_limit(top_k: int) -> int:
+    """Return how many chunks each hybrid prefetch (dense, sparse) hands to the fusion."""
+    return max(top_k * 4, MIN_CANDIDATES)
+
+
+def check_mode(mode: str, fusion: str = "rrf") -> None:
+    """Return None if mode and fusion are known; RagError listing the valid ones otherwise."""
+    if mode not in MODES:
+        raise RagError(f"Unknown search mode '{mode}'. Use one of: {', '.join(MODES)}.")
+    if fusion not in FUSIONS:
+        raise RagError(f"Unknown fusion '{fusion}'. Use one of: {', '.join(FUSIONS)}.")
+
+
+@dataclass
+class _Plan:
+    """The requests of one query: the candidate lists to explain with, and the request giving the hits."""
+
+    dense: models.QueryRequest | None = None
+    sparse: models.QueryRequest | None = None
+    final: models.QueryRequest | None = None  # None: nothing can match (a sparse query without terms)
 
 
 class SearchMixin:
     """The search half of Store (it needs Store's _layout, _document_filter, _guard and client)."""
-
-    # ---- search ------------------------------------------------------------------------------
 
     def _using(self, layout: Layout, dimension: int, embedder: Embedder | None, name: str | None) -> str | None:
         """Return the vector to search (None = unnamed); EmbedderMismatchError when none fits."""
@@ -31,73 +78,140 @@ class SearchMixin:
             raise mismatch_error(layout, model_id, dimension, name)
         return name or None
 
-    def _query_args(
-        self, collection: str, dimension: int, embedder: Embedder | None, vector_name: str | None, **options: Any
-    ) -> dict[str, Any]:
-        """Return the arguments every query row shares: vector name, document filter, limit, threshold."""
-        layout = self._layout(collection)
-        ids = options.pop("document_ids")
-        return {
-            "using": self._using(layout, dimension, embedder, vector_name),
-            "filter": self._document_filter(layout, ids) if ids else None,
-            "limit": max(int(options.pop("top_k")), 1),
-            "with_payload": True,
-            **options,
-        }
-
     def search(
         self,
         collection: str,
-        vector: np.ndarray,
+        vector: np.ndarray | None = None,
         embedder: Embedder | None = None,
         *,
         vector_name: str | None = None,
         top_k: int = 5,
         score_threshold: float | None = None,
         document_ids: list[str] | None = None,
+        mode: str = "dense",
+        fusion: str = "rrf",
+        query_text: str | None = None,
     ) -> list[Hit]:
-        """Return the top_k chunks nearest to vector, highest cosine score first (Qdrant's scores)."""
-        query = np.asarray(vector, dtype=np.float32).ravel().tolist()
-        args = self._query_args(
-            collection,
-            len(query),
-            embedder,
-            vector_name,
-            top_k=top_k,
-            score_threshold=score_threshold,
-            document_ids=document_ids,
-        )
-        with self._guard(f"searching '{collection}'"):
-            response = self.client.query_points(collection, query, query_filter=args.pop("filter"), **args)
-        return [hit_from_point(p, p.score) for p in response.points]
+        """Return the top_k chunks for one query, best first, each with its score explained.
+
+        dense needs vector, sparse needs query_text, hybrid needs both (see the module docstring).
+        """
+        vectors = None if vector is None else np.asarray(vector, dtype=np.float32).reshape(1, -1)
+        texts = None if query_text is None else [query_text]
+        rows = self.search_batch(
+            collection, vectors, embedder, top_k, vector_name=vector_name, score_threshold=score_threshold,
+            document_ids=document_ids, mode=mode, fusion=fusion, query_texts=texts,
+        )  # fmt: skip
+        return rows[0] if rows else []
 
     def search_batch(
         self,
         collection: str,
-        vectors: np.ndarray,
+        vectors: np.ndarray | None = None,
         embedder: Embedder | None = None,
         top_k: int = 5,
         *,
         vector_name: str | None = None,
         score_threshold: float | None = None,
         document_ids: list[str] | None = None,
+        mode: str = "dense",
+        fusion: str = "rrf",
+        query_texts: Sequence[str] | None = None,
     ) -> list[list[Hit]]:
-        """Return the hits of each query vector (rows of vectors), in one round trip."""
-        matrix = np.asarray(vectors, dtype=np.float32)
-        if matrix.size == 0:
+        """Return the hits of each query (rows of vectors and/or query_texts, same order), in one round trip."""
+        check_mode(mode, fusion)
+        matrix = self._query_matrix(vectors, mode)
+        texts = self._query_texts(query_texts, mode, matrix)
+        count = len(texts) if matrix is None else len(matrix)
+        if count == 0:
             return []
-        matrix = matrix.reshape(len(matrix), -1)
-        args = self._query_args(
-            collection,
-            matrix.shape[1],
-            embedder,
-            vector_name,
-            top_k=top_k,
-            score_threshold=score_threshold,
-            document_ids=document_ids,
-        )
-        with self._guard(f"searching '{collection}'"):
-            responses = self.client.query_batch_points(
-                collection, [models.QueryRequest(query=v, **args) for v in matrix.tolist()]
-            )
-        return [[hit_from_point(p, p.score) for p in r.points] for r in responses]
+        layout = self._layout(collection)
+        shared = {"filter": self._document_filter(layout, document_ids) if document_ids else None}
+        shared |= {"limit": max(int(top_k), 1), "score_threshold": score_threshold}
+        using = None if mode == "sparse" else self._using(layout, matrix.shape[1], embedder, vector_name)
+        if mode != "dense" and not layout.sparse:
+            raise sparse_missing_error(layout, mode)
+        plans = [
+            self._plan(mode, fusion, layout, using, None if matrix is None else matrix[i], texts and texts[i], shared)
+            for i in range(count)
+        ]
+        kind = fusion if mode == "hybrid" else "bm25" if mode == "sparse" else layout.distances.get(using or "")
+        return self._run(collection, plans, mode, kind or "cosine")
+
+    @staticmethod
+    def _query_matrix(vectors: np.ndarray | None, mode: str) -> np.ndarray | None:
+        if mode == "sparse":
+            return None
+        if vectors is None:
+            raise RagError(f"{mode.capitalize()} search needs the query's vector; embed the query first.")
+        matrix = np.asarray(vectors, dtype=np.float32)
+        return matrix.reshape(len(matrix), -1) if matrix.size else matrix.reshape(0, 0)
+
+    @staticmethod
+    def _query_texts(texts: Sequence[str] | None, mode: str, matrix: np.ndarray | None) -> list[str] | None:
+        if mode == "dense":
+            return None
+        if texts is None:
+            raise RagError(f"{mode.capitalize()} search needs the query text (query_text / query_texts).")
+        texts = list(texts)
+        if matrix is not None and len(texts) != len(matrix):
+            raise RagError(f"Got {len(matrix)} query vectors but {len(texts)} query texts; give one of each per query.")
+        return texts
+
+    @staticmethod
+    def _plan(
+        mode: str, fusion: str, layout: Layout, using: str | None, vector: Any, text: str | None, shared: dict
+    ) -> _Plan:
+        """Return the requests for one query (dense/sparse lists for the explanation, final for the hits)."""
+        plan = _Plan()
+        if mode == "dense":
+            plan.final = models.QueryRequest(query=vector.tolist(), using=using, with_payload=True, **shared)
+            return plan
+        indices, values = sparse.query_vector(text or "")
+        keyword = models.SparseVector(indices=indices, values=values) if indices else None
+        if mode == "sparse":
+            if keyword is not None:
+                plan.final = models.QueryRequest(query=keyword, using=layout.sparse, with_payload=True, **shared)
+            return plan
+        candidates = {"filter": shared["filter"], "limit": candidate_limit(shared["limit"])}
+        prefetch = [models.Prefetch(query=vector.tolist(), using=using, **candidates)]
+        plan.dense = models.QueryRequest(query=vector.tolist(), using=using, with_payload=False, **candidates)
+        if keyword is not None:
+            prefetch.append(models.Prefetch(query=keyword, using=layout.sparse, **candidates))
+            plan.sparse = models.QueryRequest(query=keyword, using=layout.sparse, with_payload=False, **candidates)
+        fused = models.FusionQuery(fusion=_FUSION[fusion])
+        plan.final = models.QueryRequest(prefetch=prefetch, query=fused, with_payload=True, **shared)
+        return plan
+
+    def _run(self, collection: str, plans: list[_Plan], mode: str, kind: str) -> list[list[Hit]]:
+        """Return the explained hits of each plan, sending every request of every plan in one batch."""
+        requests = [r for p in plans for r in (p.dense, p.sparse, p.final) if r is not None]
+        if requests:
+            with self._guard(f"searching '{collection}'"):
+                responses = iter(self.client.query_batch_points(collection, requests))
+        results = []
+        for plan in plans:
+            dense = _ranks(next(responses).points) if plan.dense is not None else {}
+            keyword = _ranks(next(responses).points) if plan.sparse is not None else {}
+            points = next(responses).points if plan.final is not None else []
+            results.append([_explained(p, i, mode, kind, dense, keyword) for i, p in enumerate(points, 1)])
+        return results
+
+
+def _ranks(points: list[Any]) -> dict[str, tuple[int, float]]:
+    """Return point id -> (rank from 1, score) of a candidate list."""
+    return {str(p.id): (rank, p.score) for rank, p in enumerate(points, 1)}
+
+
+def _explained(point: Any, rank: int, mode: str, kind: str, dense: dict, keyword: dict) -> Hit:
+    """Return the Hit of a result point with its per-mode scores and ranks."""
+    if mode == "dense":
+        dense = {str(point.id): (rank, point.score)}
+    elif mode == "sparse":
+        keyword = {str(point.id): (rank, point.score)}
+    dense_rank, dense_score = dense.get(str(point.id), (None, None))
+    sparse_rank, sparse_score = keyword.get(str(point.id), (None, None))
+    return hit_from_point(
+        point, point.score, score_kind=kind, dense_score=dense_score, sparse_score=sparse_score,
+        dense_rank=dense_rank, sparse_rank=sparse_rank,
+    )  # fmt: skip

@@ -90,7 +90,7 @@ def test_store_commands_round_trip(shared_data, tmp_path, capsys):
 
     code, out, _ = run(capsys, "--store", store, "collections", "--json")
     assert json.loads(out) == [{"name": "t", "points": results[0]["chunks"] + results[2]["chunks"],
-                                "embedder": "fake:32", "dimension": 32, "foreign": False}]
+                                "embedder": "fake:32", "dimension": 32, "foreign": False, "sparse": True}]
 
     code, out, _ = run(capsys, "documents", "--collection", "t", "--store", store, "--json")
     documents = json.loads(out)
@@ -102,7 +102,9 @@ def test_store_commands_round_trip(shared_data, tmp_path, capsys):
     hits = json.loads(out)["hits"]
     assert code == 0 and len(hits) == 4
     assert set(hits[0]) == {"score", "document_title", "document_id", "chunk_index", "heading_path", "page_start",
-                            "page_end", "content"}
+                            "page_end", "content", "score_kind", "mode", "dense_score", "sparse_score", "dense_rank",
+                            "sparse_rank"}
+    assert hits[0]["mode"] == "dense" and hits[0]["score_kind"] == "cosine" and hits[0]["dense_rank"] == 1
     assert [h["score"] for h in hits] == sorted((h["score"] for h in hits), reverse=True)
 
     code, out, _ = run(capsys, "context", "Passwort Mindestlänge", "--collection", "t", "--store", store,
@@ -130,3 +132,33 @@ def test_subprocess_exit_codes_and_stderr(shared_data, tmp_path):
                          capture_output=True, text=True, cwd=ROOT, env=env)
     assert bad.returncode == 1 and bad.stdout == ""
     assert bad.stderr.strip().count("\n") == 0 and "nope" in bad.stderr, bad.stderr
+
+
+def test_search_and_context_modes(shared_data, tmp_path, capsys):
+    store = str(tmp_path / "qdrant")
+    md = str(shared_data / "markdown/asvs-de-V2-Authentication.md")
+    assert run(capsys, "ingest", md, "--collection", "t", "--embedder", "fake:32", "--store", store)[0] == 0
+    query = ["Passwörter mindestens 12 Zeichen", "--collection", "t", "--store", store, "--top-k", "5"]
+    code, out, _ = run(capsys, "search", *query, "--mode", "hybrid", "--json")
+    hits = json.loads(out)["hits"]
+    assert code == 0 and len(hits) == 5
+    assert all(h["mode"] == "hybrid" and h["score_kind"] == "rrf" for h in hits)
+    assert all(h["dense_rank"] is not None or h["sparse_rank"] is not None for h in hits)
+    for h in hits:  # the fused score is explained by the two ranks (Qdrant's RRF, k = 2)
+        ranks = [r for r in (h["dense_rank"], h["sparse_rank"]) if r is not None]
+        assert h["score"] == pytest.approx(sum(1 / (r + 1) for r in ranks))
+        assert (h["dense_rank"] is None) == (h["dense_score"] is None)
+    code, out, _ = run(capsys, "search", *query, "--mode", "hybrid", "--fusion", "dbsf", "--json")
+    assert {h["score_kind"] for h in json.loads(out)["hits"]} == {"dbsf"}
+    code, out, _ = run(capsys, "search", "2.1.1", "--collection", "t", "--store", store, "--mode", "sparse", "--json")
+    top = json.loads(out)["hits"][0]
+    assert "**2.1.1**" in top["content"] and (top["score_kind"], top["sparse_rank"], top["dense_rank"]) == (
+        "bm25", 1, None)
+    code, out, _ = run(capsys, "search", *query, "--mode", "hybrid")
+    assert code == 0 and "score (rrf)" in out and "keyword rank (bm25)" in out
+    code, out, _ = run(capsys, "context", *query, "--mode", "sparse", "--json")
+    assert code == 0 and json.loads(out)["included"][0]["score_kind"] == "bm25"
+    code, out, err = run(capsys, "search", "und die", "--collection", "t", "--store", store, "--mode", "sparse")
+    assert code == 1 and "only stop words" in err and err.count("\n") == 1
+    with pytest.raises(SystemExit):
+        main(["search", "x", "--mode", "keyword"])

@@ -165,3 +165,34 @@ def test_real_model_finds_the_section_of_a_real_pdf(shared_data, store):
     hits = pipeline.search("Einbindung von Literatur mit biblatex", "c", top_k=3, store=store)
     assert any("Literatur" in h.heading_path[-1] for h in hits if h.heading_path), [h.heading_path for h in hits]
     assert 0 < hits[0].score <= 1
+
+
+class NoEmbedder:
+    """An embedder that must not be called: keyword (sparse) search embeds nothing."""
+
+    model_id, dimension, max_input_tokens = "fake:32", 32, 512
+
+    def embed(self, texts):
+        raise AssertionError("sparse search embedded the query")
+
+
+def test_search_modes_on_a_german_document(shared_data, store, fake):
+    pipeline.ingest([source(shared_data, "markdown/asvs-de-V2-Authentication.md")], "c", ChunkSettings(200, 20),
+                    fake, store=store)
+    keyword = pipeline.search("2.1.1", "c", top_k=3, store=store, embedder=NoEmbedder(), mode="sparse")
+    assert "**2.1.1**" in keyword[0].content and keyword[0].score_kind == "bm25"
+    assert [h.sparse_rank for h in keyword] == list(range(1, len(keyword) + 1))
+    hybrid = pipeline.search("Passwörter mindestens 12 Zeichen", "c", top_k=5, store=store, mode="hybrid")
+    assert len(hybrid) == 5 and {h.score_kind for h in hybrid} == {"rrf"}
+    assert [h.score for h in hybrid] == sorted((h.score for h in hybrid), reverse=True)
+    assert all(h.dense_rank or h.sparse_rank for h in hybrid)
+    dbsf = pipeline.search("Passwörter mindestens 12 Zeichen", "c", top_k=5, store=store, mode="hybrid",
+                           fusion="dbsf")
+    assert {h.score_kind for h in dbsf} == {"dbsf"}
+    with pytest.raises(RagError, match="only stop words"):
+        pipeline.search("und die der", "c", store=store, mode="sparse")
+    with pytest.raises(RagError, match="Unknown search mode"):
+        pipeline.search("Passwort", "c", store=store, mode="bm25")
+    context = pipeline.retrieve("2.1.1 Passwortlänge", "c", top_k=4, max_tokens=1000, store=store, mode="hybrid")
+    assert context.included and context.included[0].score_kind == "rrf"
+    assert context.to_dict()["included"][0]["score_kind"] == "rrf"

@@ -129,6 +129,25 @@ def test_ingest_writes_payload_and_reports_collection(store: Store, embedder: Ha
     assert (doc.chunk_size, doc.overlap, doc.strategy, doc.embedder) == (60, 10, "tokens", "test:16")
 
 
+def test_new_collection_stores_keyword_vectors_next_to_dense(store: Store, embedder: HashEmbedder) -> None:
+    from rag import sparse
+
+    count, _ = ingest(store, embedder, make_document())
+    config = store.client.get_collection("documents").config
+    assert config.params.sparse_vectors["bm25"].modifier == models.Modifier.IDF
+    assert config.metadata["rag_lab"]["sparse"] == "bm25" and config.metadata["rag_lab"]["analyzer"] == sparse.ANALYZER
+    assert store.collections()[0].sparse
+    points, _ = store.client.scroll("documents", limit=100, with_payload=True, with_vectors=True)
+    assert len(points) == count
+    for point in points:
+        assert set(point.vector) == {"test-16", "bm25"}
+        indices, values = sparse.chunk_vector(point.payload["content"])
+        assert point.vector["bm25"].indices == indices and point.vector["bm25"].values == pytest.approx(values)
+    hits = store.search("documents", embedder.embed(["Passwörter"])[0], embedder, top_k=3)
+    assert [(h.score_kind, h.dense_rank, h.sparse_rank) for h in hits] == [("cosine", r, None) for r in (1, 2, 3)]
+    assert all(h.dense_score == h.score for h in hits)
+
+
 def test_same_document_twice_changes_nothing(store: Store, embedder: HashEmbedder) -> None:
     document = make_document()
     first, _ = ingest(store, embedder, document)
