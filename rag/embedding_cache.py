@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from rag.embeddings.base import Embedder
-from rag.errors import RagError
+from rag.errors import EmbeddingCacheError
 from rag.store import DEFAULT_PATH, Store
 
 EMBED_BATCH = 64  # texts per embed call: the unit of progress reports
@@ -26,10 +26,6 @@ _LOOKUP_BATCH = 500  # keys per SELECT (SQLite limits the number of parameters)
 _SCHEMA = """CREATE TABLE IF NOT EXISTS vectors (
     model TEXT NOT NULL, digest BLOB NOT NULL, dimension INTEGER NOT NULL, vector BLOB NOT NULL,
     PRIMARY KEY (model, digest)) WITHOUT ROWID"""
-
-
-class EmbeddingCacheError(RagError):
-    """The cache file cannot be read or written."""
 
 
 def text_digest(text: str) -> bytes:

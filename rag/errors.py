@@ -16,7 +16,9 @@ RagError                          base: pages and the CLI catch this and show st
 ├── StoreError                    Qdrant failed
 │   ├── StoreUnavailableError     server down, or the embedded folder is locked by another process
 │   ├── CollectionNotFoundError   no such collection
-│   └── EmbedderMismatchError     the collection was made by another embedder or dimension
+│   ├── EmbedderMismatchError     the collection was made by another embedder or dimension
+│   └── SparseVectorsMissingError no keyword (sparse) vectors: re-ingest for sparse/hybrid search
+├── EmbeddingCacheError           the embedding cache file cannot be read or written
 └── QuerySetError                 a query set line is malformed or points at unknown documents
 """
 
@@ -101,6 +103,14 @@ class CollectionNotFoundError(StoreError):
 
 class EmbedderMismatchError(StoreError):
     pass
+
+
+class SparseVectorsMissingError(StoreError):
+    """The collection has no RAG Lab keyword (sparse) vectors: sparse and hybrid search cannot run."""
+
+
+class EmbeddingCacheError(RagError):
+    """The cache file cannot be read or written."""
 
 
 class QuerySetError(RagError):

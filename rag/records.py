@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rag.chunking import ChunkSettings
-from rag.errors import EmbedderMismatchError, StoreError
+from rag.errors import EmbedderMismatchError, SparseVectorsMissingError
 
 _POINT_NAMESPACE = uuid.UUID("6f1d9c2e-6a0b-5c1e-9d4f-2b7a8e3c5d10")
 
@@ -137,10 +137,6 @@ def mismatch_error(
         made = f"was made by {layout.embedder} ({layout.vectors[layout.vector]} dimensions)"
         todo = f"Pick {layout.embedder} as the embedder, or use another collection."
     return EmbedderMismatchError(f"Collection '{layout.name}' {made}; cannot use {asked}. {todo}")
-
-
-class SparseVectorsMissingError(StoreError):
-    """The collection has no RAG Lab keyword (sparse) vectors: sparse and hybrid search cannot run."""
 
 
 def sparse_missing_error(layout: Layout, mode: str) -> SparseVectorsMissingError:
