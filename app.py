@@ -1,0 +1,50 @@
+"""RAG Lab: upload documents, see how they are chunked, search them in Qdrant, preview the LLM context.
+
+Run with `make run` (or `streamlit run app.py`). The sidebar, drawn here on every page, chooses the
+collection, the embedder and where the data lives; each page in pages/ only draws its own part.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+from ui import sidebar, state
+
+PAGES = Path(__file__).resolve().parent / "pages"
+
+st.set_page_config(page_title="RAG Lab", page_icon=":material/biotech:", layout="wide")
+# Denser than Streamlit's defaults: analysts compare numbers, so less air above the title and smaller metrics.
+st.html(
+    "<style>[data-testid='stMainBlockContainer']{padding-top:2.2rem;padding-bottom:3rem}"
+    "[data-testid='stMetricValue']{font-size:1.6rem}</style>"
+)
+
+
+def navigation():
+    """Return the app's navigation; the Evaluate page joins when its file exists."""
+    sections = {
+        "Documents": [
+            st.Page("pages/upload.py", title="Upload", icon=":material/upload_file:", default=True),
+            st.Page("pages/library.py", title="Library", icon=":material/folder_open:"),
+            st.Page("pages/chunks.py", title="Chunks", icon=":material/view_agenda:"),
+        ],
+        "Retrieval": [
+            st.Page("pages/search.py", title="Search", icon=":material/search:"),
+            st.Page("pages/context.py", title="Context preview", icon=":material/article:"),
+        ],
+    }
+    if (PAGES / "evaluate.py").is_file():
+        sections["Retrieval"].append(st.Page("pages/evaluate.py", title="Evaluate", icon=":material/analytics:"))
+    return st.navigation(sections)
+
+
+page = navigation()
+workspace = sidebar.render()
+if workspace is None:
+    st.title("RAG Lab")
+    st.error("RAG Lab cannot open its Qdrant store. The sidebar says why; fix the data location there.")
+    st.stop()
+state.put(state.WORKSPACE, workspace)
+page.run()

@@ -1,0 +1,68 @@
+"""Chunks: how one document was cut: table, histogram, flags, the text with boundaries, live tuning, headings."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from rag import inspection
+from rag.errors import RagError
+from ui import chunk_views, resources, state, workspace
+from ui.render import md
+
+ws = workspace.current()
+st.title("Chunks")
+
+if ws.points == 0:
+    st.info(f"The collection '{md(ws.collection)}' holds no documents yet.")
+    st.page_link("pages/upload.py", label="Upload documents", icon=":material/upload_file:")
+    st.stop()
+
+try:
+    documents = ws.documents()
+except RagError as error:
+    st.error(md(str(error)))
+    st.stop()
+by_id = {d.document_id: d for d in documents}
+if state.get(state.CHUNKS_DOCUMENT) not in by_id:
+    state.put(state.CHUNKS_DOCUMENT, documents[0].document_id)
+document_id = st.selectbox("Document", list(by_id), key=state.CHUNKS_DOCUMENT, persist_state="session",
+                           format_func=lambda i: f"{by_id[i].title} · {by_id[i].chunks} chunks")
+info = by_id[document_id]
+settings_text = (f"chunk_size {info.chunk_size}, overlap {info.overlap}, {info.strategy}"
+                 if info.chunk_size else "chunk settings unknown")
+st.caption(f"Stored with {settings_text} · {info.pages or '?'} page(s) · embedder {md(info.embedder or ws.spec)}")
+
+try:
+    chunks = ws.document_chunks(document_id)
+    embedder = ws.embedder()
+    with st.spinner(f"Counting tokens with {md(embedder.model_id)}'s tokenizer (the model loads once)…"):
+        model_counts = resources.model_token_counts(embedder, embedder.model_id, tuple(c.content for c in chunks))
+    limit = embedder.max_input_tokens
+except RagError as error:
+    st.error(md(str(error)))
+    st.stop()
+
+reports = inspection.chunk_reports(chunks, model_counts, limit, info.chunk_size)
+summary = inspection.flag_summary(reports, limit)
+stats = inspection.chunk_stats([r.tokens for r in reports], info.chunk_size)
+columns = st.columns(6)
+columns[0].metric("chunks", stats.count)
+columns[1].metric("mean tokens", f"{stats.mean:.0f}")
+columns[2].metric("max tokens", stats.largest)
+columns[3].metric("cut off", summary.cut, help=f"longer than {embedder.model_id}'s input limit ({limit} tokens)")
+columns[4].metric("tiny", summary.tiny, help=f"under {inspection.tiny_limit(info.chunk_size)} tokens")
+columns[5].metric("no heading", summary.no_heading)
+chunk_views.flags_banner(summary, embedder, info.chunk_size)
+
+key = (ws.location, ws.collection, document_id, resources.version())
+table_tab, text_tab, tuning_tab, tree_tab = st.tabs(["Chunk table", "Document", "Live tuning", "Heading tree"])
+with table_tab:
+    chunk_views.chunk_table(reports, info.chunk_size, embedder.model_id)
+with text_tab:
+    document = resources.stored_document(chunks, key, document_id, info.title, "text")
+    chunk_views.document_view(document, chunks)
+    st.caption("Rebuilt from the stored chunks: whitespace between chunks is shown as line breaks.")
+with tuning_tab:
+    chunk_views.tuning_view(document, info, reports, embedder, key)
+with tree_tab:
+    chunk_views.tree_view(chunks, reports)

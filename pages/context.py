@@ -1,0 +1,76 @@
+"""Context preview: the exact text an LLM would get for the last search, under a token budget."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from rag.context import CHAT_MAX_TOKENS, GENERATION_MAX_TOKENS, build_context
+from ui import context_views, state, workspace
+from ui.context_views import parse_separator, show_separator
+from ui.render import md
+
+PRESETS = {"chat": ("Chat", CHAT_MAX_TOKENS), "generation": ("Content generation", GENERATION_MAX_TOKENS),
+           "custom": ("Custom", None)}
+
+ws = workspace.current()
+st.title("Context preview")
+run = workspace.last_search(ws)
+if run is None:
+    st.info(f"Run a search in '{md(ws.collection)}' first: the preview is built from its hits.")
+    st.page_link("pages/search.py", label="Go to Search", icon=":material/search:")
+    st.stop()
+if not run.outcome.hits:
+    st.warning(f"The last search (“{md(run.query)}”) found no hits, so the context would be empty.")
+    st.page_link("pages/search.py", label="Back to Search", icon=":material/search:")
+    st.stop()
+
+
+def _apply_preset() -> None:
+    tokens = PRESETS[st.session_state.get(state.CONTEXT_PRESET) or "custom"][1]
+    if tokens:
+        st.session_state[state.MAX_TOKENS] = tokens
+
+
+def _custom() -> None:
+    st.session_state[state.CONTEXT_PRESET] = "custom"
+
+
+state.default(state.CONTEXT_PRESET, "chat")
+state.default(state.MAX_TOKENS, CHAT_MAX_TOKENS)
+state.default(state.SOURCE_LABEL, "Quelle")
+state.default(state.SEPARATOR, show_separator("\n\n---\n\n"))
+st.caption(f"For “{md(run.query)}”: {len(run.outcome.hits)} hit(s) from '{md(run.collection)}', best first.")
+preset_column, slider_column = st.columns([1.3, 2])
+preset_column.segmented_control("Budget preset", list(PRESETS), format_func=lambda p: PRESETS[p][0],
+                                key=state.CONTEXT_PRESET, on_change=_apply_preset, persist_state="session")
+max_tokens = slider_column.slider("max_tokens", 200, 16000, step=100, key=state.MAX_TOKENS, on_change=_custom,
+                                  persist_state="session")
+label_column, separator_column = st.columns([1, 2])
+label = label_column.text_input("Source label", key=state.SOURCE_LABEL, persist_state="session")
+typed = separator_column.text_input("Separator between chunks", key=state.SEPARATOR, persist_state="session",
+                                    help=r"Write a line break as \n and a tab as \t.")
+
+context = build_context(run.outcome.hits, max_tokens=max_tokens, label=label.strip() or "Quelle",
+                        separator=parse_separator(typed))
+context_views.budget_bar(context)
+a, b, c = st.columns(3)
+a.metric("included chunks", len(context.included))
+b.metric("dropped chunks", len(context.dropped))
+c.metric("sources", len({s.document_id for s in context.sources}), help="distinct documents")
+
+st.subheader("What the LLM receives")
+st.code(context.text or "(empty: not even the first chunk fits the budget)", language=None, wrap_lines=True,
+        height=420)
+context_views.downloads(context, run)
+
+st.subheader("Included")
+st.dataframe(context_views.included_frame(context, run.outcome.hits), hide_index=True, width="stretch",
+             column_config={"score": st.column_config.NumberColumn(format="%.3f")})
+st.subheader("Dropped")
+if context.dropped:
+    st.dataframe(context_views.dropped_frame(context, run.outcome.hits), hide_index=True, width="stretch",
+                 column_config={"score": st.column_config.NumberColumn(format="%.3f")})
+else:
+    st.caption("Nothing was dropped: every hit fits the budget.")
+st.subheader("Sources")
+st.code(context_views.sources_text(context, label.strip() or "Quelle") or "(none)", language=None, wrap_lines=True)

@@ -1,0 +1,268 @@
+"""Evaluate: which chunk_size, overlap and top_k retrieve best on these documents, measured on a query set."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+
+from rag.documents import Document
+from rag.embedding_cache import EmbeddingCache, default_cache_dir
+from rag.errors import RagError
+from rag.evaluation import METRICS, Query, load_query_set, parse_ks
+from rag.pipeline import SourceFile
+from rag.squad import import_squad, sweep_input
+from rag.sweep import (
+    SweepResult,
+    collection_documents,
+    grid,
+    load_documents,
+    parse_sizes,
+    query_set_paths,
+    relevant_chunks,
+    run_sweep,
+)
+from ui import resources, settings, workspace
+from ui.render import md
+
+RESULT = "evaluate_result"  # the last SweepResult of this session
+SWEEP_PREFIX = "sweep-"
+
+ws = workspace.current()
+st.title("Evaluate")
+st.caption("Which chunk_size, overlap and top_k retrieve best on your documents? Give a query set that says what "
+           "each question should find, pick documents and a grid; every configuration is chunked, embedded, "
+           "indexed and searched, and scored with hit@k, recall@k, precision@k, MRR and nDCG.")
+
+
+def read_query_source() -> tuple[list[Query], list[Document] | None, str] | None:
+    """Draw the query-set inputs; return (queries, documents of a SQuAD file or None, name), or None."""
+    left, right = st.columns([1, 1])
+    how = left.radio("Query set", ["Upload", "Sample folder"], horizontal=True, key="evaluate_query_from")
+    if how == "Upload":
+        file = right.file_uploader("Query set (.jsonl, .csv) or SQuAD-style .json", type=["jsonl", "csv", "json"],
+                                   key="evaluate_query_file")
+        if file is None:
+            return None
+        name, data = file.name, file.getvalue()
+    else:
+        folder = settings.sample_dir()
+        paths = query_set_paths(folder) if folder else []
+        if not paths:
+            right.info("The sample folder holds no query sets (.jsonl, .csv) or SQuAD .json files. Upload one.")
+            return None
+        path = right.selectbox("File", paths, format_func=lambda p: str(p.relative_to(folder)), key="evaluate_sample")
+        name, data = path.name, path.read_bytes()
+    if not name.lower().endswith(".json"):
+        queries = load_query_set(data, name)
+        right.caption(f"{len(queries)} queries in {md(name)}.")
+        return queries, None, name
+    articles = right.number_input("SQuAD articles to use", 1, 1000, 3, key="evaluate_articles",
+                                  help="Each article becomes one document; fewer articles make a faster run.")
+    documents, queries = sweep_input(import_squad(data, name, int(articles)))
+    right.caption(f"{len(queries)} questions on {len(documents)} articles of {md(name)}.")
+    return queries, documents, name
+
+
+def read_documents(squad_documents: list[Document] | None) -> Callable[[], list[Document]] | None:
+    """Draw the document inputs; return what loads the chosen documents (on Run), or None when none are chosen."""
+    choices = (["The SQuAD articles"] if squad_documents else []) + ["A collection", "Upload documents"]
+    left, right = st.columns([1, 1])
+    key = "evaluate_documents_from" + ("_squad" if squad_documents else "")  # a SQuAD file starts on its articles
+    how = left.radio("Documents", choices, horizontal=True, key=key)
+    if how == "The SQuAD articles":
+        return lambda: squad_documents
+    if how == "A collection":
+        names = [c.name for c in ws.collections if c.points and not c.name.startswith(SWEEP_PREFIX)]
+        if not names:
+            right.info("No collection holds documents yet. Upload documents here or on the Upload page.")
+            return None
+        index = names.index(ws.collection) if ws.collection in names else 0
+        name = right.selectbox("Collection", names, index=index, key="evaluate_collection",
+                               help="Its documents are rebuilt from their stored chunks and chunked anew.")
+        return lambda: collection_documents(ws.store, name)
+    files = right.file_uploader("Documents", type=["pdf", "md", "markdown", "txt"], accept_multiple_files=True,
+                                key="evaluate_document_files")
+    return (lambda: load_documents([SourceFile(f.name, f.getvalue()) for f in files])) if files else None
+
+
+def run(documents: Callable[[], list[Document]], queries: list[Query], sizes: str, overlaps: str, ks: str,
+        strategy: str) -> None:
+    """Load the documents, run the sweep with a progress bar and keep its result in the session."""
+    try:
+        configs, skipped = grid(parse_sizes(sizes, "chunk sizes", 4), parse_sizes(overlaps, "overlaps", 0), strategy)
+        cuts = parse_ks(ks)
+    except ValueError as error:
+        st.error(md(str(error)))
+        return
+    if not configs:
+        st.error("Every overlap is at least its chunk size; use smaller overlaps.")
+        return
+    bar = st.progress(0.0, text="Reading the documents…")
+    try:
+        loaded = documents()
+        bar.progress(0.0, text="Embedding the queries (the local model loads once, about 12 s)…")
+        result = run_sweep(loaded, queries, configs, ws.embedder(), store=ws.store,
+                           cache=EmbeddingCache(default_cache_dir(ws.store)), ks=cuts, skipped=skipped,
+                           progress=lambda event: bar.progress(event.fraction, text=md(event.message)))
+    except RagError as error:
+        bar.empty()
+        st.error(md(str(error)))
+        return
+    finally:
+        resources.store_changed()  # the sweep made collections
+    bar.empty()
+    st.session_state[RESULT] = result
+
+
+def hit_chart(result: SweepResult) -> alt.Chart:
+    """Return hit@k against k, one line per configuration: colour = chunk_size, dashes = overlap."""
+    frame = pd.DataFrame([{"chunk_size": r.config.chunk_size, "overlap": r.config.overlap, "k": k,
+                           "hit": r.metrics[f"hit@{k}"]} for r in result.results for k in result.ks])
+    return alt.Chart(frame).mark_line(point=True).encode(
+        x=alt.X("k:Q", scale=alt.Scale(domain=[0, result.ks[-1]]), axis=alt.Axis(values=list(result.ks))),
+        y=alt.Y("hit:Q", title="hit@k", scale=alt.Scale(domain=[0, 1])),
+        color=alt.Color("chunk_size:O", scale=alt.Scale(scheme="viridis")),
+        strokeDash=alt.StrokeDash("overlap:O"),
+        detail=["chunk_size:O", "overlap:O"],
+        tooltip=["chunk_size", "overlap", "k", alt.Tooltip("hit:Q", format=".3f")],
+    ).properties(height=300)
+
+
+def heatmap(result: SweepResult, metric: str) -> alt.LayerChart:
+    """Return chunk_size x overlap coloured by metric, with the value written in each cell."""
+    frame = pd.DataFrame([{"chunk_size": r.config.chunk_size, "overlap": r.config.overlap, "value": r.metrics[metric]}
+                          for r in result.results])
+    base = alt.Chart(frame).encode(x=alt.X("overlap:O"), y=alt.Y("chunk_size:O", sort="descending"))
+    cells = base.mark_rect().encode(color=alt.Color("value:Q", title=metric, scale=alt.Scale(scheme="blues")),
+                                    tooltip=["chunk_size", "overlap", alt.Tooltip("value:Q", format=".3f")])
+    text = base.mark_text(fontSize=13).encode(text=alt.Text("value:Q", format=".3f"),
+                                              color=alt.condition(alt.datum.value > 0.5, alt.value("white"),
+                                                                  alt.value("black")))
+    return (cells + text).properties(height=60 + 45 * frame["chunk_size"].nunique())
+
+
+def time_chart(result: SweepResult) -> alt.Chart:
+    """Return the seconds of each configuration split into chunking, embedding, indexing and searching."""
+    frame = pd.DataFrame([{"configuration": f"{r.config.chunk_size} / {r.config.overlap}", "stage": stage,
+                           "seconds": seconds} for r in result.results for stage, seconds in r.seconds.items()])
+    return alt.Chart(frame).mark_bar().encode(
+        y=alt.Y("configuration:N", sort=None, title="chunk_size / overlap"), x=alt.X("sum(seconds):Q", title="seconds"),
+        color=alt.Color("stage:N", sort=None),
+        tooltip=["configuration", "stage", alt.Tooltip("seconds:Q", format=".2f")],
+    ).properties(height=40 + 24 * len(result.results))
+
+
+def failures(result: SweepResult) -> None:
+    """Draw the queries whose relevant chunk was not in the top k, and the chunks of the one selected."""
+    left, right = st.columns([2, 1])
+    configs = {r.config.label: r for r in result.results}
+    best = result.best()
+    label = left.selectbox("Configuration", list(configs), index=list(configs).index(best.config.label),
+                           key="evaluate_failure_config")
+    k = right.selectbox("Not in the top k", result.ks, index=result.ks.index(5) if 5 in result.ks else 0,
+                        key="evaluate_failure_k")
+    chosen = configs[label]
+    missed = chosen.evaluation.failures(k)
+    st.caption(f"{len(missed)} of {result.queries} queries have no relevant chunk in the top {k}. Rank and score "
+               f"are the first relevant chunk's, when it came within the top {result.ks[-1]}.")
+    if not missed:
+        return
+    frame = pd.DataFrame([{"query": o.query.text, "expected": ", ".join(o.query.documents),
+                           "answer": o.query.answer or "", "rank": o.rank, "score": o.score, "top score": o.top_score,
+                           "top hit": o.hits[0].document_title if o.hits else ""} for o in missed])
+    selection = st.dataframe(frame, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
+                             key="evaluate_failures", height=min(38 + 35 * len(frame), 390),
+                             column_config={"score": st.column_config.NumberColumn(format="%.3f"),
+                                            "top score": st.column_config.NumberColumn(format="%.3f")})
+    rows = selection.selection.rows if selection else []
+    if not rows:
+        st.caption("Select a row to see the chunk that should have been found and the chunk that came first.")
+        return
+    outcome = missed[rows[0]]
+    expected, top = st.columns(2)
+    with expected:
+        st.markdown("**Should have been found**")
+        try:
+            chunks = relevant_chunks(ws.store, chosen.collection, outcome.query)
+        except RagError as error:
+            st.error(md(str(error)))
+            chunks = []
+        query = outcome.query
+        for chunk in chunks:
+            where = (f" · the answer starts at character {query.answer_start - chunk.start} of it"
+                     if query.answer_start is not None and chunk.start is not None else "")
+            st.caption(md(f"{chunk.document_title} · chunk {chunk.chunk_index}{where}"))
+            st.code(chunk.content, language=None, wrap_lines=True)
+    with top:
+        st.markdown("**Came first**")
+        if outcome.hits:
+            hit = outcome.hits[0]
+            st.caption(md(f"{hit.document_title} · chunk {hit.chunk_index} · score {hit.score:.3f}"))
+            st.code(hit.content, language=None, wrap_lines=True)
+
+
+def results(result: SweepResult) -> None:
+    """Draw the best configuration, the table, the charts, the failures and the exports."""
+    left, right = st.columns([1, 1])
+    metric = left.selectbox("Metric", METRICS, index=METRICS.index("mrr"), key="evaluate_metric")
+    k = right.selectbox("k", result.ks, index=len(result.ks) - 1, key="evaluate_k")
+    chosen = f"{metric}@{k}"
+    st.success(md(result.summary(chosen)))
+    for note in result.skipped:
+        st.caption(md(note))
+    st.dataframe(pd.DataFrame(result.table()).drop(columns=["embedder", "created_at", "collection"]).round(3),
+                 hide_index=True, width="stretch")
+    st.caption(f"{result.queries} queries on {len(result.documents)} documents · {md(result.embedder)} · "
+               f"{md(result.created_at)} · queries embedded in {result.query_seconds:.1f} s")
+    chart_left, chart_right = st.columns(2)
+    with chart_left:
+        st.subheader("hit@k by configuration")
+        st.altair_chart(hit_chart(result), width="stretch")
+    with chart_right:
+        st.subheader(f"{chosen}: chunk_size × overlap")
+        st.altair_chart(heatmap(result, chosen), width="stretch")
+    st.subheader("Time per configuration")
+    st.altair_chart(time_chart(result), width="stretch")
+    st.subheader("Failures")
+    failures(result)
+    st.subheader("Export")
+    stamp = result.created_at.replace(":", "")[:15]
+    csv_column, json_column = st.columns(2)
+    csv_column.download_button("Results as CSV", pd.DataFrame(result.table()).to_csv(index=False),
+                               f"sweep-{stamp}.csv", "text/csv", icon=":material/table:")
+    json_column.download_button("Results as JSON (with every query)",
+                                json.dumps(result.to_json(per_query=True), ensure_ascii=False, indent=1),
+                                f"sweep-{stamp}.json", "application/json", icon=":material/data_object:")
+
+
+try:
+    source = read_query_source()
+    documents = read_documents(source[1] if source else None)
+except RagError as error:
+    st.error(md(str(error)))
+    st.stop()
+
+with st.form("evaluate_grid", border=False):
+    cols = st.columns([1.2, 1.2, 1, 1])
+    sizes = cols[0].text_input("chunk_size values", "200,400,800", key="evaluate_sizes")
+    overlaps = cols[1].text_input("overlap values", "0,50,100", key="evaluate_overlaps")
+    ks = cols[2].text_input("k values", "1,3,5,10", key="evaluate_ks")
+    strategy = cols[3].selectbox("Strategy", ["structure", "tokens"], key="evaluate_strategy")
+    st.caption(f"Embedder: {md(ws.spec)} (from the sidebar). Each configuration gets its own collection "
+               f"(`{SWEEP_PREFIX}…`), reused on the next run; embeddings are cached.")
+    submitted = st.form_submit_button("Run the sweep", type="primary", icon=":material/play_arrow:")
+
+if submitted:
+    if source is None or documents is None:
+        st.info("Choose a query set and documents first.")
+    else:
+        run(documents, source[0], sizes, overlaps, ks, strategy)
+
+if RESULT in st.session_state:
+    results(st.session_state[RESULT])
+else:
+    st.caption("Choose a query set, documents and a grid, then run the sweep.")

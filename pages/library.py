@@ -1,0 +1,79 @@
+"""Library: the documents of the collection with their chunk settings; delete a document or a collection."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from rag.errors import RagError
+from ui import resources, state, workspace
+from ui.render import md
+
+ws = workspace.current()
+st.title("Library")
+
+if ws.info is None:
+    st.info(f"The collection '{md(ws.collection)}' is empty: nothing was ingested into it yet.")
+    st.page_link("pages/upload.py", label="Upload documents", icon=":material/upload_file:")
+    st.stop()
+
+try:
+    documents = ws.documents()
+except RagError as error:
+    st.error(md(str(error)))
+    st.stop()
+
+st.caption(f"Collection '{md(ws.collection)}': {len(documents)} document(s), {ws.points:,} chunks, "
+           f"embedder {md(ws.spec)}.")
+frame = pd.DataFrame([
+    {"document": d.title, "chunks": d.chunks, "pages": d.pages, "chunk_size": d.chunk_size, "overlap": d.overlap,
+     "strategy": d.strategy, "embedder": d.embedder, "ingested": d.ingested_at, "id": d.document_id[:12]}
+    for d in documents
+])
+selection = st.dataframe(frame, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
+                         key="library_table",
+                         column_config={"chunks": st.column_config.NumberColumn(width="small"),
+                                        "pages": st.column_config.NumberColumn(width="small"),
+                                        "ingested": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm")})
+rows = selection.selection.rows if selection else []
+chosen = documents[rows[0]] if rows else None
+if chosen is None:
+    st.caption("Select a row to open or delete that document.")
+else:
+    open_column, delete_column = st.columns([1, 1])
+    if open_column.button(f"Show the chunks of {md(chosen.title)}", icon=":material/view_agenda:", key="open_doc"):
+        state.put(state.CHUNKS_DOCUMENT, chosen.document_id)
+        st.switch_page("pages/chunks.py")
+    with delete_column.popover("Delete this document", icon=":material/delete:"):
+        st.write(f"Delete all {chosen.chunks} chunks of '{md(chosen.title)}' from '{md(ws.collection)}'? "
+                 "This cannot be undone.")
+        if st.button("Yes, delete the document", type="primary", key="confirm_delete_document"):
+            try:
+                deleted = ws.store.delete_document(ws.collection, chosen.document_id)
+            except RagError as error:
+                st.error(md(str(error)))
+            else:
+                resources.store_changed()
+                st.toast(f"Deleted {deleted} chunks of {md(chosen.title)}.")
+                st.rerun()
+
+st.divider()
+st.subheader("Collections")
+st.dataframe(pd.DataFrame([
+    {"collection": c.name, "chunks": c.points, "embedder": c.embedder or "(not made by RAG Lab)",
+     "dimension": c.dimension}
+    for c in ws.collections
+]), hide_index=True, width="stretch")
+with st.popover(f"Delete the collection '{md(ws.collection)}'", icon=":material/delete_forever:"):
+    st.write(f"This deletes '{md(ws.collection)}' with all {ws.points:,} chunks. Type its name to confirm.")
+    typed = st.text_input("Collection name", key="confirm_collection_name")
+    if st.button("Delete the collection", type="primary", disabled=typed.strip() != ws.collection,
+                 key="confirm_delete_collection"):
+        try:
+            ws.store.delete_collection(ws.collection)
+        except RagError as error:
+            st.error(md(str(error)))
+        else:
+            resources.store_changed()
+            st.session_state.pop("confirm_collection_name", None)
+            st.rerun()

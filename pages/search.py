@@ -1,0 +1,101 @@
+"""Search: a query against the collection, top_k, threshold and document filter; hits and scores per source."""
+
+from __future__ import annotations
+
+import time
+
+import streamlit as st
+
+from rag import inspection, pipeline
+from rag.errors import RagError
+from rag.store_search import FUSIONS, MODES
+from ui import search_views, state, workspace
+from ui.render import md
+from ui.workspace import SearchRun
+
+MODE_LABELS = {"dense": "Dense", "sparse": "Keyword (BM25)", "hybrid": "Hybrid"}
+MODE_HELP = ("Dense: embedding similarity (cosine). Keyword: BM25 on the words, good for names, numbers and "
+             "§ references. Hybrid: both lists fused.")
+
+FUSION_HELP = "How hybrid search merges the two lists: rrf by rank, dbsf by normalised score."
+
+ws = workspace.current()
+st.title("Search")
+
+
+def _switch_collection() -> None:
+    state.put(state.PENDING_COLLECTION, st.session_state["search_collection"])
+
+
+searchable = [c.name for c in ws.collections if c.points]
+if not searchable:
+    st.info("There is nothing to search yet.")
+    st.page_link("pages/upload.py", label="Upload documents", icon=":material/upload_file:")
+    st.stop()
+options = list(dict.fromkeys([ws.collection, *searchable]))
+st.session_state["search_collection"] = ws.collection
+try:
+    documents = ws.documents()
+except RagError as error:
+    st.error(md(str(error)))
+    st.stop()
+titles = {d.document_id: d.title for d in documents}
+
+keyword_search = bool(ws.info and ws.info.sparse)
+collection_column, mode_column, fusion_column = st.columns([1.4, 1.6, 1])
+collection_column.selectbox("Collection", options, key="search_collection", on_change=_switch_collection,
+                            format_func=lambda n: n if n in searchable else f"{n} (empty)")
+modes = list(MODES) if keyword_search else ["dense"]
+state.default(state.SEARCH_MODE, "dense")
+if state.get(state.SEARCH_MODE) not in modes:
+    state.put(state.SEARCH_MODE, "dense")
+mode = mode_column.segmented_control("Search mode", modes, format_func=MODE_LABELS.get, key=state.SEARCH_MODE,
+                                     persist_state="session", help=MODE_HELP) or "dense"
+fusion = fusion_column.selectbox("Fusion", FUSIONS, key=state.FUSION, persist_state="session",
+                                 disabled=mode != "hybrid", help=FUSION_HELP)
+if not keyword_search:
+    st.caption("This collection has no keyword (BM25) vectors, so only dense search works; ingest the documents "
+               "again into a new collection for keyword and hybrid search.")
+with st.form("search_form", border=False):
+    query = st.text_input("Query", key=state.QUERY, persist_state="session",
+                          placeholder="e.g. Welche Schriftgröße verwendet die Klasse?")
+    left, middle, right = st.columns([1.2, 1, 1.6])
+    top_k = left.slider("top_k", 1, 50, 5, key=state.TOP_K, persist_state="session")
+    use_threshold = middle.checkbox("Score threshold", key=state.USE_THRESHOLD, persist_state="session")
+    threshold = middle.number_input("minimum score", 0.0, None, 0.3, 0.01, key=state.THRESHOLD,
+                                    persist_state="session", label_visibility="collapsed",
+                                    help="On the mode's own scale: cosine (0–1), BM25, or the fused score.")
+    document_ids = right.multiselect("Only these documents", list(titles), format_func=titles.get,
+                                     key=state.DOCUMENT_FILTER, placeholder="all documents")
+    submitted = st.form_submit_button("Search", type="primary", icon=":material/search:")
+
+if submitted:
+    try:
+        started = time.perf_counter()
+        embedder = ws.embedder()
+        with st.spinner("Searching… (the local model loads once, about 12 s)"):
+            hits = pipeline.search(query, ws.collection, top_k, None, list(document_ids) or None,
+                                   store=ws.store, embedder=embedder, mode=mode, fusion=fusion)
+    except RagError as error:
+        st.error(md(str(error)))
+    else:
+        limit = threshold if use_threshold else None
+        outcome = inspection.apply_threshold(hits, top_k, limit)
+        state.put(state.SEARCH, SearchRun(query, ws.collection, ws.location, top_k, limit, tuple(document_ids), hits,
+                                          outcome, embedder.model_id, time.perf_counter() - started, mode, fusion))
+
+run = workspace.last_search(ws)
+if run is None:
+    st.caption("Type a query and press Search.")
+    st.stop()
+how = {"dense": md(run.model_id), "sparse": "keyword search (BM25)", "hybrid": f"hybrid ({run.fusion})"}[run.mode]
+st.caption(f"{len(run.outcome.hits)} hit(s) for “{md(run.query)}” in {run.seconds:.2f} s · {how}"
+           + (f" · threshold {run.threshold:.2f}" if run.threshold is not None else ""))
+search_views.notes(run)
+if run.outcome.hits:
+    search_views.hit_table(run.outcome.hits, run.mode)
+    st.subheader("Scores per source")
+    search_views.sources(run.outcome.hits)
+    st.page_link("pages/context.py", label="Preview the LLM context for these hits", icon=":material/article:")
+    st.subheader("Hits")
+    search_views.hit_details(ws, run.outcome.hits)

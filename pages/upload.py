@@ -1,0 +1,68 @@
+"""Upload: drop files, choose chunk settings and the target collection, watch each file go through."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from rag.chunking import MIN_CHUNK_SIZE, STRATEGIES, ChunkSettings, validate_settings
+from rag.pipeline import SourceFile
+from ui import ingest_view, settings, state, workspace
+from ui.render import md
+from ui.sidebar import NEW
+
+STRATEGY_HELP = ("structure: split at headings, then paragraphs and sentences, within chunk_size. "
+                 "tokens: fixed windows of chunk_size tokens, overlap tokens apart (the usual baseline).")
+
+ws = workspace.current()
+st.title("Upload")
+st.caption("PDF, Markdown and text files. Each file is read, chunked, embedded and stored; "
+           "one bad file never stops the others.")
+
+if ws.store_empty:
+    with st.container(border=True):
+        st.subheader("Start here")
+        st.markdown("The store is empty. **Drop files below**, or load the sample documents in one click.")
+        ingest_view.sample_section(ws, settings.sample_dir(), ChunkSettings(), ws.collection)
+
+left, middle, right, target_column = st.columns([1, 1, 1.2, 1.6])
+chunk_size = left.number_input("chunk_size (tokens)", MIN_CHUNK_SIZE, 8192, 600, step=50, key="upload_chunk_size",
+                               help="Largest chunk in cl100k tokens.")
+overlap = middle.number_input("overlap (tokens)", 0, 4096, 80, step=10, key="upload_overlap",
+                              help="Tokens a chunk shares with the one before.")
+strategy = right.segmented_control("strategy", STRATEGIES, default="structure", key="upload_strategy",
+                                   help=STRATEGY_HELP) or "structure"
+names = [c.name for c in ws.collections]
+options = list(dict.fromkeys([*names, ws.collection])) + [NEW]
+state.default(state.UPLOAD_TARGET, ws.collection)
+if state.get(state.UPLOAD_TARGET) not in options:
+    state.put(state.UPLOAD_TARGET, ws.collection)
+target = target_column.selectbox("Target collection", options, key=state.UPLOAD_TARGET,
+                                 format_func=lambda n: "＋ New collection…" if n == NEW else n)
+if target == NEW:
+    target = target_column.text_input("New collection name", key=state.UPLOAD_NEW_TARGET).strip()
+
+try:
+    chunk_settings = validate_settings(ChunkSettings(int(chunk_size), int(overlap), strategy))
+except ValueError as error:
+    chunk_settings = None
+    st.error(md(str(error)))
+
+round_ = state.get(state.UPLOADER_ROUND, 0)
+uploads = st.file_uploader("Documents", type=["pdf", "txt", "md", "markdown"], accept_multiple_files=True,
+                           key=f"uploader-{round_}")
+ready = bool(uploads) and chunk_settings is not None and bool(target)
+label = f"Ingest {len(uploads)} file(s) into '{md(target)}'" if uploads and target else "Ingest"
+if st.button(label, type="primary", disabled=not ready, icon=":material/play_arrow:", key="ingest"):
+    files = [SourceFile(u.name, u.getvalue()) for u in uploads]
+    if ingest_view.run(files, ws, target, chunk_settings):
+        state.bump(state.UPLOADER_ROUND)
+        st.rerun()
+if not target:
+    st.caption("Name the new collection to ingest.")
+
+ingest_view.show_results(ws)
+
+if not ws.store_empty:
+    with st.expander("Sample documents"):
+        sample_settings = chunk_settings or ChunkSettings()
+        ingest_view.sample_section(ws, settings.sample_dir(), sample_settings, target or ws.collection)

@@ -1,0 +1,155 @@
+"""Browser tests: `streamlit run app.py` in a subprocess, driven by Playwright on Debian's Chromium.
+
+Skipped (with the reason in the summary) when /usr/bin/chromium is missing. Screenshots go to the test's
+tmp_path; set RAG_SCREENSHOTS=<folder> to also copy them there for a look.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = Path("/usr/bin/chromium")
+LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+               "--disable-component-update", "--disable-sync", "--no-first-run"]
+VIEWPORT = {"width": 1280, "height": 800}
+_CONTENT_HEIGHT = """() => Math.max(...Array.from(document.querySelectorAll(
+    '[data-testid="stMainBlockContainer"], [data-testid="stMain"]')).map(e => e.scrollHeight))"""
+START_TIMEOUT = 90  # seconds for `streamlit run` to answer /_stcore/health
+SKIP_REASON = (f"browser tests need Chromium at {CHROMIUM}; install it with `apt-get install chromium` "
+               "(the Playwright package is installed, its own browsers are not used)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if CHROMIUM.exists():
+        return
+    for item in items:
+        if "e2e" in item.keywords:
+            item.add_marker(pytest.mark.skip(reason=SKIP_REASON))
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class AppServer:
+    """A running `streamlit run app.py`; its output goes to log."""
+
+    def __init__(self, folder: Path, env: dict[str, str]):
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = folder / "streamlit.log"
+        environment = {k: v for k, v in os.environ.items() if k not in ("QDRANT_URL", "QDRANT_API_KEY")}
+        environment |= {"RAG_QDRANT_PATH": str(folder / "qdrant"), "HF_HUB_OFFLINE": "1",
+                        "TRANSFORMERS_OFFLINE": "1", "RAG_SAMPLE_DIR": str(folder / "no-samples"), **env}
+        command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+                   "--server.port", str(self.port), "--server.address", "127.0.0.1",
+                   "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
+        with self.log.open("wb") as log:
+            self.process = subprocess.Popen(command, cwd=ROOT, env=environment, stdout=log, stderr=subprocess.STDOUT)
+        self._wait()
+
+    def _wait(self) -> None:
+        deadline = time.monotonic() + START_TIMEOUT
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"streamlit exited with {self.process.returncode}:\n{self.log.read_text()}")
+            try:
+                if httpx.get(f"{self.url}/_stcore/health", timeout=2).text == "ok":
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.3)
+        self.stop()
+        raise RuntimeError(f"streamlit did not answer within {START_TIMEOUT} s:\n{self.log.read_text()}")
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(5)
+
+
+@pytest.fixture
+def app_server(tmp_path: Path) -> Iterator[callable]:
+    """Return a function that starts the app with extra environment variables (stopped after the test)."""
+    servers: list[AppServer] = []
+
+    def start(**env: str) -> AppServer:
+        servers.append(AppServer(tmp_path, env))
+        return servers[-1]
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    report = yield
+    if report.when == "call":
+        item.stash[_FAILED] = report.failed
+    return report
+
+
+_FAILED = pytest.StashKey[bool]()
+
+
+@pytest.fixture
+def page(browser, tmp_path: Path, request: pytest.FixtureRequest):
+    """Return a fresh 1280x800 page; a failing test leaves tmp_path/failure.png behind."""
+    context = browser.new_context(viewport=VIEWPORT)
+    context.set_default_timeout(30_000)
+    page = context.new_page()
+    yield page
+    if request.node.stash.get(_FAILED, False):
+        page.screenshot(path=str(tmp_path / "failure.png"), full_page=True)
+        print(f"screenshot of the failure: {tmp_path / 'failure.png'}")
+    context.close()
+
+
+@pytest.fixture
+def shot(page, tmp_path: Path):
+    """Return a function that saves a screenshot as tmp_path/<name>.png (and copies it to $RAG_SCREENSHOTS)."""
+    copies = os.environ.get("RAG_SCREENSHOTS")
+
+    def take(name: str, full_page: bool = False) -> Path:
+        """Screenshot the viewport; full_page grows the viewport to the app's scroll height first."""
+        path = tmp_path / f"{name}.png"
+        if full_page:  # Streamlit scrolls inside its own container, so Playwright's full_page sees one screen
+            height = page.evaluate(_CONTENT_HEIGHT)
+            page.set_viewport_size({"width": VIEWPORT["width"], "height": min(max(height, VIEWPORT["height"]), 6000)})
+            page.wait_for_timeout(300)  # let the charts re-lay out
+        page.screenshot(path=str(path))
+        if full_page:
+            page.set_viewport_size(VIEWPORT)
+        if copies:
+            Path(copies).mkdir(parents=True, exist_ok=True)
+            shutil.copy(path, Path(copies) / path.name)
+        return path
+
+    return take

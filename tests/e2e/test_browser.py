@@ -1,0 +1,124 @@
+"""The app in a real browser: upload a real PDF through the file input, read its chunks, search, preview context."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+PDF = "pdfs/hausarbeit-jura.pdf"
+
+
+def settle(page, timeout: float = 30_000) -> None:
+    """Wait until Streamlit has finished the current run (its 'running' indicator is gone)."""
+    page.wait_for_function(
+        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
+        " && document.querySelectorAll('[data-testid=\"stSkeleton\"]').length === 0",
+        timeout=timeout,
+    )
+
+
+def go(page, title: str) -> None:
+    """Open a page from the sidebar navigation and wait for its title."""
+    page.get_by_test_id("stSidebarNav").get_by_text(title, exact=True).click()
+    page.get_by_role("heading", name=title, level=1).wait_for()
+    settle(page)
+
+
+def upload(page, pdf: Path) -> None:
+    page.get_by_role("heading", name="Upload", level=1).wait_for()
+    page.locator("input[type=file]").set_input_files(str(pdf))
+    page.get_by_text(pdf.name).first.wait_for()
+    page.get_by_role("button", name=re.compile(r"Ingest 1 file")).click()
+    page.get_by_text("1 of 1 file(s) ingested.").wait_for(timeout=120_000)
+    settle(page)
+
+
+def search(page, query: str) -> None:
+    page.get_by_label("Query").fill(query)
+    page.get_by_role("button", name="Search", exact=True).click()
+
+
+def test_upload_chunks_search_context_with_fake_embedder(app_server, page, shot, shared_data):
+    server = app_server(RAG_EMBEDDER="fake")
+    page.goto(server.url)
+    page.get_by_text("Start here").wait_for()
+    shot("01-first-run")
+
+    upload(page, shared_data / PDF)
+    shot("02-upload-results")
+
+    go(page, "Library")
+    page.get_by_text("Collection 'documents': 1 document(s), 19 chunks").wait_for()
+    shot("02b-library")
+
+    go(page, "Chunks")
+    page.get_by_text("Stored with chunk_size 600, overlap 80, structure").wait_for()
+    page.get_by_text("Select a row to read the whole chunk").wait_for()
+    shot("03-chunks-table")
+    page.get_by_role("tab", name="Document").click()
+    page.locator(".rl-overlap").first.wait_for()
+    shot("04-chunks-document")
+    page.get_by_role("tab", name="Live tuning").click()
+    page.get_by_text("Tokens per chunk, stored settings").wait_for()
+    thumb = page.get_by_test_id("stSlider").filter(has_text="chunk_size").get_by_role("slider")
+    thumb.focus()
+    for _ in range(40):  # 600 -> 200 in steps of 10: re-chunked live, nothing re-embedded
+        thumb.press("ArrowLeft")
+    page.locator("th", has_text="new: 200 / 80 / structure").wait_for(state="attached")
+    settle(page)
+    shot("05-chunks-tuning", full_page=True)
+    page.get_by_role("tab", name="Heading tree").click()
+    page.get_by_text("Select a section to read its chunks.").wait_for()
+    shot("06-chunks-tree")
+
+    go(page, "Search")
+    search(page, "Schriftgröße der Klasse")
+    page.get_by_text(re.compile(r"5 hit\(s\) for")).wait_for()
+    settle(page)
+    shot("07-search")
+    shot("07-search-full", full_page=True)
+
+    page.get_by_role("link", name="Preview the LLM context for these hits").click()
+    page.get_by_role("heading", name="What the LLM receives").wait_for()
+    settle(page)
+    assert page.get_by_text(re.compile(r"\[Quelle 1: hausarbeit-jura\.pdf")).first.is_visible()
+    shot("08-context")
+    shot("08-context-full", full_page=True)
+
+
+@pytest.mark.model
+def test_real_model_flags_cut_off_chunks_and_finds_german_text(app_server, page, shot, shared_data):
+    server = app_server(RAG_EMBEDDER="local")
+    page.goto(server.url)
+    upload(page, shared_data / PDF)
+
+    go(page, "Chunks")
+    page.get_by_text(re.compile(r"chunks are longer than local:all-MiniLM-L6-v2 reads")).wait_for(timeout=120_000)
+    shot("11-model-chunks-flags")
+
+    go(page, "Search")
+    search(page, "Wie stellt man die Schriftgröße ein?")
+    page.get_by_text(re.compile(r"hit\(s\) for")).wait_for(timeout=120_000)
+    settle(page)
+    first_hit = page.get_by_test_id("stMain").get_by_test_id("stExpander").first
+    assert "Schriftgr" in first_hit.inner_text()
+    shot("12-model-search")
+
+
+def test_sample_folder_with_bad_files_and_an_encrypted_pdf(app_server, page, shot, shared_data):
+    server = app_server(RAG_EMBEDDER="fake", RAG_SAMPLE_DIR=str(shared_data / "pdfs"))
+    page.goto(server.url)
+    page.get_by_role("button", name=re.compile(r"Load the \d+ sample documents")).click()
+    page.get_by_text(re.compile(r"\d+ of 10 file\(s\) ingested\.")).wait_for(timeout=120_000)
+    settle(page)
+    assert page.get_by_text("has no text layer").first.is_visible()
+    shot("21-samples-with-errors", full_page=True)
+    form = page.get_by_test_id("stForm").filter(has_text="encrypted-file.pdf")
+    form.locator("input[type=password]").fill("test")
+    form.get_by_role("button", name="Open and ingest").click()
+    page.get_by_test_id("stForm").filter(has_text="encrypted-file.pdf").wait_for(state="detached")
+    settle(page)
+    shot("22-after-password", full_page=True)

@@ -1,0 +1,176 @@
+"""The views of the Chunks page: flags, chunk table, document with boundaries, live tuning, heading tree."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+import streamlit as st
+
+from rag import inspection
+from rag.chunking import STRATEGIES, ChunkSettings, validate_settings
+from rag.documents import Document
+from rag.embeddings import Embedder
+from rag.inspection import ChunkReport, FlagSummary
+from rag.store import DocumentInfo, Hit
+from ui import render, resources
+from ui.render import md
+
+MAX_SHOWN_CHUNKS = 40  # the document view renders at most this many chunks at once
+
+
+def flags_banner(summary: FlagSummary, embedder: Embedder, chunk_size: int | None) -> None:
+    """Say in words what the flags mean for retrieval."""
+    limit = embedder.max_input_tokens
+    if summary.cut:
+        st.warning(
+            f"{summary.cut} of {summary.chunks} chunks are longer than {md(embedder.model_id)} reads "
+            f"({limit:,} tokens of its own): on average {summary.cut_share:.0%} of each of them is cut off and "
+            f"never embedded, so a search cannot find that text. A chunk_size of about "
+            f"{summary.suggested_chunk_size} would fit.",
+            icon=":material/content_cut:",
+        )
+    notes = []
+    if summary.tiny:
+        notes.append(f"{summary.tiny} tiny (under {inspection.tiny_limit(chunk_size)} tokens)")
+    if summary.no_heading:
+        notes.append(f"{summary.no_heading} without a heading")
+    flagged = f"Flagged: {', '.join(notes)}. " if notes else ""
+    st.caption(flagged + md(getattr(embedder, "token_note", "")))
+
+
+def reports_frame(reports: Sequence[ChunkReport]) -> pd.DataFrame:
+    return pd.DataFrame([
+        {"#": r.chunk_index, "tokens": r.tokens, "model tokens": r.model_tokens, "cut off": r.cut_tokens,
+         "heading path": render.heading_label(r.heading_path), "pages": render.pages_label(r.page_start, r.page_end),
+         "flags": ", ".join(r.flags), "start of content": render.preview(r.content)}
+        for r in reports
+    ])
+
+
+def chunk_table(reports: Sequence[ChunkReport], chunk_size: int | None, model_id: str) -> None:
+    """Draw the sortable chunk table (select a row to read the chunk) and the token histogram."""
+    only_flagged = st.toggle("Only flagged chunks", key="only_flagged")
+    shown = [r for r in reports if r.flags] if only_flagged else list(reports)
+    frame = reports_frame(shown)
+    selection = st.dataframe(
+        frame, hide_index=True, width="stretch", height=min(38 + 35 * len(frame), 390), on_select="rerun",
+        selection_mode="single-row", key="chunk_table",
+        column_config={
+            "#": st.column_config.NumberColumn(width="small"),
+            "tokens": st.column_config.NumberColumn(width="small", help="cl100k tokens, the unit of chunk_size"),
+            "model tokens": st.column_config.NumberColumn(width="small", help=f"tokens of {model_id}"),
+            "cut off": st.column_config.NumberColumn(width="small", help="model tokens beyond the input limit: "
+                                                     "never embedded"),
+            "heading path": st.column_config.TextColumn(width=230),
+            "pages": st.column_config.TextColumn(width=55),
+            "flags": st.column_config.TextColumn(width=130),
+            "start of content": st.column_config.TextColumn(width="large"),
+        },
+    )
+    chart, reader = st.columns([2, 3])
+    with chart:
+        st.altair_chart(render.token_histogram(frame, chunk_size), width="stretch")
+    rows = selection.selection.rows if selection else []
+    with reader:
+        if not rows:
+            st.caption("Select a row to read the whole chunk. Click a column header to sort.")
+            return
+        report = shown[rows[0]]
+        st.caption(f"Chunk #{report.chunk_index} · {report.tokens} tokens · "
+                   f"{md(render.heading_label(report.heading_path))}")
+        st.code(report.content, language=None, wrap_lines=True, height=260)
+
+
+def document_view(document: Document, chunks: Sequence[Hit]) -> None:
+    """Draw the document with chunk boundaries and overlapping text marked (escaped, never Markdown)."""
+    spans = [(c.chunk_index or 0, start, end) for c, start, end in _located(chunks)]
+    if not spans:
+        st.info("These chunks carry no offsets (the collection was not made by RAG Lab), so they cannot be "
+                "placed in the document.")
+        return
+    overlaps = inspection.overlap_spans(spans, len(document.text))
+    shared = sum(b - a for a, b in overlaps)
+    st.caption(f"{len(document.text):,} characters · {len(spans)} chunks · {shared:,} characters "
+               f"({shared / max(len(document.text), 1):.0%}) lie in two chunks (overlap).")
+    first, last = 0, len(spans) - 1
+    if len(spans) > MAX_SHOWN_CHUNKS:
+        first, last = st.slider("Chunks shown", 0, len(spans) - 1, (0, MAX_SHOWN_CHUNKS - 1), key="shown_chunks")
+    st.html(render.legend_html())
+    parts = inspection.segments(len(document.text), spans)
+    st.html(render.chunked_text_html(document.text, parts, first, last))
+
+
+def _located(chunks: Sequence[Hit]) -> list[tuple[Hit, int, int]]:
+    return [(c, c.start, c.end) for c in chunks if c.start is not None and c.end is not None]
+
+
+def tuning_view(document: Document, info: DocumentInfo, stored: Sequence[ChunkReport], embedder: Embedder,
+                key: tuple) -> None:
+    """Draw sliders that re-chunk the document on the fly, stored settings beside the new ones."""
+    size0, overlap0, strategy0 = info.chunk_size or 600, info.overlap or 0, info.strategy or "structure"
+    left, middle, right = st.columns([2, 2, 1.4])
+    size = left.slider("chunk_size", 50, 2000, min(max(size0, 50), 2000), step=10, key="tune_size")
+    overlap = middle.slider("overlap", 0, 500, min(overlap0, 500), step=5, key="tune_overlap")
+    strategy = right.segmented_control("strategy", STRATEGIES, default=strategy0, key="tune_strategy") or strategy0
+    try:
+        validate_settings(ChunkSettings(size, overlap, strategy))
+    except ValueError as error:
+        st.error(md(str(error)))
+        return
+    chunks = resources.rechunk(document, key, size, overlap, strategy)
+    counts = resources.model_token_counts(embedder, embedder.model_id, tuple(c.content for c in chunks))
+    new = inspection.chunk_reports(chunks, counts, embedder.max_input_tokens, size)
+    labels = (f"stored: {size0} / {overlap0} / {strategy0}", f"new: {size} / {overlap} / {strategy}")
+    st.dataframe(comparison_frame(stored, new, size0, size, labels), hide_index=True, width="stretch")
+    top = max([r.tokens for r in (*stored, *new)] + [size0, size]) * 1.05
+    for column, title, reports, chunk_size in zip(st.columns(2), ("stored", "new"), (stored, new), (size0, size),
+                                                   strict=True):
+        column.caption(f"Tokens per chunk, {title} settings")
+        frame = pd.DataFrame({"tokens": [r.tokens for r in reports]})
+        column.altair_chart(render.token_histogram(frame, chunk_size, domain=(0, top)), width="stretch")
+    with st.expander(f"The {len(new)} new chunks"):
+        st.dataframe(reports_frame(new), hide_index=True, width="stretch")
+    st.caption("Nothing is re-embedded here. To use the new settings, upload the file again with them.")
+
+
+def comparison_frame(stored: Sequence[ChunkReport], new: Sequence[ChunkReport], size0: int, size: int,
+                     labels: tuple[str, str] = ("stored", "new")) -> pd.DataFrame:
+    """Return stored vs. new settings side by side: counts, mean/median/max tokens, flags."""
+    def figures(reports: Sequence[ChunkReport], chunk_size: int) -> list[float]:
+        stats = inspection.chunk_stats([r.tokens for r in reports], chunk_size)
+        summary = inspection.flag_summary(reports, None)
+        cut = sum(bool(r.cut_tokens) for r in reports)
+        return [stats.count, round(stats.mean), round(stats.median), stats.largest, cut, summary.tiny,
+                summary.no_heading]
+
+    names = ["chunks", "mean tokens", "median tokens", "max tokens", "cut off by the embedder", "tiny",
+             "without heading"]
+    before, after = figures(stored, size0), figures(new, size)
+    return pd.DataFrame({"": names, labels[0]: before, labels[1]: after,
+                         "change": [f"{b - a:+g}" if b != a else "" for a, b in zip(before, after, strict=True)]})
+
+
+def tree_view(chunks: Sequence[Hit], reports: Sequence[ChunkReport]) -> None:
+    """Draw the heading tree; selecting a section shows its chunks."""
+    nodes = inspection.heading_tree(chunks)
+    frame = pd.DataFrame([
+        {"section": "\u2003\u2003" * n.depth + n.title, "chunks": len(n.chunks), "tokens": n.tokens,
+         "pages": render.pages_label(n.page_start, n.page_end)}
+        for n in nodes
+    ])
+    selection = st.dataframe(frame, hide_index=True, width="stretch", on_select="rerun",
+                             selection_mode="single-row", key="tree_table", height=min(38 + 35 * len(frame), 420))
+    rows = selection.selection.rows if selection else []
+    if not rows:
+        st.caption("Select a section to read its chunks.")
+        return
+    node = nodes[rows[0]]
+    by_index = {r.chunk_index: r for r in reports}
+    st.caption(f"{md(node.title)}: chunks {', '.join(f'#{i}' for i in node.chunks)}")
+    with st.container(height=420):
+        for index in node.chunks:
+            report = by_index.get(index)
+            if report:
+                st.caption(f"#{index} · {report.tokens} tokens · {', '.join(report.flags) or 'no flags'}")
+                st.text(report.content)

@@ -1,0 +1,152 @@
+"""Ingest with a progress bar per file and stage, then the per-file results (and password retries)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from rag import inspection, pipeline
+from rag.chunking import ChunkSettings
+from rag.errors import RagError
+from rag.pipeline import IngestResult, Progress, SourceFile
+from ui import resources, state
+from ui.render import md
+from ui.workspace import Workspace
+
+STAGE_WORDS = {"extract": "reading text", "chunk": "chunking", "embed": "embedding", "store": "storing"}
+
+
+def fraction(progress: Progress) -> float:
+    """Return how far one file is, 0.0-1.0: embedding (the slow part) takes most of the bar."""
+    share = progress.done / progress.total if progress.total else 0.0
+    return {"extract": 0.05, "chunk": 0.15, "embed": 0.15 + 0.7 * share, "store": 0.9}.get(progress.stage, 1.0)
+
+
+def describe(progress: Progress) -> str:
+    """Return the one-line text of a file's progress bar."""
+    name = md(progress.filename)
+    if progress.stage == "done":
+        return f"{name}: done, {progress.total} chunks"
+    if progress.stage == "error":
+        return f"{name}: failed (see below)"
+    words = STAGE_WORDS.get(progress.stage, progress.stage)
+    if progress.stage in ("embed", "store"):
+        return f"{name}: {words} {progress.done}/{progress.total} chunks"
+    return f"{name}: {words}"
+
+
+def run(files: Sequence[SourceFile], workspace: Workspace, collection: str, settings: ChunkSettings) -> bool:
+    """Ingest files into collection with live progress; keep the results (and locked files) in the session.
+
+    Return False (with the error shown) when nothing could start, e.g. the embedder is unavailable.
+    """
+    if not files:
+        return False
+    bars = [st.progress(0.0, text=f"{md(f.name)}: waiting") for f in files]
+
+    def on_progress(progress: Progress) -> None:
+        bars[progress.file_index].progress(fraction(progress), text=describe(progress))
+
+    try:
+        embedder = resources.embedder(workspace.spec_for(collection), *workspace.servers)
+        with st.spinner("Working… (the local model loads once, about 12 s)"):
+            results = pipeline.ingest(files, collection, settings, embedder, store=workspace.store,
+                                      progress=on_progress)
+    except RagError as error:
+        st.error(md(str(error)))
+        return False
+    finally:
+        resources.store_changed()
+    _remember(files, results, collection, settings)
+    return True
+
+
+def _remember(files: Sequence[SourceFile], results: list[IngestResult], collection: str,
+              settings: ChunkSettings) -> None:
+    """Store results for display; keep the bytes of encrypted files so a password can be tried."""
+    locked = state.get(state.LOCKED_FILES, {})
+    for file, result in zip(files, results, strict=True):
+        if result.needs_password:
+            locked[file.name] = (file.data, collection, settings)
+        else:
+            locked.pop(file.name, None)
+    state.put(state.LOCKED_FILES, locked)
+    previous = {r.filename: r for r in state.get(state.INGEST_RESULTS, [])}
+    previous.update({r.filename: r for r in results})
+    state.put(state.INGEST_RESULTS, list(previous.values()))
+    done = [r for r in results if r.ok]
+    if done:
+        state.put(state.CHUNKS_DOCUMENT, done[-1].document_id)
+        state.put(state.PENDING_COLLECTION, collection)
+
+
+def results_frame(results: Sequence[IngestResult]) -> pd.DataFrame:
+    """Return one row per file: status, pages, characters, chunks, seconds."""
+    rows = []
+    for r in results:
+        status = "ingested" if r.ok else ("needs password" if r.needs_password else "failed")
+        message = r.error or " ".join(r.notes)
+        rows.append({"file": r.filename, "status": status, "pages": r.pages if r.ok else None,
+                     "characters": r.characters if r.ok else None, "chunks": r.chunks if r.ok else None,
+                     "seconds": round(r.seconds, 2), "message": message,
+                     "stages": " · ".join(f"{k} {v:.2f}s" for k, v in r.stage_seconds.items())})
+    frame = pd.DataFrame(rows)
+    return frame.astype({"pages": "Int64", "characters": "Int64", "chunks": "Int64"})
+
+
+def show_results(workspace: Workspace) -> None:
+    """Draw the last ingest's results: a table, the errors in words, notes, and password retries."""
+    results = state.get(state.INGEST_RESULTS, [])
+    if not results:
+        return
+    st.subheader("Results")
+    ok = sum(r.ok for r in results)
+    st.caption(f"{ok} of {len(results)} file(s) ingested.")
+    st.dataframe(results_frame(results), hide_index=True, width="stretch", placeholder="–",
+                 column_config={"file": st.column_config.TextColumn(width=220),
+                                "status": st.column_config.TextColumn(width=120),
+                                "pages": st.column_config.NumberColumn(width=60),
+                                "characters": st.column_config.NumberColumn(width=90),
+                                "chunks": st.column_config.NumberColumn(width=65),
+                                "seconds": st.column_config.NumberColumn(format="%.2f s", width=75),
+                                "message": st.column_config.TextColumn(width="large")})
+    for result in results:
+        if result.error and not result.needs_password:
+            st.error(md(result.error))
+        for note in result.notes:
+            st.warning(f"{md(result.filename)}: {md(note)}")
+    for name in state.get(state.LOCKED_FILES, {}):
+        _password_form(workspace, name)
+    if ok:
+        st.page_link("pages/chunks.py", label="See how they were chunked", icon=":material/view_agenda:")
+
+
+def _password_form(workspace: Workspace, name: str) -> None:
+    data, collection, settings = state.get(state.LOCKED_FILES)[name]
+    result = next((r for r in state.get(state.INGEST_RESULTS, []) if r.filename == name), None)
+    with st.form(key=f"password-{name}"):
+        st.warning(md(result.error if result and result.error else f"'{name}' is encrypted."))
+        password = st.text_input(f"Password for {md(name)}", type="password")
+        submitted = st.form_submit_button("Open and ingest", type="primary")
+        if submitted and run([SourceFile(name, data, password)], workspace, collection, settings):
+            st.rerun()
+
+
+def sample_section(workspace: Workspace, folder: Path | None, settings: ChunkSettings, collection: str) -> None:
+    """Draw the button that ingests the sample documents of RAG_SAMPLE_DIR."""
+    if folder is None:
+        st.caption("Set RAG_SAMPLE_DIR to a folder of PDF, Markdown or text files to offer sample documents here.")
+        return
+    if not folder.is_dir():
+        st.warning(f"The sample folder {md(str(folder))} (RAG_SAMPLE_DIR) does not exist.")
+        return
+    paths = inspection.sample_paths(folder)
+    st.caption(f"{len(paths)} sample file(s) in {md(str(folder))}: " + ", ".join(md(p.name) for p in paths[:12])
+               + (" …" if len(paths) > 12 else ""))
+    clicked = st.button(f"Load the {len(paths)} sample documents", key="load_samples", disabled=not paths,
+                        icon=":material/library_add:")
+    if clicked and run(inspection.sample_files(folder), workspace, collection, settings):
+        st.rerun()

@@ -1,0 +1,126 @@
+"""Renderers shared by pages. Document text is data: shown with st.text / st.code / st.dataframe, or escaped
+before it goes into HTML; anything from a document that lands in a Markdown label goes through md()."""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Sequence
+
+import altair as alt
+import pandas as pd
+
+from rag.inspection import Segment
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:=^&\"'])")
+CHUNK_COLOURS = ("#e3f0fb", "#e6f4ea")  # alternating backgrounds: which chunk a character belongs to
+OVERLAP_COLOUR = "#ffe08a"  # text that two or more chunks share
+CHART_HEIGHT = 220
+
+
+def md(text: str) -> str:
+    """Return text with every Markdown-active character backslash-escaped, for labels and captions."""
+    return _MD_SPECIAL.sub(r"\\\1", " ".join(str(text).split()))
+
+
+def heading_label(path: Sequence[str]) -> str:
+    return " › ".join(path) if path else "—"
+
+
+def pages_label(start: int | None, end: int | None) -> str:
+    if start is None:
+        return ""
+    return str(start) if end in (None, start) else f"{start}–{end}"
+
+
+def preview(text: str, length: int = 90) -> str:
+    """Return the start of a text on one line, for a table column."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= length else flat[: length - 1] + "…"
+
+
+def token_histogram(frame: pd.DataFrame, chunk_size: int | None, domain: tuple[float, float] | None = None
+                    ) -> alt.LayerChart | alt.Chart:
+    """Return a histogram of the frame's "tokens" column with chunk_size drawn as a red dashed rule."""
+    scale = alt.Scale(domain=list(domain)) if domain else alt.Scale()
+    bars = alt.Chart(frame).mark_bar(opacity=0.85, color="#4c78a8").encode(
+        x=alt.X("tokens:Q", bin=alt.Bin(maxbins=30, extent=list(domain) if domain else alt.Undefined),
+                title="tokens per chunk (cl100k)", scale=scale),
+        y=alt.Y("count():Q", title="chunks"),
+        tooltip=[alt.Tooltip("count():Q", title="chunks")],
+    )
+    if not chunk_size:
+        return bars.properties(height=CHART_HEIGHT)
+    rule_data = pd.DataFrame({"tokens": [chunk_size], "label": [f"chunk_size {chunk_size}"]})
+    rule = alt.Chart(rule_data).mark_rule(color="#d33", strokeDash=[5, 3], size=2).encode(x="tokens:Q")
+    right_of_rule = bool(domain) and chunk_size < 0.7 * domain[1]  # else the label would leave the plot
+    label = alt.Chart(rule_data).mark_text(
+        align="left" if right_of_rule else "right", dx=4 if right_of_rule else -4, dy=4, color="#d33", baseline="top"
+    ).encode(
+        x="tokens:Q", y=alt.value(0), text="label:N"
+    )
+    return (bars + rule + label).properties(height=CHART_HEIGHT)
+
+
+def source_chart(frame: pd.DataFrame, score_title: str = "score (cosine)") -> alt.HConcatChart:
+    """Return hits per document (bars) beside best and mean score (points), one row per document."""
+    y = alt.Y("document:N", sort=None, title=None, axis=alt.Axis(labelLimit=260))
+    height = max(60, 28 * len(frame))
+    hits = alt.Chart(frame).mark_bar(color="#4c78a8").encode(
+        y=y, x=alt.X("hits:Q", title="hits", axis=alt.Axis(tickMinStep=1)),
+        tooltip=["document", "hits", alt.Tooltip("best:Q", format=".3f"), alt.Tooltip("mean:Q", format=".3f")],
+    ).properties(height=height, width=260)
+    melted = frame.melt(id_vars=["document"], value_vars=["best", "mean"], var_name="score", value_name="value")
+    scores = alt.Chart(melted).mark_point(size=90, filled=True).encode(
+        y=alt.Y("document:N", sort=list(frame["document"]), title=None, axis=None),
+        x=alt.X("value:Q", title=score_title, scale=alt.Scale(zero=False)),
+        color=alt.Color("score:N", scale=alt.Scale(range=["#e45756", "#9ecae9"]), legend=alt.Legend(orient="top")),
+        tooltip=["document", "score", alt.Tooltip("value:Q", format=".3f")],
+    ).properties(height=height, width=260)
+    return alt.hconcat(hits, scores).resolve_scale(y="shared")
+
+
+def chunked_text_html(text: str, parts: Sequence[Segment], first: int, last: int) -> str:
+    """Return the escaped text of chunks first..last with a badge where each chunk starts and overlap marked."""
+    shown = [p for p in parts if any(first <= i <= last for i in p.chunks)]
+    if not shown:
+        return ""
+    low, high = shown[0].start, shown[-1].end
+    pieces: list[str] = []
+    started: set[int] = set()
+    for part in parts:
+        if part.start < low or part.end > high:
+            continue
+        for index in part.chunks:
+            if index not in started and first <= index <= last:
+                started.add(index)
+                pieces.append(f'<span class="rl-badge">#{index}</span>')
+        body = html.escape(text[part.start : part.end])
+        if len(part.chunks) >= 2:
+            shared = ", ".join(f"#{i}" for i in part.chunks)
+            pieces.append(f'<mark class="rl-overlap" title="overlap of chunks {shared}">{body}</mark>')
+        elif part.chunks:
+            pieces.append(f'<span style="background:{CHUNK_COLOURS[part.chunks[0] % 2]}">{body}</span>')
+        else:
+            pieces.append(body)
+    return f'{_DOC_STYLE}<div class="rl-doc">{"".join(pieces)}</div>'
+
+
+_DOC_STYLE = (
+    "<style>.rl-doc{white-space:pre-wrap;font-family:ui-monospace,monospace;font-size:0.85rem;line-height:1.55;"
+    "max-height:560px;overflow-y:auto;padding:0.75rem;border:1px solid #ddd;border-radius:0.5rem}"
+    f".rl-overlap{{background:{OVERLAP_COLOUR};padding:0;border-bottom:2px solid #d9a400}}"
+    ".rl-badge{display:inline-block;font-size:0.7rem;font-weight:600;color:#fff;background:#4c78a8;"
+    "border-radius:0.3rem;padding:0 0.3rem;margin:0 0.2rem 0 0.1rem;font-family:sans-serif}</style>"
+)
+
+
+def legend_html() -> str:
+    """Return the legend for chunked_text_html (no document text in it)."""
+    return (
+        '<div style="font-size:0.8rem;margin-bottom:0.3rem">'
+        '<span style="background:#4c78a8;color:#fff;border-radius:0.3rem;padding:0 0.3rem">#n</span> chunk n starts'
+        f' &nbsp; <span style="background:{CHUNK_COLOURS[0]};padding:0 0.3rem">even</span>'
+        f' <span style="background:{CHUNK_COLOURS[1]};padding:0 0.3rem">odd chunk</span>'
+        f' &nbsp; <span style="background:{OVERLAP_COLOUR};padding:0 0.3rem">overlap</span> (text in two chunks)</div>'
+    )

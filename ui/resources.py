@@ -1,0 +1,84 @@
+"""Cached resources and data: one Store per location and one embedder per spec for the whole server process,
+and listings that are read again only when the store changed (or after a short ttl, for other processes)."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from rag import inspection
+from rag.chunking import Chunk, chunk_document
+from rag.documents import Document
+from rag.embeddings import Embedder, get_embedder, parse_spec
+from rag.store import CollectionInfo, DocumentInfo, Hit, Store, open_store
+
+LISTING_TTL = 30  # seconds: another process writing to the same Qdrant shows up at the latest after this
+
+
+@st.cache_resource(show_spinner=False)
+def store(kind: str, target: str, api_key: str = "") -> Store:
+    """Return the Store for an embedded folder (kind "folder") or a server URL (kind "server")."""
+    if kind == "server":
+        return open_store(url=target, api_key=api_key or None)
+    return open_store(path=target)
+
+
+@st.cache_resource(show_spinner=False)
+def embedder(spec: str, ollama_host: str = "", openai_base_url: str = "", openai_api_key: str = "") -> Embedder:
+    """Return the embedder for a spec; host, URL and key (when given) override the environment."""
+    provider, _ = parse_spec(spec)
+    options: dict[str, str] = {}
+    if provider == "ollama" and ollama_host:
+        options["host"] = ollama_host
+    if provider == "openai" and openai_base_url:
+        options["base_url"] = openai_base_url
+    if provider == "openai" and openai_api_key:
+        options["api_key"] = openai_api_key
+    return get_embedder(spec, **options)
+
+
+@st.cache_resource(show_spinner=False)
+def _changes() -> dict[str, int]:
+    return {"count": 0}
+
+
+def version() -> int:
+    """Return a number that grows whenever this server process changed a store (ingest, delete)."""
+    return _changes()["count"]
+
+
+def store_changed() -> None:
+    """Drop cached listings: the next read sees the store as it is now."""
+    _changes()["count"] += 1
+
+
+@st.cache_data(ttl=LISTING_TTL, max_entries=32, show_spinner=False)
+def collections(_store: Store, location: str, changes: int) -> list[CollectionInfo]:
+    return _store.collections()
+
+
+@st.cache_data(ttl=LISTING_TTL, max_entries=64, show_spinner=False)
+def documents(_store: Store, location: str, collection: str, changes: int) -> list[DocumentInfo]:
+    return _store.documents(collection)
+
+
+@st.cache_data(ttl=LISTING_TTL, max_entries=64, show_spinner=False)
+def document_chunks(_store: Store, location: str, collection: str, document_id: str, changes: int) -> list[Hit]:
+    return _store.document_chunks(collection, document_id)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def model_token_counts(_embedder: Embedder, model_id: str, contents: tuple[str, ...]) -> list[int]:
+    """Return each text's length in the embedder's own tokens (the unit of its input limit)."""
+    return [_embedder.count_tokens(text) for text in contents]
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def stored_document(_chunks: list[Hit], key: tuple, document_id: str, title: str, kind: str) -> Document:
+    """Return the document rebuilt from its stored chunks; key names them (location, collection, changes)."""
+    return inspection.document_from_chunks(document_id, title, _chunks, kind)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def rechunk(_document: Document, key: tuple, chunk_size: int, overlap: int, strategy: str) -> list[Chunk]:
+    """Return the document chunked with other settings (milliseconds; cached per settings anyway)."""
+    return chunk_document(_document, chunk_size, overlap, strategy)

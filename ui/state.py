@@ -1,0 +1,68 @@
+"""Every session-state key the app uses, in one place, with the helpers that read and write them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+# sidebar: where the data lives, which collection, which embedder
+LOCATION_KIND = "location_kind"  # "folder" | "server"
+QDRANT_PATH = "qdrant_path"
+QDRANT_URL = "qdrant_url"
+QDRANT_API_KEY = "qdrant_api_key"  # typed in the sidebar; empty means: use QDRANT_API_KEY from the settings
+COLLECTION_CHOICE = "collection_choice"
+NEW_COLLECTION = "new_collection"
+PENDING_COLLECTION = "pending_collection"  # set by a page; applied before the sidebar widget is drawn
+EMBEDDER_SPEC = "embedder_spec"
+OLLAMA_HOST = "ollama_host"
+OPENAI_BASE_URL = "openai_base_url"
+OPENAI_API_KEY = "openai_api_key"
+WORKSPACE = "workspace"  # ui.workspace.Workspace of this run, for the pages
+
+# upload
+INGEST_RESULTS = "ingest_results"  # list[IngestResult] of the last ingest
+LOCKED_FILES = "locked_files"  # filename -> bytes of encrypted PDFs waiting for a password
+UPLOAD_TARGET = "upload_target"
+UPLOAD_NEW_TARGET = "upload_new_target"
+UPLOADER_ROUND = "uploader_round"  # bumped to clear the file uploader after an ingest
+
+# chunks
+CHUNKS_DOCUMENT = "chunks_document"  # document_id picked on the Chunks page (also set by Library/Upload)
+
+# search, shared with the context page
+QUERY = "query"
+TOP_K = "top_k"
+USE_THRESHOLD = "use_threshold"
+THRESHOLD = "threshold"
+DOCUMENT_FILTER = "document_filter"
+SEARCH_MODE = "search_mode"  # "dense" | "sparse" | "hybrid"
+FUSION = "fusion"  # "rrf" | "dbsf" for hybrid search
+SEARCH = "search"  # ui.workspace.SearchRun of the last search
+
+# context
+CONTEXT_PRESET = "context_preset"
+MAX_TOKENS = "max_tokens"
+SOURCE_LABEL = "source_label"
+SEPARATOR = "separator"
+
+
+def get(key: str, default: Any = None) -> Any:
+    """Return a session-state value, or default when it was never set."""
+    return st.session_state.get(key, default)
+
+
+def put(key: str, value: Any) -> None:
+    st.session_state[key] = value
+
+
+def default(key: str, value: Any) -> None:
+    """Give a widget key its starting value once (a widget must not also get value=)."""
+    if key not in st.session_state:
+        st.session_state[key] = value
+
+
+def bump(key: str) -> int:
+    """Return key's counter plus one, stored (used to give a widget a fresh key)."""
+    st.session_state[key] = st.session_state.get(key, 0) + 1
+    return st.session_state[key]

@@ -1,0 +1,81 @@
+"""What every page works on: the store, the collection and its embedder, as chosen in the sidebar."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import streamlit as st
+
+from rag.embeddings import Embedder
+from rag.inspection import SearchOutcome
+from rag.store import CollectionInfo, DocumentInfo, Hit, Store
+from ui import resources, settings, state
+
+
+@dataclass(frozen=True)
+class Workspace:
+    store: Store
+    location: str  # folder path or server URL, for display
+    collection: str
+    info: CollectionInfo | None  # None: the collection does not exist yet
+    collections: tuple[CollectionInfo, ...]
+    spec: str  # embedder spec used with this collection
+    spec_fixed: bool  # the collection was made by RAG Lab, so its embedder is fixed
+    servers: tuple[str, str, str] = ("", "", "")  # Ollama host, OpenAI base URL, OpenAI key (sidebar overrides)
+
+    @property
+    def points(self) -> int:
+        return self.info.points if self.info else 0
+
+    @property
+    def store_empty(self) -> bool:
+        return not any(c.points for c in self.collections)
+
+    def embedder(self) -> Embedder:
+        return resources.embedder(self.spec, *self.servers)
+
+    def spec_for(self, collection: str) -> str:
+        """Return the embedder spec for writing to collection: its own if RAG Lab made it, else the chosen one."""
+        info = next((c for c in self.collections if c.name == collection), None)
+        if info is not None and not info.foreign and info.embedder:
+            return info.embedder
+        return state.get(state.EMBEDDER_SPEC) or settings.embedder_spec()
+
+    def documents(self) -> list[DocumentInfo]:
+        if self.info is None:
+            return []
+        return resources.documents(self.store, self.location, self.collection, resources.version())
+
+    def document_chunks(self, document_id: str) -> list[Hit]:
+        return resources.document_chunks(self.store, self.location, self.collection, document_id, resources.version())
+
+
+@dataclass(frozen=True)
+class SearchRun:
+    """One search as the Search page ran it; the Context page builds its preview from it."""
+
+    query: str
+    collection: str
+    location: str
+    top_k: int
+    threshold: float | None
+    document_ids: tuple[str, ...]
+    hits: list[Hit]  # before the threshold
+    outcome: SearchOutcome  # after the threshold
+    model_id: str
+    seconds: float
+    mode: str = "dense"  # "dense" | "sparse" | "hybrid"
+    fusion: str = "rrf"
+
+
+def current() -> Workspace:
+    """Return the workspace the sidebar set up in this run (app.py stops before a page when there is none)."""
+    return st.session_state[state.WORKSPACE]
+
+
+def last_search(workspace: Workspace) -> SearchRun | None:
+    """Return the last search if it was made in this workspace's collection and location."""
+    run = state.get(state.SEARCH)
+    if run and run.collection == workspace.collection and run.location == workspace.location:
+        return run
+    return None
