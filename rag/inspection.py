@@ -9,18 +9,15 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from rag import tokens
 from rag.chunking import MIN_CHUNK_SIZE, Chunk
-from rag.documents import PAGE_SEPARATOR, Document, Heading, Page
-from rag.pipeline import SourceFile
+from rag.library import SAMPLE_SUFFIXES, document_from_chunks, sample_files, sample_paths, walk_sections  # noqa: F401
 from rag.store import Hit
 
 ChunkLike = Chunk | Hit
 TINY_SHARE = 0.05  # a chunk under 5 % of chunk_size is "tiny": a stray heading or a page footer
 TINY_MIN_TOKENS = 10
-SAMPLE_SUFFIXES = (".pdf", ".md", ".txt")
 NO_HEADING = "(before the first heading)"
 
 
@@ -221,7 +218,7 @@ def heading_tree(chunks: Sequence[ChunkLike]) -> list[HeadingNode]:
     """
     sections: list[tuple[tuple[str, ...], list[ChunkLike]]] = []
     open_sections: list[list[ChunkLike]] = []
-    for chunk, path, first_new in _walk_sections(chunks):
+    for chunk, path, first_new in walk_sections(chunks):
         del open_sections[first_new:]
         for depth in range(first_new, max(len(path), 1)):
             sections.append((path[: depth + 1], []))
@@ -235,27 +232,6 @@ def heading_tree(chunks: Sequence[ChunkLike]) -> list[HeadingNode]:
         tokens_ = sum(token_count(c) for c in group)
         nodes.append(HeadingNode(path, indexes, tokens_, min(pages, default=None), max(pages, default=None)))
     return nodes
-
-
-def _walk_sections(chunks: Sequence[ChunkLike]):
-    """Yield (chunk, heading path, depth of the first heading that begins at this chunk) in order.
-
-    The depth equals the path length when no new heading begins (the chunk continues the section before).
-    A path equal to the one before continues it; a path that is a prefix of the one before means the
-    heading at its last level appeared again.
-    """
-    previous: tuple[str, ...] | None = None
-    for chunk in sorted(chunks, key=lambda c: (c.chunk_index is None, c.chunk_index or 0)):
-        path = tuple(chunk.heading_path)
-        if path == previous:
-            first_new = max(len(path), 1)
-        else:
-            common = 0
-            while previous and common < min(len(path), len(previous)) and path[common] == previous[common]:
-                common += 1
-            first_new = min(common, max(len(path) - 1, 0))
-        previous = path
-        yield chunk, path, first_new
 
 
 def source_scores(hits: Sequence[Hit]) -> list[SourceScore]:
@@ -295,76 +271,3 @@ def neighbours(chunks: Sequence[Hit], chunk_index: int, radius: int = 1) -> tupl
     before = [c for c in chunks if c.chunk_index is not None and chunk_index - radius <= c.chunk_index < chunk_index]
     after = [c for c in chunks if c.chunk_index is not None and chunk_index < c.chunk_index <= chunk_index + radius]
     return before, after
-
-
-def document_from_chunks(document_id: str, title: str, chunks: Sequence[ChunkLike], kind: str = "text") -> Document:
-    """Return the document rebuilt from its stored chunks, so it can be re-chunked without the file.
-
-    Chunk text lands at its offsets; what lies between chunks (only whitespace, which the chunker skips)
-    becomes newlines. Chunks without offsets (foreign collections) are joined with blank lines. Headings
-    come from the heading paths, pages from the chunks' page numbers (a page break inside a chunk is
-    placed at its last paragraph break).
-    """
-    ordered = sorted(chunks, key=lambda c: (c.chunk_index is None, c.chunk_index or 0))
-    spans = _spans(ordered)
-    chars = ["\n"] * max((b for _, b in spans), default=0)
-    for chunk, (a, b) in zip(ordered, spans, strict=True):
-        chars[a:b] = chunk.content
-    text = "".join(chars)
-    starts = _page_starts(ordered, spans, text)
-    numbers = sorted(starts)
-    edges = [starts[n] for n in numbers] + [len(text) + len(PAGE_SEPARATOR)]
-    cut = len(PAGE_SEPARATOR)
-    pages = tuple(Page(n, text[a : b - cut]) for n, a, b in zip(numbers, edges, edges[1:], strict=False))
-    headings = _headings(ordered, spans)
-    return Document(document_id, title, kind, pages or (Page(1, text),), text, headings)
-
-
-def _spans(chunks: Sequence[ChunkLike]) -> list[tuple[int, int]]:
-    """Return each chunk's [start, end): its own offsets when all have them, else laid end to end."""
-    if all(c.start is not None and c.end is not None and c.end - c.start == len(c.content) for c in chunks):
-        return [(c.start, c.end) for c in chunks]
-    spans, offset = [], 0
-    for chunk in chunks:
-        spans.append((offset, offset + len(chunk.content)))
-        offset += len(chunk.content) + len(PAGE_SEPARATOR)
-    return spans
-
-
-def _page_starts(chunks: Sequence[ChunkLike], spans: list[tuple[int, int]], text: str) -> dict[int, int]:
-    """Return page number -> offset where the page begins, from the pages the chunks were found on."""
-    starts: dict[int, int] = {}
-    for chunk, (a, b) in zip(chunks, spans, strict=True):
-        if chunk.page_start is not None and chunk.page_start not in starts:
-            starts[chunk.page_start] = 0 if not starts else a
-        if chunk.page_end is not None and chunk.page_end not in starts and chunk.page_end != chunk.page_start:
-            cut = text.rfind(PAGE_SEPARATOR, a, b)  # the page break is a blank line inside this chunk
-            starts[chunk.page_end] = cut + len(PAGE_SEPARATOR) if cut > a else b
-    ordered, last = {}, -len(PAGE_SEPARATOR)
-    for number in sorted(starts):  # pages must begin in order and at least one separator apart
-        if starts[number] >= last + len(PAGE_SEPARATOR) or not ordered:
-            ordered[number] = last = max(starts[number], 0)
-    return ordered
-
-
-def _headings(chunks: Sequence[ChunkLike], spans: list[tuple[int, int]]) -> tuple[Heading, ...]:
-    """Return the headings implied by the chunks' heading paths, each starting where its first chunk starts."""
-    found = []
-    starts = {id(chunk): a for chunk, (a, _) in zip(chunks, spans, strict=True)}
-    for chunk, path, first_new in _walk_sections(chunks):
-        for depth in range(first_new, len(path)):
-            found.append(Heading(path[depth], depth + 1, starts[id(chunk)], "stored"))
-    return tuple(sorted(found, key=lambda h: h.start))
-
-
-def sample_paths(folder: str | Path) -> list[Path]:
-    """Return the PDF, Markdown and text files under folder (recursively, LICENSE files skipped), by path."""
-    return sorted(
-        p for p in Path(folder).rglob("*")
-        if p.is_file() and p.suffix.lower() in SAMPLE_SUFFIXES and not p.name.upper().startswith("LICENSE")
-    )
-
-
-def sample_files(folder: str | Path) -> list[SourceFile]:
-    """Return the sample files under folder, read, ready to ingest."""
-    return [SourceFile(p.name, p.read_bytes()) for p in sample_paths(folder)]
