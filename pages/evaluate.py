@@ -1,4 +1,4 @@
-"""Evaluate: which chunk_size, overlap and top_k retrieve best on these documents, measured on a query set."""
+"""Evaluate: which chunk_size, overlap, top_k and search mode retrieve best on these documents, on a query set."""
 
 from __future__ import annotations
 
@@ -9,13 +9,16 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
+from rag.diagnostics import rank_rows
 from rag.documents import Document
 from rag.embedding_cache import EmbeddingCache, default_cache_dir
 from rag.errors import RagError
 from rag.evaluation import METRICS, Query, load_query_set, parse_ks
 from rag.pipeline import SourceFile
+from rag.search_modes import parse_modes
 from rag.squad import import_squad, sweep_input
 from rag.sweep import (
+    ConfigResult,
     SweepResult,
     collection_documents,
     grid,
@@ -30,12 +33,16 @@ from ui.render import md
 
 RESULT = "evaluate_result"  # the last SweepResult of this session
 SWEEP_PREFIX = "sweep-"
+MODE_CHOICES = ["dense", "sparse", "hybrid-rrf", "hybrid-dbsf"]
+MODE_HELP = ("Each mode is a row per configuration, searched in the same collection: dense = embeddings, "
+             "sparse = BM25 keywords, hybrid = both lists fused by rank (rrf) or by normalised score (dbsf).")
 
 ws = workspace.current()
 st.title("Evaluate")
-st.caption("Which chunk_size, overlap and top_k retrieve best on your documents? Give a query set that says what "
-           "each question should find, pick documents and a grid; every configuration is chunked, embedded, "
-           "indexed and searched, and scored with hit@k, recall@k, precision@k, MRR and nDCG.")
+st.caption("Which chunk_size, overlap, top_k and search mode retrieve best on your documents? Give a query set "
+           "that says what each question should find, pick documents and a grid; every configuration is chunked, "
+           "embedded, indexed and searched in each mode, and scored with hit@k, recall@k, precision@k, MRR and "
+           "nDCG.")
 
 
 def read_query_source() -> tuple[list[Query], list[Document] | None, str] | None:
@@ -90,11 +97,12 @@ def read_documents(squad_documents: list[Document] | None) -> Callable[[], list[
 
 
 def run(documents: Callable[[], list[Document]], queries: list[Query], sizes: str, overlaps: str, ks: str,
-        strategy: str) -> None:
+        strategy: str, modes: list[str]) -> None:
     """Load the documents, run the sweep with a progress bar and keep its result in the session."""
     try:
         configs, skipped = grid(parse_sizes(sizes, "chunk sizes", 4), parse_sizes(overlaps, "overlaps", 0), strategy)
         cuts = parse_ks(ks)
+        searches = parse_modes(modes)
     except ValueError as error:
         st.error(md(str(error)))
         return
@@ -107,7 +115,7 @@ def run(documents: Callable[[], list[Document]], queries: list[Query], sizes: st
         bar.progress(0.0, text="Embedding the queries (the local model loads once, about 12 s)…")
         result = run_sweep(loaded, queries, configs, ws.embedder(), store=ws.store,
                            cache=EmbeddingCache(default_cache_dir(ws.store)), ks=cuts, skipped=skipped,
-                           progress=lambda event: bar.progress(event.fraction, text=md(event.message)))
+                           modes=searches, progress=lambda event: bar.progress(event.fraction, text=md(event.message)))
     except RagError as error:
         bar.empty()
         st.error(md(str(error)))
@@ -118,50 +126,111 @@ def run(documents: Callable[[], list[Document]], queries: list[Query], sizes: st
     st.session_state[RESULT] = result
 
 
+def per_mode(chart: alt.Chart | alt.LayerChart, result: SweepResult) -> alt.Chart | alt.FacetChart:
+    """Return chart as it is for one search mode, else one panel per mode side by side (same scales)."""
+    if len(result.modes) < 2:
+        return chart
+    return chart.properties(width=max(160, 560 // len(result.modes))).facet(
+        column=alt.Column("mode:N", sort=result.modes, title=None))
+
+
 def hit_chart(result: SweepResult) -> alt.Chart:
-    """Return hit@k against k, one line per configuration: colour = chunk_size, dashes = overlap."""
-    frame = pd.DataFrame([{"chunk_size": r.config.chunk_size, "overlap": r.config.overlap, "k": k,
-                           "hit": r.metrics[f"hit@{k}"]} for r in result.results for k in result.ks])
-    return alt.Chart(frame).mark_line(point=True).encode(
+    """Return hit@k against k, one line per configuration: colour = chunk_size, dashes = overlap; a panel per mode."""
+    frame = pd.DataFrame([{"chunk_size": r.config.chunk_size, "overlap": r.config.overlap, "mode": r.mode.label,
+                           "k": k, "hit": r.metrics[f"hit@{k}"]} for r in result.results for k in result.ks])
+    chart = alt.Chart(frame).mark_line(point=True).encode(
         x=alt.X("k:Q", scale=alt.Scale(domain=[0, result.ks[-1]]), axis=alt.Axis(values=list(result.ks))),
         y=alt.Y("hit:Q", title="hit@k", scale=alt.Scale(domain=[0, 1])),
         color=alt.Color("chunk_size:O", scale=alt.Scale(scheme="viridis")),
         strokeDash=alt.StrokeDash("overlap:O"),
-        detail=["chunk_size:O", "overlap:O"],
-        tooltip=["chunk_size", "overlap", "k", alt.Tooltip("hit:Q", format=".3f")],
+        detail=["chunk_size:O", "overlap:O", "mode:N"],
+        tooltip=["chunk_size", "overlap", "mode", "k", alt.Tooltip("hit:Q", format=".3f")],
     ).properties(height=300)
+    return per_mode(chart, result)
 
 
-def heatmap(result: SweepResult, metric: str) -> alt.LayerChart:
-    """Return chunk_size x overlap coloured by metric, with the value written in each cell."""
-    frame = pd.DataFrame([{"chunk_size": r.config.chunk_size, "overlap": r.config.overlap, "value": r.metrics[metric]}
-                          for r in result.results])
-    base = alt.Chart(frame).encode(x=alt.X("overlap:O"), y=alt.Y("chunk_size:O", sort="descending"))
+def heatmap(result: SweepResult, metric: str) -> alt.Chart:
+    """Return chunk_size x overlap coloured by metric, with the value in each cell; a panel per mode."""
+    frame = pd.DataFrame([{"chunk_size": r.config.chunk_size, "overlap": r.config.overlap, "mode": r.mode.label,
+                           "value": r.metrics[metric]} for r in result.results])
+    base = alt.Chart().encode(x=alt.X("overlap:O"), y=alt.Y("chunk_size:O", sort="descending"))
     cells = base.mark_rect().encode(color=alt.Color("value:Q", title=metric, scale=alt.Scale(scheme="blues")),
-                                    tooltip=["chunk_size", "overlap", alt.Tooltip("value:Q", format=".3f")])
+                                    tooltip=["chunk_size", "overlap", "mode", alt.Tooltip("value:Q", format=".3f")])
     text = base.mark_text(fontSize=13).encode(text=alt.Text("value:Q", format=".3f"),
                                               color=alt.condition(alt.datum.value > 0.5, alt.value("white"),
                                                                   alt.value("black")))
-    return (cells + text).properties(height=60 + 45 * frame["chunk_size"].nunique())
+    chart = alt.layer(cells, text, data=frame).properties(height=60 + 45 * frame["chunk_size"].nunique())
+    return per_mode(chart, result)
+
+
+def row_name(row: ConfigResult) -> str:
+    return f"{row.config.chunk_size} / {row.config.overlap} · {row.mode.label}"
 
 
 def time_chart(result: SweepResult) -> alt.Chart:
-    """Return the seconds of each configuration split into chunking, embedding, indexing and searching."""
-    frame = pd.DataFrame([{"configuration": f"{r.config.chunk_size} / {r.config.overlap}", "stage": stage,
-                           "seconds": seconds} for r in result.results for stage, seconds in r.seconds.items()])
+    """Return the seconds of each row split into chunking, embedding, indexing and searching."""
+    frame = pd.DataFrame([{"configuration": row_name(r), "stage": stage, "seconds": seconds}
+                          for r in result.results for stage, seconds in r.seconds.items()])
     return alt.Chart(frame).mark_bar().encode(
-        y=alt.Y("configuration:N", sort=None, title="chunk_size / overlap"), x=alt.X("sum(seconds):Q", title="seconds"),
-        color=alt.Color("stage:N", sort=None),
+        y=alt.Y("configuration:N", sort=None, title="chunk_size / overlap · mode"),
+        x=alt.X("sum(seconds):Q", title="seconds"), color=alt.Color("stage:N", sort=None),
         tooltip=["configuration", "stage", alt.Tooltip("seconds:Q", format=".2f")],
     ).properties(height=40 + 24 * len(result.results))
+
+
+def rank_chart(row: ConfigResult, threshold: float | None) -> alt.LayerChart:
+    """Return each query's answer-chunk score (dot, coloured by rank) against its top score (tick) and threshold."""
+    depth = row.evaluation.ks[-1]
+    found = [r for r in rank_rows(row.evaluation, threshold) if r.rank is not None]
+    found.sort(key=lambda r: -r.score)
+    bands = ["1", "2–3", "4–5", f"6–{depth}"]
+    frame = pd.DataFrame([{"query #": i, "query": r.query[:80], "rank": r.rank, "score": r.score,
+                           "top score": r.top_score, "gap": r.gap,
+                           "rank band": bands[0 if r.rank == 1 else 1 if r.rank <= 3 else 2 if r.rank <= 5 else 3]}
+                          for i, r in enumerate(found, 1)], columns=["query #", "query", "rank", "score", "top score",
+                                                                     "gap", "rank band"])
+    base = alt.Chart(frame).encode(x=alt.X("query #:Q", title="queries whose answer was found, by its score"))
+    tooltip = ["query", "rank", alt.Tooltip("score:Q", format=".3f"), alt.Tooltip("top score:Q", format=".3f"),
+               alt.Tooltip("gap:Q", format=".3f")]
+    top = base.mark_tick(color="#bbbbbb", thickness=1).encode(y=alt.Y("top score:Q", title="score"),
+                                                              tooltip=tooltip)
+    dots = base.mark_circle(size=40).encode(
+        y="score:Q", tooltip=tooltip,
+        color=alt.Color("rank band:N", sort=bands, scale=alt.Scale(domain=bands, scheme="redyellowgreen",
+                                                                    reverse=True)))
+    layers = [top, dots]
+    if threshold is not None:
+        layers.append(alt.Chart(pd.DataFrame({"threshold": [threshold]})).mark_rule(color="#d62728",
+                                                                                      strokeDash=[4, 3]).encode(
+            y="threshold:Q"))
+    return alt.layer(*layers).properties(height=300)
+
+
+def answer_ranks(result: SweepResult) -> None:
+    """Draw where each query's relevant chunk ranked and scored, for one row, with an optional threshold line."""
+    left, right = st.columns([2, 1])
+    rows = {r.label: r for r in result.results}
+    label = left.selectbox("Configuration and mode", list(rows), index=list(rows).index(result.best().label),
+                           key="evaluate_rank_config")
+    threshold = right.number_input("Threshold line", value=None, step=0.01, format="%.3f", key="evaluate_threshold",
+                                   placeholder="none", help="Draw a score threshold to see which answers it would cut.")
+    row = rows[label]
+    ranked = rank_rows(row.evaluation, threshold)
+    missing = sum(r.rank is None for r in ranked)
+    below = sum(r.above_threshold is False for r in ranked)
+    st.altair_chart(rank_chart(row, threshold), width="stretch")
+    st.caption(f"Dots: the score of each query's first relevant chunk, coloured by its rank; grey ticks: the "
+               f"query's top score (the gap is what the answer lost to it). {missing} of {len(ranked)} queries had "
+               f"no relevant chunk within the top {row.evaluation.ks[-1]} and are not drawn"
+               + (f"; the threshold would cut {below} found answers." if threshold is not None else "."))
 
 
 def failures(result: SweepResult) -> None:
     """Draw the queries whose relevant chunk was not in the top k, and the chunks of the one selected."""
     left, right = st.columns([2, 1])
-    configs = {r.config.label: r for r in result.results}
+    configs = {r.label: r for r in result.results}
     best = result.best()
-    label = left.selectbox("Configuration", list(configs), index=list(configs).index(best.config.label),
+    label = left.selectbox("Configuration and mode", list(configs), index=list(configs).index(best.label),
                            key="evaluate_failure_config")
     k = right.selectbox("Not in the top k", result.ks, index=result.ks.index(5) if 5 in result.ks else 0,
                         key="evaluate_failure_k")
@@ -201,7 +270,8 @@ def failures(result: SweepResult) -> None:
         st.markdown("**Came first**")
         if outcome.hits:
             hit = outcome.hits[0]
-            st.caption(md(f"{hit.document_title} · chunk {hit.chunk_index} · score {hit.score:.3f}"))
+            st.caption(md(f"{hit.document_title} · chunk {hit.chunk_index} · score {hit.score:.3f} "
+                          f"({hit.score_kind or 'cosine'})"))
             st.code(hit.content, language=None, wrap_lines=True)
 
 
@@ -217,16 +287,19 @@ def results(result: SweepResult) -> None:
     st.dataframe(pd.DataFrame(result.table()).drop(columns=["embedder", "created_at", "collection"]).round(3),
                  hide_index=True, width="stretch")
     st.caption(f"{result.queries} queries on {len(result.documents)} documents · {md(result.embedder)} · "
-               f"{md(result.created_at)} · queries embedded in {result.query_seconds:.1f} s")
+               f"modes {md(', '.join(result.modes))} · {md(result.created_at)} · queries embedded in "
+               f"{result.query_seconds:.1f} s. Scores are on each mode's own scale (cosine, BM25, fused).")
     chart_left, chart_right = st.columns(2)
     with chart_left:
-        st.subheader("hit@k by configuration")
+        st.subheader("hit@k by configuration" + (" and mode" if len(result.modes) > 1 else ""))
         st.altair_chart(hit_chart(result), width="stretch")
     with chart_right:
         st.subheader(f"{chosen}: chunk_size × overlap")
         st.altair_chart(heatmap(result, chosen), width="stretch")
     st.subheader("Time per configuration")
     st.altair_chart(time_chart(result), width="stretch")
+    st.subheader("Where the answer ranked")
+    answer_ranks(result)
     st.subheader("Failures")
     failures(result)
     st.subheader("Export")
@@ -252,15 +325,17 @@ with st.form("evaluate_grid", border=False):
     overlaps = cols[1].text_input("overlap values", "0,50,100", key="evaluate_overlaps")
     ks = cols[2].text_input("k values", "1,3,5,10", key="evaluate_ks")
     strategy = cols[3].selectbox("Strategy", ["structure", "tokens"], key="evaluate_strategy")
+    modes = st.multiselect("Search modes", MODE_CHOICES, default=["dense"], key="evaluate_modes", help=MODE_HELP)
     st.caption(f"Embedder: {md(ws.spec)} (from the sidebar). Each configuration gets its own collection "
-               f"(`{SWEEP_PREFIX}…`), reused on the next run; embeddings are cached.")
+               f"(`{SWEEP_PREFIX}…`), searched in every chosen mode and reused on the next run; embeddings are "
+               "cached.")
     submitted = st.form_submit_button("Run the sweep", type="primary", icon=":material/play_arrow:")
 
 if submitted:
     if source is None or documents is None:
         st.info("Choose a query set and documents first.")
     else:
-        run(documents, source[0], sizes, overlaps, ks, strategy)
+        run(documents, source[0], sizes, overlaps, ks, strategy, modes)
 
 if RESULT in st.session_state:
     results(st.session_state[RESULT])

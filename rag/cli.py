@@ -168,8 +168,9 @@ EXTENSIONS: list[Callable[[argparse._SubParsersAction], None]] = []
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; return the exit code (0 ok, 1 user error, 2 usage error)."""
+    import rag.cli_compare  # noqa: F401  (each module registers its commands)
     import rag.cli_eval  # noqa: F401
-    import rag.cli_store  # noqa: F401  (registers its commands)
+    import rag.cli_store  # noqa: F401
 
     parser = build_parser()
     args = parser.parse_args(argv)

@@ -1,8 +1,11 @@
 """Command-line commands of the evaluation lab: import-squad, eval, sweep.
 
     python -m rag import-squad FILE --out DIR [--articles N]
-    python -m rag eval QUERIES --collection C [--k 1,3,5,10] [--embedder SPEC] [--json]
-    python -m rag sweep DOCS... --queries Q --chunk-size 200,400,800 --overlap 0,50,100 [--k ...] [--json]
+    python -m rag eval QUERIES --collection C [--mode dense|sparse|hybrid] [--fusion rrf|dbsf] [--k 1,3,5,10]
+                       [--embedder SPEC] [--json]
+    python -m rag sweep DOCS... --queries Q --chunk-size 200,400,800 --overlap 0,50,100 [--mode dense,hybrid]
+                        [--fusion rrf|dbsf] [--k ...] [--json]
+    python -m rag compare ...   (rag/cli_compare.py)
 
 Results go to stdout (a table, or one JSON object with --json), progress and notes to stderr.
 """
@@ -21,7 +24,9 @@ from rag.embeddings import get_embedder
 from rag.evaluation import DEFAULT_KS, METRICS, Evaluation, QueryOutcome, load_query_set, parse_ks
 from rag.inspection import SAMPLE_SUFFIXES
 from rag.pipeline import SourceFile
+from rag.search_modes import MODE_NAMES, SearchMode, parse_modes
 from rag.squad import QUERIES_FILE, import_squad, write_import
+from rag.store_search import FUSIONS
 from rag.sweep import SweepProgress, SweepResult, evaluate_collection, grid, load_documents, parse_sizes, run_sweep
 
 FAILURES_SHOWN = 10
@@ -63,14 +68,17 @@ def run_import_squad(args: argparse.Namespace) -> int:
 
 def run_eval(args: argparse.Namespace) -> int:
     queries = load_query_set(cli.read_file(args.queries), args.queries)
+    mode = SearchMode(args.mode, args.fusion)
     store = store_of(args)
-    embedder = embedder_of(args, store, args.collection)
+    embedder = embedder_of(args, store, args.collection) if mode.needs_vectors else None
     evaluation = evaluate_collection(queries, args.collection, embedder, store=store, cache=cache_of(args, store),
-                                     ks=args.k)
+                                     ks=args.k, mode=mode)
     if args.json:
-        dump(evaluation.to_json())
+        dump({"collection": args.collection, "mode": mode.mode, "fusion": mode.fusion_used,
+              "embedder": embedder.model_id if embedder else None} | evaluation.to_json())
         return 0
-    print(f"{len(queries)} queries on '{args.collection}' ({embedder.model_id})\n")
+    how = f"{embedder.model_id}, " if embedder else ""
+    print(f"{len(queries)} queries on '{args.collection}' ({how}{mode.label} search)\n")
     print_metrics(evaluation)
     print_failures(evaluation)
     return 0
@@ -155,7 +163,7 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     store = store_of(args)
     embedder = get_embedder(args.embedder)
     result = run_sweep(documents, queries, configs, embedder, store=store, cache=cache_of(args, store), ks=args.k,
-                       progress=SweepReporter(), skipped=skipped)
+                       progress=SweepReporter(), skipped=skipped, modes=parse_modes(args.mode, args.fusion))
     if args.json:
         dump(result.to_json())
         return 0
@@ -166,10 +174,10 @@ def run_sweep_command(args: argparse.Namespace) -> int:
 def print_sweep(result: SweepResult) -> None:
     deepest = result.ks[-1]
     metrics = [f"hit@{k}" for k in result.ks] + [f"{m}@{deepest}" for m in ("recall", "mrr", "ndcg")]
-    rows = [[str(r.config.chunk_size), str(r.config.overlap), str(r.chunks), f"{r.mean_tokens:.0f}",
+    rows = [[str(r.config.chunk_size), str(r.config.overlap), r.mode.label, str(r.chunks), f"{r.mean_tokens:.0f}",
              *(f"{r.metrics[m]:.3f}" for m in metrics), f"{r.total_seconds:.1f} s" + (" (reused)" if r.reused else "")]
             for r in result.results]
-    cli.print_table(rows, ["chunk_size", "overlap", "chunks", "mean tokens", *metrics, "time"])
+    cli.print_table(rows, ["chunk_size", "overlap", "mode", "chunks", "mean tokens", *metrics, "time"])
     print(f"\n{result.queries} queries, {len(result.documents)} documents, {result.embedder}; "
           f"queries embedded in {result.query_seconds:.1f} s")
     print(result.summary())
@@ -186,6 +194,10 @@ def register(commands: argparse._SubParsersAction) -> None:
     evaluate = commands.add_parser("eval", parents=[parent], help="retrieval metrics of a query set on a collection")
     evaluate.add_argument("queries", metavar="QUERIES", help="query set, .jsonl or .csv")
     add_collection(evaluate)
+    evaluate.add_argument("--mode", choices=("dense", "sparse", "hybrid"), default="dense",
+                          help="dense: embeddings; sparse: BM25 keywords; hybrid: both, fused (default dense). "
+                          "sparse and hybrid need a collection with keyword vectors")
+    add_fusion(evaluate)
     add_embedder(evaluate)
     add_common(evaluate)
     evaluate.set_defaults(run=run_eval)
@@ -198,10 +210,28 @@ def register(commands: argparse._SubParsersAction) -> None:
     sweep.add_argument("--overlap", type=sizes_option("--overlap", 0), default=[0, 50, 100], metavar="N,N,...",
                        help="overlaps in tokens, default 0,50,100 (configurations with overlap >= size are skipped)")
     sweep.add_argument("--strategy", choices=chunking.STRATEGIES, default="structure", help="chunking strategy")
+    sweep.add_argument("--mode", type=modes_option, default="dense", metavar="MODE,MODE,...",
+                       help=f"search modes, each a row per configuration: {', '.join(MODE_NAMES)} (default dense; "
+                       "hybrid uses --fusion). Modes share each configuration's collection")
+    add_fusion(sweep)
     sweep.add_argument("--embedder", metavar="SPEC", help="embedder spec, e.g. local, fake:64, ollama:<model> "
                        "(default $RAG_EMBEDDER, else local)")
     add_common(sweep)
     sweep.set_defaults(run=run_sweep_command)
+
+
+def add_fusion(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--fusion", choices=FUSIONS, default="rrf",
+                        help="how hybrid fuses the two lists: rrf (by rank) or dbsf (by normalised score)")
+
+
+def modes_option(text: str) -> str:
+    """Return text after checking each of its modes (the fusion is applied later); usage error if unknown."""
+    try:
+        parse_modes(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return text
 
 
 def add_common(parser: argparse.ArgumentParser) -> None:

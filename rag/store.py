@@ -208,6 +208,23 @@ class Store(SearchMixin):
             if offset is None:
                 return
 
+    def has_keywords(self, collection: str) -> bool:
+        """Return whether collection has RAG Lab keyword (sparse) vectors for sparse and hybrid search."""
+        return bool(self._layout(collection).sparse)
+
+    def point_ids(self, collection: str) -> list[Any]:
+        """Return the id of every point in collection."""
+        return [point.id for point in self._scroll(collection, None, False)]
+
+    def points_with_vectors(self, collection: str, ids: list[Any], vector: str, fields: list[str]) -> list[Any]:
+        """Return the points of ids with the payload fields and their vectors (every vector when vector == "")."""
+        found: list[Any] = []
+        for i in range(0, len(ids), 256):
+            with self._guard(f"reading vectors of '{collection}'"):
+                found += self.client.retrieve(collection, ids[i : i + 256], with_vectors=[vector] if vector else True,
+                                              with_payload=models.PayloadSelectorInclude(include=fields))
+        return found
+
     def _document_filter(self, layout: Layout, document_ids: list[str]) -> models.Filter:
         match = models.MatchAny(any=list(document_ids))
         by_id = models.FieldCondition(key="document_id", match=match)

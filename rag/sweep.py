@@ -1,10 +1,12 @@
-"""Sweeps: which chunk_size, overlap and top_k retrieve best on these documents, as numbers.
+"""Sweeps: which chunk_size, overlap, top_k and search mode retrieve best on these documents, as numbers.
 
 One collection per configuration, named from it (`sweep-<8 hex of the sorted document ids>-cs400-ov50-
 <vector name>`), reused when it already holds exactly these documents chunked with those settings by this
-embedder, rebuilt otherwise. Chunks and queries go through an EmbeddingCache, so a chunk that several
-configurations share (or an earlier run embedded) is embedded once; the queries are embedded once per run.
-Each configuration is searched with one batch request at the largest k and scored by rag.evaluation.
+embedder (and, when a keyword mode is asked for, has keyword vectors), rebuilt otherwise. Chunks and queries
+go through an EmbeddingCache, so a chunk that several configurations share (or an earlier run embedded) is
+embedded once; the queries are embedded once per run. Each configuration's collection is searched in every
+mode (dense, sparse, hybrid-rrf, hybrid-dbsf: modes are query-time only), one batch request per mode at the
+largest k, and each mode is scored by rag.evaluation as a row of its own (rag.sweep_results).
 """
 
 from __future__ import annotations
@@ -13,16 +15,16 @@ import hashlib
 import statistics
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from rag.chunking import STRATEGIES, Chunk, ChunkSettings, chunk_document
+from rag.chunking import STRATEGIES, Chunk, chunk_document
 from rag.documents import Document, load_document
 from rag.embedding_cache import EmbeddingCache
 from rag.embeddings.base import Embedder
+from rag.errors import RagError
 from rag.evaluation import (
     DEFAULT_KS,
     Evaluation,
@@ -35,127 +37,13 @@ from rag.evaluation import (
 )
 from rag.inspection import document_from_chunks
 from rag.pipeline import SourceFile
+from rag.search_modes import SearchMode, parse_mode, parse_modes, require_keywords
 from rag.store import Hit, Store, vector_name
+from rag.sweep_results import STAGES, ConfigResult, SweepConfig, SweepProgress, SweepResult
 
-STAGES = ("chunking", "embedding", "indexing", "searching")  # the time split of every configuration
-
-
-@dataclass(frozen=True)
-class SweepConfig:
-    chunk_size: int
-    overlap: int
-    strategy: str = "structure"
-
-    @property
-    def settings(self) -> ChunkSettings:
-        return ChunkSettings(self.chunk_size, self.overlap, self.strategy)
-
-    @property
-    def label(self) -> str:
-        """Return the configuration in words, e.g. "chunk_size 400, overlap 50"."""
-        extra = f", {self.strategy}" if self.strategy != "structure" else ""
-        return f"chunk_size {self.chunk_size}, overlap {self.overlap}{extra}"
-
-
-@dataclass(frozen=True)
-class SweepProgress:
-    stage: str  # "queries", then per configuration one of STAGES, then "done"
-    config_index: int  # 0-based
-    configs: int
-    config: SweepConfig | None
-    done: int = 0  # units of the stage done (texts for embedding, 0/1 otherwise)
-    total: int = 1
-    message: str = ""
-
-    @property
-    def fraction(self) -> float:
-        """Return how much of the whole sweep is done, 0.0 - 1.0 (for a progress bar)."""
-        if self.stage == "queries" or not self.configs:
-            return 0.0
-        if self.stage == "done":
-            return (self.config_index + 1) / self.configs
-        within = (STAGES.index(self.stage) + (self.done / self.total if self.total else 1.0)) / len(STAGES)
-        return min((self.config_index + within) / self.configs, 1.0)
-
-
-@dataclass
-class ConfigResult:
-    config: SweepConfig
-    collection: str
-    evaluation: Evaluation
-    chunks: int
-    mean_tokens: float
-    seconds: dict[str, float]  # one entry per STAGES
-    reused: bool  # the collection already held these chunks: nothing embedded or indexed
-    embedded: int  # chunks the embedder had to embed (the rest came from the cache)
-
-    @property
-    def metrics(self) -> dict[str, float]:
-        return self.evaluation.metrics
-
-    @property
-    def total_seconds(self) -> float:
-        return sum(self.seconds.values())
-
-    def to_json(self) -> dict:
-        """Return one row of the sweep: configuration, metrics, chunk count, mean tokens and times."""
-        return {"chunk_size": self.config.chunk_size, "overlap": self.config.overlap,
-                "strategy": self.config.strategy, "collection": self.collection, "chunks": self.chunks,
-                "mean_tokens": round(self.mean_tokens, 1), "metrics": dict(self.metrics), "reused": self.reused,
-                "embedded": self.embedded, "seconds": {k: round(v, 3) for k, v in self.seconds.items()},
-                "total_seconds": round(self.total_seconds, 3)}
-
-
-@dataclass
-class SweepResult:
-    results: list[ConfigResult]
-    embedder: str
-    ks: tuple[int, ...]
-    queries: int
-    documents: list[str]  # titles
-    query_seconds: float  # embedding the queries, once for all configurations
-    skipped: list[str] = field(default_factory=list)  # notes on configurations left out
-    created_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
-
-    def default_metric(self) -> str:
-        return f"mrr@{self.ks[-1]}"
-
-    def best(self, metric: str | None = None) -> ConfigResult | None:
-        """Return the configuration with the highest metric (ties: higher hit@max k, then fewer chunks)."""
-        metric = metric or self.default_metric()
-        hit = f"hit@{self.ks[-1]}"
-        return max(self.results, key=lambda r: (r.metrics[metric], r.metrics[hit], -r.chunks), default=None)
-
-    def summary(self, metric: str | None = None) -> str:
-        """Return the best configuration in words, e.g. "Best: chunk_size 400, overlap 50 (mrr@10 0.712, ...)"."""
-        metric = metric or self.default_metric()
-        best = self.best(metric)
-        if best is None:
-            return "No configuration was run."
-        hit = f"hit@{self.ks[-1]}"
-        also = f", {hit} {best.metrics[hit]:.3f}" if hit != metric else ""
-        return (f"Best by {metric}: {best.config.label} ({metric} {best.metrics[metric]:.3f}{also}; "
-                f"{best.chunks} chunks of {best.mean_tokens:.0f} tokens on average).")
-
-    def to_json(self, per_query: bool = False) -> dict:
-        """Return the whole sweep: embedder, date, ks, the rows (with each query's outcome if asked), the best."""
-        best = self.best()
-        configs = [r.to_json() | ({"per_query": r.evaluation.to_json()["per_query"]} if per_query else {})
-                   for r in self.results]
-        return {"embedder": self.embedder, "created_at": self.created_at, "ks": list(self.ks),
-                "queries": self.queries, "documents": self.documents, "query_seconds": round(self.query_seconds, 3),
-                "skipped": self.skipped, "configs": configs,
-                "best": best.to_json() | {"by": self.default_metric()} if best else None}
-
-    def table(self) -> list[dict]:
-        """Return one flat row per configuration (for CSV): configuration, embedder, date, metrics, times."""
-        return [{"chunk_size": r.config.chunk_size, "overlap": r.config.overlap, "strategy": r.config.strategy,
-                 "embedder": self.embedder, "created_at": self.created_at, "chunks": r.chunks,
-                 "mean_tokens": round(r.mean_tokens, 1), **r.metrics,
-                 **{f"{stage}_seconds": round(r.seconds[stage], 3) for stage in STAGES},
-                 "total_seconds": round(r.total_seconds, 3), "collection": r.collection}
-                for r in self.results]
-
+__all__ = ["STAGES", "ConfigResult", "SweepConfig", "SweepProgress", "SweepResult", "collection_documents",
+           "collection_name", "evaluate_collection", "grid", "load_documents", "parse_sizes", "prepare_queries",
+           "query_set_paths", "relevant_chunks", "run_sweep", "search_queries"]
 
 ProgressCallback = Callable[[SweepProgress], None]
 
@@ -215,25 +103,47 @@ def prepare_queries(queries: Sequence[Query], documents: Sequence[Document]) -> 
 def evaluate_collection(
     queries: Sequence[Query],
     collection: str,
-    embedder: Embedder,
+    embedder: Embedder | None,
     *,
     store: Store,
     cache: EmbeddingCache | None = None,
     ks: Sequence[int] = DEFAULT_KS,
+    mode: str | SearchMode = "dense",
+    fusion: str = "rrf",
 ) -> Evaluation:
-    """Return the metrics of queries on an existing collection, searched once at the largest k.
+    """Return the metrics of queries on an existing collection, searched once at the largest k in one mode.
 
-    QuerySetError when a label names a document the collection lacks, or an answer span misses its answer.
+    mode: "dense", "sparse", "hybrid" (with fusion) or a SearchMode; sparse needs no embedder.
+    QuerySetError when a label names a document the collection lacks, or an answer span misses its answer;
+    SparseVectorsMissingError (before anything is embedded) when a keyword mode meets a collection without
+    keyword vectors: it has to be re-ingested.
     """
-    ks, cache = parse_ks(ks), cache if cache is not None else EmbeddingCache()
+    ks, cache, mode = parse_ks(ks), cache if cache is not None else EmbeddingCache(), _mode(mode, fusion)
+    require_keywords(store, collection, [mode])
+    if mode.needs_vectors and embedder is None:
+        raise RagError(f"{mode.label.capitalize()} search embeds the queries: give an embedder (or use sparse).")
     infos = store.documents(collection)
     queries = resolve_labels(queries, [(d.document_id, d.title) for d in infos], f"collection '{collection}'")
     titles = {d.document_id: d.title for d in infos}
     spanned = {i for q in queries if q.answer_end is not None for ids in q.document_ids for i in ids}
     texts = {i: document_from_chunks(i, titles[i], store.document_chunks(collection, i)).text for i in spanned}
     check_spans(queries, texts)
-    vectors = cache.embed([q.text for q in queries], embedder)
-    return evaluate(queries, store.search_batch(collection, vectors, embedder, top_k=ks[-1]), ks)
+    vectors = cache.embed([q.text for q in queries], embedder) if mode.needs_vectors else None
+    return evaluate(queries, search_queries(store, collection, queries, vectors, embedder, ks[-1], mode), ks)
+
+
+def _mode(mode: str | SearchMode, fusion: str) -> SearchMode:
+    try:
+        return parse_mode(mode, fusion)
+    except ValueError as error:
+        raise RagError(f"{str(error)[0].upper()}{str(error)[1:]}.") from None
+
+
+def search_queries(store: Store, collection: str, queries: Sequence[Query], vectors: np.ndarray | None,
+                   embedder: Embedder | None, top_k: int, mode: SearchMode) -> list[list[Hit]]:
+    """Return the top_k hits of each query in one mode, one batch request (vectors may be None for sparse)."""
+    return store.search_batch(collection, vectors if mode.needs_vectors else None, embedder, top_k,
+                              mode=mode.mode, fusion=mode.fusion, query_texts=[q.text for q in queries])
 
 
 QUERY_SET_SUFFIXES = (".jsonl", ".csv", ".json")
@@ -271,27 +181,48 @@ def run_sweep(
     ks: Sequence[int] = DEFAULT_KS,
     progress: ProgressCallback | None = None,
     skipped: Sequence[str] = (),
+    modes: Sequence[str | SearchMode] = ("dense",),
 ) -> SweepResult:
-    """Return one result per configuration: metrics of queries on documents, chunk count, mean tokens, times."""
+    """Return one row per configuration and mode: metrics of queries on documents, chunk count, mean tokens, times.
+
+    modes: "dense", "sparse", "hybrid-rrf", "hybrid-dbsf" (or SearchModes); rows come per configuration, in
+    the order of modes.
+    """
     ks, cache = parse_ks(ks), cache if cache is not None else EmbeddingCache()
+    modes = parse_modes(modes)
     report = progress or (lambda event: None)
     queries = prepare_queries(queries, documents)
     started = time.perf_counter()
-    report(SweepProgress("queries", 0, len(configs), None, 0, len(queries), f"embedding {len(queries)} queries"))
-    query_vectors = cache.embed([q.text for q in queries], embedder)
+    query_vectors = None
+    if any(m.needs_vectors for m in modes):
+        report(SweepProgress("queries", 0, len(configs), None, 0, len(queries), f"embedding {len(queries)} queries"))
+        query_vectors = cache.embed([q.text for q in queries], embedder)
     query_seconds = time.perf_counter() - started
     results = []
     for index, config in enumerate(configs):
         def stage(name: str, done: int = 0, total: int = 1, message: str = "", i=index, c=config) -> None:
             report(SweepProgress(name, i, len(configs), c, done, total, message))
 
-        results.append(_run_config(documents, queries, query_vectors, config, embedder, store, cache, ks, stage))
+        built = _build(documents, config, embedder, store, cache, stage, any(m.needs_keywords for m in modes))
+        results.extend(_search_modes(built, queries, query_vectors, embedder, store, ks, modes, stage))
     return SweepResult(results, embedder.model_id, ks, len(queries), [d.title for d in documents], query_seconds,
                        list(skipped))
 
 
-def _run_config(documents, queries, query_vectors, config, embedder, store, cache, ks, stage) -> ConfigResult:
-    """Return the result of one configuration: chunk, embed + index unless reusable, search, score."""
+@dataclass
+class _Built:
+    """A configuration's collection, ready to search, and what building it took."""
+
+    config: SweepConfig
+    name: str
+    chunks: list[Chunk]
+    seconds: dict[str, float]
+    reused: bool
+    embedded: int
+
+
+def _build(documents, config, embedder, store, cache, stage, keywords: bool) -> _Built:
+    """Return the configuration's collection: chunk, then embed + index unless the collection can be reused."""
     name = collection_name([d.id for d in documents], config, embedder.model_id)
     seconds = dict.fromkeys(STAGES, 0.0)
     clock = time.perf_counter()
@@ -299,7 +230,7 @@ def _run_config(documents, queries, query_vectors, config, embedder, store, cach
     chunks = {d.id: chunk_document(d, config.chunk_size, config.overlap, config.strategy) for d in documents}
     seconds["chunking"] = time.perf_counter() - clock
     every = [c for d in documents for c in chunks[d.id]]
-    reused = _holds(store, name, chunks, config, embedder)
+    reused = _holds(store, name, chunks, config, embedder, keywords)
     misses = cache.misses
     if not reused:
         clock = time.perf_counter()
@@ -310,19 +241,33 @@ def _run_config(documents, queries, query_vectors, config, embedder, store, cach
         stage("indexing", message=f"{config.label}: indexing {len(every)} chunks in '{name}'")
         _index(store, name, documents, chunks, vectors, config, embedder)
         seconds["indexing"] = time.perf_counter() - clock
-    clock = time.perf_counter()
-    stage("searching", message=f"{config.label}: searching {len(queries)} queries"
-          + (f" (reusing '{name}')" if reused else ""))
-    hits = store.search_batch(name, query_vectors, embedder, top_k=ks[-1])
-    evaluation = evaluate(queries, hits, ks)
-    seconds["searching"] = time.perf_counter() - clock
-    stage("done", 1, 1, f"{config.label}: done")
-    mean = statistics.fmean(c.token_count for c in every) if every else 0.0
-    return ConfigResult(config, name, evaluation, len(every), mean, seconds, reused, cache.misses - misses)
+    return _Built(config, name, every, seconds, reused, cache.misses - misses)
 
 
-def _holds(store: Store, name: str, chunks: dict[str, list[Chunk]], config: SweepConfig, embedder: Embedder) -> bool:
-    """Return whether collection name holds exactly these chunks (settings, embedder); a stale one is deleted."""
+def _search_modes(built: _Built, queries, query_vectors, embedder, store, ks, modes, stage) -> list[ConfigResult]:
+    """Return one row per mode: search the built collection once per mode at the largest k and score it."""
+    label, rows = built.config.label, []
+    mean = statistics.fmean(c.token_count for c in built.chunks) if built.chunks else 0.0
+    for done, mode in enumerate(modes):
+        reusing = f" (reusing '{built.name}')" if built.reused else ""
+        stage("searching", done, len(modes), f"{label}: searching {len(queries)} queries, {mode.label}{reusing}")
+        seconds = dict(built.seconds) if done == 0 else dict.fromkeys(STAGES, 0.0)
+        clock = time.perf_counter()
+        hits = search_queries(store, built.name, queries, query_vectors, embedder, ks[-1], mode)
+        evaluation = evaluate(queries, hits, ks)
+        seconds["searching"] = time.perf_counter() - clock
+        rows.append(ConfigResult(built.config, built.name, evaluation, len(built.chunks), mean, seconds,
+                                 built.reused, built.embedded if done == 0 else 0, mode))
+    stage("done", 1, 1, f"{label}: done")
+    return rows
+
+
+def _holds(store: Store, name: str, chunks: dict[str, list[Chunk]], config: SweepConfig, embedder: Embedder,
+           keywords: bool = False) -> bool:
+    """Return whether collection name holds exactly these chunks (settings, embedder, keyword vectors if asked).
+
+    A stale one (other chunker, interrupted run, made before keyword vectors) is deleted: it is ours by name.
+    """
     if not store.has_collection(name):
         return False
     infos = store.documents(name)
@@ -331,8 +276,10 @@ def _holds(store: Store, name: str, chunks: dict[str, list[Chunk]], config: Swee
         == (config.chunk_size, config.overlap, config.strategy, embedder.model_id)
         for i in infos
     )
+    if same and keywords:
+        same = store.has_keywords(name)
     if not same:
-        store.delete_collection(name)  # ours by name; stale (other chunker, interrupted run): rebuild it
+        store.delete_collection(name)
     return same
 
 

@@ -46,7 +46,9 @@ def evaluate_page() -> AppTest:
     return at
 
 
-def set_grid(at: AppTest, sizes: str, overlaps: str, ks: str) -> None:
+def set_grid(at: AppTest, sizes: str, overlaps: str, ks: str, modes: list[str] | None = None) -> None:
+    if modes is not None:
+        at.multiselect(key="evaluate_modes").set_value(modes)
     at.text_input(key="evaluate_sizes").set_value(sizes)
     at.text_input(key="evaluate_overlaps").set_value(overlaps)
     at.text_input(key="evaluate_ks").set_value(ks)
@@ -72,7 +74,7 @@ def test_sweep_of_sample_squad_articles_with_failures_and_exports(env):
     assert list(zip(table["chunk_size"], table["overlap"], strict=True)) == [(100, 0), (200, 0), (200, 150)]
     assert {"hit@1", "hit@5", "mrr@5", "ndcg@5", "chunks", "mean_tokens"} <= set(table.columns)
     assert any("overlap 150" in plain(c.value) and "skipped" in c.value for c in at.caption)  # 100/150 left out
-    assert len(at.get("vega_lite_chart")) == 3  # hit@k, heatmap, times
+    assert len(at.get("vega_lite_chart")) == 4  # hit@k, heatmap, times, where the answer ranked
     assert [b.label for b in at.get("download_button")] == ["Results as CSV", "Results as JSON (with every query)"]
     # the heatmap follows the chosen metric
     at.selectbox(key="evaluate_metric").set_value("hit")
@@ -140,3 +142,35 @@ def test_sweep_over_a_collections_documents(env):
     table = at.dataframe[0].value
     assert list(table["chunk_size"]) == [80, 160] and table["chunks"][0] > table["chunks"][1]
     assert table["hit@10"].max() > table["hit@1"].min()
+
+
+def test_search_modes_are_a_sweep_dimension(env):
+    at = evaluate_page()
+    at.radio(key="evaluate_query_from").set_value("Sample folder")
+    at.run()
+    at.number_input(key="evaluate_articles").set_value(1)
+    at.run()
+    assert at.multiselect(key="evaluate_modes").value == ["dense"]
+    set_grid(at, "100,200", "0", "1,5", modes=["dense", "sparse", "hybrid-dbsf"])
+    assert not at.error, [e.value for e in at.error]
+    table = at.dataframe[0].value
+    assert list(zip(table["chunk_size"], table["mode"], strict=True)) == [
+        (100, "dense"), (100, "sparse"), (100, "hybrid-dbsf"), (200, "dense"), (200, "sparse"), (200, "hybrid-dbsf")]
+    best = plain(at.success[0].value)
+    assert best.startswith("Best by mrr@5: chunk_size") and " search (mrr@5" in best
+    assert any(m in best for m in ("dense search", "sparse search", "hybrid-dbsf search"))
+    assert any("modes dense, sparse, hybrid-dbsf" in plain(c.value) for c in at.caption)
+    charts = at.get("vega_lite_chart")
+    assert len(charts) == 4 and "facet" in charts[0].proto.spec and "facet" in charts[1].proto.spec
+    # where the answer ranked: one row (configuration and mode) at a time, with a threshold line
+    rows = at.selectbox(key="evaluate_rank_config").options
+    assert len(rows) == 6 and "chunk_size 200, overlap 0, sparse search" in [plain(r) for r in rows]
+    at.selectbox(key="evaluate_rank_config").set_value("chunk_size 200, overlap 0, sparse search")
+    at.number_input(key="evaluate_threshold").set_value(5.0)
+    at.run()
+    assert not at.exception, at.exception
+    assert '"threshold"' in at.get("vega_lite_chart")[3].proto.spec
+    assert any("the threshold would cut" in plain(c.value) for c in at.caption)
+    # no mode chosen: said, and nothing runs
+    set_grid(at, "100", "0", "1", modes=[])
+    assert "at least one search mode" in plain(at.error[0].value)

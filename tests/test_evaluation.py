@@ -6,6 +6,7 @@ import json
 import math
 
 import pytest
+from qdrant_client import models
 
 from rag import pipeline
 from rag.chunking import ChunkSettings
@@ -260,3 +261,36 @@ def test_eval_command_json_and_table(tmp_path, capsys):
     queries.write_text('{"query": "a", "document": "paris.txt"}\n', encoding="utf-8")
     assert main(argv) == 1
     assert "paris.txt" in capsys.readouterr().err
+
+
+def test_eval_command_modes(tmp_path, capsys):
+    store_path = str(tmp_path / "qdrant")
+    store = open_store(path=store_path)
+    files = [SourceFile(name, "\n\n".join(p).encode()) for name, p in PARAGRAPHS.items()]
+    pipeline.ingest(files, "c", ChunkSettings(30, 0), get_embedder("fake:64"), store=store)
+    queries = tmp_path / "set.jsonl"
+    queries.write_text("\n".join(json.dumps(q) for q in [span_query("berlin.txt", 1, "368 Meter", "Fernsehturm Höhe"),
+                                                         span_query("wien.txt", 2, "1897", "Wann Riesenrad Prater")]),
+                       encoding="utf-8")
+    argv = ["eval", str(queries), "--collection", "c", "--store", store_path, "--no-cache", "--k", "1,3"]
+    assert main([*argv, "--mode", "sparse", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert (data["mode"], data["fusion"], data["embedder"], data["collection"]) == ("sparse", None, None, "c")
+    assert [q["rank"] for q in data["per_query"]] == [1, 1]  # each query's words occur in its paragraph only
+    assert main([*argv, "--mode", "hybrid", "--fusion", "dbsf", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert (data["mode"], data["fusion"], data["embedder"]) == ("hybrid", "dbsf", "fake:64")
+    assert data["metrics"]["hit@3"] == 1.0
+    assert main([*argv, "--mode", "hybrid"]) == 0
+    assert "2 queries on 'c' (fake:64, hybrid-rrf search)" in capsys.readouterr().out
+    # a collection from before keyword vectors: dense works, the keyword modes say to re-ingest
+    meta = {"rag_lab": {"embedder": "fake:64", "dimension": 64, "vector": "fake-64"}}
+    params = models.VectorParams(size=64, distance=models.Distance.COSINE)
+    store.client.create_collection("old", vectors_config={"fake-64": params}, metadata=meta)
+    pipeline.ingest(files, "old", ChunkSettings(30, 0), get_embedder("fake:64"), store=store)
+    old = [*argv[:3], "old", *argv[4:]]
+    assert main([*old, "--mode", "dense"]) == 0
+    capsys.readouterr()
+    assert main([*old, "--mode", "sparse"]) == 1
+    err = capsys.readouterr().err
+    assert "Collection 'old' has no keyword (sparse) vectors" in err and "Re-ingest" in err

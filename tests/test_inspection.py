@@ -175,6 +175,7 @@ def test_chunks_without_offsets_are_laid_end_to_end():
 
 def test_sample_files_are_found_recursively_without_license_files(tmp_path):
     (tmp_path / "sub").mkdir()
-    for name in ("a.pdf", "sub/b.md", "sub/c.txt", "LICENSE.md", "sub/LICENSE-ASVS.md", "README.md", "d.json", "e.docx"):
+    names = ("a.pdf", "sub/b.md", "sub/c.txt", "LICENSE.md", "sub/LICENSE-ASVS.md", "README.md", "d.json", "e.docx")
+    for name in names:
         (tmp_path / name).write_bytes(b"x")
     assert [f.name for f in inspection.sample_files(tmp_path)] == ["a.pdf", "b.md", "c.txt"]

@@ -213,3 +213,70 @@ def test_sweep_with_the_local_model(xquad, tmp_path):
     assert all(r.reused for r in again.results) and counting.seen == []  # collections and the cache on disk
     for before, after in zip(result.results, again.results, strict=True):
         assert after.metrics == pytest.approx(before.metrics)
+
+
+# ---- search modes ----------------------------------------------------------------------------------------
+
+
+def make_old_sweep_collection(store, name: str, embedder, documents, config) -> None:
+    """Create a sweep collection the way RAG Lab did before keyword vectors (dense only), holding these chunks."""
+    from qdrant_client import models
+
+    from rag.store import vector_name
+
+    meta = {"rag_lab": {"embedder": embedder.model_id, "dimension": embedder.dimension,
+                        "vector": vector_name(embedder.model_id)}}
+    params = models.VectorParams(size=embedder.dimension, distance=models.Distance.COSINE)
+    store.client.create_collection(name, vectors_config={vector_name(embedder.model_id): params}, metadata=meta)
+    for document in documents:
+        chunks = chunk_document(document, config.chunk_size, config.overlap)
+        store.upsert_document(name, document, chunks, embedder.embed([c.content for c in chunks]), config.settings,
+                              embedder)
+
+
+def test_sweep_modes_share_the_collection_and_rebuild_old_ones(xquad):
+    documents, queries = xquad
+    fake = Counting(get_embedder("fake:32"))
+    store, config = open_store(":memory:"), SweepConfig(100, 0)
+    name = collection_name([d.id for d in documents], config, fake.model_id)
+    make_old_sweep_collection(store, name, fake.inner, documents, config)
+    dense = run_sweep(documents, queries, [config], fake, store=store, ks=[1, 5])
+    assert dense.results[0].reused and dense.modes == ["dense"]  # dense needs no keyword vectors: kept
+    assert not next(c for c in store.collections() if c.name == name).sparse
+    fake.seen.clear()
+    both = run_sweep(documents, queries, [config], fake, store=store, ks=[1, 5], modes=["dense", "sparse"])
+    first, second = both.results
+    assert not first.reused and first.embedded > 0  # rebuilt: the old collection had no keyword vectors
+    assert next(c for c in store.collections() if c.name == name).sparse
+    assert (first.mode.label, second.mode.label) == ("dense", "sparse") and first.collection == second.collection
+    assert first.metrics == pytest.approx(dense.results[0].metrics)
+    assert second.seconds["embedding"] == second.seconds["indexing"] == 0.0 and second.embedded == 0
+    assert second.seconds["searching"] > 0 and second.chunks == first.chunks
+    assert second.metrics["hit@5"] > 0.3  # XQuAD questions share words with their paragraphs
+    assert second.evaluation.per_query[0].hits[0].score_kind == "bm25"
+    assert both.best().label.endswith(" search") and both.best().label in both.summary()
+    assert [r["mode"] for r in both.table()] == ["dense", "sparse"]
+    fake.seen.clear()
+    keyword = run_sweep(documents, queries, [config], fake, store=store, ks=[1, 5], modes=["sparse"])
+    assert fake.seen == [] and keyword.results[0].reused  # sparse embeds no query, the collection is kept
+    assert keyword.results[0].metrics == second.metrics
+
+
+def test_sweep_command_with_modes(shared_data, tmp_path, capsys):
+    imported = import_squad((shared_data / "xquad-de/xquad.de.dev.json").read_bytes(), articles=1)
+    write_import(imported, tmp_path / "docs")
+    argv = ["sweep", str(tmp_path / "docs"), "--queries", str(tmp_path / "docs/queries.jsonl"), "--chunk-size",
+            "100,200", "--overlap", "0", "--k", "1,5", "--embedder", "fake:32", "--store", str(tmp_path / "q"),
+            "--mode", "dense,sparse", "--no-cache"]
+    assert main([*argv, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [(c["chunk_size"], c["mode"], c["fusion"]) for c in data["configs"]] == [
+        (100, "dense", None), (100, "sparse", None), (200, "dense", None), (200, "sparse", None)]
+    assert data["modes"] == ["dense", "sparse"] and data["configs"][0]["collection"] == data["configs"][1]["collection"]
+    assert data["best"]["mode"] in ("dense", "sparse")
+    assert main([*argv[:-3], "--mode", "hybrid,dense", "--fusion", "dbsf"]) == 0
+    out = capsys.readouterr().out
+    assert "hybrid-dbsf" in out and "mode" in out.splitlines()[0].split() and out.count("(reused)") == 4
+    with pytest.raises(SystemExit) as usage:
+        main([*argv[:-3], "--mode", "dense,bm25"])
+    assert usage.value.code == 2 and "unknown search mode 'bm25'" in capsys.readouterr().err
