@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import io
+import multiprocessing
+import os
 import re
+import threading
 import unicodedata
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 
 import pypdf
 
@@ -17,6 +22,7 @@ from rag.errors import (
     NoTextLayerError,
 )
 
+PARALLEL_MIN_PAGES = 24  # below this, starting worker processes costs more than it saves
 _GLYPH_NAMES = re.compile(r"/(f_f_[il]|f_[bfhijklt]|t_t|s_t|c_t|T_h)")  # unmapped ligature glyphs
 _SPACES = re.compile(r"[ \t]+")
 _LINE_EDGE_SPACE = re.compile(r" ?\n ?")
@@ -69,16 +75,72 @@ def read_pdf(
     if count == 0:
         raise EmptyDocumentError(f"'{name}' has no pages. Choose a PDF with content.", name)
     pages, empty, failed = [], [], []
-    for number in range(1, count + 1):
-        try:
-            text = clean_pdf_text(reader.pages[number - 1].extract_text() or "", number)
-        except Exception:
-            text = ""
+    for number, text in enumerate(extract_pages(reader, data, name, password, count), 1):
+        if text is None:
             failed.append(number)
-        pages.append(Page(number, text))  # empty pages stay, so pages[i].number == i + 1
+        pages.append(Page(number, text or ""))  # empty pages stay, so pages[i].number == i + 1
         if not text:
             empty.append(number)
     return pages, empty, _read_outline(reader), _page_notes(name, count, pages, empty, failed)
+
+
+def extract_pages(reader: pypdf.PdfReader, data: bytes, name: str, password: str | None, count: int) -> list:
+    """Return each page's clean text (None for a page pypdf fails on), on several processes for long PDFs.
+
+    pypdf is pure Python, so threads would not help: a PDF of PARALLEL_MIN_PAGES pages or more is split into
+    page ranges that worker processes (a pool kept for the process's life) read from the same bytes.
+    """
+    workers = min(pdf_workers(), count // PARALLEL_MIN_PAGES + 1)
+    if workers > 1:
+        bounds = [count * k // workers for k in range(workers + 1)]
+        try:
+            futures = [_pool().submit(_extract_range, data, name, password, a + 1, b)
+                       for a, b in zip(bounds, bounds[1:], strict=False)]
+            return [text for future in futures for text in future.result()]
+        except (OSError, RuntimeError, BrokenProcessPool):  # no worker processes here: read in this one
+            _drop_pool()
+    return [_page_text(reader, number) for number in range(1, count + 1)]
+
+
+def pdf_workers() -> int:
+    """Return how many processes read one long PDF: RAG_PDF_WORKERS, else the cores (at most 4)."""
+    configured = os.environ.get("RAG_PDF_WORKERS", "")
+    return max(int(configured), 1) if configured.isdigit() else min(os.cpu_count() or 1, 4)
+
+
+def _page_text(reader: pypdf.PdfReader, number: int) -> str | None:
+    try:
+        return clean_pdf_text(reader.pages[number - 1].extract_text() or "", number)
+    except Exception:  # one broken page must not cost the others: it is reported as unreadable
+        return None
+
+
+def _extract_range(data: bytes, name: str, password: str | None, first: int, last: int) -> list[str | None]:
+    """Return the texts of pages first..last (1-based, inclusive); runs in a worker process."""
+    reader = _open_pdf(data, name, password)
+    return [_page_text(reader, number) for number in range(first, last + 1)]
+
+
+_POOL: ProcessPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _pool() -> ProcessPoolExecutor:
+    """Return the process pool for page extraction, started on first use ("spawn": safe beside torch threads)."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ProcessPoolExecutor(pdf_workers(), mp_context=multiprocessing.get_context("spawn"))
+        return _POOL
+
+
+def _drop_pool() -> None:
+    """Forget a broken pool, so the next long PDF starts a new one."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is not None:
+            _POOL.shutdown(wait=False, cancel_futures=True)
+        _POOL = None
 
 
 def _open_pdf(data: bytes, name: str, password: str | None) -> pypdf.PdfReader:

@@ -329,3 +329,21 @@ def test_damaged_pdf_bytes_never_escape_as_other_errors(shared_data):
         damaged = bytes(data[:position]) + b"\x00garbage)>>endobj" + bytes(data[position + 17 :])
         with contextlib.suppress(DocumentError):
             load_document(damaged, "damaged.pdf")
+
+
+def test_long_pdf_read_by_worker_processes_equals_one_process(monkeypatch):
+    from rag import pdf
+
+    pages = [[f"Seite {n}: Die Auftragsklärung im Abschnitt {n}.", "Zweite Zeile mit Umlauten äöü."] for n in range(30)]
+    pages[0].insert(0, "Kapitel 1")
+    pages[15].insert(0, "Kapitel 2")
+    pages[7] = []  # one page without text
+    data = make_pdf(pages, outline=[("Kapitel 1", 1, 0), ("Kapitel 2", 1, 15)])
+    monkeypatch.setenv("RAG_PDF_WORKERS", "1")
+    alone = load_document(data, "lang.pdf")
+    monkeypatch.setenv("RAG_PDF_WORKERS", "3")
+    parallel = load_document(data, "lang.pdf")
+    assert pdf._POOL is not None, "a 30-page PDF with 3 workers is read by worker processes"
+    assert parallel == alone
+    assert len(parallel.pages) == 30 and parallel.empty_pages == (8,)
+    assert [h.title for h in parallel.headings] == ["Kapitel 1", "Kapitel 2"]
