@@ -33,6 +33,8 @@ def navigation():
         "Retrieval": [
             st.Page("pages/search.py", title="Search", icon=":material/search:"),
             st.Page("pages/context.py", title="Context preview", icon=":material/article:"),
+            st.Page("pages/compare.py", title="Compare", icon=":material/compare_arrows:"),
+            st.Page("pages/embedding_map.py", title="Embedding map", icon=":material/scatter_plot:"),
         ],
     }
     if (PAGES / "evaluate.py").is_file():

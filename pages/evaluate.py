@@ -33,6 +33,7 @@ from ui.render import md
 
 RESULT = "evaluate_result"  # the last SweepResult of this session
 SWEEP_PREFIX = "sweep-"
+RANK_COLOURS = ["#2f9e44", "#f59f00", "#f76707", "#e03131"]  # rank 1, 2–3, 4–5, deeper: strong enough on white
 MODE_CHOICES = ["dense", "sparse", "hybrid-rrf", "hybrid-dbsf"]
 MODE_HELP = ("Each mode is a row per configuration, searched in the same collection: dense = embeddings, "
              "sparse = BM25 keywords, hybrid = both lists fused by rank (rrf) or by normalised score (dbsf).")
@@ -192,12 +193,11 @@ def rank_chart(row: ConfigResult, threshold: float | None) -> alt.LayerChart:
     base = alt.Chart(frame).encode(x=alt.X("query #:Q", title="queries whose answer was found, by its score"))
     tooltip = ["query", "rank", alt.Tooltip("score:Q", format=".3f"), alt.Tooltip("top score:Q", format=".3f"),
                alt.Tooltip("gap:Q", format=".3f")]
-    top = base.mark_tick(color="#bbbbbb", thickness=1).encode(y=alt.Y("top score:Q", title="score"),
-                                                              tooltip=tooltip)
+    top = base.mark_tick(color="#888888", thickness=1.5, size=9, orient="horizontal").encode(
+        y=alt.Y("top score:Q", title="score"), tooltip=tooltip)
     dots = base.mark_circle(size=40).encode(
         y="score:Q", tooltip=tooltip,
-        color=alt.Color("rank band:N", sort=bands, scale=alt.Scale(domain=bands, scheme="redyellowgreen",
-                                                                    reverse=True)))
+        color=alt.Color("rank band:N", sort=bands, scale=alt.Scale(domain=bands, range=RANK_COLOURS)))
     layers = [top, dots]
     if threshold is not None:
         layers.append(alt.Chart(pd.DataFrame({"threshold": [threshold]})).mark_rule(color="#d62728",

@@ -9,7 +9,7 @@ import streamlit as st
 from rag import inspection, pipeline
 from rag.errors import RagError
 from rag.store_search import FUSIONS, MODES
-from ui import search_views, state, workspace
+from ui import distribution_views, search_views, state, workspace
 from ui.render import md
 from ui.workspace import SearchRun
 
@@ -93,9 +93,15 @@ st.caption(f"{len(run.outcome.hits)} hit(s) for “{md(run.query)}” in {run.se
            + (f" · threshold {run.threshold:.2f}" if run.threshold is not None else ""))
 search_views.notes(run)
 if run.outcome.hits:
-    search_views.hit_table(run.outcome.hits, run.mode)
+    search_views.hit_table(run.outcome.hits, run.mode, run.query, run.top_k)
+distribution = st.expander("Score distribution over the whole collection", expanded=True, key="score_distribution",
+                           on_change="rerun", icon=":material/bar_chart:")
+with distribution:
+    if distribution.open:  # one more search over every chunk: only while the expander is open
+        distribution_views.show(ws, run, None if run.mode == "sparse" else ws.embedder())
+if run.outcome.hits:
     st.subheader("Scores per source")
     search_views.sources(run.outcome.hits)
     st.page_link("pages/context.py", label="Preview the LLM context for these hits", icon=":material/article:")
     st.subheader("Hits")
-    search_views.hit_details(ws, run.outcome.hits)
+    search_views.hit_details(ws, run.outcome.hits, run.query, run.top_k)

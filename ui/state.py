@@ -40,6 +40,18 @@ SEARCH_MODE = "search_mode"  # "dense" | "sparse" | "hybrid"
 FUSION = "fusion"  # "rrf" | "dbsf" for hybrid search
 SEARCH = "search"  # ui.workspace.SearchRun of the last search
 
+# compare
+COMPARE = "compare_run"  # ui.compare_views.CompareRun of the last comparison
+COMPARE_QUERY = "compare_query"
+
+# embedding map
+MAP_METHOD = "map_method"
+MAP_COLOUR = "map_colour"  # "document" | "heading"
+MAP_SAMPLE = "map_sample"
+MAP_QUERY = "map_query"
+MAP_TOP_K = "map_top_k"
+MAP_MODE = "map_mode"
+
 # context
 CONTEXT_PRESET = "context_preset"
 MAX_TOKENS = "max_tokens"

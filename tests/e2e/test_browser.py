@@ -38,7 +38,8 @@ def upload(page, pdf: Path) -> None:
 
 def search(page, query: str) -> None:
     page.get_by_label("Query").fill(query)
-    page.get_by_role("button", name="Search", exact=True).click()
+    # scoped to the form: a results table's toolbar has a "Search" button too
+    page.get_by_test_id("stForm").get_by_role("button", name="Search", exact=True).click()
 
 
 def test_upload_chunks_search_context_with_fake_embedder(app_server, page, shot, shared_data):
@@ -103,7 +104,7 @@ def test_real_model_flags_cut_off_chunks_and_finds_german_text(app_server, page,
     search(page, "Wie stellt man die Schriftgröße ein?")
     page.get_by_text(re.compile(r"hit\(s\) for")).wait_for(timeout=120_000)
     settle(page)
-    first_hit = page.get_by_test_id("stMain").get_by_test_id("stExpander").first
+    first_hit = page.get_by_test_id("stMain").get_by_test_id("stExpander").filter(has_text="#1 · ").first
     assert "Schriftgr" in first_hit.inner_text()
     shot("12-model-search")
 

@@ -1,0 +1,99 @@
+"""Compare: one query or a query set against two sides (collection + search mode): shared and unique hits, rank
+shifts, metric deltas."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from rag.errors import RagError
+from rag.evaluation import load_query_set, parse_ks
+from rag.search_modes import parse_mode
+from ui import compare_views, state, workspace
+from ui.compare_views import MODE_LABELS, CompareRun, Side
+from ui.render import md
+
+ws = workspace.current()
+st.title("Compare")
+st.caption("One query or a query set on two sides: two collections (chunkings, embedders) or two search modes. "
+           "Which chunks both find, which only one finds, how ranks move.")
+
+infos = {c.name: c for c in ws.collections if c.points}
+if not infos:
+    st.info("There is nothing to compare yet.")
+    st.page_link("pages/upload.py", label="Upload documents", icon=":material/upload_file:")
+    st.stop()
+names = sorted(infos, key=lambda n: (n != ws.collection, n.startswith("sweep-"), n))
+
+
+def side_picker(letter: str, column, collection: str, mode: str) -> Side:
+    """Draw one side's collection and mode; a collection without keyword vectors offers dense only."""
+    key = letter.lower()
+    state.default(f"compare_{key}_collection", collection)
+    if state.get(f"compare_{key}_collection") not in infos:
+        state.put(f"compare_{key}_collection", collection)
+    with column.container(border=True):
+        left, right = st.columns([1.3, 1])
+        chosen = left.selectbox(f"{letter} · collection", names, key=f"compare_{key}_collection",
+                                format_func=lambda n: f"{n} · {infos[n].points:,} chunks")
+        keyword = infos[chosen].sparse
+        modes = list(MODE_LABELS) if keyword else ["dense"]
+        state.default(f"compare_{key}_mode", mode)
+        if state.get(f"compare_{key}_mode") not in modes:
+            state.put(f"compare_{key}_mode", "dense")
+        picked = right.selectbox(f"{letter} · search mode", modes, format_func=MODE_LABELS.get,
+                                 key=f"compare_{key}_mode")
+        if not keyword:
+            st.caption("No keyword (BM25) vectors (made before keyword search existed, or not by RAG Lab): "
+                       "re-ingest its documents into a new collection for keyword and hybrid search.")
+    return Side(chosen, parse_mode(picked))
+
+
+first = names[0]
+second = next((n for n in names if n != first and not n.startswith("sweep-")), first)
+default_b = (first, "hybrid-rrf") if infos[first].sparse else (second, "dense")
+left, right = st.columns(2)
+sides = side_picker("A", left, first, "dense"), side_picker("B", right, *default_b)
+if sides[0] == sides[1]:
+    st.warning("A and B are the same collection and mode: pick another collection or mode for one of them.")
+
+how, what, cut, go = st.columns([1.5, 2.6, 1.1, 1.0], vertical_alignment="bottom")
+source = how.segmented_control("Compare on", ["query", "query set"], key="compare_source", default="query",
+                               format_func={"query": "One query", "query set": "Query set"}.get) or "query"
+if source == "query":
+    state.default(state.COMPARE_QUERY, state.get(state.QUERY) or "")
+    query = what.text_input("Query", key=state.COMPARE_QUERY,
+                            placeholder="e.g. Welche Schriftgröße verwendet die Klasse?")
+    top_k = cut.slider("top_k per side", 1, 50, 10, key="compare_top_k")
+else:
+    file = what.file_uploader("Query set (.jsonl, .csv)", type=["jsonl", "csv"], key="compare_query_file",
+                              help='One query per line with the document it should find, e.g. {"query": "...", '
+                                   '"document": "report.pdf", "answer": "..."}.')
+    ks = cut.text_input("k values", "1,3,5,10", key="compare_ks")
+
+if go.button("Compare", type="primary", icon=":material/compare_arrows:", key="compare_button",
+             disabled=sides[0] == sides[1], width="stretch"):
+    try:
+        if source == "query":
+            with st.spinner("Searching both sides…"):
+                state.put(state.COMPARE, compare_views.run_query(ws, sides, query, top_k))
+        elif file is None:
+            st.info("Upload a query set first.")
+        else:
+            cuts = parse_ks(ks)
+            queries = load_query_set(file.getvalue(), file.name)
+            with st.spinner(f"Evaluating {len(queries)} queries on both sides…"):
+                state.put(state.COMPARE, compare_views.run_query_set(ws, sides, queries, file.name, cuts))
+    except (ValueError, RagError) as error:  # ValueError: k values that are not whole numbers >= 1
+        st.error(md(str(error)))
+
+run: CompareRun | None = state.get(state.COMPARE)
+if run is None or any(s.collection not in infos for s in run.sides):
+    st.caption("Pick A and B, type a query (or upload a query set) and press Compare.")
+    st.stop()
+what = f"“{md(run.query)}”, top {run.top_k} each" if run.hits else f"{md(run.query_set)}, k = " + \
+    ", ".join(map(str, run.evaluations.ks))
+st.caption(f"Result for {what} · A = {md(run.sides[0].label)} · B = {md(run.sides[1].label)} · {run.seconds:.2f} s")
+if run.hits is not None:
+    compare_views.show_hits(run)
+else:
+    compare_views.show_evaluations(run)

@@ -1,0 +1,131 @@
+"""The Embedding map page's parts: the cached map, the Altair scatter, its caption and the clicked chunk.
+
+Chunk text only reaches the browser as data of the chart (its tooltip, which Vega renders as text) or
+through st.code; never as Markdown.
+"""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+
+from rag.embedding_map import EmbeddingMap, embedding_map
+from rag.embeddings import Embedder
+from rag.errors import RagError
+from rag.store import Store
+from ui import render
+from ui.render import md
+from ui.workspace import Workspace
+
+METHOD_LABELS = {"pca": "PCA", "tsne": "t-SNE", "umap": "UMAP"}
+COLOUR_FIELDS = {"document": "document", "heading": "top-level heading"}
+MAX_COLOURS = 20  # tableau20; the rarest values beyond it share one grey "other"
+OTHER = "(other)"
+QUERY_COLOUR = "#d62728"
+HEIGHT = 400
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def compute(_store: Store, _embedder: Embedder | None, key: tuple, collection: str, points: int, sample: int,
+            method: str, query: str | None, top_k: int, mode: str, fusion: str) -> EmbeddingMap:
+    """Return the map; key names the store, its state and the embedder (location, changes, model id)."""
+    return embedding_map(_store, collection, _embedder, query, sample, method, top_k=top_k, mode=mode, fusion=fusion)
+
+
+def frame(emap: EmbeddingMap, colour_by: str) -> pd.DataFrame:
+    """Return one row per point with the colour group (rarest groups past MAX_COLOURS become "(other)")."""
+    data = pd.DataFrame([{"x": p.x, "y": p.y, "document": p.document_title or p.document_id,
+                          "document_id": p.document_id, "heading": p.heading or "(no heading)",
+                          "heading path": render.heading_label(p.heading_path), "chunk": p.chunk_index,
+                          "starts with": p.preview, "hit": p.hit_rank, "is_hit": int(p.is_hit)} for p in emap.points],
+                        columns=["x", "y", "document", "document_id", "heading", "heading path", "chunk",
+                                 "starts with", "hit", "is_hit"])
+    counts = data[colour_by].value_counts()
+    keep = set(counts.index[: MAX_COLOURS - 1]) if len(counts) > MAX_COLOURS else set(counts.index)
+    data["colour"] = data[colour_by].where(data[colour_by].isin(keep), OTHER)
+    return data
+
+
+def axis_titles(emap: EmbeddingMap) -> tuple[str, str]:
+    if emap.method == "pca" and emap.explained:
+        return (f"PC 1 ({emap.explained[0]:.1%} of the variance)", f"PC 2 ({emap.explained[1]:.1%})")
+    name = METHOD_LABELS.get(emap.method, emap.method)
+    return f"{name} 1", f"{name} 2"
+
+
+def chart(emap: EmbeddingMap, data: pd.DataFrame, colour_by: str) -> alt.LayerChart:
+    """Return the scatter: chunks coloured by colour_by, hits ringed and numbered, the query as a red cross."""
+    x_title, y_title = axis_titles(emap)
+    labels = emap.method == "pca"  # t-SNE / UMAP coordinates have no meaning of their own
+    groups = list(data["colour"].value_counts().index)
+    groups = [g for g in groups if g != OTHER] + ([OTHER] if OTHER in groups else [])
+    named = [g for g in groups if g != OTHER]
+    palette = alt.Scale(domain=groups, range=[*_TABLEAU20[: len(named)], *(["#bbbbbb"] if OTHER in groups else [])])
+    x = alt.X("x:Q", title=x_title, scale=alt.Scale(zero=False, nice=False), axis=alt.Axis(labels=labels, grid=False))
+    y = alt.Y("y:Q", title=y_title, scale=alt.Scale(zero=False, nice=False), axis=alt.Axis(labels=labels, grid=False))
+    pick = alt.selection_point(name="chunk", fields=["document_id", "chunk"], on="click", clear="dblclick")
+    points = alt.Chart(data).mark_circle().encode(
+        x=x, y=y,
+        color=alt.Color("colour:N", scale=palette, title=COLOUR_FIELDS[colour_by],
+                        legend=alt.Legend(orient="right", labelLimit=190, symbolLimit=MAX_COLOURS)),
+        size=alt.condition("datum.is_hit", alt.value(190), alt.value(36)),
+        stroke=alt.condition("datum.is_hit", alt.value("#111111"), alt.value("transparent")),
+        strokeWidth=alt.condition("datum.is_hit", alt.value(2), alt.value(0)),
+        opacity=alt.condition(pick, alt.value(0.8), alt.value(0.2)),
+        order=alt.Order("is_hit:Q"),
+        tooltip=["document", "heading path", "chunk", alt.Tooltip("hit:Q", title="hit rank"), "starts with"],
+    ).add_params(pick)
+    hits = data[data["is_hit"] == 1]
+    ranks = alt.Chart(hits).mark_text(dx=10, dy=-10, fontSize=12, fontWeight="bold", color="#111111").encode(
+        x="x:Q", y="y:Q", text="hit:Q")
+    layers = [points, ranks]
+    if emap.query_point is not None:
+        where = pd.DataFrame({"x": [emap.query_point[0]], "y": [emap.query_point[1]], "label": ["query"]})
+        layers.append(alt.Chart(where).mark_point(shape="cross", size=420, filled=True, color=QUERY_COLOUR,
+                                                  stroke="white", strokeWidth=1).encode(x="x:Q", y="y:Q"))
+        layers.append(alt.Chart(where).mark_text(dx=14, dy=0, align="left", fontSize=13, fontWeight="bold",
+                                                 color=QUERY_COLOUR).encode(x="x:Q", y="y:Q", text="label:N"))
+    return alt.layer(*layers).properties(height=HEIGHT)
+
+
+def caption(emap: EmbeddingMap, data: pd.DataFrame, colour_by: str, mode_label: str, top_k: int) -> str:
+    """Return what the map shows, in words (the query escaped)."""
+    shown = f"{len(emap.points):,} of {emap.total:,} chunks" if emap.sampled else f"all {len(emap.points):,} chunks"
+    parts = [f"{shown} of '{md(emap.collection)}' · {METHOD_LABELS.get(emap.method, emap.method)}"]
+    if emap.explained:
+        parts.append(f"the two axes explain {sum(emap.explained):.1%} of the variance, so near on the map is only "
+                     "roughly near in the embedding")
+    groups = data[colour_by].nunique()
+    parts.append(f"colour: {groups} {COLOUR_FIELDS[colour_by]}{'s' if groups != 1 else ''}"
+                 + (f" (the rarest past {MAX_COLOURS - 1} in grey)" if groups > MAX_COLOURS else ""))
+    if emap.query:
+        found = int(data["is_hit"].sum())
+        parts.append(f"{found} hit(s) of “{md(emap.query)}” ({mode_label}, top {top_k}) ringed and numbered; "
+                     "the red cross is the query" + ("" if mode_label == "Dense" else
+                                                     "; a hit far from it was found by its keywords"))
+    return " · ".join(parts) + ". Hover a point for its start; click one to read it (double-click clears)."
+
+
+def picked_chunk(ws: Workspace, event) -> None:
+    """Draw the full text of the chunk clicked on the map, if one is."""
+    chosen = ((event or {}).get("selection") or {}).get("chunk") or []
+    if not chosen:
+        return
+    document_id, index = chosen[0].get("document_id"), chosen[0].get("chunk")
+    try:
+        chunks = ws.document_chunks(document_id)
+    except RagError as error:
+        st.error(md(str(error)))
+        return
+    chunk = next((c for c in chunks if c.chunk_index == index), None)
+    if chunk is None:
+        return
+    st.markdown(f"**{md(chunk.document_title)}** · chunk {index} · {md(render.heading_label(chunk.heading_path))}")
+    st.code(chunk.content, language=None, wrap_lines=True, height=min(400, 60 + len(chunk.content) // 4))
+
+
+# Vega's tableau20, the ten strong hues first (neighbouring groups stay distinct), red last (the query is red)
+_TABLEAU20 = ["#4c78a8", "#f58518", "#54a24b", "#b279a2", "#b79a20", "#439894", "#d67195", "#9e765f", "#79706e",
+              "#9ecae9", "#ffbf79", "#88d27a", "#d6a5c9", "#f2cf5b", "#83bcb6", "#fcbfd2", "#d8b5a5", "#bab0ac",
+              "#ff9d98", "#e45756"]
