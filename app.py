@@ -1,7 +1,9 @@
 """RAG Lab: upload documents, see how they are chunked, search them in Qdrant, preview the LLM context.
 
 Run with `make run` (or `streamlit run app.py`). The sidebar, drawn here on every page, chooses the
-collection, the embedder and where the data lives; each page in pages/ only draws its own part.
+collection, the embedder and where the data lives; each page in views/ only draws its own part.
+(views/, not pages/: Streamlit treats a pages/ folder as its older multipage app and would run a
+deep-linked page such as /search without this file on a fresh server.)
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import streamlit as st
 
 from ui import sidebar, state
 
-PAGES = Path(__file__).resolve().parent / "pages"
+PAGES = Path(__file__).resolve().parent / "views"
 
 st.set_page_config(page_title="RAG Lab", page_icon=":material/biotech:", layout="wide")
 # Denser than Streamlit's defaults: analysts compare numbers, so less air above the title and smaller metrics.
@@ -26,19 +28,19 @@ def navigation():
     """Return the app's navigation; the Evaluate page joins when its file exists."""
     sections = {
         "Documents": [
-            st.Page("pages/upload.py", title="Upload", icon=":material/upload_file:", default=True),
-            st.Page("pages/library.py", title="Library", icon=":material/folder_open:"),
-            st.Page("pages/chunks.py", title="Chunks", icon=":material/view_agenda:"),
+            st.Page("views/upload.py", title="Upload", icon=":material/upload_file:", default=True),
+            st.Page("views/library.py", title="Library", icon=":material/folder_open:"),
+            st.Page("views/chunks.py", title="Chunks", icon=":material/view_agenda:"),
         ],
         "Retrieval": [
-            st.Page("pages/search.py", title="Search", icon=":material/search:"),
-            st.Page("pages/context.py", title="Context preview", icon=":material/article:"),
-            st.Page("pages/compare.py", title="Compare", icon=":material/compare_arrows:"),
-            st.Page("pages/embedding_map.py", title="Embedding map", icon=":material/scatter_plot:"),
+            st.Page("views/search.py", title="Search", icon=":material/search:"),
+            st.Page("views/context.py", title="Context preview", icon=":material/article:"),
+            st.Page("views/compare.py", title="Compare", icon=":material/compare_arrows:"),
+            st.Page("views/embedding_map.py", title="Embedding map", icon=":material/scatter_plot:"),
         ],
     }
     if (PAGES / "evaluate.py").is_file():
-        sections["Retrieval"].append(st.Page("pages/evaluate.py", title="Evaluate", icon=":material/analytics:"))
+        sections["Retrieval"].append(st.Page("views/evaluate.py", title="Evaluate", icon=":material/analytics:"))
     return st.navigation(sections)
 
 

@@ -26,25 +26,6 @@ def read_shared(shared: Path, relative: str) -> bytes:
     return (shared / relative).read_bytes()
 
 
-@pytest.fixture(autouse=True)
-def navigation_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Make AppTest treat the app as st.navigation-only, as the server does after its first run.
-
-    AppTest resets PagesManager.uses_pages_directory before every run; because pages/ exists it becomes
-    True and the next run executes the page file alone (old multipage mode), skipping app.py and its
-    sidebar. A real server sets the flag to False on the first st.navigation call and keeps it.
-    """
-    from streamlit.runtime.pages_manager import PagesManager
-
-    original = PagesManager.__init__
-
-    def init(self, *args, **kwargs) -> None:
-        original(self, *args, **kwargs)
-        PagesManager.uses_pages_directory = False
-
-    monkeypatch.setattr(PagesManager, "__init__", init)
-
-
 @pytest.fixture
 def app_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Give the app (AppTest) its own Qdrant folder, the fake embedder and an empty sample folder setting."""

@@ -29,7 +29,7 @@ QUERY_SET = [
 
 
 def compare_page(at):
-    return at.switch_page("pages/compare.py").run()
+    return at.switch_page("views/compare.py").run()
 
 
 def run_query(at, query: str = QUERY, top_k: int = 10):

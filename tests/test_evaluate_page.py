@@ -40,7 +40,7 @@ def plain(text: str) -> str:
 def evaluate_page() -> AppTest:
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
     at.run()
-    at.switch_page("pages/evaluate.py")
+    at.switch_page("views/evaluate.py")
     at.run()
     assert not at.exception, at.exception
     return at

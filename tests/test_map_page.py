@@ -21,7 +21,7 @@ ASVS = "markdown/asvs-de-V2-Authentication.md"
 
 
 def map_page(at):
-    return at.switch_page("pages/embedding_map.py").run()
+    return at.switch_page("views/embedding_map.py").run()
 
 
 def points(at):
@@ -49,7 +49,7 @@ def test_map_of_a_collection_coloured_by_document_then_heading(app_env, shared_d
 
 
 def test_the_last_search_is_marked_with_its_hits(app_env, shared_data):
-    at = upload(start(), shared_data, PDF).switch_page("pages/search.py").run()
+    at = upload(start(), shared_data, PDF).switch_page("views/search.py").run()
     search(at, QUERY)
     hits = at.dataframe[0].value
     at = map_page(at)

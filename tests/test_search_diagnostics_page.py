@@ -17,7 +17,7 @@ QUERY = "Welche Schriftgröße verwendet die Klasse?"
 
 def search_page(shared_data, *names: str):
     at = upload(start(), shared_data, *(names or (PDF,)))
-    return at.switch_page("pages/search.py").run()
+    return at.switch_page("views/search.py").run()
 
 
 def charts(at) -> list[dict]:

@@ -121,7 +121,7 @@ def show_results(workspace: Workspace) -> None:
     for name in state.get(state.LOCKED_FILES, {}):
         _password_form(workspace, name)
     if ok:
-        st.page_link("pages/chunks.py", label="See how they were chunked", icon=":material/view_agenda:")
+        st.page_link("views/chunks.py", label="See how they were chunked", icon=":material/view_agenda:")
 
 
 def _password_form(workspace: Workspace, name: str) -> None:

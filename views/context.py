@@ -17,11 +17,11 @@ st.title("Context preview")
 run = workspace.last_search(ws)
 if run is None:
     st.info(f"Run a search in '{md(ws.collection)}' first: the preview is built from its hits.")
-    st.page_link("pages/search.py", label="Go to Search", icon=":material/search:")
+    st.page_link("views/search.py", label="Go to Search", icon=":material/search:")
     st.stop()
 if not run.outcome.hits:
     st.warning(f"The last search (“{md(run.query)}”) found no hits, so the context would be empty.")
-    st.page_link("pages/search.py", label="Back to Search", icon=":material/search:")
+    st.page_link("views/search.py", label="Back to Search", icon=":material/search:")
     st.stop()
 
 

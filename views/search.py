@@ -30,7 +30,7 @@ def _switch_collection() -> None:
 searchable = [c.name for c in ws.collections if c.points]
 if not searchable:
     st.info("There is nothing to search yet.")
-    st.page_link("pages/upload.py", label="Upload documents", icon=":material/upload_file:")
+    st.page_link("views/upload.py", label="Upload documents", icon=":material/upload_file:")
     st.stop()
 options = list(dict.fromkeys([ws.collection, *searchable]))
 st.session_state["search_collection"] = ws.collection
@@ -102,6 +102,6 @@ with distribution:
 if run.outcome.hits:
     st.subheader("Scores per source")
     search_views.sources(run.outcome.hits)
-    st.page_link("pages/context.py", label="Preview the LLM context for these hits", icon=":material/article:")
+    st.page_link("views/context.py", label="Preview the LLM context for these hits", icon=":material/article:")
     st.subheader("Hits")
     search_views.hit_details(ws, run.outcome.hits, run.query, run.top_k)

@@ -14,7 +14,7 @@ st.title("Library")
 
 if ws.info is None:
     st.info(f"The collection '{md(ws.collection)}' is empty: nothing was ingested into it yet.")
-    st.page_link("pages/upload.py", label="Upload documents", icon=":material/upload_file:")
+    st.page_link("views/upload.py", label="Upload documents", icon=":material/upload_file:")
     st.stop()
 
 try:
@@ -43,7 +43,7 @@ else:
     open_column, delete_column = st.columns([1, 1])
     if open_column.button(f"Show the chunks of {md(chosen.title)}", icon=":material/view_agenda:", key="open_doc"):
         state.put(state.CHUNKS_DOCUMENT, chosen.document_id)
-        st.switch_page("pages/chunks.py")
+        st.switch_page("views/chunks.py")
     with delete_column.popover("Delete this document", icon=":material/delete:"):
         st.write(f"Delete all {chosen.chunks} chunks of '{md(chosen.title)}' from '{md(ws.collection)}'? "
                  "This cannot be undone.")

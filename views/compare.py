@@ -20,7 +20,7 @@ st.caption("One query or a query set on two sides: two collections (chunkings, e
 infos = {c.name: c for c in ws.collections if c.points}
 if not infos:
     st.info("There is nothing to compare yet.")
-    st.page_link("pages/upload.py", label="Upload documents", icon=":material/upload_file:")
+    st.page_link("views/upload.py", label="Upload documents", icon=":material/upload_file:")
     st.stop()
 names = sorted(infos, key=lambda n: (n != ws.collection, n.startswith("sweep-"), n))
 

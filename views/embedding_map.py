@@ -25,7 +25,7 @@ def _switch_collection() -> None:
 mappable = [c.name for c in ws.collections if c.points]
 if not mappable:
     st.info("There is nothing to map yet.")
-    st.page_link("pages/upload.py", label="Upload documents", icon=":material/upload_file:")
+    st.page_link("views/upload.py", label="Upload documents", icon=":material/upload_file:")
     st.stop()
 st.session_state["map_collection"] = ws.collection
 last = workspace.last_search(ws)

@@ -14,7 +14,7 @@ st.title("Chunks")
 
 if ws.points == 0:
     st.info(f"The collection '{md(ws.collection)}' holds no documents yet.")
-    st.page_link("pages/upload.py", label="Upload documents", icon=":material/upload_file:")
+    st.page_link("views/upload.py", label="Upload documents", icon=":material/upload_file:")
     st.stop()
 
 try:
