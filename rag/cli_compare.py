@@ -10,17 +10,23 @@ Each side searches with its collection's own embedder. MODE is dense (default), 
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
 
 from rag import cli, pipeline
 from rag.cli_eval import FAILURES_SHOWN, cache_of, ks_option
 from rag.cli_store import dump, store_of, store_options
-from rag.compare import EvaluationComparison, HitComparison, HitRow, compare_evaluations, compare_hits
+from rag.compare import (
+    EvaluationComparison,
+    HitComparison,
+    HitRow,
+    Side,
+    compare_query,
+    compare_query_set,
+    parse_side,
+)
 from rag.evaluation import DEFAULT_KS, METRICS, load_query_set
-from rag.search_modes import MODE_NAMES, SearchMode, parse_mode
+from rag.search_modes import MODE_NAMES
 from rag.store import Store
 from rag.store_search import FUSIONS
-from rag.sweep import evaluate_collection
 
 JSON_HELP = """\
 --json prints one object. One query:
@@ -41,28 +47,13 @@ A query set (--queries):
 """
 
 
-@dataclass(frozen=True)
-class Side:
-    collection: str
-    mode: SearchMode
-
-    @property
-    def label(self) -> str:
-        return f"'{self.collection}' ({self.mode.label})"
-
-    def json(self, embedder: str | None) -> dict:
-        return {"collection": self.collection, "mode": self.mode.mode, "fusion": self.mode.fusion_used,
-                "embedder": embedder}
+def side_label(side: Side) -> str:
+    return f"'{side.collection}' ({side.mode.label})"
 
 
-def parse_side(text: str, fusion: str = "rrf") -> Side:
-    """Return the Side of "COLLECTION[:MODE]"; a suffix that is no mode name belongs to the collection name."""
-    name, _, suffix = text.rpartition(":")
-    if name and suffix.strip().lower() in MODE_NAMES:
-        return Side(name, parse_mode(suffix, fusion))
-    if not text.strip():
-        raise cli.UserError("--a and --b need a collection name, e.g. --a docs --b docs:hybrid.")
-    return Side(text, SearchMode())
+def side_json(side: Side, embedder: str | None) -> dict:
+    return {"collection": side.collection, "mode": side.mode.mode, "fusion": side.mode.fusion_used,
+            "embedder": embedder}
 
 
 def _embedder(store: Store, side: Side):
@@ -77,19 +68,15 @@ def run_compare(args: argparse.Namespace) -> int:
     embedders = [_embedder(store, side) for side in sides]
     ids = [e.model_id if e else None for e in embedders]
     if args.query is not None:
-        results = [pipeline.search(args.query, s.collection, args.top_k, store=store, embedder=e, mode=s.mode.mode,
-                                   fusion=s.mode.fusion) for s, e in zip(sides, embedders, strict=True)]
-        comparison = compare_hits(*results)
+        comparison = compare_query(args.query, sides, args.top_k, store=store, embedders=embedders)
         if args.json:
             dump(hits_json(args.query, args.top_k, sides, ids, comparison))
         else:
             print_hits(sides, comparison)
         return 0
     queries = load_query_set(cli.read_file(args.queries), args.queries)
-    cache = cache_of(args, store)
-    evaluations = [evaluate_collection(queries, s.collection, e, store=store, cache=cache, ks=args.k, mode=s.mode)
-                   for s, e in zip(sides, embedders, strict=True)]
-    comparison = compare_evaluations(*evaluations)
+    comparison = compare_query_set(queries, sides, args.k, store=store, embedders=embedders,
+                                   cache=cache_of(args, store))
     if args.json:
         dump(comparison_json(sides, ids, comparison))
     else:
@@ -107,7 +94,7 @@ def _row_json(row: HitRow) -> dict:
 
 def hits_json(query: str, top_k: int, sides: tuple[Side, Side], embedders: list, comparison: HitComparison) -> dict:
     """Return the one-query comparison as `compare --json` prints it (see JSON_HELP)."""
-    a, b = (side.json(e) | {"hits": [_row_json(r) for r in rows]}
+    a, b = (side_json(side, e) | {"hits": [_row_json(r) for r in rows]}
             for side, e, rows in zip(sides, embedders, (comparison.a, comparison.b), strict=True))
     return {"query": query, "top_k": top_k, "a": a, "b": b,
             "shared": {"a": len(comparison.shared_a), "b": len(comparison.b) - len(comparison.only_b)},
@@ -117,7 +104,7 @@ def hits_json(query: str, top_k: int, sides: tuple[Side, Side], embedders: list,
 def comparison_json(sides: tuple[Side, Side], embedders: list, comparison: EvaluationComparison) -> dict:
     """Return the query-set comparison as `compare --queries --json` prints it (see JSON_HELP)."""
     data = comparison.to_json()
-    a, b = (side.json(e) | {"metrics": metrics} for side, e, metrics
+    a, b = (side_json(side, e) | {"metrics": metrics} for side, e, metrics
             in zip(sides, embedders, (data.pop("metrics_a"), data.pop("metrics_b")), strict=True))
     return {"queries": data.pop("queries"), "ks": data.pop("ks"), "a": a, "b": b} | data
 
@@ -128,7 +115,7 @@ def _moved(shift: int | None) -> str:
 
 def print_hits(sides: tuple[Side, Side], comparison: HitComparison) -> None:
     for letter, side, rows, other in (("A", sides[0], comparison.a, "B"), ("B", sides[1], comparison.b, "A")):
-        print(f"{letter}: {side.label}")
+        print(f"{letter}: {side_label(side)}")
         cli.print_table([[str(r.rank), "-" if r.hit.score is None else f"{r.hit.score:.3f}",
                           str(r.other_rank or "-"), _moved(r.shift), cli.preview(r.hit.document_title, 28),
                           str(r.hit.chunk_index if r.hit.chunk_index is not None else ""),
@@ -139,7 +126,7 @@ def print_hits(sides: tuple[Side, Side], comparison: HitComparison) -> None:
 
 
 def print_evaluations(sides: tuple[Side, Side], comparison: EvaluationComparison) -> None:
-    print(f"{len(comparison.per_query)} queries; A = {sides[0].label}, B = {sides[1].label}\n")
+    print(f"{len(comparison.per_query)} queries; A = {side_label(sides[0])}, B = {side_label(sides[1])}\n")
     deepest = comparison.ks[-1]
     keys = [f"hit@{k}" for k in comparison.ks] + [f"{m}@{deepest}" for m in METRICS if m != "hit"]
     cli.print_table([[key, f"{comparison.metrics_a[key]:.3f}", f"{comparison.metrics_b[key]:.3f}",

@@ -17,9 +17,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from rag import pipeline
+from rag.embedding_cache import EmbeddingCache
+from rag.embeddings.base import Embedder
 from rag.errors import RagError
-from rag.evaluation import Evaluation, QueryOutcome, query_metrics
-from rag.store import Hit
+from rag.evaluation import Evaluation, Query, QueryOutcome, query_metrics
+from rag.search_modes import MODE_NAMES, SearchMode, parse_mode
+from rag.store import Hit, Store
 
 MIN_SHARED = 0.5  # share of the shorter span two hits must have in common to hold "the same text"
 
@@ -168,3 +172,42 @@ def compare_evaluations(a: Evaluation, b: Evaluation) -> EvaluationComparison:
     per_query = tuple(_query_delta(x, y, ks[-1]) for x, y in zip(a.per_query, b.per_query, strict=True))
     return EvaluationComparison(ks, {k: a.metrics[k] for k in keys}, {k: b.metrics[k] for k in keys},
                                 {k: b.metrics[k] - a.metrics[k] for k in keys}, per_query)
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of a comparison: a collection searched in one mode."""
+
+    collection: str
+    mode: SearchMode = field(default_factory=SearchMode)
+
+
+def parse_side(text: str, fusion: str = "rrf") -> Side:
+    """Return the Side of "COLLECTION[:MODE]"; a suffix that is no mode name belongs to the collection name."""
+    name, _, suffix = text.rpartition(":")
+    if name and suffix.strip().lower() in MODE_NAMES:
+        return Side(name, parse_mode(suffix, fusion))
+    if not text.strip():
+        raise RagError("A side of the comparison needs a collection name, e.g. docs or docs:hybrid.")
+    return Side(text, SearchMode())
+
+
+def compare_query(
+    query: str, sides: Sequence[Side], top_k: int, *, store: Store, embedders: Sequence[Embedder | None]
+) -> HitComparison:
+    """Return the top_k hits of query on both sides, compared (embedders: each side's, None for keyword search)."""
+    results = [pipeline.search(query, side.collection, top_k, store=store, embedder=embedder, mode=side.mode.mode,
+                               fusion=side.mode.fusion) for side, embedder in zip(sides, embedders, strict=True)]
+    return compare_hits(*results)
+
+
+def compare_query_set(
+    queries: Sequence[Query], sides: Sequence[Side], ks: Sequence[int], *, store: Store,
+    embedders: Sequence[Embedder | None], cache: EmbeddingCache | None = None,
+) -> EvaluationComparison:
+    """Return both sides' evaluations of queries, compared (RagError when a label or span does not fit)."""
+    from rag.sweep import evaluate_collection  # rag.sweep builds on this package's modules; import when used
+
+    evaluations = [evaluate_collection(queries, side.collection, embedder, store=store, cache=cache, ks=ks,
+                                       mode=side.mode) for side, embedder in zip(sides, embedders, strict=True)]
+    return compare_evaluations(*evaluations)

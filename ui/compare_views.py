@@ -13,13 +13,10 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from rag import pipeline
-from rag.compare import EvaluationComparison, HitComparison, HitRow, compare_evaluations, compare_hits
+from rag.compare import EvaluationComparison, HitComparison, HitRow, Side, compare_query, compare_query_set
 from rag.embedding_cache import EmbeddingCache, default_cache_dir
 from rag.evaluation import METRICS, Query
-from rag.search_modes import SearchMode
 from rag.store_search import candidate_limit
-from rag.sweep import evaluate_collection
 from ui import render, resources, search_views
 from ui.render import md
 from ui.workspace import Workspace
@@ -31,14 +28,8 @@ UP, DOWN = "#2b8a3e", "#c92a2a"
 EMPTY = "—"
 
 
-@dataclass(frozen=True)
-class Side:
-    collection: str
-    mode: SearchMode
-
-    @property
-    def label(self) -> str:
-        return f"'{self.collection}' · {MODE_LABELS[self.mode.label]}"
+def side_label(side: Side) -> str:
+    return f"'{side.collection}' · {MODE_LABELS[side.mode.label]}"
 
 
 @dataclass(frozen=True)
@@ -62,20 +53,17 @@ def _embedder(ws: Workspace, side: Side):
 def run_query(ws: Workspace, sides: tuple[Side, Side], query: str, top_k: int) -> CompareRun:
     """Return both sides' top_k hits for query, compared (RagError as pipeline.search)."""
     started = time.perf_counter()
-    results = [pipeline.search(query, s.collection, top_k, store=ws.store, embedder=_embedder(ws, s),
-                               mode=s.mode.mode, fusion=s.mode.fusion) for s in sides]
-    return CompareRun(sides, time.perf_counter() - started, query=query, top_k=top_k, hits=compare_hits(*results))
+    hits = compare_query(query, sides, top_k, store=ws.store, embedders=[_embedder(ws, s) for s in sides])
+    return CompareRun(sides, time.perf_counter() - started, query=query, top_k=top_k, hits=hits)
 
 
 def run_query_set(ws: Workspace, sides: tuple[Side, Side], queries: Sequence[Query], name: str,
                   ks: Sequence[int]) -> CompareRun:
     """Return both sides' evaluations of queries, compared (RagError when a label or span does not fit)."""
     started = time.perf_counter()
-    cache = EmbeddingCache(default_cache_dir(ws.store))
-    evaluations = [evaluate_collection(queries, s.collection, _embedder(ws, s), store=ws.store, cache=cache, ks=ks,
-                                       mode=s.mode) for s in sides]
-    return CompareRun(sides, time.perf_counter() - started, query_set=name,
-                      evaluations=compare_evaluations(*evaluations))
+    evaluations = compare_query_set(queries, sides, ks, store=ws.store, embedders=[_embedder(ws, s) for s in sides],
+                                    cache=EmbeddingCache(default_cache_dir(ws.store)))
+    return CompareRun(sides, time.perf_counter() - started, query_set=name, evaluations=evaluations)
 
 
 def move(shift: int | None) -> str:
@@ -109,7 +97,7 @@ def _side_table(run: CompareRun, letter: str) -> list[int]:
     comparison = run.hits
     side = run.sides[0 if letter == "A" else 1]
     rows = comparison.a if letter == "A" else comparison.b
-    st.markdown(f"**{letter}** · {md(side.label)}")
+    st.markdown(f"**{letter}** · {md(side_label(side))}")
     if not rows:
         st.caption("No hits.")
         return []

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import streamlit as st
 
+from rag.compare import Side
 from rag.errors import RagError
 from rag.evaluation import load_query_set, parse_ks
 from rag.search_modes import parse_mode
 from ui import compare_views, state, workspace
-from ui.compare_views import MODE_LABELS, CompareRun, Side
+from ui.compare_views import MODE_LABELS, CompareRun, side_label
 from ui.render import md
 
 ws = workspace.current()
@@ -92,7 +93,8 @@ if run is None or any(s.collection not in infos for s in run.sides):
     st.stop()
 what = f"“{md(run.query)}”, top {run.top_k} each" if run.hits else f"{md(run.query_set)}, k = " + \
     ", ".join(map(str, run.evaluations.ks))
-st.caption(f"Result for {what} · A = {md(run.sides[0].label)} · B = {md(run.sides[1].label)} · {run.seconds:.2f} s")
+labels = [md(side_label(side)) for side in run.sides]
+st.caption(f"Result for {what} · A = {labels[0]} · B = {labels[1]} · {run.seconds:.2f} s")
 if run.hits is not None:
     compare_views.show_hits(run)
 else:
