@@ -125,11 +125,13 @@ def test_sample_folder_with_bad_files_and_an_encrypted_pdf(app_server, page, sho
     shot("22-after-password", full_page=True)
 
 
-@pytest.mark.parametrize("path", ["search", "chunks", "evaluate", "embedding_map"])
-def test_deep_link_on_a_fresh_server_opens_the_page_with_its_sidebar(app_server, page, path):
+@pytest.mark.parametrize(("path", "title"), [("search", "Search"), ("chunks", "Chunks"), ("evaluate", "Evaluate"),
+                                           ("embedding_map", "Embedding map")])
+def test_deep_link_on_a_fresh_server_opens_the_page_with_its_sidebar(app_server, page, path, title):
     """A bookmarked page as the first request of a new server: no traceback, the sidebar is there."""
     server = app_server(RAG_EMBEDDER="fake")
     page.goto(f"{server.url}/{path}")
+    page.get_by_role("heading", name=title, level=1).wait_for()
     page.get_by_test_id("stSidebarNav").get_by_text("Upload", exact=True).wait_for()
     settle(page)
     assert page.get_by_test_id("stException").count() == 0

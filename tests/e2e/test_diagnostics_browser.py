@@ -55,6 +55,7 @@ def test_search_compare_and_map_views(app_server, page, shot, sample_folder, tmp
     search(page, "Welche Schriftgröße verwendet die Klasse?")
     page.get_by_text(re.compile(r"chunks scored · top_k = 5 cuts at")).wait_for()
     settle(page)
+    page.get_by_test_id("stVegaLiteChart").nth(2).wait_for()  # charts draw after the run ends: wait, then count
     assert page.get_by_test_id("stVegaLiteChart").count() >= 3  # histogram, scores by rank, scores per source
     page.get_by_text(re.compile(r"5 hit\(s\) for")).evaluate("e => e.scrollIntoView({block: 'start'})")
     page.wait_for_timeout(300)
@@ -72,6 +73,7 @@ def test_search_compare_and_map_views(app_server, page, shot, sample_folder, tmp
     page.get_by_role("button", name="Compare", exact=True).click()
     page.get_by_text(re.compile(r"Result for “Welche Schriftgröße verwendet die Klasse\?”, top 10 each")).wait_for()
     settle(page)
+    page.get_by_test_id("stDataFrame").nth(1).wait_for()  # tables draw after the run ends: wait, then count
     assert page.get_by_test_id("stDataFrame").count() == 2  # A and B side by side
     shot("33-compare-query")
     shot("33-compare-query-full", full_page=True)
