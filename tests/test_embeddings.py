@@ -1,4 +1,4 @@
-"""Embedders without a model: the registry, the fake embedder, and the HTTP providers against MockTransport."""
+"""Embedders without a model: the registry and the HTTP providers against MockTransport (fake: test_embeddings_fake)."""
 
 from __future__ import annotations
 
@@ -10,15 +10,12 @@ from collections.abc import Callable
 import httpx
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from rag import tokens
 from rag.embeddings import (
     DEFAULT_EMBEDDER,
     EMBEDDER_SPECS,
     Embedder,
-    FakeEmbedder,
     LocalEmbedder,
     OllamaEmbedder,
     OpenAIEmbedder,
@@ -134,39 +131,6 @@ def test_importing_rag_embeddings_does_not_import_torch() -> None:
     code = "import sys, rag.embeddings; print('torch' in sys.modules or 'sentence_transformers' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"
-
-
-# --- fake -------------------------------------------------------------------------------------------
-
-
-def cosine(a: np.ndarray, b: np.ndarray) -> float:
-    return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
-
-
-def test_fake_vectors_relate_texts_that_share_words() -> None:
-    fake = FakeEmbedder()
-    a, b, c = fake.embed(
-        ["Der Vertrag wurde gekündigt.", "Die Kündigung des Vertrags erfolgte.", "Heute scheint die Sonne."]
-    )
-    assert cosine(a, b) > cosine(a, c)
-    assert fake.count_tokens("Die Kündigung, bitte! Grüße") == 4
-    assert fake.max_input_tokens >= 100_000 and fake.tokens_exact
-
-
-@given(st.lists(st.text(max_size=60), min_size=1, max_size=5))
-def test_fake_is_deterministic_normalised_and_batch_independent(texts: list[str]) -> None:
-    fake = FakeEmbedder(32)
-    matrix = fake.embed(texts)
-    assert matrix.shape == (len(texts), 32) and matrix.dtype == np.float32
-    assert np.allclose(np.linalg.norm(matrix, axis=1), 1.0, atol=1e-5)
-    assert np.array_equal(matrix, fake.embed(texts))
-    assert np.array_equal(matrix[-1], fake.embed([texts[-1]])[0])
-
-
-def test_fake_vectors_are_the_same_in_another_process() -> None:
-    code = "from rag.embeddings import FakeEmbedder; print(FakeEmbedder(8).embed(['Grüße aus Köln']).tolist())"
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert json.loads(result.stdout) == FakeEmbedder(8).embed(["Grüße aus Köln"]).tolist()
 
 
 # --- Ollama -----------------------------------------------------------------------------------------

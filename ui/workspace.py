@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from rag.embeddings import Embedder
+from rag.errors import RagError
 from rag.inspection import SearchOutcome
 from rag.store import CollectionInfo, DocumentInfo, Hit, Store
 from ui import resources, settings, state
@@ -71,6 +72,31 @@ class SearchRun:
 def current() -> Workspace:
     """Return the workspace the sidebar set up in this run (app.py stops before a page when there is none)."""
     return st.session_state[state.WORKSPACE]
+
+
+def documents_or_stop(workspace: Workspace, empty_message: str) -> list[DocumentInfo]:
+    """Return the collection's documents; when it has none or the store fails, say so and stop the page."""
+    from ui.render import md
+
+    if workspace.points == 0:
+        st.info(empty_message)
+        st.page_link("views/upload.py", label="Upload documents", icon=":material/upload_file:")
+        st.stop()
+    try:
+        return workspace.documents()
+    except RagError as error:
+        st.error(md(str(error)))
+        st.stop()
+
+
+def collections_or_stop(workspace: Workspace, nothing_message: str) -> list[str]:
+    """Return the names of the collections that hold chunks; when none does, say so and stop the page."""
+    names = [c.name for c in workspace.collections if c.points]
+    if not names:
+        st.info(nothing_message)
+        st.page_link("views/upload.py", label="Upload documents", icon=":material/upload_file:")
+        st.stop()
+    return names
 
 
 def last_search(workspace: Workspace) -> SearchRun | None:

@@ -12,16 +12,7 @@ from ui.render import md
 ws = workspace.current()
 st.title("Chunks")
 
-if ws.points == 0:
-    st.info(f"The collection '{md(ws.collection)}' holds no documents yet.")
-    st.page_link("views/upload.py", label="Upload documents", icon=":material/upload_file:")
-    st.stop()
-
-try:
-    documents = ws.documents()
-except RagError as error:
-    st.error(md(str(error)))
-    st.stop()
+documents = workspace.documents_or_stop(ws, f"The collection '{md(ws.collection)}' holds no documents yet.")
 by_id = {d.document_id: d for d in documents}
 if state.get(state.CHUNKS_DOCUMENT) not in by_id:
     state.put(state.CHUNKS_DOCUMENT, documents[0].document_id)

@@ -22,11 +22,7 @@ def _switch_collection() -> None:
     state.put(state.PENDING_COLLECTION, st.session_state["map_collection"])
 
 
-mappable = [c.name for c in ws.collections if c.points]
-if not mappable:
-    st.info("There is nothing to map yet.")
-    st.page_link("views/upload.py", label="Upload documents", icon=":material/upload_file:")
-    st.stop()
+mappable = workspace.collections_or_stop(ws, "There is nothing to map yet.")
 st.session_state["map_collection"] = ws.collection
 last = workspace.last_search(ws)
 state.default(state.MAP_QUERY, last.query if last else "")

@@ -12,16 +12,8 @@ from ui.render import md
 ws = workspace.current()
 st.title("Library")
 
-if ws.info is None:
-    st.info(f"The collection '{md(ws.collection)}' is empty: nothing was ingested into it yet.")
-    st.page_link("views/upload.py", label="Upload documents", icon=":material/upload_file:")
-    st.stop()
-
-try:
-    documents = ws.documents()
-except RagError as error:
-    st.error(md(str(error)))
-    st.stop()
+documents = workspace.documents_or_stop(
+    ws, f"The collection '{md(ws.collection)}' is empty: nothing was ingested into it yet.")
 
 st.caption(f"Collection '{md(ws.collection)}': {len(documents)} document(s), {ws.points:,} chunks, "
            f"embedder {md(ws.spec)}.")

@@ -27,11 +27,7 @@ def _switch_collection() -> None:
     state.put(state.PENDING_COLLECTION, st.session_state["search_collection"])
 
 
-searchable = [c.name for c in ws.collections if c.points]
-if not searchable:
-    st.info("There is nothing to search yet.")
-    st.page_link("views/upload.py", label="Upload documents", icon=":material/upload_file:")
-    st.stop()
+searchable = workspace.collections_or_stop(ws, "There is nothing to search yet.")
 options = list(dict.fromkeys([ws.collection, *searchable]))
 st.session_state["search_collection"] = ws.collection
 try:
