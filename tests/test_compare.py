@@ -6,18 +6,14 @@ import json
 
 import pytest
 
-from rag import pipeline
-from rag.chunking import ChunkSettings
 from rag.cli import main
 from rag.cli_compare import parse_side
 from rag.compare import compare_evaluations, compare_hits, same_text
-from rag.embeddings import get_embedder
 from rag.errors import RagError
 from rag.evaluation import Query, evaluate
-from rag.pipeline import SourceFile
 from rag.search_modes import SearchMode
 from rag.store import Hit, open_store
-from tests.test_evaluation import PARAGRAPHS, span_query
+from tests.test_evaluation import PARAGRAPHS, ingest_paragraphs, span_query
 
 
 def hit(document: str, start: int | None, end: int | None, score: float = 0.5, content: str = "",
@@ -94,9 +90,8 @@ def two_chunkings(tmp_path):
     """Return a store folder with the Berlin/Wien texts chunked at 30 tokens ('small') and 400 ('big')."""
     path = str(tmp_path / "qdrant")
     store = open_store(path=path)
-    files = [SourceFile(name, "\n\n".join(p).encode()) for name, p in PARAGRAPHS.items()]
-    pipeline.ingest(files, "small", ChunkSettings(30, 0), get_embedder("fake:64"), store=store)
-    pipeline.ingest(files, "big", ChunkSettings(400, 0), get_embedder("fake:64"), store=store)
+    ingest_paragraphs(store, "small", chunk_size=30)
+    ingest_paragraphs(store, "big", chunk_size=400)
     return path
 
 

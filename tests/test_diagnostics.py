@@ -7,14 +7,12 @@ import math
 import pytest
 
 from rag import pipeline
-from rag.chunking import ChunkSettings
 from rag.diagnostics import distribution_of, rank_rows, score_distribution, score_stats
 from rag.embeddings import get_embedder
 from rag.errors import RagError
 from rag.evaluation import Query, evaluate
-from rag.pipeline import SourceFile
 from rag.store import Hit, SparseVectorsMissingError, open_store
-from tests.test_evaluation import PARAGRAPHS
+from tests.test_evaluation import PARAGRAPHS, ingest_paragraphs
 from tests.test_hybrid import make_old
 from tests.test_store import HashEmbedder, ingest, make_document
 
@@ -58,8 +56,7 @@ def test_cap_and_unscored_chunks_are_said():
 @pytest.fixture(scope="module")
 def collection():
     store = open_store(":memory:")
-    files = [SourceFile(name, "\n\n".join(p).encode()) for name, p in PARAGRAPHS.items()]
-    pipeline.ingest(files, "c", ChunkSettings(30, 0), get_embedder("fake:64"), store=store)
+    ingest_paragraphs(store, "c", chunk_size=30)
     return store
 
 

@@ -6,13 +6,11 @@ import numpy as np
 import pytest
 
 from rag import pipeline
-from rag.chunking import ChunkSettings
 from rag.embedding_map import available_methods, embedding_map, normalised, pca, preview, sample_ids
 from rag.embeddings import get_embedder
 from rag.errors import RagError
-from rag.pipeline import SourceFile
 from rag.store import open_store
-from tests.test_evaluation import PARAGRAPHS
+from tests.test_evaluation import PARAGRAPHS, ingest_paragraphs
 from tests.test_store import HashEmbedder, make_foreign
 
 
@@ -57,8 +55,7 @@ def test_helpers():
 @pytest.fixture(scope="module")
 def collection():
     store = open_store(":memory:")
-    files = [SourceFile(name, "\n\n".join(p).encode()) for name, p in PARAGRAPHS.items()]
-    pipeline.ingest(files, "c", ChunkSettings(30, 0), get_embedder("fake:64"), store=store)
+    ingest_paragraphs(store, "c", chunk_size=30)
     return store
 
 

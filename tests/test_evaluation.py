@@ -199,6 +199,12 @@ PARAGRAPHS = {
 }
 
 
+def ingest_paragraphs(store, collection: str, chunk_size: int) -> None:
+    """Ingest the Berlin/Wien PARAGRAPHS into collection with the fake:64 embedder, no overlap."""
+    files = [SourceFile(name, "\n\n".join(p).encode()) for name, p in PARAGRAPHS.items()]
+    pipeline.ingest(files, collection, ChunkSettings(chunk_size, 0), get_embedder("fake:64"), store=store)
+
+
 @pytest.fixture
 def collection():
     store = open_store(":memory:")
