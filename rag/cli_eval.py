@@ -22,7 +22,7 @@ from rag.cli_store import add_collection, add_embedder, dump, embedder_of, store
 from rag.embedding_cache import EmbeddingCache, default_cache_dir
 from rag.embeddings import get_embedder
 from rag.evaluation import DEFAULT_KS, METRICS, Evaluation, QueryOutcome, load_query_set, parse_ks
-from rag.inspection import SAMPLE_SUFFIXES
+from rag.library import SAMPLE_SUFFIXES
 from rag.pipeline import SourceFile
 from rag.search_modes import MODE_NAMES, SearchMode, parse_modes
 from rag.squad import QUERIES_FILE, import_squad, write_import

@@ -12,10 +12,9 @@ from dataclasses import dataclass
 
 from rag import tokens
 from rag.chunking import MIN_CHUNK_SIZE, Chunk
-from rag.library import SAMPLE_SUFFIXES, document_from_chunks, sample_files, sample_paths, walk_sections  # noqa: F401
+from rag.library import ChunkLike, walk_sections
 from rag.store import Hit
 
-ChunkLike = Chunk | Hit
 TINY_SHARE = 0.05  # a chunk under 5 % of chunk_size is "tiny": a stray heading or a page footer
 TINY_MIN_TOKENS = 10
 NO_HEADING = "(before the first heading)"

@@ -35,7 +35,7 @@ from rag.evaluation import (
     parse_ks,
     resolve_labels,
 )
-from rag.inspection import document_from_chunks
+from rag.library import document_from_chunks
 from rag.pipeline import SourceFile
 from rag.search_modes import SearchMode, parse_mode, parse_modes, require_keywords
 from rag.store import Hit, Store, vector_name

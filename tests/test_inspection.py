@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rag import inspection, tokens
+from rag import inspection, library, tokens
 from rag.chunking import Chunk, chunk_document
 from rag.documents import load_document
 from rag.store import Hit
@@ -149,7 +149,7 @@ def test_neighbours_are_the_chunks_around_an_index():
 def test_a_document_rebuilt_from_its_chunks_rechunks_like_the_original(shared_data, name):
     original = load_document((shared_data / name).read_bytes(), Path(name).name)
     stored = chunk_document(original)
-    rebuilt = inspection.document_from_chunks(original.id, original.title, stored)
+    rebuilt = library.document_from_chunks(original.id, original.title, stored)
     assert len(rebuilt.text) == len(original.text)
     assert rebuilt.page_starts == original.page_starts
     for chunk in stored:
@@ -165,7 +165,7 @@ def _shape(chunk: Chunk) -> tuple:
 
 def test_chunks_without_offsets_are_laid_end_to_end():
     chunks = [hit(0, "Erster Teil."), hit(1, "Zweiter Teil.", path=("B",))]
-    document = inspection.document_from_chunks("x", "x.txt", chunks)
+    document = library.document_from_chunks("x", "x.txt", chunks)
     assert document.text == "Erster Teil.\n\nZweiter Teil."
     assert [(h.title, h.start) for h in document.headings] == [("A", 0), ("B", 14)]
 
@@ -178,4 +178,4 @@ def test_sample_files_are_found_recursively_without_license_files(tmp_path):
     names = ("a.pdf", "sub/b.md", "sub/c.txt", "LICENSE.md", "sub/LICENSE-ASVS.md", "README.md", "d.json", "e.docx")
     for name in names:
         (tmp_path / name).write_bytes(b"x")
-    assert [f.name for f in inspection.sample_files(tmp_path)] == ["a.pdf", "b.md", "c.txt"]
+    assert [f.name for f in library.sample_files(tmp_path)] == ["a.pdf", "b.md", "c.txt"]

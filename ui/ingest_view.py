@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from rag import inspection, pipeline
+from rag import library, pipeline
 from rag.chunking import ChunkSettings
 from rag.errors import RagError
 from rag.pipeline import IngestResult, Progress, SourceFile
@@ -143,10 +143,10 @@ def sample_section(workspace: Workspace, folder: Path | None, settings: ChunkSet
     if not folder.is_dir():
         st.warning(f"The sample folder {md(str(folder))} (RAG_SAMPLE_DIR) does not exist.")
         return
-    paths = inspection.sample_paths(folder)
+    paths = library.sample_paths(folder)
     st.caption(f"{len(paths)} sample file(s) in {md(str(folder))}: " + ", ".join(md(p.name) for p in paths[:12])
                + (" …" if len(paths) > 12 else ""))
     clicked = st.button(f"Load the {len(paths)} sample documents", key="load_samples", disabled=not paths,
                         icon=":material/library_add:")
-    if clicked and run(inspection.sample_files(folder), workspace, collection, settings):
+    if clicked and run(library.sample_files(folder), workspace, collection, settings):
         st.rerun()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from rag import inspection
+from rag import library
 from rag.chunking import Chunk, chunk_document
 from rag.documents import Document
 from rag.embeddings import Embedder, get_embedder, parse_spec
@@ -75,7 +75,7 @@ def model_token_counts(_embedder: Embedder, model_id: str, contents: tuple[str, 
 @st.cache_data(max_entries=16, show_spinner=False)
 def stored_document(_chunks: list[Hit], key: tuple, document_id: str, title: str, kind: str) -> Document:
     """Return the document rebuilt from its stored chunks; key names them (location, collection, changes)."""
-    return inspection.document_from_chunks(document_id, title, _chunks, kind)
+    return library.document_from_chunks(document_id, title, _chunks, kind)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
