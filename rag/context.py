@@ -166,7 +166,8 @@ def build_context(
         number = len(included) + 1
         block = header(number, piece, label) + "\n" + piece.content
         candidate = text + separator + block if text else block
-        candidate_count = tokens.count(candidate)
+        # counted from the text so far plus the new block: a budget of many chunks is not re-encoded per chunk
+        candidate_count = tokens.count_joined(text, count, separator + block) if text else tokens.count(block)
         if candidate_count > max_tokens:
             dropped.append(Dropped(hit, "over budget"))
             continue

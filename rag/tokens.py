@@ -105,6 +105,19 @@ def _count_short(text: str) -> int:
     return len(encoding().encode_ordinary(text))
 
 
+def count_joined(text: str, text_count: int, addition: str) -> int:
+    """Return count(text + addition), given text_count == count(text), re-encoding only text's end.
+
+    text's last space after a non-space is a piece boundary in text and in text + addition (see
+    TokenIndex), so everything before it keeps its tokens; only the tail and the addition are encoded.
+    """
+    cut = _piece_boundary(text, max(len(text) - 4096, 1), len(text), forward=False)
+    if cut < 0:
+        return count(text + addition)
+    tail = text[cut:]
+    return text_count - count(tail) + count(tail + addition)
+
+
 PARALLEL_MIN_CHARS = 256_000  # below this, starting threads costs more than it saves
 
 

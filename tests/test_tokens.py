@@ -50,6 +50,12 @@ def test_span_counts_are_exact(text, data):
     assert index.count(start, end) == tokens.count(text[start:end])
 
 
+@settings(max_examples=300, deadline=None)
+@given(TEXTS, TEXTS)
+def test_count_of_joined_text_from_the_count_of_its_start(text, addition):
+    assert tokens.count_joined(text, tokens.count(text), addition) == tokens.count(text + addition)
+
+
 @settings(max_examples=100, deadline=None)
 @given(TEXTS)
 def test_token_starts_are_character_offsets(text):
