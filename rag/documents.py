@@ -157,7 +157,6 @@ _CONTROL = {c: None for c in (*range(32), *range(0x7F, 0xA0)) if chr(c) not in "
 _CONTROL |= {0xFEFF: None, 0x200B: None}  # BOM / zero-width space inside text
 _CONTROL |= {0x0B: "\n", 0x0C: "\n", 0x85: "\n", 0x2028: "\n", 0x2029: "\n"}
 _SURROGATES = re.compile("[\ud800-\udfff]")
-_TRAILING_SPACE = re.compile(r"[ \t]+$", re.MULTILINE)
 _BLANK_LINES = re.compile(r"\n{3,}")
 
 
@@ -191,7 +190,9 @@ def clean_plain_text(text: str) -> str:
     """Return a text file's text with Unix line ends, no control characters and at most one blank line."""
     text = text.replace("\r\n", "\n").replace("\r", "\n").translate(_CONTROL)
     text = unicodedata.normalize("NFC", _SURROGATES.sub("", text))
-    return _BLANK_LINES.sub("\n\n", _TRAILING_SPACE.sub("", text)).strip()
+    # line by line, not `[ \t]+$` with MULTILINE: that regex retries every space of a long run (quadratic)
+    text = "\n".join(line.rstrip(" \t") for line in text.split("\n"))
+    return _BLANK_LINES.sub("\n\n", text).strip()
 
 
 # ---- PDF ---------------------------------------------------------------------------------------------------

