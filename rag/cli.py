@@ -14,8 +14,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from rag import chunking
-from rag.documents import Document, load_document
+from rag.documents import Document, check_size, load_document
 from rag.errors import RagError
+from rag.settings import check_environment
 
 LONG_FILE_BYTES = 2_000_000  # files above this get progress lines on stderr
 
@@ -60,16 +61,23 @@ def chunk_settings(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
 
 
 def read_file(path: str) -> bytes:
-    """Return the bytes of path, or raise UserError saying why it cannot be read."""
+    """Return the bytes of path, or raise UserError (or DocumentTooLargeError, before reading) saying why not."""
+    file = check_path(path)
+    try:
+        check_size(file.stat().st_size, file.name)
+        return file.read_bytes()
+    except OSError as error:
+        raise UserError(f"{path}: cannot read it ({error.strerror}).") from error
+
+
+def check_path(path: str) -> Path:
+    """Return path as a Path if it names a file; UserError saying what is wrong otherwise."""
     file = Path(path)
     if not file.exists():
         raise UserError(f"{path}: no such file.")
     if file.is_dir():
         raise UserError(f"{path} is a folder; name the files in it, e.g. {path}/*.pdf")
-    try:
-        return file.read_bytes()
-    except OSError as error:
-        raise UserError(f"{path}: cannot read it ({error.strerror}).") from error
+    return file
 
 
 def progress(message: str) -> None:
@@ -175,6 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        check_environment()
         return args.run(args)
     except RagError as error:
         print(f"error: {error}", file=sys.stderr)

@@ -157,7 +157,7 @@ def run_sweep_command(args: argparse.Namespace) -> int:
         cli.progress(f"note: {note}")
     if not configs:
         raise cli.UserError("No configuration is left: every overlap is >= its chunk size. Use smaller overlaps.")
-    files = [SourceFile(p.name, cli.read_file(str(p))) for p in document_paths(args.documents)]
+    files = [SourceFile(p.name, cli.read_file(str(p))) for p in document_paths(args.documents)]  # all or none
     queries = load_query_set(cli.read_file(args.queries), args.queries)
     documents = load_documents(files)
     store = store_of(args)

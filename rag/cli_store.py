@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from rag import cli, pipeline
+from rag.archive import DocumentArchive, default_archive_dir
 from rag.context import CHAT_MAX_TOKENS
 from rag.embeddings import EMBEDDER_SPECS
 from rag.errors import RagError
@@ -56,21 +57,29 @@ class IngestProgress:
 
 def run_ingest(args: argparse.Namespace) -> int:
     settings = cli.chunk_settings(args, args.parser)
-    files = [pipeline.SourceFile(Path(p).name, cli.read_file(p), args.password) for p in args.files]
+    files = [pipeline.SourceFile(Path(p).name, None, args.password, Path(p)) for p in args.files]
     store = store_of(args)
     embedder = embedder_of(args, store, args.collection)
-    results = pipeline.ingest(files, args.collection, settings, embedder, store=store, progress=IngestProgress())
-    failed = [r for r in results if not r.ok]
-    for result in failed:
-        print(f"error: {result.error}", file=sys.stderr)
+    archive = DocumentArchive(default_archive_dir(store.location, store.local))
+    results = pipeline.ingest(files, args.collection, settings, embedder, store=store, progress=IngestProgress(),
+                              keep_versions=args.keep_versions, archive=archive)
+    failed = [r for r in results if not r.ok and not r.skipped]
+    for result in results:
+        if result.error:
+            print(f"{'note' if result.skipped else 'error'}: {result.error}", file=sys.stderr)
     if args.json:
         dump({"collection": args.collection, "embedder": embedder.model_id,
-              "results": [vars(r) | {"empty_pages": list(r.empty_pages), "notes": list(r.notes)} for r in results]})
+              "results": [vars(r) | {"status": r.status, "empty_pages": list(r.empty_pages), "notes": list(r.notes),
+                                     "replaced": list(r.replaced)} for r in results]})
     else:
-        rows = [[r.filename, "ok" if r.ok else "FAILED", str(r.pages), f"{r.characters:,}", str(r.chunks),
-                 f"{r.seconds:.1f} s"] for r in results]
+        rows = [[r.filename, r.status, str(r.pages), f"{r.characters:,}", str(r.chunks), f"{r.seconds:.1f} s"]
+                for r in results]
         cli.print_table(rows, ["file", "status", "pages", "characters", "chunks", "time"])
-        print(f"\n{len(results) - len(failed)} of {len(results)} files in '{args.collection}' ({embedder.model_id})")
+        for result in results:
+            for note in result.notes:
+                print(f"note: {result.filename}: {note}")
+        stored = sum(r.ok for r in results)
+        print(f"\n{stored} of {len(results)} files in '{args.collection}' ({embedder.model_id})")
     return 1 if failed else 0
 
 
@@ -156,11 +165,18 @@ def run_documents(args: argparse.Namespace) -> int:
     if args.json:
         dump([{"title": d.title, "document_id": d.document_id, "chunks": d.chunks, "pages": d.pages,
                "chunk_size": d.chunk_size, "overlap": d.overlap, "strategy": d.strategy,
-               "embedder": d.embedder, "ingested_at": d.ingested_at} for d in infos])
+               "embedder": d.embedder, "ingested_at": d.ingested_at, "complete": d.complete,
+               "interrupted_chunks": d.interrupted} for d in infos])
         return 0
     rows = [[cli.preview(d.title, 40), d.document_id[:12], str(d.chunks), str(d.pages or ""),
-             str(d.chunk_size or ""), str(d.overlap if d.overlap is not None else "")] for d in infos]
-    cli.print_table(rows, ["title", "id", "chunks", "pages", "chunk_size", "overlap"])
+             str(d.chunk_size or ""), str(d.overlap if d.overlap is not None else ""),
+             "yes" if d.complete else "NO (interrupted)"] for d in infos]
+    cli.print_table(rows, ["title", "id", "chunks", "pages", "chunk_size", "overlap", "complete"])
+    incomplete = [d for d in infos if not d.complete]
+    if incomplete:
+        print(f"\n{len(incomplete)} document(s) were not written completely (an ingest was interrupted); searches "
+              "do not see those chunks. Ingest the file again to repair it, or delete it with "
+              f"python -m rag delete --collection {args.collection} --document ID --interrupted")
     return 0
 
 
@@ -173,8 +189,9 @@ def run_delete(args: argparse.Namespace) -> int:
             found = "no document" if not matches else f"{len(matches)} documents"
             raise RagError(f"'{args.collection}' has {found} with id {args.document!r}. "
                            f"List them with: python -m rag documents --collection {args.collection}")
-        removed = store.delete_document(args.collection, matches[0].document_id)
-        print(f"deleted '{matches[0].title}' ({removed} chunks) from '{args.collection}'")
+        removed = store.delete_document(args.collection, matches[0].document_id, only_interrupted=args.interrupted)
+        what = "the unfinished write of " if args.interrupted else ""
+        print(f"deleted {what}'{matches[0].title}' ({removed} chunks) from '{args.collection}'")
     else:
         store.delete_collection(args.collection)
         print(f"deleted collection '{args.collection}'")
@@ -224,6 +241,8 @@ def register(commands: argparse._SubParsersAction) -> None:
     cli.add_chunk_options(ingest)
     add_embedder(ingest)
     ingest.add_argument("--password", help="password for encrypted PDFs")
+    ingest.add_argument("--keep-versions", action="store_true",
+                        help="keep a document whose file name is already in the collection (default: replace it)")
     ingest.add_argument("--json", action="store_true", help="print the per-file results as JSON")
     ingest.set_defaults(run=run_ingest, parser=ingest)
 
@@ -251,6 +270,8 @@ def register(commands: argparse._SubParsersAction) -> None:
     delete = commands.add_parser("delete", parents=[parent], help="delete a document or a whole collection")
     add_collection(delete, required=True)
     delete.add_argument("--document", metavar="ID", help="the document id (or a unique prefix) to delete")
+    delete.add_argument("--interrupted", action="store_true",
+                        help="with --document: delete only what an interrupted ingest left, keep the complete version")
     delete.set_defaults(run=run_delete)
 
 

@@ -10,7 +10,8 @@ import httpx
 from qdrant_client import QdrantClient
 from qdrant_client.http.exceptions import ApiException, UnexpectedResponse
 
-from rag.errors import StoreUnavailableError
+from rag.errors import InvalidSettingsError, StoreUnavailableError
+from rag.settings import QDRANT, check_url, configured_key, display_url
 from rag.store import DEFAULT_PATH, SERVER_TIMEOUT, Store
 
 _STORES: dict[tuple[str, ...], Store] = {}
@@ -20,16 +21,22 @@ _CACHE_LOCK = threading.Lock()
 def open_store(path: str | None = None, url: str | None = None, api_key: str | None = None) -> Store:
     """Return the process's Store for a location: url/QDRANT_URL (server) or path/RAG_QDRANT_PATH (folder).
 
-    Explicit arguments win over environment variables (read now, not at import). One Store per location
-    is cached, because an embedded folder can be opened by one client only; path=":memory:" gives a new
-    in-memory engine every call (for tests).
+    Explicit arguments win over environment variables (read now, not at import). QDRANT_API_KEY is sent
+    only to QDRANT_URL: another url gets api_key, or no key (rag.settings). One Store per location is
+    cached, because an embedded folder can be opened by one client only; path=":memory:" gives a new
+    in-memory engine every call (for tests). A malformed URL or an empty path raises InvalidSettingsError.
     """
     if path == ":memory:":
         return Store(QdrantClient(location=":memory:"), "memory", local=True)
+    if path is not None and not str(path).strip():
+        raise InvalidSettingsError("The Qdrant folder is empty. Give a folder path, or leave it out for the default.")
+    if url is not None and not url.strip():
+        raise InvalidSettingsError("The Qdrant URL is empty. Give a URL such as http://localhost:6333.")
     url = url or (None if path else os.environ.get("QDRANT_URL") or None)
     if url:
-        api_key = api_key or os.environ.get("QDRANT_API_KEY") or None
-        key = ("url", url.rstrip("/"), api_key or "")
+        url = check_url(url, "The Qdrant URL")
+        api_key = (api_key if api_key is not None else configured_key(url, QDRANT)) or None
+        key = ("url", url, api_key or "")
     else:
         path = os.path.abspath(os.path.expanduser(path or os.environ.get("RAG_QDRANT_PATH") or DEFAULT_PATH))
         key = ("path", path)
@@ -57,20 +64,36 @@ def _open_folder(path: str) -> Store:
 
 
 def _connect_server(url: str, api_key: str | None) -> Store:
-    client = QdrantClient(url=url, api_key=api_key, timeout=SERVER_TIMEOUT, check_compatibility=False)
+    shown = display_url(url)
+    try:
+        client = QdrantClient(url=url, api_key=api_key, timeout=SERVER_TIMEOUT, check_compatibility=False)
+    except ValueError as e:  # qdrant-client's own URL checks
+        raise InvalidSettingsError(
+            f"The Qdrant URL '{shown}' is not usable ({e}). Write it like http://localhost:6333."
+        ) from None
     try:
         client.get_collections()  # the client is lazy: probe now, not at the first search
     except UnexpectedResponse as e:
         client.close()
-        hint = "Check QDRANT_API_KEY." if e.status_code in (401, 403) else "Check QDRANT_URL."
-        raise StoreUnavailableError(f"Qdrant at {url} answered {e.status_code} {e.reason_phrase}. {hint}") from e
-    except (ApiException, httpx.HTTPError, OSError) as e:
+        if e.status_code in (401, 403):
+            hint = "Check QDRANT_API_KEY." if api_key else (
+                "No API key was sent: QDRANT_API_KEY goes only to the URL in QDRANT_URL.")
+        else:
+            hint = "Check QDRANT_URL."
+        raise StoreUnavailableError(f"Qdrant at {shown} answered {e.status_code} {e.reason_phrase}. {hint}") from e
+    except (ApiException, httpx.HTTPError, OSError, ValueError) as e:
         client.close()
         raise StoreUnavailableError(
-            f"Qdrant at {url} cannot be reached ({e}). Start the server, fix QDRANT_URL, "
+            f"Qdrant at {shown} cannot be reached ({_reason(e)}). Start the server, fix QDRANT_URL, "
             "or unset QDRANT_URL to use the embedded folder."
         ) from e
-    return Store(client, url, local=False)
+    return Store(client, shown, local=False)
+
+
+def _reason(error: Exception) -> str:
+    """Return the first line of an error's text, short (httpx puts whole tracebacks of causes in some)."""
+    text = (str(error).strip().splitlines() or [type(error).__name__])[0]
+    return text[:160]
 
 
 def forget(store: Store) -> None:

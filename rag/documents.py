@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import bisect
 import hashlib
-import os
 import re
 import unicodedata
 from dataclasses import dataclass, field, replace
@@ -12,10 +11,11 @@ from functools import cached_property
 from pathlib import PurePath
 
 from rag.errors import DocumentTooLargeError, EmptyDocumentError, UnsupportedFileError
+from rag.settings import LIMITS, limit
 
 PAGE_SEPARATOR = "\n\n"
-DEFAULT_MAX_FILE_MB = 200
-DEFAULT_MAX_PAGES = 5000
+DEFAULT_MAX_FILE_MB = int(LIMITS["RAG_MAX_FILE_MB"])
+DEFAULT_MAX_PAGES = int(LIMITS["RAG_MAX_PAGES"])
 KINDS_BY_SUFFIX = {".pdf": "pdf", ".txt": "text", ".text": "text", ".md": "markdown", ".markdown": "markdown"}
 SUPPORTED = "PDF (.pdf), text (.txt) and Markdown (.md, .markdown)"
 
@@ -79,14 +79,7 @@ def load_document(
 
     name = PurePath(filename or "").name or "document"
     max_bytes, max_pages = _limits(max_bytes, max_pages)
-    if not data:
-        raise EmptyDocumentError(f"'{name}' is empty (0 bytes). Choose a file with content.", name)
-    if len(data) > max_bytes:
-        raise DocumentTooLargeError(
-            f"'{name}' is {_mb(len(data))} MB; the limit is {_mb(max_bytes)} MB. "
-            "Split it into smaller files, or raise the limit with RAG_MAX_FILE_MB.",
-            name,
-        )
+    check_size(len(data), name, max_bytes)
     kind = _detect_kind(data, name)
     if kind == "pdf":
         pages, empty, outline, notes = read_pdf(data, name, password, max_pages)
@@ -114,22 +107,32 @@ def load_document(
     return replace(document, headings=headings, notes=tuple(notes))
 
 
+def check_size(size: int, name: str, max_bytes: int | None = None) -> None:
+    """Return None if a file of `size` bytes may be read; Empty/DocumentTooLargeError otherwise.
+
+    Callers with a file on disk or an upload check its size with this *before* reading the bytes.
+    """
+    max_bytes = _limits(max_bytes, 1)[0]
+    if size == 0:
+        raise EmptyDocumentError(f"'{name}' is empty (0 bytes). Choose a file with content.", name)
+    if size > max_bytes:
+        raise DocumentTooLargeError(
+            f"'{name}' is {_mb(size)} MB; the limit is {_mb(max_bytes)} MB. "
+            "Split it into smaller files, or raise the limit with RAG_MAX_FILE_MB.",
+            name,
+        )
+
+
 def _limits(max_bytes: int | None, max_pages: int | None) -> tuple[int, int]:
-    """Return (max_bytes, max_pages): the arguments, else the environment, else the defaults."""
+    """Return (max_bytes, max_pages): the arguments, else RAG_MAX_FILE_MB / RAG_MAX_PAGES, else the defaults.
+
+    A limit that is set but malformed raises InvalidSettingsError (rag.settings.limit).
+    """
     if max_bytes is None:
-        max_bytes = int(_env_number("RAG_MAX_FILE_MB", DEFAULT_MAX_FILE_MB) * 1024 * 1024)
+        max_bytes = int(limit("RAG_MAX_FILE_MB") * 1024 * 1024)
     if max_pages is None:
-        max_pages = int(_env_number("RAG_MAX_PAGES", DEFAULT_MAX_PAGES))
+        max_pages = int(limit("RAG_MAX_PAGES"))
     return max_bytes, max_pages
-
-
-def _env_number(variable: str, default: float) -> float:
-    """Return the positive number in an environment variable, or `default` when unset or invalid."""
-    try:
-        value = float(os.environ.get(variable, ""))
-    except ValueError:
-        return default
-    return value if value > 0 else default
 
 
 def _mb(size: int) -> str:

@@ -19,6 +19,7 @@ RagError                          base: pages and the CLI catch this and show st
 │   ├── EmbedderMismatchError     the collection was made by another embedder or dimension
 │   └── SparseVectorsMissingError no keyword (sparse) vectors: re-ingest for sparse/hybrid search
 ├── EmbeddingCacheError           the embedding cache file cannot be read or written
+├── InvalidSettingsError          a setting (environment, flag, field) is malformed or not allowed
 └── QuerySetError                 a query set line is malformed or points at unknown documents
 """
 
@@ -111,6 +112,10 @@ class SparseVectorsMissingError(StoreError):
 
 class EmbeddingCacheError(RagError):
     """The cache file cannot be read or written."""
+
+
+class InvalidSettingsError(RagError):
+    """A setting is malformed (a URL, a limit) or points where it may not (a folder outside the data root)."""
 
 
 class QuerySetError(RagError):

@@ -88,8 +88,8 @@ def sample_paths(folder: str | Path) -> list[Path]:
 
 
 def sample_files(folder: str | Path) -> list[SourceFile]:
-    """Return the sample files under folder, read, ready to ingest."""
-    return [SourceFile(p.name, p.read_bytes()) for p in sample_paths(folder)]
+    """Return the sample files under folder, ready to ingest (each read when the ingest reaches it)."""
+    return [SourceFile(p.name, path=p) for p in sample_paths(folder)]
 
 
 def walk_sections(chunks: Sequence[ChunkLike]):

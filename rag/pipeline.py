@@ -6,16 +6,18 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
 from rag import chunking, sparse
+from rag.archive import DocumentArchive
 from rag.chunking import ChunkSettings
 from rag.context import CHAT_MAX_TOKENS, Context, build_context
-from rag.documents import load_document
+from rag.documents import Document, check_size, load_document
 from rag.embeddings import get_embedder
 from rag.embeddings.base import Embedder
-from rag.errors import EmbedderMismatchError, EncryptedDocumentError, RagError
+from rag.errors import DocumentError, EmbedderMismatchError, EncryptedDocumentError, RagError
 from rag.store import DEFAULT_COLLECTION, Hit, Store
 from rag.store_search import check_mode
 
@@ -26,9 +28,25 @@ STAGES = ("extract", "chunk", "embed", "store")
 
 @dataclass(frozen=True)
 class SourceFile:
+    """A file to ingest: its bytes, or the path to read them from when the ingest reaches it."""
+
     name: str
-    data: bytes
+    data: bytes | None = None
     password: str | None = None
+    path: Path | None = None  # read by read(), after its size was checked against the limit
+
+    def read(self) -> bytes:
+        """Return the file's bytes; Empty/DocumentTooLargeError before reading a file over the limit."""
+        if self.data is not None:
+            return self.data
+        if self.path is None:
+            raise ValueError(f"SourceFile {self.name!r} has neither data nor path")
+        try:
+            check_size(self.path.stat().st_size, self.name)
+            return self.path.read_bytes()
+        except OSError as error:
+            message = f"'{self.name}' cannot be read ({error.strerror}). Check the file."
+            raise DocumentError(message, self.name) from None
 
 
 @dataclass(frozen=True)
@@ -57,6 +75,16 @@ class IngestResult:
     error: str | None = None  # the message to show when not ok
     error_type: str | None = None  # the error class name, e.g. "EncryptedDocumentError"
     needs_password: bool = False  # the file is encrypted: ask for (another) password and retry
+    skipped: bool = False  # not written, on purpose (same content already there under another name); see error
+    unchanged: bool = False  # already in the collection with these settings: nothing was embedded or written
+    replaced: tuple[str, ...] = ()  # titles of the documents (earlier versions) this one replaced
+
+    @property
+    def status(self) -> str:
+        """Return the outcome in one word: ingested, unchanged, skipped, needs password or failed."""
+        if self.ok:
+            return "unchanged" if self.unchanged else "ingested"
+        return "skipped" if self.skipped else "needs password" if self.needs_password else "failed"
 
 
 ProgressCallback = Callable[[Progress], None]
@@ -70,57 +98,159 @@ def ingest(
     *,
     store: Store,
     progress: ProgressCallback | None = None,
+    keep_versions: bool = False,
+    archive: DocumentArchive | None = None,
 ) -> list[IngestResult]:
     """Return one result per file; a bad file is reported and the others go on.
 
-    A file is written only after it was read, chunked and embedded in full; the store replaces its
-    chunks from other settings and removes what it wrote if a write fails (see Store.upsert_document).
+    A file is written only after it was read, chunked and embedded in full, and becomes searchable whole
+    or not at all (see Store.upsert_document). A file whose name is already in the collection replaces
+    that document unless keep_versions; the same content under another name is skipped (never renamed);
+    the same file with the same settings is left as it is. The embedder is checked against the collection
+    before anything is embedded. archive, when given, keeps each document for re-ingesting later.
     """
     chunking.validate_settings(settings)
     files = list(files)
     embedder = embedder or embedder_for(store, collection)
+    store.check_writable(collection, embedder)
     results = []
     for index, file in enumerate(files):
         def report(stage: str, done: int = 0, total: int = 1, i=index, f=file) -> None:
             if progress:
                 progress(Progress(i, len(files), f.name, stage, done, total))
 
-        results.append(_ingest_one(file, collection, settings, embedder, store, report))
+        job = _Job(collection, settings, embedder, store, report, keep_versions, archive)
+        results.append(job.run(file.name, lambda f=file: load_document(f.read(), f.name, password=f.password)))
     return results
 
 
-def _ingest_one(file, collection, settings, embedder, store, report) -> IngestResult:
-    result = IngestResult(file.name)
-    started = time.perf_counter()
-    stage = "extract"
-    try:
-        report(stage)
-        document = load_document(file.data, file.name, password=file.password)
+def reingest(
+    document_ids: Iterable[str],
+    collection: str,
+    settings: ChunkSettings,
+    embedder: Embedder | None = None,
+    *,
+    store: Store,
+    archive: DocumentArchive,
+    source: str | None = None,
+    progress: ProgressCallback | None = None,
+) -> list[IngestResult]:
+    """Return one result per document: chunked again with settings and written to collection.
+
+    The text comes from the archive; a document ingested before the archive existed is rebuilt from its
+    stored chunks in `source` (default: collection), which is exact for the text the chunks cover.
+    """
+    from rag.library import document_from_chunks
+
+    chunking.validate_settings(settings)
+    ids = list(document_ids)
+    embedder = embedder or embedder_for(store, collection)
+    store.check_writable(collection, embedder)
+    titles = {d.document_id: d for d in store.documents(source or collection)} if store.has_collection(
+        source or collection) else {}
+    results = []
+    for index, document_id in enumerate(ids):
+        info = titles.get(document_id)
+        title = info.title if info else document_id[:12]
+
+        def report(stage: str, done: int = 0, total: int = 1, i=index, t=title) -> None:
+            if progress:
+                progress(Progress(i, len(ids), t, stage, done, total))
+
+        def read(i=document_id, info=info) -> Document:
+            saved = archive.load(i)
+            if saved is not None:
+                return saved
+            if info is None or not info.complete:
+                raise RagError(f"'{info.title if info else i}' was not kept in the document archive and its stored "
+                               "chunks are incomplete: upload the file again.")
+            return document_from_chunks(i, info.title, store.document_chunks(source or collection, i))
+
+        job = _Job(collection, settings, embedder, store, report, False, archive)
+        results.append(job.run(title, read))
+    return results
+
+
+@dataclass
+class _Job:
+    """One file or saved document through extract, chunk, embed and store, with progress and timings."""
+
+    collection: str
+    settings: ChunkSettings
+    embedder: Embedder
+    store: Store
+    report: Callable[..., None]
+    keep_versions: bool
+    archive: DocumentArchive | None
+
+    def run(self, name: str, read: Callable[[], Document]) -> IngestResult:
+        result = IngestResult(name)
+        started = time.perf_counter()
+        stage = "extract"
+        try:
+            self.report(stage)
+            document = read()
+            self._describe(result, document)
+            if self.archive is not None:
+                self.archive.save(document)
+            if self._planned_skip(result, document):
+                self.report("done", result.chunks, result.chunks)
+                result.seconds = time.perf_counter() - started
+                return result
+            stage = _lap(result, stage, "chunk", started)
+            self.report(stage)
+            settings = self.settings
+            chunks = chunking.chunk_document(document, settings.chunk_size, settings.overlap, settings.strategy)
+            stage = _lap(result, stage, "embed", started)
+            vectors = embed_chunks([c.content for c in chunks], self.embedder,
+                                   lambda done: self.report("embed", done, len(chunks)))
+            stage = _lap(result, stage, "store", started)
+            self.report(stage, 0, len(chunks))
+            result.chunks = self.store.upsert_document(
+                self.collection, document, chunks, vectors, settings, self.embedder, keep_versions=self.keep_versions,
+                progress=lambda done, total: self.report("store", done, total),
+            )
+            _lap(result, stage, "done", started)
+            result.ok = True
+            self.report("done", len(chunks), len(chunks))
+        except RagError as error:
+            result.error, result.error_type = str(error), type(error).__name__
+            result.needs_password = isinstance(error, EncryptedDocumentError)
+            self.report("error")
+        except Exception as error:  # a bug must not cost the user the other files; it is logged in full
+            log.exception("ingesting %s failed at %s", name, stage)
+            result.error = f"{name}: unexpected error while {stage} ({type(error).__name__}: {error}). " \
+                           "This is a bug in RAG Lab; the other files were not affected."
+            result.error_type = type(error).__name__
+            self.report("error")
+        result.seconds = time.perf_counter() - started
+        return result
+
+    @staticmethod
+    def _describe(result: IngestResult, document: Document) -> None:
         result.document_id, result.kind, result.pages = document.id, document.kind, len(document.pages)
         result.characters, result.empty_pages, result.notes = len(document.text), document.empty_pages, document.notes
-        stage = _lap(result, stage, "chunk", started)
-        report(stage)
-        chunks = chunking.chunk_document(document, settings.chunk_size, settings.overlap, settings.strategy)
-        stage = _lap(result, stage, "embed", started)
-        vectors = embed_chunks([c.content for c in chunks], embedder, lambda done: report("embed", done, len(chunks)))
-        stage = _lap(result, stage, "store", started)
-        report(stage, 0, len(chunks))
-        result.chunks = store.upsert_document(collection, document, chunks, vectors, settings, embedder)
-        _lap(result, stage, "done", started)
-        result.ok = True
-        report("done", len(chunks), len(chunks))
-    except RagError as error:
-        result.error, result.error_type = str(error), type(error).__name__
-        result.needs_password = isinstance(error, EncryptedDocumentError)
-        report("error")
-    except Exception as error:  # a bug must not cost the user the other files; it is logged in full
-        log.exception("ingesting %s failed at %s", file.name, stage)
-        result.error = f"{file.name}: unexpected error while {stage} ({type(error).__name__}: {error}). " \
-                       "This is a bug in RAG Lab; the other files were not affected."
-        result.error_type = type(error).__name__
-        report("error")
-    result.seconds = time.perf_counter() - started
-    return result
+
+    def _planned_skip(self, result: IngestResult, document: Document) -> bool:
+        """Return True (result filled in) when the document is not to be written; note what it replaces."""
+        plan = self.store.plan_ingest(self.collection, document, self.settings, self.keep_versions)
+        if plan.duplicate_of is not None:
+            result.skipped = True
+            result.error = (f"'{document.title}' has the same content as '{plan.duplicate_of}', which is already in "
+                            f"'{self.collection}'; nothing was stored. Delete '{plan.duplicate_of}' first to keep it "
+                            "under the new name.")
+            return True
+        if plan.unchanged:
+            existing = next(d for d in self.store.documents(self.collection) if d.document_id == document.id)
+            result.ok, result.unchanged, result.chunks = True, True, existing.chunks
+            result.notes += (f"Already in '{self.collection}' with these settings: nothing was embedded again.",)
+            return True
+        others = [d.title for d in plan.replaces if d.document_id != document.id]
+        if others:
+            result.replaced = tuple(others)
+            result.notes += (f"Replaces the earlier version of '{document.title}' in '{self.collection}' "
+                             f"({sum(d.chunks for d in plan.replaces if d.document_id != document.id)} chunks).",)
+        return False
 
 
 def _lap(result: IngestResult, stage: str, next_stage: str, started: float) -> str:

@@ -63,6 +63,9 @@ class DocumentInfo:
     strategy: str | None
     embedder: str | None
     ingested_at: str | None
+    complete: bool = True  # False: a write of this document did not finish (interrupted, or still running)
+    generation: str | None = None  # the write the listed chunks come from (rag.store_versions)
+    interrupted: int = 0  # chunks left by an unfinished write next to a complete version
 
 
 def vector_name(model_id: str) -> str:
@@ -70,10 +73,10 @@ def vector_name(model_id: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", model_id).strip("-") or "vector"
 
 
-def point_id(document_id: str, settings: ChunkSettings, chunk_index: int) -> str:
-    """Return the deterministic point id of one chunk of a document under given chunk settings."""
+def point_id(document_id: str, settings: ChunkSettings, chunk_index: int, generation: str = "") -> str:
+    """Return the point id of one chunk of a document under given chunk settings, in one write (generation)."""
     key = f"{document_id}|{settings.chunk_size}|{settings.overlap}|{settings.strategy}|{chunk_index}"
-    return str(uuid.uuid5(_POINT_NAMESPACE, key))
+    return str(uuid.uuid5(_POINT_NAMESPACE, f"{key}|{generation}" if generation else key))
 
 
 def payload_int(value: Any) -> int | None:

@@ -61,7 +61,7 @@ class _Plan:
 
 
 class SearchMixin:
-    """The search half of Store (it needs Store's _layout, _document_filter, _guard and client)."""
+    """The search half of Store (it needs Store's _layout, search_filter, _guard and client)."""
 
     def _using(self, layout: Layout, dimension: int, embedder: Embedder | None, name: str | None) -> str | None:
         """Return the vector to search (None = unnamed); EmbedderMismatchError when none fits."""
@@ -126,7 +126,7 @@ class SearchMixin:
         if count == 0:
             return []
         layout = self._layout(collection)
-        shared = {"filter": self._document_filter(layout, document_ids) if document_ids else None}
+        shared = {"filter": self.search_filter(layout, document_ids)}  # unfinished writes never show
         shared |= {"limit": max(int(top_k), 1), "score_threshold": score_threshold}
         using = None if mode == "sparse" else self._using(layout, matrix.shape[1], embedder, vector_name)
         if mode != "dense" and not layout.sparse:

@@ -87,7 +87,7 @@ def load_documents(files: Sequence[SourceFile]) -> list[Document]:
     """Return the documents of files, each once (same bytes, same document); a bad file raises its DocumentError."""
     documents = {}
     for file in files:
-        document = load_document(file.data, file.name, password=file.password)
+        document = load_document(file.read(), file.name, password=file.password)
         documents.setdefault(document.id, document)
     return list(documents.values())
 

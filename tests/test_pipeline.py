@@ -115,11 +115,13 @@ def test_search_uses_the_collections_own_embedder(shared_data, store, fake):
         pipeline.search("  ", "c", store=store)
 
 
-def test_mismatched_embedder_is_reported_per_file(shared_data, store, fake):
+def test_mismatched_embedder_is_refused_before_anything_is_embedded(shared_data, store, fake, monkeypatch):
     pipeline.ingest([source(shared_data, "pdfs/crazyones.pdf")], "c", embedder=fake, store=store)
-    (result,) = pipeline.ingest([source(shared_data, "pdfs/hausarbeit-jura.pdf")], "c",
-                                embedder=get_embedder("fake:16"), store=store)
-    assert not result.ok and result.error_type == "EmbedderMismatchError"
+    other, calls = get_embedder("fake:16"), []
+    monkeypatch.setattr(other, "embed", lambda texts: calls.append(texts))
+    with pytest.raises(EmbedderMismatchError, match="made by fake:32"):
+        pipeline.ingest([source(shared_data, "pdfs/hausarbeit-jura.pdf")], "c", embedder=other, store=store)
+    assert calls == []
 
 
 def test_foreign_collection_needs_an_embedder(store):

@@ -14,11 +14,12 @@ import numpy as np
 import pytest
 from qdrant_client import QdrantClient, models
 
-from rag import store as store_module
+from rag import store_documents
 from rag.chunking import Chunk, ChunkSettings
 from rag.documents import Document, Page
 from rag.errors import CollectionNotFoundError, EmbedderMismatchError, StoreError, StoreUnavailableError
-from rag.store import Hit, Store, open_store, point_id, vector_name
+from rag.store import Hit, Store, hit_from_point, open_store, point_id, vector_name
+from rag.store_versions import REGISTRY_ID
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -86,8 +87,9 @@ def ingest(
 
 
 def all_ids(store: Store, collection: str = "documents") -> set[str]:
+    """Return the ids of the collection's chunk points, read from the engine (the registry point left out)."""
     points, _ = store.client.scroll(collection, limit=10_000, with_payload=False)
-    return {str(p.id) for p in points}
+    return {str(p.id) for p in points} - {REGISTRY_ID}
 
 
 @pytest.fixture
@@ -117,7 +119,7 @@ def test_ingest_writes_payload_and_reports_collection(store: Store, embedder: Ha
     assert [h.chunk_index for h in chunks] == list(range(count))
     first = chunks[0]
     assert first.score is None and first.content == document.text[first.start : first.end]
-    assert first.chunk_id == point_id("doc-a", settings, 0) == first.payload["chunk_id"]
+    assert first.chunk_id == point_id("doc-a", settings, 0, first.payload["generation"]) == first.payload["chunk_id"]
     assert first.heading_path == ("Kapitel 1",) and (first.page_start, first.page_end) == (1, 1)
     payload = first.payload
     assert payload["embedder"] == "test:16" and payload["document_kind"] == "markdown"
@@ -138,6 +140,7 @@ def test_new_collection_stores_keyword_vectors_next_to_dense(store: Store, embed
     assert config.metadata["rag_lab"]["sparse"] == "bm25" and config.metadata["rag_lab"]["analyzer"] == sparse.ANALYZER
     assert store.collections()[0].sparse
     points, _ = store.client.scroll("documents", limit=100, with_payload=True, with_vectors=True)
+    points = [p for p in points if str(p.id) != REGISTRY_ID]
     assert len(points) == count
     for point in points:
         assert set(point.vector) == {"test-16", "bm25"}
@@ -148,13 +151,15 @@ def test_new_collection_stores_keyword_vectors_next_to_dense(store: Store, embed
     assert all(h.dense_score == h.score for h in hits)
 
 
-def test_same_document_twice_changes_nothing(store: Store, embedder: HashEmbedder) -> None:
+def test_same_document_twice_is_one_version(store: Store, embedder: HashEmbedder) -> None:
     document = make_document()
     first, _ = ingest(store, embedder, document)
     ids = all_ids(store)
     second, _ = ingest(store, embedder, document)
-    assert first == second == len(ids)
-    assert all_ids(store) == ids
+    assert first == second == len(ids) == len(all_ids(store))
+    assert not ids & all_ids(store)  # a new write replaced the old one whole
+    hits = store.search("documents", embedder.embed(["Passwörter"])[0], embedder, top_k=50)
+    assert len(hits) == second and store.registry("documents") == {}
 
 
 def test_new_settings_replace_old_chunks(store: Store, embedder: HashEmbedder) -> None:
@@ -165,14 +170,15 @@ def test_new_settings_replace_old_chunks(store: Store, embedder: HashEmbedder) -
     new_ids = all_ids(store)
     assert len(new_ids) == count and not (old_ids & new_ids)
     assert {h.payload["chunk_size"] for h in store.document_chunks("documents", "doc-a")} == {90}
-    assert new_ids == {point_id("doc-a", settings, i) for i in range(count)}
+    (generation,) = {h.payload["generation"] for h in store.document_chunks("documents", "doc-a")}
+    assert new_ids == {point_id("doc-a", settings, i, generation) for i in range(count)}
 
 
 def test_failed_batch_leaves_document_as_before(store: Store, embedder: HashEmbedder, monkeypatch) -> None:
     document = make_document()
     ingest(store, embedder, document, size=60)
     before = {h.chunk_id: h.content for h in store.document_chunks("documents", "doc-a")}
-    monkeypatch.setattr(store_module, "UPSERT_BATCH", 2)
+    monkeypatch.setattr(store_documents, "UPSERT_BATCH", 2)
     real_upsert, calls = store.client.upsert, []
 
     def failing_upsert(*args, **kwargs):
@@ -349,7 +355,7 @@ def test_server_down_fails_fast() -> None:
 
 
 def test_hit_from_missing_payload_fields() -> None:
-    hit = store_module.hit_from_point(models.Record(id=7, payload={"content": "x"}), 0.5)
+    hit = hit_from_point(models.Record(id=7, payload={"content": "x"}), 0.5)
     assert hit == Hit(0.5, "x", "", "", "7", None, (), None, None, None, None)
 
 

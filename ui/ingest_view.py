@@ -70,7 +70,7 @@ def _remember(files: Sequence[SourceFile], results: list[IngestResult], collecti
     locked = state.get(state.LOCKED_FILES, {})
     for file, result in zip(files, results, strict=True):
         if result.needs_password:
-            locked[file.name] = (file.data, collection, settings)
+            locked[file.name] = (file.read(), collection, settings)
         else:
             locked.pop(file.name, None)
     state.put(state.LOCKED_FILES, locked)

@@ -88,12 +88,6 @@ def server_message(response: httpx.Response) -> str:
     return shorten(json.dumps(body))
 
 
-def with_scheme(url: str) -> str:
-    """Return url with "http://" in front when it has no scheme, without trailing slashes."""
-    url = url.strip().rstrip("/")
-    return url if "://" in url else f"http://{url}"
-
-
 class HttpEmbedder:
     """Base of the HTTP providers: batches, retries, the dimension probe and checks on every answer."""
 

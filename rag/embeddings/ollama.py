@@ -2,7 +2,8 @@
 
 The server is OLLAMA_HOST (default http://localhost:11434), read when the embedder is made. As in Ollama's
 own client, a host without a scheme gets http:// and, without a port, 11434 ("localhost" ->
-http://localhost:11434); a URL with a scheme keeps its port (or the scheme's default).
+http://localhost:11434); a URL with a scheme keeps its port (or the scheme's default). A malformed host
+raises InvalidSettingsError before anything is sent (rag.settings.ollama_base_url).
 
 Token counts are estimates: Ollama offers no tokenizer endpoint, so count_tokens is the cl100k count from
 rag.tokens (`tokens_exact = False`). BERT-style models such as mxbai-embed-large usually need somewhat more
@@ -13,15 +14,15 @@ from __future__ import annotations
 
 import os
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 
 from rag.embeddings.http import DEFAULT_BATCH_SIZE, DEFAULT_TIMEOUT, HttpEmbedder, RetryPolicy, server_message
 from rag.errors import EmbeddingError, ModelNotFoundError
+from rag.settings import OLLAMA_PORT, ollama_base_url
 
 DEFAULT_HOST = "http://localhost:11434"
-DEFAULT_PORT = 11434
+DEFAULT_PORT = OLLAMA_PORT
 DEFAULT_MAX_INPUT_TOKENS = 512
 
 # base model name -> (dimension, input limit in the model's own tokens)
@@ -31,18 +32,6 @@ KNOWN_MODELS: dict[str, tuple[int, int]] = {
     "bge-m3": (1024, 8192),
     "all-minilm": (384, 256),
 }
-
-
-def ollama_base_url(host: str | None = None) -> str:
-    """Return the server URL for an OLLAMA_HOST value, e.g. "localhost" -> "http://localhost:11434"."""
-    host = (host or "").strip().rstrip("/")
-    if not host:
-        return DEFAULT_HOST
-    if "://" in host:
-        return host
-    if urlsplit(f"http://{host}").port is None:
-        host = f"{host}:{DEFAULT_PORT}"
-    return f"http://{host}"
 
 
 def base_model_name(model: str) -> str:

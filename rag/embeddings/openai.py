@@ -5,8 +5,10 @@ The rule for the URL: a URL with no path gets /v1 appended ("http://localhost:80
 "http://localhost:8000/v1"); a URL with a path is used as given ("http://host/v1", "http://host/api/v1");
 a host without a scheme gets http://. Requests go to <base URL>/embeddings.
 
-OPENAI_API_KEY is sent as "Authorization: Bearer <key>" when it is not empty (local servers need none).
-The key never appears in a message or repr: server messages are redacted before they are shown.
+OPENAI_API_KEY is sent as "Authorization: Bearer <key>" only to the URL configured beside it (OPENAI_BASE_URL,
+or OpenAI's API when that is unset): an embedder made for another base_url gets a key only when one is
+passed with it (rag.settings.configured_key). Local servers need none. The key never appears in a message
+or repr: server messages are redacted before they are shown.
 
 Token counts come from rag.tokens (cl100k_base): exact for OpenAI's own embedding models, which use
 cl100k (`tokens_exact = True`), an estimate for any other model.
@@ -17,7 +19,6 @@ from __future__ import annotations
 import os
 import re
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 
@@ -27,11 +28,11 @@ from rag.embeddings.http import (
     HttpEmbedder,
     RetryPolicy,
     server_message,
-    with_scheme,
 )
 from rag.errors import EmbedderAuthError, EmbeddingError, ModelNotFoundError
+from rag.settings import OPENAI, configured_key, openai_base_url
 
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
+DEFAULT_BASE_URL = OPENAI.default_url
 OPENAI_MAX_INPUT_TOKENS = 8191
 DEFAULT_MAX_INPUT_TOKENS = 512
 KNOWN_DIMENSIONS: dict[str, int] = {
@@ -40,15 +41,6 @@ KNOWN_DIMENSIONS: dict[str, int] = {
     "text-embedding-ada-002": 1536,
 }
 _KEY_LIKE = re.compile(r"\b(sk|key)-[A-Za-z0-9_\-*.]{4,}")
-
-
-def openai_base_url(value: str | None = None) -> str:
-    """Return the API base URL for an OPENAI_BASE_URL value: /v1 appended when the URL has no path."""
-    value = (value or "").strip()
-    if not value:
-        return DEFAULT_BASE_URL
-    url = with_scheme(value)
-    return url if urlsplit(url).path else f"{url}/v1"
 
 
 class OpenAIEmbedder(HttpEmbedder):
@@ -81,7 +73,7 @@ class OpenAIEmbedder(HttpEmbedder):
             dimension=KNOWN_DIMENSIONS.get(model),
             max_input_tokens=OPENAI_MAX_INPUT_TOKENS if known else DEFAULT_MAX_INPUT_TOKENS,
         )
-        self._api_key = (api_key if api_key is not None else os.environ.get("OPENAI_API_KEY", "")).strip()
+        self._api_key = (api_key if api_key is not None else configured_key(url, OPENAI)).strip()
         self.model_id = f"openai:{model}"
         self.tokens_exact = known
         self.token_note = (
@@ -122,11 +114,13 @@ class OpenAIEmbedder(HttpEmbedder):
         status = response.status_code
         detail = self._redact(server_message(response))
         if status in (401, 403):
-            hint = (
-                "Check OPENAI_API_KEY (the key is not shown here)."
-                if self._api_key
-                else "No API key was sent: set OPENAI_API_KEY."
-            )
+            if self._api_key:
+                hint = "Check the API key (it is not shown here)."
+            elif os.environ.get("OPENAI_API_KEY", "").strip():
+                hint = ("No API key was sent: OPENAI_API_KEY goes only to the URL in OPENAI_BASE_URL; set "
+                        "OPENAI_BASE_URL to this server to use it, or give a key with this URL.")
+            else:
+                hint = "No API key was sent: set OPENAI_API_KEY."
             raise EmbedderAuthError(f"{self._where()} refused the API key (HTTP {status}: {detail}). {hint}")
         if status in (400, 404) and _is_missing_model(response, detail):
             raise ModelNotFoundError(

@@ -1,0 +1,213 @@
+"""Settings from the environment, checked: server URLs, which key goes to which URL, the data root, limits.
+
+Keys follow their URL. A key configured for a service (QDRANT_API_KEY, OPENAI_API_KEY) is sent only to the
+URL configured beside it (QDRANT_URL; OPENAI_BASE_URL, or OpenAI's own API when that is unset), never to
+another address: a URL given some other way (a command-line flag, a field in the app) gets a key only when
+one is given with it. `configured_key(url, service)` applies the rule; every client that sends a key asks it.
+
+The data root (RAG_DATA_ROOT, default ./data) is where folders chosen in the app may live: an embedded
+Qdrant folder typed in the browser must lie strictly inside it (`folder_inside_data_root`).
+
+Everything is read when asked, never at import; a malformed value raises InvalidSettingsError, whose
+message names the variable and says what to do.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from rag.errors import InvalidSettingsError
+
+
+@dataclass(frozen=True)
+class Service:
+    """A server RAG Lab talks to: the variables naming its URL and key, and its URL when none is set."""
+
+    name: str  # for messages, e.g. "Qdrant"
+    url_variable: str
+    key_variable: str | None
+    default_url: str | None = None
+
+
+QDRANT = Service("Qdrant", "QDRANT_URL", "QDRANT_API_KEY")
+OPENAI = Service("The OpenAI-compatible server", "OPENAI_BASE_URL", "OPENAI_API_KEY", "https://api.openai.com/v1")
+OLLAMA = Service("Ollama", "OLLAMA_HOST", None, "http://localhost:11434")
+SERVICES = (QDRANT, OPENAI, OLLAMA)
+OLLAMA_PORT = 11434
+DEFAULT_DATA_ROOT = "./data"
+LIMITS = {"RAG_MAX_FILE_MB": 200.0, "RAG_MAX_PAGES": 5000.0}
+
+
+def check_url(url: str, what: str, *, default_scheme: bool = False, example: str = "http://localhost:6333") -> str:
+    """Return url without trailing slashes if it is a usable http(s) URL; InvalidSettingsError saying why not.
+
+    default_scheme: a URL without "://" gets "http://" (as Ollama's own client does for OLLAMA_HOST).
+    """
+    text = str(url).strip().rstrip("/")
+    if default_scheme and text and "://" not in text:
+        text = f"http://{text}"
+    try:
+        parts = urlsplit(text)
+        port = parts.port  # raises ValueError for a port that is no number or out of range
+    except ValueError as error:
+        raise InvalidSettingsError(
+            f"{what} '{_shown(text)}' is not a valid URL ({error}). Write it like {example}."
+        ) from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise InvalidSettingsError(
+            f"{what} '{_shown(text)}' is not a valid URL: it needs http:// or https:// and a host, e.g. {example}."
+        )
+    del port
+    return text
+
+
+def _shown(url: str) -> str:
+    """Return url for a message: user and password replaced, cut to 120 characters."""
+    return display_url(url)[:120]
+
+
+def display_url(url: str) -> str:
+    """Return url without the user:password part a URL may carry (safe to show)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url.split("@")[-1]
+    if "@" not in parts.netloc:
+        return url
+    return parts._replace(netloc="***@" + parts.netloc.rsplit("@", 1)[1]).geturl()
+
+
+def same_url(a: str | None, b: str | None) -> bool:
+    """Return whether two URLs name the same server and path (case of scheme and host, trailing / ignored)."""
+    if not a or not b:
+        return False
+    try:
+        x, y = urlsplit(a.strip().rstrip("/")), urlsplit(b.strip().rstrip("/"))
+        ports = (x.port or _default_port(x.scheme), y.port or _default_port(y.scheme))
+    except ValueError:
+        return False
+    return (x.scheme.lower(), (x.hostname or "").lower(), x.path, ports[0]) == (
+        y.scheme.lower(), (y.hostname or "").lower(), y.path, ports[1])  # fmt: skip
+
+
+def _default_port(scheme: str) -> int | None:
+    return {"http": 80, "https": 443}.get(scheme.lower())
+
+
+def configured_url(service: Service, source: Mapping[str, str] | None = None) -> str | None:
+    """Return the service's URL as configured in source (default: the environment), else its default URL."""
+    source = os.environ if source is None else source
+    return (source.get(service.url_variable) or "").strip() or service.default_url
+
+
+def configured_key(url: str | None, service: Service, source: Mapping[str, str] | None = None) -> str:
+    """Return the key configured for service if url is the URL configured beside it, else "".
+
+    url is where a request is about to go (already normalised the way the client normalises it);
+    source is where the key and its URL are configured (default: the environment).
+    """
+    source = os.environ if source is None else source
+    if service.key_variable is None:
+        return ""
+    key = (source.get(service.key_variable) or "").strip()
+    home = configured_url(service, source)
+    if service is OPENAI and home:
+        home = openai_base_url(home)  # the client's own normalisation ("/v1" appended)
+    return key if key and same_url(url, home) else ""
+
+
+def openai_base_url(value: str | None = None) -> str:
+    """Return the API base URL for an OPENAI_BASE_URL value: http:// when it has no scheme, /v1 when no path."""
+    value = (value or "").strip()
+    if not value:
+        return OPENAI.default_url or ""
+    url = check_url(value, "OPENAI_BASE_URL", default_scheme=True, example="http://localhost:8000/v1")
+    return url if urlsplit(url).path else f"{url}/v1"
+
+
+def ollama_base_url(host: str | None = None) -> str:
+    """Return the server URL for an OLLAMA_HOST value, e.g. "localhost" -> "http://localhost:11434".
+
+    As in Ollama's own client: a host without a scheme gets http:// and, without a port, 11434; a URL with
+    a scheme keeps its port (or the scheme's default).
+    """
+    host = (host or "").strip().rstrip("/")
+    if not host:
+        return OLLAMA.default_url or ""
+    if "://" not in host:
+        checked = check_url(host, "OLLAMA_HOST", default_scheme=True, example=OLLAMA.default_url)
+        return checked if urlsplit(checked).port is not None else f"{checked}:{OLLAMA_PORT}"
+    return check_url(host, "OLLAMA_HOST", example=OLLAMA.default_url)
+
+
+def data_root(source: Mapping[str, str] | None = None) -> Path:
+    """Return the data root: RAG_DATA_ROOT, else ./data (resolved against the working directory)."""
+    source = os.environ if source is None else source
+    return Path((source.get("RAG_DATA_ROOT") or "").strip() or DEFAULT_DATA_ROOT).expanduser().resolve()
+
+
+def folder_inside_data_root(folder: str, root: Path | None = None) -> Path:
+    """Return the folder as an absolute path if it lies strictly inside the data root; else InvalidSettingsError.
+
+    A relative folder is taken relative to the data root; symbolic links are resolved first, so a link
+    cannot lead outside. Nothing is created here.
+    """
+    root = (root or data_root()).resolve()
+    text = str(folder).strip()
+    if not text:
+        raise InvalidSettingsError("The folder is empty. Give a folder inside the data root, e.g. qdrant.")
+    path = Path(text).expanduser()
+    resolved = (path if path.is_absolute() else root / path).resolve()
+    if resolved == root or not resolved.is_relative_to(root):
+        raise InvalidSettingsError(
+            f"The folder '{text}' is outside the data root {root}. Choose a folder inside it (e.g. qdrant), "
+            "or ask the operator to set RAG_DATA_ROOT or RAG_QDRANT_PATH."
+        )
+    return resolved
+
+
+def limit(variable: str, source: Mapping[str, str] | None = None) -> float:
+    """Return a positive limit from the environment (RAG_MAX_FILE_MB, RAG_MAX_PAGES) or its default.
+
+    A value that is set but not a positive number raises InvalidSettingsError: a typo must not silently
+    become the default.
+    """
+    source = os.environ if source is None else source
+    text = (source.get(variable) or "").strip()
+    if not text:
+        return LIMITS[variable]
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0 or value != value or value == float("inf"):
+        raise InvalidSettingsError(
+            f"{variable}='{text[:40]}' is not a positive number. Set it to e.g. {LIMITS[variable]:g}, or unset it "
+            f"for the default ({LIMITS[variable]:g})."
+        )
+    return value
+
+
+def check_environment(source: Mapping[str, str] | None = None) -> None:
+    """Return None when every RAG Lab setting in the environment is usable; InvalidSettingsError listing the rest."""
+    source = os.environ if source is None else source
+    problems = []
+    for variable in LIMITS:
+        try:
+            limit(variable, source)
+        except InvalidSettingsError as error:
+            problems.append(str(error))
+    for service in SERVICES:
+        value = (source.get(service.url_variable) or "").strip()
+        if value:
+            try:
+                {QDRANT: lambda v: check_url(v, "QDRANT_URL"), OPENAI: openai_base_url,
+                 OLLAMA: ollama_base_url}[service](value)
+            except InvalidSettingsError as error:
+                problems.append(str(error))
+    if problems:
+        raise InvalidSettingsError(" ".join(problems))

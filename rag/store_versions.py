@@ -1,0 +1,116 @@
+"""Crash-safe writes: every ingest of a document is a new *generation*, searchable only once it is complete.
+
+Qdrant has no transactions, and a process can die (kill -9, power loss) between any two writes. So a
+collection made here keeps one *registry* point (a fixed id, no vectors, never a search result) whose
+payload says which generations are not (or no longer) to be seen:
+
+    {"rag_lab_registry": 1, "g<hex>": {"state": "writing" | "retired" | "live", "document_id", "title", ...}}
+
+Writing a document (Store.upsert_document):
+  1. registry: g<new> = writing                        (one point update: atomic in both engines)
+  2. the chunk points, with payload "generation": <new> (many writes; a crash leaves them hidden)
+  3. registry: g<new> = live, g<old...> = retired      (one update: the commit)
+  4. delete the points of the retired generations, then their registry entries and g<new>
+Searches leave out generations that are "writing" or "retired", so a reader sees the old version until
+the commit and the new one after it, never a part of either. A document whose generation is still
+"writing" after a crash is listed as incomplete (DocumentInfo.complete False); the next ingest of that
+file retires it. Points written before generations existed carry none and are always visible.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from qdrant_client import models
+
+WRITING, LIVE, RETIRED = "writing", "live", "retired"
+HIDDEN = (WRITING, RETIRED)
+REGISTRY_ID = str(uuid.uuid5(uuid.UUID("6f1d9c2e-6a0b-5c1e-9d4f-2b7a8e3c5d10"), "rag-lab:registry"))
+REGISTRY_FLAG = "rag_lab_registry"
+NOT_REGISTRY = models.HasIdCondition(has_id=[REGISTRY_ID])  # for must_not: every listing leaves it out
+
+
+def new_generation() -> str:
+    return uuid.uuid4().hex
+
+
+def registry_key(generation: str) -> str:
+    return f"g{generation}"
+
+
+class VersionsMixin:
+    """The registry half of Store (it needs Store's _guard, _scroll, _delete_ids and client)."""
+
+    def registry(self, collection: str) -> dict[str, dict[str, Any]]:
+        """Return generation -> its registry entry (state, document_id, title, ...); {} when there are none."""
+        with self._guard(f"reading the registry of '{collection}'"):
+            found = self.client.retrieve(collection, [REGISTRY_ID], with_payload=True, with_vectors=False)
+        payload = (found[0].payload or {}) if found else {}
+        return {key[1:]: value for key, value in payload.items() if key.startswith("g") and isinstance(value, dict)}
+
+    def hidden_generations(self, collection: str) -> list[str]:
+        """Return the generations searches must leave out: being written (or interrupted), or replaced."""
+        return sorted(g for g, entry in self.registry(collection).items() if entry.get("state") in HIDDEN)
+
+    def _mark(self, collection: str, entries: dict[str, dict[str, Any]]) -> None:
+        """Set registry entries (generation -> entry) in one point update, creating the registry if needed."""
+        payload = {registry_key(g): entry for g, entry in entries.items()}
+        with self._guard(f"updating the registry of '{collection}'"):
+            if self.client.retrieve(collection, [REGISTRY_ID], with_payload=False, with_vectors=False):
+                self.client.set_payload(collection, payload, points=[REGISTRY_ID], wait=True)
+            else:
+                point = models.PointStruct(id=REGISTRY_ID, vector={}, payload={REGISTRY_FLAG: 1, **payload})
+                self.client.upsert(collection, [point], wait=True)
+
+    def _unmark(self, collection: str, generations: list[str]) -> None:
+        if generations:
+            with self._guard(f"updating the registry of '{collection}'"):
+                self.client.delete_payload(collection, [registry_key(g) for g in generations], points=[REGISTRY_ID],
+                                           wait=True)
+
+    def begin_generation(self, collection: str, document_id: str, title: str, settings: dict[str, Any]) -> str:
+        """Return a new generation for a document, registered as being written (step 1)."""
+        generation = new_generation()
+        started = datetime.now(UTC).isoformat(timespec="seconds")
+        entry = {"state": WRITING, "document_id": document_id, "title": title, "started_at": started, **settings}
+        self._mark(collection, {generation: entry})
+        return generation
+
+    def commit_generation(self, collection: str, generation: str, replaced: list[str]) -> None:
+        """Make generation visible and retire the replaced ones in one update (step 3), then delete those (step 4)."""
+        retired = [g for g in replaced if g != generation]
+        self._mark(collection, {generation: {"state": LIVE}} | {g: {"state": RETIRED} for g in retired})
+        self.collect(collection)
+
+    def abandon_generation(self, collection: str, generation: str) -> None:
+        """Delete the points of a generation that failed to be written, and its registry entry."""
+        self._delete_generation(collection, generation)
+        self._unmark(collection, [generation])
+
+    def collect(self, collection: str) -> None:
+        """Delete the points of retired generations and forget finished entries (cleanup after a commit or crash)."""
+        done = []
+        for generation, entry in self.registry(collection).items():
+            if entry.get("state") == RETIRED:
+                self._delete_generation(collection, generation)
+            if entry.get("state") in (RETIRED, LIVE):
+                done.append(generation)
+        self._unmark(collection, done)
+
+    def _delete_generation(self, collection: str, generation: str) -> None:
+        condition = models.FieldCondition(key="generation", match=models.MatchValue(value=generation))
+        ids = [str(p.id) for p in self._scroll(collection, models.Filter(must=[condition]), False)]
+        self._delete_ids(collection, ids)
+
+
+def hidden_filter(hidden: list[str], registry: bool = True) -> list[models.Condition]:
+    """Return the must_not conditions that keep hidden generations (and the registry) out of a listing.
+
+    A search needs no condition for the registry: it has no vectors, so it is never a result.
+    """
+    conditions: list[models.Condition] = [NOT_REGISTRY] if registry else []
+    if hidden:
+        conditions.append(models.FieldCondition(key="generation", match=models.MatchAny(any=hidden)))
+    return conditions
