@@ -1,0 +1,119 @@
+"""Settings: URLs checked, keys only for the URL configured beside them, folders inside the data root, limits."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from rag import settings
+from rag.embeddings import OpenAIEmbedder
+from rag.errors import InvalidSettingsError
+from rag.store import open_store
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("url", ["htp:/x", "http://127.0.0.1:99999", "http://[::1", "localhost:6333", "", "http://"])
+def test_malformed_urls_are_refused_with_one_line(url: str):
+    with pytest.raises(InvalidSettingsError) as error:
+        settings.check_url(url, "QDRANT_URL")
+    assert "\n" not in str(error.value) and "QDRANT_URL" in str(error.value)
+
+
+def test_urls_keep_their_form():
+    assert settings.check_url("http://Host:6333/", "x") == "http://Host:6333"
+    assert settings.ollama_base_url("localhost") == "http://localhost:11434"
+    assert settings.openai_base_url("localhost:8000") == "http://localhost:8000/v1"
+    assert settings.display_url("https://user:secret@qdrant.example:6333") == "https://***@qdrant.example:6333"
+
+
+def test_same_url_ignores_case_default_ports_and_slashes():
+    assert settings.same_url("http://LocalHost:80/v1/", "http://localhost/v1")
+    assert not settings.same_url("http://localhost:6333", "http://localhost:6334")
+    assert not settings.same_url("http://localhost/v1", "http://localhost/v2")
+    assert not settings.same_url("http://[::1", "http://[::1")
+
+
+def test_a_key_goes_only_to_the_url_configured_beside_it():
+    env = {"QDRANT_URL": "http://db:6333", "QDRANT_API_KEY": "k1", "OPENAI_API_KEY": "k2"}
+    assert settings.configured_key("http://db:6333", settings.QDRANT, env) == "k1"
+    assert settings.configured_key("http://evil:6333", settings.QDRANT, env) == ""
+    assert settings.configured_key("https://api.openai.com/v1", settings.OPENAI, env) == "k2"  # OpenAI's own
+    assert settings.configured_key("http://evil/v1", settings.OPENAI, env) == ""
+    env["OPENAI_BASE_URL"] = "http://llm:8000"
+    assert settings.configured_key("http://llm:8000/v1", settings.OPENAI, env) == "k2"
+    assert settings.configured_key("https://api.openai.com/v1", settings.OPENAI, env) == ""
+
+
+def test_openai_embedder_sends_the_environment_key_only_to_its_url(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-environment-secret")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://llm.local:8000")
+    seen = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append((str(request.url), request.headers.get("authorization")))
+        return httpx.Response(200, json={"data": [{"index": 0, "embedding": [0.1, 0.2]}]})
+
+    client = httpx.Client(transport=httpx.MockTransport(handler))
+    OpenAIEmbedder("m", client=client).embed(["a"])
+    OpenAIEmbedder("m", base_url="http://visitor.example:9000", client=client).embed(["a"])
+    OpenAIEmbedder("m", base_url="http://visitor.example:9000", api_key="typed", client=client).embed(["a"])
+    assert seen == [("http://llm.local:8000/v1/embeddings", "Bearer sk-environment-secret"),
+                    ("http://visitor.example:9000/v1/embeddings", None),
+                    ("http://visitor.example:9000/v1/embeddings", "Bearer typed")]
+
+
+def test_qdrant_key_is_not_sent_to_another_url(monkeypatch):
+    monkeypatch.setenv("QDRANT_URL", "http://127.0.0.1:1")
+    monkeypatch.setenv("QDRANT_API_KEY", "qdrant-secret")
+    sent = {}
+
+    def fake_connect(url, api_key):
+        sent[url] = api_key
+        raise InvalidSettingsError("stop here")
+
+    monkeypatch.setattr("rag.connection._connect_server", fake_connect)
+    for url in ("http://127.0.0.1:1", "http://127.0.0.1:2"):
+        with pytest.raises(InvalidSettingsError):
+            open_store(url=url)
+    assert sent == {"http://127.0.0.1:1": "qdrant-secret", "http://127.0.0.1:2": None}
+
+
+def test_folders_must_lie_inside_the_data_root(tmp_path: Path):
+    root = tmp_path / "data"
+    root.mkdir()
+    (root / "link").symlink_to(tmp_path)
+    assert settings.folder_inside_data_root("qdrant", root) == root / "qdrant"
+    assert settings.folder_inside_data_root(str(root / "a" / "b"), root) == root / "a" / "b"
+    for outside in ("..", "../x", "/etc", str(root), "link/escape", ""):
+        with pytest.raises(InvalidSettingsError):
+            settings.folder_inside_data_root(outside, root)
+    assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize("value", ["abc", "0", "-5", "nan", "inf"])
+def test_invalid_limits_are_reported_not_ignored(value: str):
+    with pytest.raises(InvalidSettingsError, match=f"RAG_MAX_FILE_MB='{value}'"):
+        settings.check_environment({"RAG_MAX_FILE_MB": value})
+    assert settings.limit("RAG_MAX_PAGES", {"RAG_MAX_PAGES": " 12 "}) == 12
+
+
+@pytest.mark.parametrize("args,env", [
+    (["--qdrant-url", "htp:/x", "collections"], {}),
+    (["--qdrant-url", "http://127.0.0.1:99999", "collections"], {}),
+    (["--qdrant-url", "http://[::1", "collections"], {}),
+    (["--store", "", "collections"], {}),
+    (["collections"], {"OLLAMA_HOST": "http://[::1"}),
+    (["collections"], {"RAG_MAX_PAGES": "-5"}),
+])
+def test_cli_bad_settings_print_one_line_and_exit_1(tmp_path: Path, args: list[str], env: dict[str, str]):
+    environment = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "RAG_QDRANT_PATH": str(tmp_path / "q"), **env}
+    done = subprocess.run([sys.executable, "-m", "rag", *args], capture_output=True, text=True, env=environment,
+                          cwd=ROOT, timeout=60)
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith("error: "), done.stderr
+    assert "Traceback" not in done.stderr and str(ROOT) not in done.stderr
