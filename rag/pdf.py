@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
+import logging
 import multiprocessing
 import os
 import re
 import threading
+import time
 import unicodedata
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
@@ -29,6 +33,50 @@ _LINE_EDGE_SPACE = re.compile(r" ?\n ?")
 _SOFT_HYPHEN_BREAK = re.compile("\u00ad\n")
 _HYPHEN_BREAK = re.compile(r"(?<=[^\W\d_])[-\u2010]\n(?=([^\W_]+))")
 _SUSPENDED = frozenset({"und", "oder", "bzw", "sowie", "bis", "als", "and", "or", "nor", "to"})
+MAX_LIBRARY_NOTES = 3  # distinct pypdf messages kept in a document's notes
+log = logging.getLogger(__name__)
+
+
+# ---- what pypdf and fontTools log: into the document's notes, never onto the user's terminal ---------------
+
+_CAPTURE = threading.local()
+
+
+class _Capture(logging.Handler):
+    """Routes library log records to the read running in this thread (its notes), else to our debug log."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        messages = getattr(_CAPTURE, "messages", None)
+        text = " ".join(record.getMessage().split())[:200]
+        if messages is None:
+            log.debug("%s: %s", record.name, text)
+        elif text not in messages:
+            messages.append(text)
+
+
+for _library in ("pypdf", "fontTools"):
+    _logger = logging.getLogger(_library)
+    _logger.addHandler(_Capture())
+    _logger.propagate = False  # "EOF marker not found" next to our one-line error helps no one
+
+
+@contextlib.contextmanager
+def _library_messages() -> Iterator[list[str]]:
+    """Yield the list that collects what pypdf logs in this thread meanwhile (nested reads share it)."""
+    outer = getattr(_CAPTURE, "messages", None)
+    _CAPTURE.messages = outer if outer is not None else []
+    try:
+        yield _CAPTURE.messages
+    finally:
+        _CAPTURE.messages = outer
+
+
+def library_note(messages: list[str]) -> list[str]:
+    """Return a note naming what pypdf repaired or skipped while reading (empty when it said nothing)."""
+    if not messages:
+        return []
+    shown = "; ".join(messages[:MAX_LIBRARY_NOTES]) + (" …" if len(messages) > MAX_LIBRARY_NOTES else "")
+    return [f"pypdf reported problems it worked around: {shown}. If text is missing, export the PDF again."]
 
 
 def clean_pdf_text(raw: str, page_number: int = 0) -> str:
@@ -61,6 +109,14 @@ def read_pdf(
     data: bytes, name: str, password: str | None, max_pages: int
 ) -> tuple[list[Page], list[int], list[tuple[str, int, int]], list[str]]:
     """Return (every page, numbers of pages without text, outline, notes) of a PDF's bytes."""
+    with _library_messages() as messages:
+        pages, empty, outline, notes = _read_pdf(data, name, password, max_pages)
+    return pages, empty, outline, notes + library_note(messages)
+
+
+def _read_pdf(
+    data: bytes, name: str, password: str | None, max_pages: int
+) -> tuple[list[Page], list[int], list[tuple[str, int, int]], list[str]]:
     reader = _open_pdf(data, name, password)
     try:
         count = len(reader.pages)
@@ -96,7 +152,13 @@ def extract_pages(reader: pypdf.PdfReader, data: bytes, name: str, password: str
         try:
             futures = [_pool().submit(_extract_range, data, name, password, a + 1, b)
                        for a, b in zip(bounds, bounds[1:], strict=False)]
-            return [text for future in futures for text in future.result()]
+            texts = []
+            for future in futures:
+                part, messages = future.result()
+                texts.extend(part)
+                for message in messages:  # what pypdf logged in the worker joins this thread's notes
+                    logging.getLogger("pypdf").warning(message)
+            return texts
         except (OSError, RuntimeError, BrokenProcessPool):  # no worker processes here: read in this one
             _drop_pool()
     return [_page_text(reader, number) for number in range(1, count + 1)]
@@ -115,10 +177,12 @@ def _page_text(reader: pypdf.PdfReader, number: int) -> str | None:
         return None
 
 
-def _extract_range(data: bytes, name: str, password: str | None, first: int, last: int) -> list[str | None]:
-    """Return the texts of pages first..last (1-based, inclusive); runs in a worker process."""
-    reader = _open_pdf(data, name, password)
-    return [_page_text(reader, number) for number in range(first, last + 1)]
+def _extract_range(data: bytes, name: str, password: str | None, first: int, last: int
+                   ) -> tuple[list[str | None], list[str]]:
+    """Return the texts of pages first..last (1-based, inclusive) and what pypdf logged; runs in a worker."""
+    with _library_messages() as messages:
+        reader = _open_pdf(data, name, password)
+        return [_page_text(reader, number) for number in range(first, last + 1)], messages
 
 
 _POOL: ProcessPoolExecutor | None = None
@@ -130,8 +194,26 @@ def _pool() -> ProcessPoolExecutor:
     global _POOL
     with _POOL_LOCK:
         if _POOL is None:
-            _POOL = ProcessPoolExecutor(pdf_workers(), mp_context=multiprocessing.get_context("spawn"))
+            _POOL = ProcessPoolExecutor(pdf_workers(), mp_context=multiprocessing.get_context("spawn"),
+                                        initializer=_die_with_parent, initargs=(os.getpid(),))
         return _POOL
+
+
+PARENT_CHECK_SECONDS = 0.5
+
+
+def _die_with_parent(parent: int) -> None:
+    """Start a thread that ends this worker when its parent is gone (after a kill -9 nobody shuts the pool down).
+
+    A worker waits for work on a pipe and would otherwise live on for minutes. prctl(PR_SET_PDEATHSIG) is
+    no help: it fires when the *thread* that started the worker ends, and that is any Streamlit script run.
+    """
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_CHECK_SECONDS)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
 def _drop_pool() -> None:
