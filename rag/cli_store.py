@@ -10,6 +10,7 @@ from pathlib import Path
 
 from rag import cli, pipeline
 from rag.archive import DocumentArchive, default_archive_dir
+from rag.connection import size_note
 from rag.context import CHAT_MAX_TOKENS
 from rag.embeddings import EMBEDDER_SPECS
 from rag.errors import RagError
@@ -18,8 +19,11 @@ from rag.store_search import FUSIONS, MODES
 
 
 def store_of(args: argparse.Namespace) -> Store:
-    """Return the store named by --store / --qdrant-url (else RAG_QDRANT_PATH / QDRANT_URL)."""
-    return open_store(path=getattr(args, "store", None), url=getattr(args, "qdrant_url", None))
+    """Return the store named by --store / --qdrant-url (else RAG_QDRANT_PATH / QDRANT_URL); note its size once."""
+    store = open_store(path=getattr(args, "store", None), url=getattr(args, "qdrant_url", None))
+    if note := size_note(store):
+        cli.progress(f"note: {note}")
+    return store
 
 
 def embedder_of(args: argparse.Namespace, store: Store, collection: str):

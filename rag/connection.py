@@ -5,6 +5,7 @@ from __future__ import annotations
 import atexit
 import os
 import threading
+import warnings
 
 import httpx
 from qdrant_client import QdrantClient
@@ -14,6 +15,9 @@ from rag.errors import InvalidSettingsError, StoreUnavailableError
 from rag.settings import QDRANT, check_url, configured_key, display_url
 from rag.store import DEFAULT_PATH, SERVER_TIMEOUT, Store
 
+LARGE_LOCAL_COLLECTION = 20_000  # points above which the embedded engine gets slow (qdrant-client's own figure)
+# qdrant-client warns about that on every load and upsert, in its words; rag says it once, with what to do
+warnings.filterwarnings("ignore", message="Local mode is not recommended", category=UserWarning)
 _STORES: dict[tuple[str, ...], Store] = {}
 _CACHE_LOCK = threading.Lock()
 
@@ -94,6 +98,19 @@ def _reason(error: Exception) -> str:
     """Return the first line of an error's text, short (httpx puts whole tracebacks of causes in some)."""
     text = (str(error).strip().splitlines() or [type(error).__name__])[0]
     return text[:160]
+
+
+def size_note(store: Store, infos: list | None = None) -> str | None:
+    """Return a note when an embedded store holds a collection too large for it (else None)."""
+    if not store.local:
+        return None
+    large = [c for c in (infos if infos is not None else store.collections()) if c.points > LARGE_LOCAL_COLLECTION]
+    if not large:
+        return None
+    names = ", ".join(f"'{c.name}' ({c.points:,} chunks)" for c in large)
+    return (f"{names} {'is' if len(large) == 1 else 'are'} large for the embedded Qdrant engine, which compares "
+            f"every chunk on each search (slow above {LARGE_LOCAL_COLLECTION:,}). Run a Qdrant server and set "
+            "QDRANT_URL for collections this size.")
 
 
 def forget(store: Store) -> None:

@@ -117,3 +117,28 @@ def test_cli_bad_settings_print_one_line_and_exit_1(tmp_path: Path, args: list[s
     assert done.returncode == 1, done.stderr
     assert done.stderr.count("\n") == 1 and done.stderr.startswith("error: "), done.stderr
     assert "Traceback" not in done.stderr and str(ROOT) not in done.stderr
+
+
+SMALL_THRESHOLDS = """
+import sys
+from qdrant_client.local import local_collection, qdrant_local
+local_collection.LocalCollection.LARGE_DATA_THRESHOLD = qdrant_local.QdrantLocal.LARGE_DATA_THRESHOLD = 3
+from rag import store, connection  # store first: store <-> connection is one cycle (to be untangled)
+connection.LARGE_LOCAL_COLLECTION = 3
+from rag.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_a_large_embedded_collection_is_noted_once_in_our_words(tmp_path: Path):
+    document = tmp_path / "lang.md"
+    document.write_text("\n\n".join(f"Absatz {n} über Passwörter und Zeichen." for n in range(40)), encoding="utf-8")
+    environment = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)}
+    store = str(tmp_path / "q")
+    for args in (["ingest", str(document), "--embedder", "fake", "--chunk-size", "20", "--overlap", "0"],
+                 ["collections"]):
+        done = subprocess.run([sys.executable, "-c", SMALL_THRESHOLDS, "--store", store, *args], capture_output=True,
+                              text=True, env=environment, cwd=ROOT, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert "Local mode is not recommended" not in done.stderr
+    assert done.stderr.count("large for the embedded Qdrant engine") == 1 and "QDRANT_URL" in done.stderr
