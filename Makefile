@@ -1,8 +1,14 @@
 # Two entry points, both self-installing on a fresh machine with Python 3.11:
-#   make run   -> the app on http://localhost:8501 (embedded Qdrant in ./data/qdrant, local model)
+#   make run   -> the app on http://127.0.0.1:8501 (embedded Qdrant in ./data/qdrant, local model)
 #   make test  -> the whole test suite (browser tests run when Chromium is installed)
 PYTHON ?= python3
 VENV := .venv
+# make run listens on 127.0.0.1 only, and then lets its (local) user change folders and servers in the sidebar.
+# To let others open it: make run HOST=0.0.0.0 (settings become read-only unless RAG_UI_SETTINGS=1 is set).
+HOST ?= 127.0.0.1
+PORT ?= 8501
+LOOPBACK := $(filter 127.0.0.1 localhost ::1,$(HOST))
+RAG_MAX_FILE_MB ?= 200
 PY := $(VENV)/bin/python
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
@@ -21,8 +27,10 @@ $(VENV)/.dev-installed: requirements.txt requirements-dev.txt | $(VENV)/bin/pyth
 	$(PY) -m pip install --quiet -r requirements-dev.txt
 	touch $(VENV)/.run-installed $@
 
+run: export RAG_UI_SETTINGS ?= $(if $(LOOPBACK),1,0)
 run: $(VENV)/.run-installed
-	$(PY) -m streamlit run app.py --server.port 8501 --browser.gatherUsageStats false
+	$(PY) -m streamlit run app.py --server.address $(HOST) --server.port $(PORT) --browser.gatherUsageStats false \
+		--server.maxUploadSize $(RAG_MAX_FILE_MB)
 
 test: $(VENV)/.dev-installed
 	$(PY) -m pytest

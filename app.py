@@ -12,7 +12,10 @@ from pathlib import Path
 
 import streamlit as st
 
+from rag.errors import RagError
+from rag.settings import check_environment
 from ui import sidebar, state
+from ui.render import md
 
 PAGES = Path(__file__).resolve().parent / "views"
 
@@ -45,6 +48,12 @@ def navigation():
 
 
 page = navigation()
+try:
+    check_environment()  # a typo in RAG_MAX_FILE_MB or a malformed server URL is said at start, not ignored
+except RagError as error:
+    st.title("RAG Lab")
+    st.error(md(str(error)))
+    st.stop()
 workspace = sidebar.render()
 if workspace is None:
     st.title("RAG Lab")

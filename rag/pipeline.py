@@ -34,9 +34,12 @@ class SourceFile:
     data: bytes | None = None
     password: str | None = None
     path: Path | None = None  # read by read(), after its size was checked against the limit
+    size: int | None = None  # known size (an upload): checked before data is used
 
     def read(self) -> bytes:
         """Return the file's bytes; Empty/DocumentTooLargeError before reading a file over the limit."""
+        if self.size is not None:
+            check_size(self.size, self.name)
         if self.data is not None:
             return self.data
         if self.path is None:

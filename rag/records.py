@@ -66,6 +66,7 @@ class DocumentInfo:
     complete: bool = True  # False: a write of this document did not finish (interrupted, or still running)
     generation: str | None = None  # the write the listed chunks come from (rag.store_versions)
     interrupted: int = 0  # chunks left by an unfinished write next to a complete version
+    unfinished_settings: tuple[int, int, str] | None = None  # chunk_size, overlap, strategy of the unfinished write
 
 
 def vector_name(model_id: str) -> str:

@@ -113,6 +113,8 @@ class DocumentsMixin:
         payloads = versions[listed]
         entry = registry.get(listed) or {}
         first = payloads[0] if payloads else {}
+        last_try = (registry.get(unfinished[-1]) or {}) if unfinished else {}
+        tried = (last_try.get("chunk_size"), last_try.get("overlap"), last_try.get("strategy"))
         stamps = [str(p["ingested_at"]) for p in payloads if p.get("ingested_at")]
         return DocumentInfo(
             document_id=key,
@@ -127,6 +129,7 @@ class DocumentsMixin:
             complete=not unfinished,
             generation=listed,
             interrupted=sum(len(versions[g]) for g in unfinished if g != listed),
+            unfinished_settings=tried if None not in tried else None,
         )
 
     def document_chunks(self, collection: str, document_id: str) -> list[Hit]:

@@ -32,6 +32,8 @@ def app_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("RAG_QDRANT_PATH", str(tmp_path / "qdrant"))
     monkeypatch.setenv("RAG_EMBEDDER", "fake")
     monkeypatch.setenv("RAG_SAMPLE_DIR", str(tmp_path / "samples"))
-    for name in ("QDRANT_URL", "QDRANT_API_KEY", "RAG_COLLECTION", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
+    monkeypatch.setenv("RAG_DATA_ROOT", str(tmp_path))
+    for name in ("QDRANT_URL", "QDRANT_API_KEY", "RAG_COLLECTION", "OPENAI_API_KEY", "OPENAI_BASE_URL", "OLLAMA_HOST",
+                 "RAG_UI_SETTINGS"):
         monkeypatch.delenv(name, raising=False)
     return tmp_path

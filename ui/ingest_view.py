@@ -10,7 +10,8 @@ import streamlit as st
 
 from rag import library, pipeline
 from rag.chunking import ChunkSettings
-from rag.errors import RagError
+from rag.documents import check_size
+from rag.errors import DocumentError, RagError
 from rag.pipeline import IngestResult, Progress, SourceFile
 from ui import resources, state
 from ui.render import md
@@ -38,7 +39,40 @@ def describe(progress: Progress) -> str:
     return f"{name}: {words}"
 
 
-def run(files: Sequence[SourceFile], workspace: Workspace, collection: str, settings: ChunkSettings) -> bool:
+def source_file(upload) -> SourceFile:
+    """Return an uploaded file to ingest; one over the size limit is refused (by its size) without copying it."""
+    try:
+        check_size(upload.size, upload.name)
+    except DocumentError:
+        return SourceFile(upload.name, b"", size=upload.size)  # ingest reports the limit for it, the others go on
+    return SourceFile(upload.name, upload.getvalue(), size=upload.size)
+
+
+def replacement_notice(workspace: Workspace, collection: str, names: Sequence[str]) -> bool:
+    """Say which uploads replace a document of the same name in collection; return "keep both versions"."""
+    if not names or not collection or collection not in {c.name for c in workspace.collections}:
+        return False
+    try:
+        existing = {d.title: d for d in resources.documents(workspace.store, workspace.location, collection,
+                                                            resources.version())}
+    except RagError:
+        return False
+    same = [existing[n] for n in dict.fromkeys(names) if n in existing]
+    if not same:
+        return False
+    keep = st.checkbox("Keep both versions", key=state.KEEP_VERSIONS,
+                       help="Store the new file next to the document of the same name instead of replacing it.")
+    listed = ", ".join(f"'{md(d.title)}' ({d.chunks} chunks)" for d in same)
+    if keep:
+        st.info(f"{listed} stay in '{md(collection)}'; the new files are added next to them.")
+    else:
+        st.warning(f"{listed} {'is' if len(same) == 1 else 'are'} already in '{md(collection)}': ingesting replaces "
+                   "the old version once the new one is stored whole.", icon=":material/sync:")
+    return keep
+
+
+def run(files: Sequence[SourceFile], workspace: Workspace, collection: str, settings: ChunkSettings,
+        keep_versions: bool = False) -> bool:
     """Ingest files into collection with live progress; keep the results (and locked files) in the session.
 
     Return False (with the error shown) when nothing could start, e.g. the embedder is unavailable.
@@ -54,7 +88,8 @@ def run(files: Sequence[SourceFile], workspace: Workspace, collection: str, sett
         embedder = resources.embedder(workspace.spec_for(collection), *workspace.servers)
         with st.spinner("Working… (the local model loads once, about 12 s)"):
             results = pipeline.ingest(files, collection, settings, embedder, store=workspace.store,
-                                      progress=on_progress)
+                                      progress=on_progress, keep_versions=keep_versions,
+                                      archive=resources.archive(workspace.store))
     except RagError as error:
         st.error(md(str(error)))
         return False
@@ -87,7 +122,7 @@ def results_frame(results: Sequence[IngestResult]) -> pd.DataFrame:
     """Return one row per file: status, pages, characters, chunks, seconds."""
     rows = []
     for r in results:
-        status = "ingested" if r.ok else ("needs password" if r.needs_password else "failed")
+        status = r.status
         message = r.error or " ".join(r.notes)
         rows.append({"file": r.filename, "status": status, "pages": r.pages if r.ok else None,
                      "characters": r.characters if r.ok else None, "chunks": r.chunks if r.ok else None,
@@ -114,7 +149,9 @@ def show_results(workspace: Workspace) -> None:
                                 "seconds": st.column_config.NumberColumn(format="%.2f s", width=75),
                                 "message": st.column_config.TextColumn(width="large")})
     for result in results:
-        if result.error and not result.needs_password:
+        if result.error and result.skipped:
+            st.info(md(result.error))
+        elif result.error and not result.needs_password:
             st.error(md(result.error))
         for note in result.notes:
             st.warning(f"{md(result.filename)}: {md(note)}")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from rag import library
+from rag.archive import DocumentArchive, default_archive_dir
 from rag.chunking import Chunk, chunk_document
 from rag.documents import Document
 from rag.embeddings import Embedder, get_embedder, parse_spec
@@ -17,23 +18,26 @@ LISTING_TTL = 30  # seconds: another process writing to the same Qdrant shows up
 @st.cache_resource(show_spinner=False)
 def store(kind: str, target: str, api_key: str = "") -> Store:
     """Return the Store for an embedded folder (kind "folder") or a server URL (kind "server")."""
-    if kind == "server":
-        return open_store(url=target, api_key=api_key or None)
+    if kind == "server":  # an explicit key ("" = none): the store never falls back to QDRANT_API_KEY
+        return open_store(url=target, api_key=api_key)
     return open_store(path=target)
 
 
 @st.cache_resource(show_spinner=False)
 def embedder(spec: str, ollama_host: str = "", openai_base_url: str = "", openai_api_key: str = "") -> Embedder:
-    """Return the embedder for a spec; host, URL and key (when given) override the environment."""
+    """Return the embedder for a spec with the sidebar's host, URL and key (the key only ever the one given)."""
     provider, _ = parse_spec(spec)
-    options: dict[str, str] = {}
-    if provider == "ollama" and ollama_host:
-        options["host"] = ollama_host
-    if provider == "openai" and openai_base_url:
-        options["base_url"] = openai_base_url
-    if provider == "openai" and openai_api_key:
-        options["api_key"] = openai_api_key
+    options: dict[str, str | None] = {}
+    if provider == "ollama":
+        options["host"] = ollama_host or None
+    if provider == "openai":  # an explicit key ("" = none): the embedder never falls back to OPENAI_API_KEY
+        options |= {"base_url": openai_base_url or None, "api_key": openai_api_key}
     return get_embedder(spec, **options)
+
+
+def archive(store: Store) -> DocumentArchive:
+    """Return the document archive of a store (beside its folder, or in the data root for a server)."""
+    return DocumentArchive(default_archive_dir(store.location, store.local))
 
 
 @st.cache_resource(show_spinner=False)

@@ -1,31 +1,72 @@
 """Settings of the app: environment variables first, then .streamlit/secrets.toml, then defaults.
 
-Read at run time, never at import. Secrets (API keys) are only ever passed on, never displayed.
+Read at run time, never at import. Secrets (API keys) are only ever passed on, never displayed, and only
+to the URL configured beside them in the same place (environment or secrets.toml; rag.settings has the
+rule): a URL a visitor types into the sidebar gets a key only when the visitor types one too.
+
+Who may change where the data lives and which servers are used: the operator, by setting
+RAG_UI_SETTINGS=1 (environment or secrets.toml). Off by default, because anyone who can open the app could
+otherwise point it at their own server; `make run` turns it on when it binds to 127.0.0.1.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 import streamlit as st
 
+from rag import settings as rag_settings
+from rag.settings import Service
 from rag.store import DEFAULT_COLLECTION, DEFAULT_PATH
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 SECRET_NAMES = ("QDRANT_API_KEY", "OPENAI_API_KEY")
+TRUE = ("1", "true", "yes", "on")
+
+
+def _secrets() -> dict[str, str]:
+    """Return the top-level values of secrets.toml as strings ({} without one, or when it is malformed)."""
+    try:
+        return {str(k): str(v).strip() for k, v in st.secrets.to_dict().items() if not isinstance(v, dict)}
+    except Exception:  # no secrets.toml, or a malformed one: Streamlit raises several types; both mean "unset"
+        return {}
 
 
 def setting(name: str, default: str = "") -> str:
     """Return a setting: the environment variable, else the same key in st.secrets, else default."""
-    value = os.environ.get(name, "").strip()
-    if value:
-        return value
-    try:
-        secret = st.secrets.get(name)
-    except Exception:  # no secrets.toml, or a malformed one: Streamlit raises several types; both mean "unset"
-        secret = None
-    return str(secret).strip() if secret not in (None, "") else default
+    return os.environ.get(name, "").strip() or _secrets().get(name, "") or default
+
+
+def ui_settings_allowed() -> bool:
+    """Return whether visitors may change the data location and the servers (RAG_UI_SETTINGS, off by default)."""
+    return setting("RAG_UI_SETTINGS").lower() in TRUE
+
+
+def _source(service: Service) -> Mapping[str, str]:
+    """Return where the service's key is configured (environment or secrets.toml), so its URL comes from there."""
+    if service.key_variable and os.environ.get(service.key_variable, "").strip():
+        return os.environ
+    secrets = _secrets()
+    if service.key_variable and secrets.get(service.key_variable):
+        return secrets
+    return {**secrets, **{k: v for k, v in os.environ.items() if v.strip()}}
+
+
+def configured_url(service: Service) -> str:
+    """Return the service's URL as the operator configured it ("" for a Qdrant server when none is)."""
+    return rag_settings.configured_url(service, _source(service)) or ""
+
+
+def key_for(service: Service, url: str, typed_key: str = "") -> str:
+    """Return the key to send with url: a typed one, else the configured one if url is its configured URL."""
+    return typed_key.strip() or rag_settings.configured_key(url, service, _source(service))
+
+
+def key_is_set(service: Service) -> bool:
+    """Return whether the operator configured a key for the service, without giving the key away."""
+    return bool(service.key_variable and _source(service).get(service.key_variable, "").strip())
 
 
 def qdrant_path() -> str:
@@ -33,7 +74,7 @@ def qdrant_path() -> str:
 
 
 def qdrant_url() -> str:
-    return setting("QDRANT_URL")
+    return configured_url(rag_settings.QDRANT)
 
 
 def collection() -> str:
@@ -44,6 +85,11 @@ def embedder_spec() -> str:
     from rag.embeddings import DEFAULT_EMBEDDER
 
     return setting("RAG_EMBEDDER", DEFAULT_EMBEDDER)
+
+
+def data_root() -> Path:
+    """Return the data root: RAG_DATA_ROOT (environment or secrets), else ./data."""
+    return rag_settings.data_root({"RAG_DATA_ROOT": setting("RAG_DATA_ROOT")})
 
 
 def sample_dir() -> Path | None:

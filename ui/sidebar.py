@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import streamlit as st
 
+from rag.embeddings import LOCAL_MODEL_NAMES, parse_spec
 from rag.errors import RagError
+from rag.settings import OLLAMA, OPENAI, QDRANT, display_url, folder_inside_data_root, openai_base_url
 from rag.store import CollectionInfo, Store
 from ui import resources, settings, state
 from ui.render import md
@@ -23,39 +27,46 @@ def render() -> Workspace | None:
         opened = _location()
         servers = _servers()
     if isinstance(opened, str):
-        top.error(opened)
+        top.error(md(opened))
         return None
     store, location = opened
     try:
         infos = resources.collections(store, location, resources.version())
     except RagError as error:
-        top.error(str(error))
+        top.error(md(str(error)))
         return None
     with top:
         collection = _collection(infos)
         info = next((c for c in infos if c.name == collection), None)
         spec, fixed = _embedder(info)
         kind = "Qdrant server" if not store.local else "Qdrant folder"
-        st.caption(f"{kind}: {md(location)}")
+        st.caption(f"{kind}: {md(display_url(location))}")
     return Workspace(store, location, collection, info, tuple(infos), spec, fixed, servers)
 
 
 def _location() -> tuple[Store, str] | str:
     """Return the opened store and its location, or the message that says why it cannot be opened."""
+    if not settings.ui_settings_allowed():
+        return _configured_location()
     state.default(state.LOCATION_KIND, "server" if settings.qdrant_url() else "folder")
     state.default(state.QDRANT_PATH, settings.qdrant_path())
     state.default(state.QDRANT_URL, settings.qdrant_url())
     kind = st.radio("Qdrant", list(KINDS), format_func=KINDS.get, key=state.LOCATION_KIND, horizontal=True)
     if kind == "server":
         url = st.text_input("Server URL", key=state.QDRANT_URL, placeholder="http://localhost:6333").strip()
-        hint = "set in QDRANT_API_KEY (hidden)" if settings.is_set("QDRANT_API_KEY") else "none"
-        typed = st.text_input("API key", key=state.QDRANT_API_KEY, type="password", placeholder=hint)
+        hint = "configured (hidden)" if settings.key_is_set(QDRANT) else "none"
+        typed = st.text_input("API key", key=state.QDRANT_API_KEY, type="password", placeholder=hint,
+                              help="The configured key is sent only to the configured server URL.")
         if not url:
             return "Enter the URL of a Qdrant server (e.g. http://localhost:6333) under 'Data location and servers'."
-        target, api_key = url, typed.strip() or settings.setting("QDRANT_API_KEY")
+        target, api_key = url, settings.key_for(QDRANT, url, typed)
     else:
-        target = st.text_input("Folder", key=state.QDRANT_PATH, help="Created if missing.").strip()
-        target, api_key = target or settings.qdrant_path(), ""
+        typed = st.text_input("Folder", key=state.QDRANT_PATH,
+                              help=f"Inside the data root {settings.data_root()}; created if missing.").strip()
+        try:
+            target, api_key = _allowed_folder(typed), ""
+        except RagError as error:
+            return str(error)
     try:
         store = resources.store(kind, target, api_key)
     except RagError as error:
@@ -63,15 +74,54 @@ def _location() -> tuple[Store, str] | str:
     return store, store.location
 
 
+def _allowed_folder(typed: str) -> str:
+    """Return the folder to open: the operator's own, or one strictly inside the data root (InvalidSettingsError)."""
+    configured = settings.qdrant_path()
+    if not typed or Path(typed).expanduser().resolve() == Path(configured).expanduser().resolve():
+        return configured
+    return str(folder_inside_data_root(typed, settings.data_root()))
+
+
+def _configured_location() -> tuple[Store, str] | str:
+    """Open the location the operator configured; visitors see where it is but cannot change it."""
+    url = settings.qdrant_url()
+    try:
+        if url:
+            store = resources.store("server", url, settings.key_for(QDRANT, url))
+        else:
+            store = resources.store("folder", settings.qdrant_path(), "")
+    except RagError as error:
+        return f"{error} (The operator sets this with RAG_QDRANT_PATH or QDRANT_URL.)"
+    st.caption("Set by the operator (RAG_QDRANT_PATH, QDRANT_URL). Set RAG_UI_SETTINGS=1 to change them here.")
+    return store, store.location
+
+
 def _servers() -> tuple[str, str, str]:
-    state.default(state.OLLAMA_HOST, settings.setting("OLLAMA_HOST"))
-    state.default(state.OPENAI_BASE_URL, settings.setting("OPENAI_BASE_URL"))
+    """Return (Ollama host, OpenAI-compatible base URL, the key for that URL) for the embedders."""
+    ollama_default, openai_default = settings.configured_url(OLLAMA), settings.configured_url(OPENAI)
+    if not settings.ui_settings_allowed():
+        key = "configured" if settings.key_is_set(OPENAI) else "none"
+        st.caption(f"Ollama: {md(display_url(ollama_default))} · OpenAI-compatible: "
+                   f"{md(display_url(openai_default))} (API key: {key})")
+        return ollama_default, openai_default, _openai_key(openai_default, "")
+    state.default(state.OLLAMA_HOST, ollama_default)
+    state.default(state.OPENAI_BASE_URL, openai_default)
     ollama = st.text_input("Ollama host", key=state.OLLAMA_HOST, placeholder="http://localhost:11434")
     openai = st.text_input("OpenAI-compatible base URL", key=state.OPENAI_BASE_URL,
                            placeholder="https://api.openai.com/v1")
-    hint = "set in OPENAI_API_KEY (hidden)" if settings.is_set("OPENAI_API_KEY") else "none"
-    key = st.text_input("OpenAI API key", key=state.OPENAI_API_KEY, type="password", placeholder=hint)
-    return ollama.strip(), openai.strip(), key.strip()
+    hint = "configured (hidden)" if settings.key_is_set(OPENAI) else "none"
+    typed = st.text_input("OpenAI API key", key=state.OPENAI_API_KEY, type="password", placeholder=hint,
+                          help="The configured key is sent only to the configured base URL.")
+    ollama, openai = ollama.strip() or ollama_default, openai.strip() or openai_default
+    return ollama, openai, _openai_key(openai, typed)
+
+
+def _openai_key(url: str, typed: str) -> str:
+    """Return the key for an OpenAI-compatible base URL (typed, or the configured one for the configured URL)."""
+    try:
+        return settings.key_for(OPENAI, openai_base_url(url), typed)
+    except RagError:  # a malformed URL: the embedder says so when it is used, and gets no configured key
+        return typed.strip()
 
 
 def _collection(infos: list[CollectionInfo]) -> str:
@@ -107,7 +157,7 @@ def _embedder(info: CollectionInfo | None) -> tuple[str, bool]:
     if info is not None and not info.foreign and info.embedder:
         st.selectbox("Embedder", [info.embedder], disabled=True, key="embedder_fixed",
                      help="A collection keeps the embedder that filled it. Pick a new collection to choose another.")
-        return info.embedder, True
+        return _allowed_spec(info.embedder), True
     options = list(dict.fromkeys([*PRESET_SPECS, state.get(state.EMBEDDER_SPEC)]))
     spec = st.selectbox(
         "Embedder", options, key=state.EMBEDDER_SPEC, accept_new_options=True, persist_state="session",
@@ -116,4 +166,27 @@ def _embedder(info: CollectionInfo | None) -> tuple[str, bool]:
     )
     if info is not None and info.foreign:
         st.caption(f"'{md(info.name)}' was not made by RAG Lab: pick an embedder with {info.dimension} dimensions.")
-    return spec or settings.embedder_spec(), False
+    return _allowed_spec(spec or settings.embedder_spec()), False
+
+
+def _allowed_spec(spec: str) -> str:
+    """Return spec, unless it names a model folder outside the data root (then the operator's embedder, and why).
+
+    `local:<path>` loads files from this machine: a path typed in the browser (or read from a collection's
+    metadata) must lie inside the data root, or be the operator's own RAG_EMBEDDER.
+    """
+    try:
+        provider, argument = parse_spec(spec)
+    except RagError as error:
+        st.error(md(str(error)))
+        return settings.embedder_spec()
+    if provider != "local" or argument.lower() in LOCAL_MODEL_NAMES or spec == settings.embedder_spec():
+        return spec
+    try:
+        folder_inside_data_root(argument, settings.data_root())
+    except RagError:
+        st.error(md(f"The model folder '{argument}' is outside the data root {settings.data_root()}; "
+                    f"using {settings.embedder_spec()}. Put the model inside the data root, or ask the operator "
+                    "to set RAG_EMBEDDER."))
+        return settings.embedder_spec()
+    return spec

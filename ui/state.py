@@ -26,6 +26,7 @@ LOCKED_FILES = "locked_files"  # filename -> bytes of encrypted PDFs waiting for
 UPLOAD_TARGET = "upload_target"
 UPLOAD_NEW_TARGET = "upload_new_target"
 UPLOADER_ROUND = "uploader_round"  # bumped to clear the file uploader after an ingest
+KEEP_VERSIONS = "keep_versions"  # keep a document of the same name instead of replacing it
 
 # chunks
 CHUNKS_DOCUMENT = "chunks_document"  # document_id picked on the Chunks page (also set by Library/Upload)

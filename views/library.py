@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from rag.errors import RagError
-from ui import resources, state, workspace
+from ui import library_parts, resources, state, workspace
 from ui.render import md
 
 ws = workspace.current()
@@ -17,9 +17,15 @@ documents = workspace.documents_or_stop(
 
 st.caption(f"Collection '{md(ws.collection)}': {len(documents)} document(s), {ws.points:,} chunks, "
            f"embedder {md(ws.spec)}.")
+incomplete = [d for d in documents if not d.complete]
+if incomplete:
+    st.warning(f"{len(incomplete)} document(s) were not stored completely (an ingest was interrupted, or is still "
+               "running elsewhere): searches do not see those chunks. Select one to delete what was left or to "
+               "ingest it again.", icon=":material/report:")
 frame = pd.DataFrame([
-    {"document": d.title, "chunks": d.chunks, "pages": d.pages, "chunk_size": d.chunk_size, "overlap": d.overlap,
-     "strategy": d.strategy, "embedder": d.embedder, "ingested": d.ingested_at, "id": d.document_id[:12]}
+    {"document": d.title, "complete": "yes" if d.complete else "NO", "chunks": d.chunks, "pages": d.pages,
+     "chunk_size": d.chunk_size, "overlap": d.overlap, "strategy": d.strategy, "embedder": d.embedder,
+     "ingested": d.ingested_at, "id": d.document_id[:12]}
     for d in documents
 ])
 selection = st.dataframe(frame, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
@@ -31,6 +37,8 @@ rows = selection.selection.rows if selection else []
 chosen = documents[rows[0]] if rows else None
 if chosen is None:
     st.caption("Select a row to open or delete that document.")
+elif not chosen.complete:
+    library_parts.repair(ws, chosen)
 else:
     open_column, delete_column = st.columns([1, 1])
     if open_column.button(f"Show the chunks of {md(chosen.title)}", icon=":material/view_agenda:", key="open_doc"):

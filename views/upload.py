@@ -5,7 +5,6 @@ from __future__ import annotations
 import streamlit as st
 
 from rag.chunking import MIN_CHUNK_SIZE, STRATEGIES, ChunkSettings, validate_settings
-from rag.pipeline import SourceFile
 from ui import ingest_view, settings, state, workspace
 from ui.render import md
 from ui.sidebar import NEW
@@ -50,11 +49,12 @@ except ValueError as error:
 round_ = state.get(state.UPLOADER_ROUND, 0)
 uploads = st.file_uploader("Documents", type=["pdf", "txt", "md", "markdown"], accept_multiple_files=True,
                            key=f"uploader-{round_}")
+keep_versions = ingest_view.replacement_notice(ws, target, [u.name for u in uploads or []])
 ready = bool(uploads) and chunk_settings is not None and bool(target)
 label = f"Ingest {len(uploads)} file(s) into '{md(target)}'" if uploads and target else "Ingest"
 if st.button(label, type="primary", disabled=not ready, icon=":material/play_arrow:", key="ingest"):
-    files = [SourceFile(u.name, u.getvalue()) for u in uploads]
-    if ingest_view.run(files, ws, target, chunk_settings):
+    files = [ingest_view.source_file(u) for u in uploads]
+    if ingest_view.run(files, ws, target, chunk_settings, keep_versions):
         state.bump(state.UPLOADER_ROUND)
         st.rerun()
 if not target:

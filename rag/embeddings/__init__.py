@@ -24,7 +24,7 @@ import httpx
 from rag.embeddings.base import Embedder, embed_in_batches
 from rag.embeddings.fake import FakeEmbedder
 from rag.embeddings.http import RetryPolicy
-from rag.embeddings.local import LocalEmbedder
+from rag.embeddings.local import LOCAL_MODEL_NAMES, LocalEmbedder
 from rag.embeddings.ollama import OllamaEmbedder
 from rag.embeddings.openai import OpenAIEmbedder
 from rag.errors import UnknownEmbedderError
@@ -34,6 +34,7 @@ __all__ = [
     "EMBEDDER_SPECS",
     "Embedder",
     "FakeEmbedder",
+    "LOCAL_MODEL_NAMES",
     "LocalEmbedder",
     "OllamaEmbedder",
     "OpenAIEmbedder",

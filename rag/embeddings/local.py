@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2"
 DEFAULT_BATCH_SIZE = 32
 _DEFAULT_NAMES = {"", DEFAULT_MODEL_NAME.lower(), f"sentence-transformers/{DEFAULT_MODEL_NAME.lower()}"}
+LOCAL_MODEL_NAMES = frozenset(_DEFAULT_NAMES)  # `local:` arguments that name a bundled model, not a folder
 _MODELS: dict[str, SentenceTransformer] = {}
 _LOCK = threading.Lock()
 

@@ -1,0 +1,131 @@
+"""A visitor types their own server into every sidebar field: the operator's keys never arrive there.
+
+The app runs with secret keys in its environment; a recording server on loopback answers as an
+OpenAI-compatible embeddings server, as Ollama, and (with errors) as Qdrant, and keeps every request.
+The visitor points every field at it, ingests and searches; no request may carry a key.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from tests.e2e.test_browser import go, search, settle
+
+pytestmark = pytest.mark.e2e
+OPENAI_SECRET = "sk-operator-openai-4f1b9c"
+QDRANT_SECRET = "qdrant-operator-key-77e2"
+
+
+class Recorder(ThreadingHTTPServer):
+    """Answers embedding requests with small fixed vectors and records each request's path, headers and body."""
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.requests: list[dict] = []
+        self.url = f"http://127.0.0.1:{self.server_address[1]}"
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: Recorder
+
+    def log_message(self, *args) -> None:  # quiet
+        pass
+
+    def _record(self) -> bytes:
+        body = self.rfile.read(int(self.headers.get("content-length") or 0))
+        self.server.requests.append({"method": self.command, "path": self.path, "headers": dict(self.headers),
+                                     "body": body.decode("utf-8", "replace")})
+        return body
+
+    def _answer(self, status: int, data: object) -> None:
+        payload = json.dumps(data).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def do_GET(self) -> None:
+        self._record()
+        self._answer(404, {"status": {"error": "not a Qdrant server"}})
+
+    def do_POST(self) -> None:
+        body = json.loads(self._record() or b"{}")
+        texts = body.get("input") or []
+        size = 1536 if self.path.endswith("/embeddings") else 1024  # text-embedding-3-small, mxbai-embed-large
+        vectors = [[float((len(t) * (j + 1)) % 7 + 1) for j in range(size)] for t in texts]
+        if self.path.endswith("/embeddings"):
+            self._answer(200, {"data": [{"index": i, "embedding": v} for i, v in enumerate(vectors)]})
+        elif self.path.endswith("/api/embed"):
+            self._answer(200, {"embeddings": vectors})
+        else:
+            self._answer(404, {"status": {"error": "not found"}})
+
+
+@pytest.fixture
+def recorder():
+    server = Recorder()
+    yield server
+    server.shutdown()
+
+
+def fill(page, label: str, value: str) -> None:
+    field = page.get_by_test_id("stSidebar").get_by_label(label, exact=True)
+    field.fill(value)
+    field.press("Enter")
+    settle(page)
+
+
+def test_no_key_reaches_an_address_typed_by_a_visitor(app_server, page, shot, recorder, shared_data, tmp_path):
+    server = app_server(RAG_EMBEDDER="fake", RAG_UI_SETTINGS="1", OPENAI_API_KEY=OPENAI_SECRET,
+                        QDRANT_API_KEY=QDRANT_SECRET, QDRANT_URL="http://127.0.0.1:9",
+                        OPENAI_BASE_URL="http://127.0.0.1:9/v1", RAG_DATA_ROOT=str(tmp_path))
+    page.goto(server.url)
+    sidebar = page.get_by_test_id("stSidebar")
+    sidebar.get_by_text("Data location and servers").click()
+    fill(page, "Server URL", recorder.url)  # the operator's QDRANT_URL, replaced by the visitor's
+    page.get_by_text(re.compile("Qdrant at .* answered 404")).first.wait_for()
+    assert any(r["path"].startswith("/collections") for r in recorder.requests), "the app asked the recorder"
+    shot("31-visitor-qdrant-url")
+
+    sidebar.get_by_text("Embedded folder").click()
+    settle(page)
+    fill(page, "Ollama host", recorder.url)
+    fill(page, "OpenAI-compatible base URL", recorder.url)
+    sidebar.get_by_test_id("stSelectbox").filter(has_text="Embedder").click()
+    page.get_by_role("option", name="openai:text-embedding-3-small").click()
+    settle(page)
+
+    page.locator("input[type=file]").set_input_files(str(shared_data / "pdfs" / "crazyones.pdf"))
+    page.get_by_role("button", name=re.compile(r"Ingest 1 file")).click()
+    page.get_by_text("1 of 1 file(s) ingested.").wait_for(timeout=120_000)
+    settle(page)
+    go(page, "Search")
+    search(page, "crazy ones")
+    page.get_by_text(re.compile(r"hit\(s\) for")).wait_for()
+    shot("32-visitor-search")
+
+    embeddings = [r for r in recorder.requests if r["path"].endswith("/embeddings")]
+    assert len(embeddings) >= 2, "ingest and search both embedded on the visitor's server"
+    for request in recorder.requests:
+        sent = json.dumps(request["headers"]) + request["body"]
+        assert OPENAI_SECRET not in sent and QDRANT_SECRET not in sent, request["path"]
+        assert not {"authorization", "api-key"} & {name.lower() for name in request["headers"]}, request
+
+
+def test_without_permission_a_visitor_sees_the_locations_but_cannot_change_them(app_server, page, shot):
+    server = app_server(RAG_EMBEDDER="fake", OPENAI_API_KEY=OPENAI_SECRET)
+    page.goto(server.url)
+    page.get_by_test_id("stSidebar").get_by_text("Data location and servers").click()
+    page.get_by_text("Set by the operator").wait_for()
+    sidebar = page.get_by_test_id("stSidebar")
+    for label in ("Folder", "Server URL", "Ollama host", "OpenAI-compatible base URL", "OpenAI API key"):
+        assert sidebar.get_by_label(label, exact=True).count() == 0, label
+    assert OPENAI_SECRET not in page.content()
+    shot("33-settings-read-only")
