@@ -162,3 +162,17 @@ def test_search_and_context_modes(shared_data, tmp_path, capsys):
     assert code == 1 and "only stop words" in err and err.count("\n") == 1
     with pytest.raises(SystemExit):
         main(["search", "x", "--mode", "keyword"])
+
+
+def test_ingest_table_shows_notes_and_the_size_is_checked_before_reading(shared_data, tmp_path, capsys, monkeypatch):
+    big = tmp_path / "gross.txt"
+    big.write_bytes(b"Wort " * 900_000)  # 4.5 MB, over a limit of 3 MB
+    store = str(tmp_path / "q")
+    monkeypatch.setenv("RAG_MAX_FILE_MB", "3")
+    real_read, read = Path.read_bytes, []
+    monkeypatch.setattr(Path, "read_bytes", lambda self: read.append(self.name) or real_read(self))
+    code, out, err = run(capsys, "ingest", str(big), str(shared_data / "pdfs/multipage.pdf"), "--store", store,
+                         "--embedder", "fake")
+    assert code == 1 and "error: 'gross.txt' is 4.29 MB; the limit is 3 MB" in err
+    assert "gross.txt" not in read, "a file over the limit is refused by its size, never read"
+    assert "note: multipage.pdf: 5 of 6 pages have no text" in out

@@ -95,3 +95,15 @@ def test_library_deletes_what_an_interrupted_ingest_left(interrupted):
     (document,) = store.documents("documents")
     assert document.complete and document.chunk_size == before.chunk_size and document.interrupted == 0
     assert list(at.dataframe[0].value["complete"]) == ["yes"]
+
+
+def test_an_upload_over_the_limit_is_refused_by_its_size(app_env, monkeypatch):
+    monkeypatch.setenv("RAG_MAX_FILE_MB", "0.001")
+    at = start()
+    at.file_uploader[0].set_value([("gross.md", b"Wort " * 1000, "text/markdown"),
+                                   ("klein.md", b"# Klein\n\nText.", "text/markdown")])
+    at.run()
+    button(at, "Ingest").click().run()
+    rows = results(at)
+    assert rows["gross.md"]["status"] == "failed" and "; the limit is" in rows["gross.md"]["message"]
+    assert rows["klein.md"]["status"] == "ingested"
