@@ -81,7 +81,7 @@ def main() -> None:
     settings = ChunkSettings(args.chunk_size, args.overlap)
     embedder = get_embedder(args.embedder)
     started = time.perf_counter()
-    embedder.embed(["Aufwärmen"])  # model load is a one-time cost per process, reported apart
+    embedder.embed_documents(["Aufwärmen"])  # model load is a one-time cost per process, reported apart
     print(f"model {embedder.model_id}: loaded in {time.perf_counter() - started:.1f} s")
     document = load_document(path.read_bytes(), path.name)
     texts = [c.content for c in chunk_document(document, settings.chunk_size, settings.overlap)]

@@ -87,7 +87,7 @@ def main() -> int:
     load_seconds = time.perf_counter() - started
     embedder = get_embedder(args.embedder)
     started = time.perf_counter()
-    embedder.embed(["warm-up"])  # the model loads here, not inside the figures
+    embedder.embed_documents(["warm-up"])  # the model loads here, not inside the figures
     model_seconds = time.perf_counter() - started
     modes, config = parse_modes(args.modes), SweepConfig(args.chunk_size, args.overlap)
     print(f"{len(documents)} documents ({sum(len(d.text) for d in documents):,} characters), {len(queries)} queries; "

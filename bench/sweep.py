@@ -86,7 +86,7 @@ def main() -> int:
     configs, skipped = grid(parse_sizes(args.chunk_size, "--chunk-size", 4), parse_sizes(args.overlap, "--overlap", 0))
     embedder = get_embedder(args.embedder)
     started = time.perf_counter()
-    embedder.embed(["warm-up"])  # the model loads here, not inside the first configuration's figures
+    embedder.embed_documents(["warm-up"])  # the model loads here, not inside the first configuration's figures
     model_seconds = time.perf_counter() - started
     print(f"{len(documents)} documents ({sum(len(d.text) for d in documents):,} characters), {len(queries)} queries; "
           f"import + load {load_seconds:.2f} s; {embedder.model_id} loaded in {model_seconds:.1f} s; "

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from rag import chunking
 from rag.documents import Document, check_size, load_document
+from rag.embeddings import get_embedder
 from rag.errors import RagError
 from rag.settings import check_environment
 
@@ -42,10 +43,10 @@ def positive_int(minimum: int = 0) -> Callable[[str], int]:
 
 
 def add_chunk_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--chunk-size", type=positive_int(chunking.MIN_CHUNK_SIZE), default=600,
-                        help="maximum tokens per chunk (cl100k_base), default 600")
-    parser.add_argument("--overlap", type=positive_int(0), default=80,
-                        help="tokens shared by consecutive chunks, default 80")
+    parser.add_argument("--chunk-size", type=positive_int(chunking.MIN_CHUNK_SIZE), default=chunking.DEFAULT_CHUNK_SIZE,
+                        help=f"maximum tokens per chunk (cl100k_base), default {chunking.DEFAULT_CHUNK_SIZE}")
+    parser.add_argument("--overlap", type=positive_int(0), default=chunking.DEFAULT_OVERLAP,
+                        help=f"tokens shared by consecutive chunks, default {chunking.DEFAULT_OVERLAP}")
     parser.add_argument("--strategy", choices=chunking.STRATEGIES, default="structure",
                         help="structure: split at headings, paragraphs, sentences (default); tokens: plain window")
 
@@ -134,17 +135,26 @@ def run_chunk(args: argparse.Namespace) -> int:
     chunks = chunking.chunk_document(document, settings.chunk_size, settings.overlap, settings.strategy)
     for note in document.notes:
         progress(f"{args.file}: {note}")
+    embedder = get_embedder(args.embedder)
+    model_tokens = [embedder.count_tokens(c.content) for c in chunks]
+    limit = embedder.max_input_tokens
     if args.json:
-        json.dump({"document": document_json(document), "chunks": [chunk_json(c) for c in chunks]},
+        model = {"model_id": embedder.model_id, "max_input_tokens": limit,
+                 "windowed": bool(getattr(embedder, "windowed", False))}
+        json.dump({"document": document_json(document), "embedder": model,
+                   "chunks": [chunk_json(c) | {"model_tokens": n} for c, n in zip(chunks, model_tokens, strict=True)]},
                   sys.stdout, ensure_ascii=False)
         print()
         return 0
-    rows = [[str(c.chunk_index), str(c.token_count), pages_label(c.page_start, c.page_end),
-             preview(" › ".join(c.heading_path), 40), preview(c.content, 60)] for c in chunks]
-    print_table(rows, ["#", "tokens", "pages", "heading path", "content"])
+    rows = [[str(c.chunk_index), str(c.token_count), str(n) + (" !" if n > limit else ""),
+             pages_label(c.page_start, c.page_end), preview(" › ".join(c.heading_path), 40), preview(c.content, 60)]
+            for c, n in zip(chunks, model_tokens, strict=True)]
+    print_table(rows, ["#", "tokens", "model tokens", "pages", "heading path", "content"])
     elapsed = time.perf_counter() - started
+    over = sum(n > limit for n in model_tokens)
     print(f"\n{document.title}: {len(document.pages)} pages, {len(chunks)} chunks "
-          f"(chunk_size {settings.chunk_size}, overlap {settings.overlap}, {settings.strategy}) in {elapsed:.2f} s")
+          f"(chunk_size {settings.chunk_size}, overlap {settings.overlap}, {settings.strategy}) in {elapsed:.2f} s; "
+          f"{over} over the {limit} tokens {embedder.model_id} reads at once (marked !)")
     return 0
 
 
@@ -163,6 +173,8 @@ def build_parser() -> argparse.ArgumentParser:
     chunk.add_argument("file", metavar="FILE")
     add_chunk_options(chunk)
     chunk.add_argument("--password", help="password of an encrypted PDF")
+    chunk.add_argument("--embedder", metavar="SPEC",
+                       help="count model_tokens with this embedder (default $RAG_EMBEDDER, else local)")
     chunk.add_argument("--json", action="store_true", help="print one JSON object")
     chunk.set_defaults(run=run_chunk, parser=chunk)
     for register in EXTENSIONS:

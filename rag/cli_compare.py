@@ -13,7 +13,7 @@ import argparse
 
 from rag import cli, pipeline
 from rag.cli_eval import FAILURES_SHOWN, cache_of, ks_option
-from rag.cli_store import dump, store_of, store_options
+from rag.cli_store import dump, fusion_option, store_of, store_options
 from rag.compare import (
     EvaluationComparison,
     HitComparison,
@@ -24,9 +24,9 @@ from rag.compare import (
     parse_side,
 )
 from rag.evaluation import DEFAULT_KS, METRICS, load_query_set
+from rag.fusion import DEFAULT_FUSION
 from rag.search_modes import MODE_NAMES
 from rag.store import Store
-from rag.store_search import FUSIONS
 
 JSON_HELP = """\
 --json prints one object. One query:
@@ -151,7 +151,8 @@ def register(commands: argparse._SubParsersAction) -> None:
     compare.add_argument("--a", required=True, metavar="COLLECTION[:MODE]",
                          help=f"side A; MODE one of {', '.join(MODE_NAMES)} (default dense)")
     compare.add_argument("--b", required=True, metavar="COLLECTION[:MODE]", help="side B, like --a")
-    compare.add_argument("--fusion", choices=FUSIONS, default="rrf", help="fusion of a side whose MODE is hybrid")
+    compare.add_argument("--fusion", type=fusion_option, default=DEFAULT_FUSION, metavar="SPEC",
+                         help=f"fusion of a side whose MODE is hybrid (default {DEFAULT_FUSION}; see rag.fusion)")
     compare.add_argument("--top-k", type=cli.positive_int(1), default=10, help="hits per side for QUERY (default 10)")
     compare.add_argument("--k", type=ks_option, default=DEFAULT_KS, metavar="K,K,...",
                          help="cut-offs for --queries, default 1,3,5,10")

@@ -17,16 +17,16 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from rag import chunking, cli
-from rag.cli_store import add_collection, add_embedder, dump, embedder_of, store_of, store_options
+from rag import chunking, cli, pipeline
+from rag.cli_store import add_collection, add_embedder, add_fusion, dump, embedder_of, store_of, store_options
 from rag.embedding_cache import EmbeddingCache, default_cache_dir
 from rag.embeddings import get_embedder
 from rag.evaluation import DEFAULT_KS, METRICS, Evaluation, QueryOutcome, load_query_set, parse_ks
+from rag.fusion import DEFAULT_FUSION
 from rag.library import SAMPLE_SUFFIXES
 from rag.pipeline import SourceFile
 from rag.search_modes import MODE_NAMES, SearchMode, parse_modes
 from rag.squad import QUERIES_FILE, import_squad, write_import
-from rag.store_search import FUSIONS
 from rag.sweep import SweepProgress, SweepResult, evaluate_collection, grid, load_documents, parse_sizes, run_sweep
 
 FAILURES_SHOWN = 10
@@ -68,8 +68,8 @@ def run_import_squad(args: argparse.Namespace) -> int:
 
 def run_eval(args: argparse.Namespace) -> int:
     queries = load_query_set(cli.read_file(args.queries), args.queries)
-    mode = SearchMode(args.mode, args.fusion)
     store = store_of(args)
+    mode = SearchMode(*pipeline.search_defaults(store, args.collection, args.mode, args.fusion))
     embedder = embedder_of(args, store, args.collection) if mode.needs_vectors else None
     evaluation = evaluate_collection(queries, args.collection, embedder, store=store, cache=cache_of(args, store),
                                      ks=args.k, mode=mode)
@@ -162,8 +162,9 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     documents = load_documents(files)
     store = store_of(args)
     embedder = get_embedder(args.embedder)
+    modes = parse_modes(args.mode, args.fusion or DEFAULT_FUSION)
     result = run_sweep(documents, queries, configs, embedder, store=store, cache=cache_of(args, store), ks=args.k,
-                       progress=SweepReporter(), skipped=skipped, modes=parse_modes(args.mode, args.fusion))
+                       progress=SweepReporter(), skipped=skipped, modes=modes)
     if args.json:
         dump(result.to_json())
         return 0
@@ -194,9 +195,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     evaluate = commands.add_parser("eval", parents=[parent], help="retrieval metrics of a query set on a collection")
     evaluate.add_argument("queries", metavar="QUERIES", help="query set, .jsonl or .csv")
     add_collection(evaluate)
-    evaluate.add_argument("--mode", choices=("dense", "sparse", "hybrid"), default="dense",
-                          help="dense: embeddings; sparse: BM25 keywords; hybrid: both, fused (default dense). "
-                          "sparse and hybrid need a collection with keyword vectors")
+    evaluate.add_argument("--mode", choices=("dense", "sparse", "hybrid"), default=None,
+                          help="dense: embeddings; sparse: BM25 keywords; hybrid: both, fused (default: hybrid when "
+                          "the collection has keyword vectors, else dense)")
     add_fusion(evaluate)
     add_embedder(evaluate)
     add_common(evaluate)
@@ -210,19 +211,14 @@ def register(commands: argparse._SubParsersAction) -> None:
     sweep.add_argument("--overlap", type=sizes_option("--overlap", 0), default=[0, 50, 100], metavar="N,N,...",
                        help="overlaps in tokens, default 0,50,100 (configurations with overlap >= size are skipped)")
     sweep.add_argument("--strategy", choices=chunking.STRATEGIES, default="structure", help="chunking strategy")
-    sweep.add_argument("--mode", type=modes_option, default="dense", metavar="MODE,MODE,...",
-                       help=f"search modes, each a row per configuration: {', '.join(MODE_NAMES)} (default dense; "
-                       "hybrid uses --fusion). Modes share each configuration's collection")
+    sweep.add_argument("--mode", type=modes_option, default="dense,sparse,hybrid", metavar="MODE,MODE,...",
+                       help=f"search modes, each a row per configuration: {', '.join(MODE_NAMES)} (default "
+                       "dense,sparse,hybrid; hybrid uses --fusion). Modes share each configuration's collection")
     add_fusion(sweep)
     sweep.add_argument("--embedder", metavar="SPEC", help="embedder spec, e.g. local, fake:64, ollama:<model> "
                        "(default $RAG_EMBEDDER, else local)")
     add_common(sweep)
     sweep.set_defaults(run=run_sweep_command)
-
-
-def add_fusion(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--fusion", choices=FUSIONS, default="rrf",
-                        help="how hybrid fuses the two lists: rrf (by rank) or dbsf (by normalised score)")
 
 
 def modes_option(text: str) -> str:

@@ -14,8 +14,10 @@ from rag.connection import size_note
 from rag.context import CHAT_MAX_TOKENS
 from rag.embeddings import EMBEDDER_SPECS
 from rag.errors import RagError
+from rag.fusion import DEFAULT_FUSION, parse_fusion
+from rag.keywords import LANGUAGE_CHOICES
 from rag.store import DEFAULT_COLLECTION, Hit, Store, open_store
-from rag.store_search import FUSIONS, MODES
+from rag.store_search import MODES
 
 
 def store_of(args: argparse.Namespace) -> Store:
@@ -66,7 +68,7 @@ def run_ingest(args: argparse.Namespace) -> int:
     embedder = embedder_of(args, store, args.collection)
     archive = DocumentArchive(default_archive_dir(store.location, store.local))
     results = pipeline.ingest(files, args.collection, settings, embedder, store=store, progress=IngestProgress(),
-                              keep_versions=args.keep_versions, archive=archive)
+                              keep_versions=args.keep_versions, archive=archive, language=args.language)
     failed = [r for r in results if not r.ok and not r.skipped]
     for result in results:
         if result.error:
@@ -114,8 +116,10 @@ def rank_label(rank: int | None, score: float | None) -> str:
 
 def run_search(args: argparse.Namespace) -> int:
     store = store_of(args)
+    args.mode, args.fusion = pipeline.search_defaults(store, args.collection, args.mode, args.fusion)
     hits = pipeline.search(args.query, args.collection, args.top_k, args.threshold, args.document or None,
-                           store=store, embedder=query_embedder(args, store), mode=args.mode, fusion=args.fusion)
+                           store=store, embedder=query_embedder(args, store), mode=args.mode, fusion=args.fusion,
+                           include_toc=args.include_toc)
     if args.json:
         dump({"hits": [hit_json(h, args.mode) for h in hits]})
         return 0
@@ -138,9 +142,10 @@ def run_search(args: argparse.Namespace) -> int:
 
 def run_context(args: argparse.Namespace) -> int:
     store = store_of(args)
+    args.mode, args.fusion = pipeline.search_defaults(store, args.collection, args.mode, args.fusion)
     context = pipeline.retrieve(args.query, args.collection, args.top_k, args.max_tokens, store=store,
                                 embedder=query_embedder(args, store), score_threshold=args.threshold,
-                                label=args.label, mode=args.mode, fusion=args.fusion)
+                                label=args.label, mode=args.mode, fusion=args.fusion, include_toc=args.include_toc)
     if args.json:
         dump(context.to_dict())
         return 0
@@ -218,12 +223,28 @@ def add_query_options(parser: argparse.ArgumentParser, json_help: str) -> None:
     parser.add_argument("--top-k", type=cli.positive_int(1), default=5, help="chunks to retrieve (default 5)")
     parser.add_argument("--threshold", type=float, default=None,
                         help="minimum score of the mode: cosine (dense), BM25 (sparse) or fused (hybrid)")
-    parser.add_argument("--mode", choices=MODES, default="dense",
-                        help="dense: embeddings; sparse: BM25 keywords; hybrid: both, fused (default dense)")
-    parser.add_argument("--fusion", choices=FUSIONS, default="rrf",
-                        help="how hybrid fuses the two lists: rrf (by rank) or dbsf (by normalised score)")
+    parser.add_argument("--mode", choices=MODES, default=None,
+                        help="dense: embeddings; sparse: BM25 keywords; hybrid: both, fused (default: hybrid when "
+                        "the collection has keyword vectors, else dense)")
+    add_fusion(parser)
+    parser.add_argument("--include-toc", action="store_true",
+                        help="also search chunks flagged as a table of contents (left out by default)")
     add_embedder(parser)
     parser.add_argument("--json", action="store_true", help=json_help)
+
+
+def fusion_option(text: str) -> str:
+    """Return a fusion spec after checking it (rag.fusion); a usage error names the valid forms."""
+    try:
+        return parse_fusion(text).spec
+    except RagError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def add_fusion(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--fusion", type=fusion_option, default=None, metavar="SPEC",
+                        help="how hybrid fuses the dense and keyword lists: rrf, rrf:k=10:w=0.7, dbsf, convex:w=0.6 "
+                        f"(default: the collection's saved fusion, else {DEFAULT_FUSION})")
 
 
 def add_collection(parser: argparse.ArgumentParser, required: bool = False) -> None:
@@ -245,6 +266,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     cli.add_chunk_options(ingest)
     add_embedder(ingest)
     ingest.add_argument("--password", help="password for encrypted PDFs")
+    ingest.add_argument("--language", choices=LANGUAGE_CHOICES, default=None,
+                        help="keyword (BM25) stemming and stop words of a new collection: auto (detected per "
+                        "document, the default), de, en or none")
     ingest.add_argument("--keep-versions", action="store_true",
                         help="keep a document whose file name is already in the collection (default: replace it)")
     ingest.add_argument("--json", action="store_true", help="print the per-file results as JSON")

@@ -33,6 +33,12 @@ def text_digest(text: str) -> bytes:
     return hashlib.sha256(text.encode("utf-8")).digest()
 
 
+def cache_model(embedder: Embedder, query: bool) -> str:
+    """Return the cache's model key: the model id with the prompt the texts are embedded after."""
+    prompt = embedder.query_prompt if query else embedder.document_prompt
+    return f"{embedder.model_id}|{'query' if query else 'document'}:{prompt}"
+
+
 def default_cache_dir(store: Store | None = None) -> Path:
     """Return RAG_EMBEDDING_CACHE, else `embedding-cache` next to the store's embedded folder (or ./data)."""
     configured = os.environ.get("RAG_EMBEDDING_CACHE", "").strip()
@@ -70,14 +76,18 @@ class EmbeddingCache:
         return sqlite3.connect(self.path, timeout=30)
 
     def embed(
-        self, texts: Sequence[str], embedder: Embedder, progress: Callable[[int, int], None] | None = None
+        self, texts: Sequence[str], embedder: Embedder, progress: Callable[[int, int], None] | None = None,
+        *, query: bool = False,
     ) -> np.ndarray:
-        """Return the float32 vectors of texts; only texts never seen with this model are embedded.
+        """Return the float32 vectors of texts (queries when query, else documents); only new ones are embedded.
 
-        progress(done, total) counts the texts that need the embedder (0 of 0 when all were cached).
+        A vector is cached under the model and the prompt it was embedded with, so a query and the same text
+        as a document, or two prompts, never share one. progress(done, total) counts the texts that need
+        the embedder (0 of 0 when all were cached).
         """
+        model = cache_model(embedder, query)
         digests = [text_digest(t) for t in texts]
-        found = self._lookup(embedder.model_id, set(digests))
+        found = self._lookup(model, set(digests))
         todo = {d: t for d, t in zip(digests, texts, strict=True) if d not in found}
         self.hits += len(texts) - sum(d in todo for d in digests)
         self.misses += len(todo)
@@ -86,9 +96,10 @@ class EmbeddingCache:
         pending = list(todo.items())
         for i in range(0, len(pending), EMBED_BATCH):
             batch = pending[i : i + EMBED_BATCH]
-            vectors = np.asarray(embedder.embed([t for _, t in batch]), dtype=np.float32)
+            embed = embedder.embed_query if query else embedder.embed_documents
+            vectors = np.asarray(embed([t for _, t in batch]), dtype=np.float32)
             fresh = {d: v for (d, _), v in zip(batch, vectors, strict=True)}
-            self._save(embedder.model_id, fresh)
+            self._save(model, fresh)
             found.update(fresh)
             if progress:
                 progress(min(i + EMBED_BATCH, len(pending)), len(pending))

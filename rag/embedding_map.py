@@ -215,7 +215,7 @@ def embedding_map(
     chosen = set(ids)
     extra = list(dict.fromkeys(i for i in (_point_id(h) for h in hits or ()) if i is not None and i not in chosen))
     points = store.points_with_vectors(collection, ids + extra, vector_name(model_id) if model_id else "", _FIELDS)
-    query_vector = normalised(embedder.embed([query]))[0] if query is not None else None
+    query_vector = normalised(embedder.embed_query([query]))[0] if query is not None else None
     hit_ranks = {h.chunk_id: rank for rank, h in enumerate(hits or (), 1)}
     notes = []
     if method != "pca" and len(points) < MIN_NONLINEAR:

@@ -36,12 +36,12 @@ class ChunkReport:
     chunk_index: int
     tokens: int  # cl100k, the unit of chunk_size
     model_tokens: int | None  # in the embedder's own tokenizer; None when not counted
-    cut_tokens: int  # model tokens beyond the embedder's input limit: never embedded
+    cut_tokens: int  # model tokens beyond the embedder's input limit: never embedded (or, windowed, in extra windows)
     heading_path: tuple[str, ...]
     page_start: int | None
     page_end: int | None
     content: str
-    flags: tuple[str, ...]  # "cut off", "tiny", "no heading"
+    flags: tuple[str, ...]  # "cut off" or "windowed", "tiny", "no heading", "toc"
 
     @property
     def cut_share(self) -> float:
@@ -129,20 +129,32 @@ def tiny_limit(chunk_size: int | None) -> int:
     return max(TINY_MIN_TOKENS, round((chunk_size or 0) * TINY_SHARE))
 
 
+CUT_OFF, WINDOWED = "cut off", "windowed"
+
+
+def overflow_flag(embedder: object) -> str:
+    """Return what happens to a chunk over the embedder's input limit: "cut off", or "windowed" (e5: averaged)."""
+    return WINDOWED if getattr(embedder, "windowed", False) else CUT_OFF
+
+
 def chunk_reports(
     chunks: Sequence[ChunkLike],
     model_tokens: Sequence[int] | None = None,
     max_input_tokens: int | None = None,
     chunk_size: int | None = None,
+    overflow: str = CUT_OFF,
 ) -> list[ChunkReport]:
-    """Return one report per chunk: token counts, how much the embedder cuts off, and flags."""
+    """Return one report per chunk: token counts, how much is over the embedder's limit, and flags.
+
+    overflow names the flag of a chunk over the limit: "cut off" (never embedded) or "windowed".
+    """
     tiny = tiny_limit(chunk_size)
     reports = []
     for position, chunk in enumerate(chunks):
         n = token_count(chunk)
         model = model_tokens[position] if model_tokens is not None else None
         cut = max(model - max_input_tokens, 0) if model is not None and max_input_tokens else 0
-        flags = [name for name, on in (("cut off", cut > 0), ("tiny", n < tiny), ("no heading", not chunk.heading_path))
+        flags = [name for name, on in ((overflow, cut > 0), ("tiny", n < tiny), ("no heading", not chunk.heading_path))
                  if on]
         index = chunk.chunk_index if chunk.chunk_index is not None else position
         reports.append(

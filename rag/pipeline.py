@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rag import chunking, sparse
+from rag import chunking
 from rag.archive import DocumentArchive
 from rag.chunking import ChunkSettings
 from rag.context import CHAT_MAX_TOKENS, Context, build_context
@@ -18,6 +18,7 @@ from rag.documents import Document, check_size, load_document
 from rag.embeddings import get_embedder
 from rag.embeddings.base import Embedder
 from rag.errors import DocumentError, EmbedderMismatchError, EncryptedDocumentError, RagError
+from rag.fusion import DEFAULT_FUSION
 from rag.store import DEFAULT_COLLECTION, Hit, Store
 from rag.store_search import check_mode
 
@@ -103,6 +104,7 @@ def ingest(
     progress: ProgressCallback | None = None,
     keep_versions: bool = False,
     archive: DocumentArchive | None = None,
+    language: str | None = None,
 ) -> list[IngestResult]:
     """Return one result per file; a bad file is reported and the others go on.
 
@@ -111,18 +113,20 @@ def ingest(
     that document unless keep_versions; the same content under another name is skipped (never renamed);
     the same file with the same settings is left as it is. The embedder is checked against the collection
     before anything is embedded. archive, when given, keeps each document for re-ingesting later.
+    language: keyword analysis of a new collection, "auto" (default: detected per document), "de", "en" or
+    "none" (rag.keywords); an existing collection keeps its own.
     """
     chunking.validate_settings(settings)
     files = list(files)
     embedder = embedder or embedder_for(store, collection)
-    store.check_writable(collection, embedder)
+    store.check_writable(collection, embedder, language)
     results = []
     for index, file in enumerate(files):
         def report(stage: str, done: int = 0, total: int = 1, i=index, f=file) -> None:
             if progress:
                 progress(Progress(i, len(files), f.name, stage, done, total))
 
-        job = _Job(collection, settings, embedder, store, report, keep_versions, archive)
+        job = _Job(collection, settings, embedder, store, report, keep_versions, archive, language)
         results.append(job.run(file.name, lambda f=file: load_document(f.read(), f.name, password=f.password)))
     return results
 
@@ -185,6 +189,7 @@ class _Job:
     report: Callable[..., None]
     keep_versions: bool
     archive: DocumentArchive | None
+    language: str | None = None
 
     def run(self, name: str, read: Callable[[], Document]) -> IngestResult:
         result = IngestResult(name)
@@ -211,7 +216,7 @@ class _Job:
             self.report(stage, 0, len(chunks))
             result.chunks = self.store.upsert_document(
                 self.collection, document, chunks, vectors, settings, self.embedder, keep_versions=self.keep_versions,
-                progress=lambda done, total: self.report("store", done, total),
+                progress=lambda done, total: self.report("store", done, total), language=self.language,
             )
             _lap(result, stage, "done", started)
             result.ok = True
@@ -273,29 +278,36 @@ def embed_chunks(texts: list[str], embedder: Embedder, progress: Callable[[int],
     vectors = np.zeros((len(texts), embedder.dimension), dtype=np.float32)
     for i in range(0, len(order), EMBED_BATCH):
         batch = order[i : i + EMBED_BATCH]
-        vectors[batch] = embedder.embed([texts[j] for j in batch])
+        vectors[batch] = embedder.embed_documents([texts[j] for j in batch])
         if progress:
             progress(min(i + EMBED_BATCH, len(texts)))
     return vectors
 
 
-def embedder_for(store: Store, collection: str, spec: str | None = None) -> Embedder:
-    """Return the embedder to use with collection: spec if given, else the one that made the collection.
+def embedder_for(store: Store, collection: str, spec: str | None = None, **prompts: str | None) -> Embedder:
+    """Return the embedder to use with collection: spec if given, else the one that made it, with its prompts.
 
-    A new collection gets the default embedder; a collection RAG Lab did not make needs a spec.
+    A new collection gets spec or the default embedder; a collection RAG Lab did not make needs a spec.
+    prompts (query_prompt, document_prompt; None = the model's own) apply to a new collection; with the
+    model that made an existing collection, the prompts it recorded are used ("" for older collections).
     """
-    if spec:
-        return get_embedder(spec)
+    given = {k: v for k, v in prompts.items() if v is not None}
     if not store.has_collection(collection):
-        return get_embedder(None)
+        return get_embedder(spec, **given)
     model_id, dimension = store.collection_embedder(collection)
     if model_id is None:
+        if spec:
+            return get_embedder(spec, **given)
         raise EmbedderMismatchError(
             f"Collection '{collection}' was not made by RAG Lab (one vector of {dimension} dimensions, "
             f"no embedder recorded). Choose an embedder that gives {dimension} dimensions, e.g. "
             f"{'openai:text-embedding-3-small' if dimension == 1536 else 'ollama:<model>'}."
         )
-    return get_embedder(model_id)
+    if spec and get_embedder(spec).model_id != model_id:
+        return get_embedder(spec, **given)  # another model: the store refuses it with the reason
+    meta = store.collection_meta(collection)
+    recorded = {"query_prompt": meta.get("query_prompt", ""), "document_prompt": meta.get("document_prompt", "")}
+    return get_embedder(spec or model_id, **(recorded | given))
 
 
 def search(
@@ -307,27 +319,42 @@ def search(
     *,
     store: Store,
     embedder: Embedder | None = None,
-    mode: str = "dense",
-    fusion: str = "rrf",
+    mode: str | None = None,
+    fusion: str | None = None,
+    include_toc: bool = False,
 ) -> list[Hit]:
     """Return the top_k chunks of collection for query, best first, each hit's scores explained.
 
     mode "dense" ranks by cosine similarity of the embeddings, "sparse" by BM25 keyword score (no
-    embedding needed), "hybrid" fuses both lists with fusion "rrf" or "dbsf" (see rag.store_search).
-    score_threshold applies to the mode's own score.
+    embedding needed), "hybrid" fuses both lists (fusion: a spec of rag.fusion). None means the
+    collection's default: hybrid with its saved fusion (else DEFAULT_FUSION) when it has keyword vectors,
+    else dense. score_threshold applies to the mode's own score. Tables of contents are left out unless
+    include_toc.
     """
+    mode, fusion = search_defaults(store, collection, mode, fusion)
     check_mode(mode, fusion)
     if not query.strip():
         raise RagError("The query is empty. Type a question or some words to search for.")
-    options = {"top_k": top_k, "score_threshold": score_threshold, "document_ids": document_ids}
+    options = {"top_k": top_k, "score_threshold": score_threshold, "document_ids": document_ids,
+               "include_toc": include_toc}
     if mode == "sparse":
-        if not sparse.analyze(query):
+        if not store.analyzer(collection).query_ids(query):
             raise RagError(f"The query '{query.strip()}' has only stop words or punctuation, so keyword (sparse) "
                            "search has nothing to match. Add content words, or use dense or hybrid search.")
         return store.search(collection, mode="sparse", query_text=query, **options)
     embedder = embedder or embedder_for(store, collection)
-    vector = embedder.embed([query])[0]
+    vector = embedder.embed_query([query])[0]
     return store.search(collection, vector, embedder, mode=mode, fusion=fusion, query_text=query, **options)
+
+
+def search_defaults(store: Store, collection: str, mode: str | None, fusion: str | None) -> tuple[str, str]:
+    """Return (mode, fusion) with None replaced by the collection's defaults (see search)."""
+    if mode is None:
+        mode = "hybrid" if store.has_collection(collection) and store.has_keywords(collection) else "dense"
+    if fusion is None:
+        saved = store.collection_setting(collection, "fusion") if store.has_collection(collection) else None
+        fusion = str(saved) if saved else DEFAULT_FUSION
+    return mode, fusion
 
 
 def retrieve(
@@ -342,10 +369,11 @@ def retrieve(
     document_ids: list[str] | None = None,
     label: str = "Quelle",
     separator: str = "\n\n---\n\n",
-    mode: str = "dense",
-    fusion: str = "rrf",
+    mode: str | None = None,
+    fusion: str | None = None,
+    include_toc: bool = False,
 ) -> Context:
     """Return the context an LLM would receive for query: search (in mode), then build_context under max_tokens."""
     hits = search(query, collection, top_k, score_threshold, document_ids, store=store, embedder=embedder,
-                  mode=mode, fusion=fusion)
+                  mode=mode, fusion=fusion, include_toc=include_toc)
     return build_context(hits, max_tokens=max_tokens, label=label, separator=separator)

@@ -117,6 +117,12 @@ class Layout:
     vector: str  # the vector our embedder fills ("" when foreign)
     sparse: str | None = None  # our keyword (BM25) sparse vector; None for older and foreign collections
     distances: dict[str, str] = field(default_factory=dict)  # dense vector name -> "cosine", "dot", ...
+    meta: dict = field(default_factory=dict)  # our metadata: embedder, prompts, analyzer, fusion ...
+
+    @property
+    def prompts(self) -> tuple[str, str]:
+        """Return (query prompt, document prompt) the collection was built with ("" when none was recorded)."""
+        return str(self.meta.get("query_prompt") or ""), str(self.meta.get("document_prompt") or "")
 
     @property
     def foreign(self) -> bool:

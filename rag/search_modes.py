@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from rag.errors import RagError
 from rag.records import SparseVectorsMissingError
 from rag.store import CollectionInfo, Store
 from rag.store_search import FUSIONS, MODES, check_mode
@@ -25,16 +26,16 @@ from rag.store_search import FUSIONS, MODES, check_mode
 @dataclass(frozen=True)
 class SearchMode:
     mode: str = "dense"  # one of rag.store_search.MODES
-    fusion: str = "rrf"  # one of FUSIONS; kept as "rrf" for dense and sparse, where it means nothing
+    fusion: str = "rrf"  # a fusion spec (rag.fusion), e.g. "convex:w=0.6"; "rrf" for dense and sparse, unused
 
     def __post_init__(self) -> None:
-        check_mode(self.mode, self.fusion)
-        if self.mode != "hybrid":
-            object.__setattr__(self, "fusion", "rrf")  # so SearchMode("dense", "dbsf") == SearchMode("dense")
+        fusion = check_mode(self.mode, self.fusion)
+        # normalised, so SearchMode("dense", "dbsf") == SearchMode("dense") and "convex:w=0.50" == "convex"
+        object.__setattr__(self, "fusion", fusion.spec if self.mode == "hybrid" else "rrf")
 
     @property
     def label(self) -> str:
-        """Return the mode as text: "dense", "sparse", "hybrid-rrf" or "hybrid-dbsf"."""
+        """Return the mode as text: "dense", "sparse", "hybrid-rrf", "hybrid-convex:w=0.6" ..."""
         return f"hybrid-{self.fusion}" if self.mode == "hybrid" else self.mode
 
     @property
@@ -53,21 +54,23 @@ class SearchMode:
         return self.mode != "dense"
 
 
-MODE_NAMES = ("dense", "sparse", "hybrid", *(f"hybrid-{f}" for f in FUSIONS))
+MODE_NAMES = ("dense", "sparse", "hybrid", *(f"hybrid-{f}" for f in FUSIONS))  # and hybrid-<fusion spec>
 
 
 def parse_mode(text: str | SearchMode, fusion: str = "rrf") -> SearchMode:
-    """Return the SearchMode of "dense", "sparse", "hybrid" (with fusion) or "hybrid-dbsf"; ValueError if unknown."""
+    """Return the SearchMode of "dense", "sparse", "hybrid" (with fusion) or "hybrid-<fusion spec>"
+    ("hybrid-dbsf", "hybrid-convex:w=0.6"); ValueError if unknown."""
     if isinstance(text, SearchMode):
         return text
     name = text.strip().lower()
-    if name.startswith("hybrid-") and name.removeprefix("hybrid-") in FUSIONS:
-        return SearchMode("hybrid", name.removeprefix("hybrid-"))
+    if name.startswith("hybrid-"):
+        name, fusion = "hybrid", name.removeprefix("hybrid-")
     if name not in MODES:
         raise ValueError(f"unknown search mode {text.strip()!r}; use one of {', '.join(MODE_NAMES)}")
-    if fusion not in FUSIONS:
-        raise ValueError(f"unknown fusion {fusion!r}; use one of {', '.join(FUSIONS)}")
-    return SearchMode(name, fusion)
+    try:
+        return SearchMode(name, fusion)
+    except RagError as error:
+        raise ValueError(str(error).rstrip(".")) from None
 
 
 def parse_modes(text: str | Iterable[str | SearchMode], fusion: str = "rrf") -> list[SearchMode]:

@@ -25,14 +25,17 @@ import httpx
 from qdrant_client import QdrantClient, models
 from qdrant_client.http.exceptions import ApiException, UnexpectedResponse
 
-from rag import sparse
+from rag import keywords
 from rag.embeddings.base import Embedder
 from rag.errors import (
     CollectionNotFoundError,
+    EmbedderMismatchError,
+    InvalidSettingsError,
     RagError,
     StoreError,
     StoreUnavailableError,
 )
+from rag.keywords import Analyzer, analyzer_for
 from rag.records import (
     CollectionInfo,
     DocumentInfo,
@@ -119,13 +122,27 @@ class Store(DocumentsMixin, VersionsMixin, SearchMixin):
         meta = (config.metadata or {}).get(META_KEY) or {}
         if meta.get("vector") in vectors and meta.get("embedder"):
             keyword = meta.get("sparse") if meta.get("sparse") in (config.params.sparse_vectors or {}) else None
-            return Layout(name, vectors, str(meta["embedder"]), meta["vector"], keyword, distances)
+            return Layout(name, vectors, str(meta["embedder"]), meta["vector"], keyword, distances, dict(meta))
         return Layout(name, vectors, None, "" if "" in vectors else next(iter(vectors), ""), None, distances)
 
     def collection_embedder(self, collection: str) -> tuple[str | None, int]:
         """Return (model id, dimension) of the embedder that made a collection; None id when foreign."""
         layout = self._layout(collection)
         return layout.embedder, layout.vectors.get(layout.vector, 0)
+
+    def analyzer(self, collection: str) -> Analyzer:
+        """Return how the collection turns text into keyword vectors (its recorded analyzer and languages)."""
+        layout = self._layout(collection)
+        return self._analyzer(layout)
+
+    def _analyzer(self, layout: Layout) -> Analyzer:
+        if layout.meta.get("analyzer") == keywords.ANALYZER and layout.meta.get("language") == "auto":
+            return analyzer_for(layout.meta, self.document_languages(layout.name))
+        return analyzer_for(layout.meta)
+
+    def collection_meta(self, collection: str) -> dict:
+        """Return what RAG Lab recorded about a collection (embedder, prompts, analyzer, ...); {} when foreign."""
+        return dict(self._layout(collection).meta)
 
     def collections(self) -> list[CollectionInfo]:
         """Return every collection with its point count, embedder and vectors, sorted by name."""
@@ -159,11 +176,14 @@ class Store(DocumentsMixin, VersionsMixin, SearchMixin):
                                               with_payload=models.PayloadSelectorInclude(include=fields))
         return found
 
-    def check_writable(self, name: str, embedder: Embedder) -> None:
+    def check_writable(self, name: str, embedder: Embedder, language: str | None = None) -> None:
         """Return None if embedder may write to collection name (new, or made by it); the error saying why not.
 
-        Checked before anything is embedded, so a mismatch costs no embedding time.
+        Checked before anything is embedded, so a mismatch costs no embedding time. language (when given)
+        must be the collection's keyword language: a collection keeps the analysis it was made with.
         """
+        if language is not None:
+            keywords.check_language(language)
         if not self.has_collection(name):
             return
         layout = self._layout(name)
@@ -174,24 +194,43 @@ class Store(DocumentsMixin, VersionsMixin, SearchMixin):
             )
         if layout.embedder != embedder.model_id or layout.vectors[layout.vector] != embedder.dimension:
             raise mismatch_error(layout, embedder.model_id, embedder.dimension)
+        if layout.prompts != (embedder.query_prompt, embedder.document_prompt):
+            query, document = layout.prompts
+            raise EmbedderMismatchError(
+                f"Collection '{name}' was built with the query prompt '{query}' and the document prompt "
+                f"'{document}', not '{embedder.query_prompt}' / '{embedder.document_prompt}'. Use the collection's "
+                "prompts (leave --query-prompt/--document-prompt out), or ingest into a new collection."
+            )
+        recorded = layout.meta.get("language") if layout.meta.get("analyzer") == keywords.ANALYZER else None
+        if language is not None and recorded != language:
+            raise InvalidSettingsError(
+                f"Collection '{name}' analyses keywords {'as ' + repr(recorded) if recorded else 'without stemming'}; "
+                f"it cannot switch to '{language}'. Leave --language out, or ingest into a new collection."
+            )
 
-    def _ensure_collection(self, name: str, embedder: Embedder) -> Layout:
-        """Return the layout to write with; create the collection if needed, refuse mismatches."""
+    def _ensure_collection(self, name: str, embedder: Embedder, language: str | None = None) -> Layout:
+        """Return the layout to write with; create the collection if needed, refuse mismatches.
+
+        language: the keyword language of a new collection (rag.keywords; None = "auto"); an existing
+        collection keeps its own, and asking for another one is an error.
+        """
         vname = vector_name(embedder.model_id)
-        created = not self.has_collection(name) and self._create_collection(name, embedder, vname)
+        created = not self.has_collection(name) and self._create_collection(name, embedder, vname, language)
         layout = self._layout(name)
         if layout.foreign and created:
             raise StoreError(
                 f"Qdrant at {self.location} did not keep the metadata of the new collection '{name}'; "
                 "RAG Lab needs Qdrant server 1.16 or newer."
             )
-        self.check_writable(name, embedder)
+        self.check_writable(name, embedder, None if created else language)
         return layout
 
-    def _create_collection(self, name: str, embedder: Embedder, vname: str) -> bool:
+    def _create_collection(self, name: str, embedder: Embedder, vname: str, language: str | None = None) -> bool:
         """Return True once the collection exists, False if another process created it first."""
-        meta = {"embedder": embedder.model_id, "dimension": embedder.dimension, "vector": vname}
-        meta |= {"sparse": SPARSE_VECTOR, "analyzer": sparse.ANALYZER}
+        meta = {"embedder": embedder.model_id, "dimension": embedder.dimension, "vector": vname,
+                "query_prompt": embedder.query_prompt, "document_prompt": embedder.document_prompt}
+        meta |= {"sparse": SPARSE_VECTOR, "analyzer": keywords.ANALYZER,
+                 "language": keywords.check_language(language or keywords.DEFAULT_LANGUAGE)}
         params = models.VectorParams(size=embedder.dimension, distance=models.Distance.COSINE)
         keyword = {SPARSE_VECTOR: models.SparseVectorParams(modifier=models.Modifier.IDF)}
         try:

@@ -17,11 +17,12 @@ from typing import Any
 import numpy as np
 from qdrant_client import models
 
-from rag import sparse
-from rag.chunking import Chunk, ChunkSettings
+from rag import keywords
+from rag.chunking import TOC, Chunk, ChunkSettings
 from rag.documents import Document
 from rag.embeddings.base import Embedder
 from rag.errors import EmbedderMismatchError, StoreError
+from rag.keywords import Analyzer
 from rag.records import DocumentInfo, Hit, Layout, hit_from_point, payload_int, point_id
 from rag.store_versions import HIDDEN, NOT_REGISTRY, WRITING, hidden_filter
 
@@ -72,14 +73,19 @@ class DocumentsMixin:
         # foreign payloads may lack document_id; Hit.document_id falls back to the title
         return models.Filter(should=[by_id, models.FieldCondition(key="document_title", match=match)])
 
-    def search_filter(self, layout: Layout, document_ids: list[str] | None) -> models.Filter | None:
-        """Return the filter of a search: the chosen documents, without unfinished or replaced writes."""
+    def search_filter(self, layout: Layout, document_ids: list[str] | None, include_toc: bool = False
+                      ) -> models.Filter | None:
+        """Return the filter of a search: the chosen documents, without unfinished or replaced writes, and
+        without tables of contents unless include_toc."""
         flt = self._document_filter(layout, document_ids) if document_ids else None
         hidden = [] if layout.foreign else self.hidden_generations(layout.name)
-        if not hidden:
+        excluded = hidden_filter(hidden, registry=False)
+        if not include_toc and not layout.foreign:
+            excluded.append(models.FieldCondition(key="flags", match=models.MatchAny(any=[TOC])))
+        if not excluded:
             return flt
         flt = flt or models.Filter()
-        return flt.model_copy(update={"must_not": hidden_filter(hidden, registry=False)})
+        return flt.model_copy(update={"must_not": excluded})
 
     def documents(self, collection: str) -> list[DocumentInfo]:
         """Return one entry per document (foreign collection: per document_title), sorted by title.
@@ -191,6 +197,7 @@ class DocumentsMixin:
         *,
         keep_versions: bool = False,
         progress: Callable[[int, int], None] | None = None,
+        language: str | None = None,
     ) -> int:
         """Write a document's chunks as a new generation; return the point count (see rag.store_versions).
 
@@ -198,6 +205,7 @@ class DocumentsMixin:
         searches see the document's previous version (other chunk settings, or the file before an edit,
         matched by title unless keep_versions). A failed write removes what it wrote and raises StoreError;
         a crash leaves it hidden and listed as incomplete. progress(done, total) after each batch.
+        language: the keyword language of a new collection (rag.keywords; default "auto").
         """
         vectors = np.asarray(vectors, dtype=np.float32)
         if chunks and (vectors.ndim != 2 or len(vectors) != len(chunks) or vectors.shape[1] != embedder.dimension):
@@ -205,16 +213,21 @@ class DocumentsMixin:
                 f"{len(chunks)} chunks of '{document.title}' came with vectors of shape {vectors.shape}, "
                 f"but {embedder.model_id} should give {embedder.dimension} dimensions per chunk."
             )
-        layout = self._ensure_collection(collection, embedder)
+        layout = self._ensure_collection(collection, embedder, language)
+        analyzer = self._analyzer(layout)
+        setting = layout.meta.get("language", keywords.DEFAULT_LANGUAGE)
+        doc_language = keywords.document_language(setting, document.text) if not analyzer.legacy else None
         replaced = {document.id}
         if not keep_versions:
             replaced |= {d.document_id for d in self.documents(collection) if d.title == document.title}
         shape = {"chunk_size": settings.chunk_size, "overlap": settings.overlap, "strategy": settings.strategy}
         generation = self.begin_generation(collection, document.id, document.title, shape)
         stamp = datetime.now(UTC).isoformat(timespec="seconds")
-        points = [self._point(document, c, v, settings, embedder, layout, generation, stamp)
+        points = [self._point(document, c, v, settings, embedder, layout, generation, stamp, analyzer, doc_language)
                   for c, v in zip(chunks, vectors, strict=True)]
         self._write_points(collection, points, generation, document.title, progress)
+        if doc_language is not None and setting == "auto":
+            self._add_language(collection, doc_language)  # before the commit: queries must know it first
         old = self._generations(collection, sorted(replaced))
         self.commit_generation(collection, generation, sorted(g for g in old if g))
         if None in old:  # points from before generations existed: no registry entry to retire them with
@@ -256,7 +269,8 @@ class DocumentsMixin:
 
     @staticmethod
     def _point(document: Document, chunk: Chunk, vector: np.ndarray, settings: ChunkSettings, embedder: Embedder,
-               layout: Layout, generation: str, stamp: str) -> models.PointStruct:
+               layout: Layout, generation: str, stamp: str, analyzer: Analyzer, language: str | None
+               ) -> models.PointStruct:
         pid = point_id(document.id, settings, chunk.chunk_index, generation)
         payload = {"content": chunk.content, "document_id": document.id, "document_title": document.title}
         payload |= {"chunk_id": pid, "chunk_index": chunk.chunk_index, "heading_path": list(chunk.heading_path)}
@@ -264,9 +278,11 @@ class DocumentsMixin:
         payload |= {"start": chunk.start, "end": chunk.end, "chunk_size": settings.chunk_size}
         payload |= {"overlap": settings.overlap, "strategy": settings.strategy, "embedder": embedder.model_id}
         payload |= {"document_kind": document.kind, "document_pages": len(document.pages)}
-        payload |= {"generation": generation, "ingested_at": stamp}
+        payload |= {"generation": generation, "ingested_at": stamp, "flags": list(chunk.flags)}
+        if language is not None:
+            payload["language"] = language
         vectors: dict[str, Any] = {layout.vector: vector.tolist()}
         if layout.sparse:  # older collections have no keyword vector to fill
-            indices, values = sparse.chunk_vector(chunk.content)
+            indices, values = analyzer.document_vector(chunk.content, language or "none")
             vectors[layout.sparse] = models.SparseVector(indices=indices, values=values)
         return models.PointStruct(id=pid, vector=vectors, payload=payload)

@@ -5,9 +5,10 @@
   Hit.score is the BM25 score, score_kind "bm25"). Needs no query vector; a query without terms (only
   stop words or punctuation) finds nothing.
 - "hybrid": one Qdrant query with two prefetches, dense and sparse, each `candidate_limit(top_k)` long,
-  fused by the engine with RRF (score = sum of 1 / (k + position), position from 0, k = 2 in Qdrant) or
-  DBSF (each list's scores normalised by mean ± 3 standard deviations, then summed). Hit.score is that
-  fused score, not a cosine (score_kind "rrf" / "dbsf").
+  fused by the engine with RRF (score = sum of 1 / (k + position), position from 0, k = 2 in Qdrant;
+  optionally weighted) or DBSF (each list's scores normalised by mean ± 3 standard deviations, then
+  summed), or fused here from the same two lists by a convex combination (rag.fusion). Hit.score is that
+  fused score, not a cosine (score_kind "rrf" / "dbsf" / "convex").
 
 Explanation: every hit carries its dense and sparse score and rank (see rag.records.Hit). For hybrid
 search the two candidate lists are queried again next to the fused query, in the same round trip and
@@ -27,15 +28,15 @@ from typing import Any
 import numpy as np
 from qdrant_client import models
 
-from rag import sparse
 from rag.embeddings.base import Embedder
 from rag.errors import RagError
+from rag.fusion import METHODS, Fusion, convex, parse_fusion
+from rag.keywords import Analyzer
 from rag.records import Hit, Layout, hit_from_point, mismatch_error, sparse_missing_error
 
 MODES = ("dense", "sparse", "hybrid")
-FUSIONS = ("rrf", "dbsf")
+FUSIONS = METHODS  # the fusion methods; a fusion is given as a spec, e.g. "convex:w=0.6" (rag.fusion)
 MIN_CANDIDATES = 50
-_FUSION = {"rrf": models.Fusion.RRF, "dbsf": models.Fusion.DBSF}
 
 
 def candidate_limit(top_k: int) -> int:
@@ -43,12 +44,11 @@ def candidate_limit(top_k: int) -> int:
     return max(top_k * 4, MIN_CANDIDATES)
 
 
-def check_mode(mode: str, fusion: str = "rrf") -> None:
-    """Return None if mode and fusion are known; RagError listing the valid ones otherwise."""
+def check_mode(mode: str, fusion: str | Fusion = "rrf") -> Fusion:
+    """Return the fusion if mode and fusion are known; RagError (InvalidSettingsError) listing the valid ones."""
     if mode not in MODES:
         raise RagError(f"Unknown search mode '{mode}'. Use one of: {', '.join(MODES)}.")
-    if fusion not in FUSIONS:
-        raise RagError(f"Unknown fusion '{fusion}'. Use one of: {', '.join(FUSIONS)}.")
+    return parse_fusion(fusion)
 
 
 @dataclass
@@ -91,6 +91,7 @@ class SearchMixin:
         mode: str = "dense",
         fusion: str = "rrf",
         query_text: str | None = None,
+        include_toc: bool = False,
     ) -> list[Hit]:
         """Return the top_k chunks for one query, best first, each with its score explained.
 
@@ -100,7 +101,7 @@ class SearchMixin:
         texts = None if query_text is None else [query_text]
         rows = self.search_batch(
             collection, vectors, embedder, top_k, vector_name=vector_name, score_threshold=score_threshold,
-            document_ids=document_ids, mode=mode, fusion=fusion, query_texts=texts,
+            document_ids=document_ids, mode=mode, fusion=fusion, query_texts=texts, include_toc=include_toc,
         )  # fmt: skip
         return rows[0] if rows else []
 
@@ -117,26 +118,32 @@ class SearchMixin:
         mode: str = "dense",
         fusion: str = "rrf",
         query_texts: Sequence[str] | None = None,
+        include_toc: bool = False,
     ) -> list[list[Hit]]:
-        """Return the hits of each query (rows of vectors and/or query_texts, same order), in one round trip."""
-        check_mode(mode, fusion)
+        """Return the hits of each query (rows of vectors and/or query_texts, same order), in one round trip.
+
+        Chunks flagged as a table of contents are left out unless include_toc.
+        """
+        fusion = check_mode(mode, fusion)
         matrix = self._query_matrix(vectors, mode)
         texts = self._query_texts(query_texts, mode, matrix)
         count = len(texts) if matrix is None else len(matrix)
         if count == 0:
             return []
         layout = self._layout(collection)
-        shared = {"filter": self.search_filter(layout, document_ids)}  # unfinished writes never show
+        shared = {"filter": self.search_filter(layout, document_ids, include_toc)}  # unfinished writes never show
         shared |= {"limit": max(int(top_k), 1), "score_threshold": score_threshold}
         using = None if mode == "sparse" else self._using(layout, matrix.shape[1], embedder, vector_name)
         if mode != "dense" and not layout.sparse:
             raise sparse_missing_error(layout, mode)
+        analyzer = self._analyzer(layout) if mode != "dense" else None
         plans = [
-            self._plan(mode, fusion, layout, using, None if matrix is None else matrix[i], texts and texts[i], shared)
+            self._plan(mode, fusion, layout, using, None if matrix is None else matrix[i], texts and texts[i], shared,
+                       analyzer)
             for i in range(count)
         ]
-        kind = fusion if mode == "hybrid" else "bm25" if mode == "sparse" else layout.distances.get(using or "")
-        return self._run(collection, plans, mode, kind or "cosine")
+        kind = fusion.method if mode == "hybrid" else "bm25" if mode == "sparse" else layout.distances.get(using or "")
+        return self._run(collection, plans, mode, kind or "cosine", fusion, shared)
 
     @staticmethod
     def _query_matrix(vectors: np.ndarray | None, mode: str) -> np.ndarray | None:
@@ -160,30 +167,33 @@ class SearchMixin:
 
     @staticmethod
     def _plan(
-        mode: str, fusion: str, layout: Layout, using: str | None, vector: Any, text: str | None, shared: dict
+        mode: str, fusion: Fusion, layout: Layout, using: str | None, vector: Any, text: str | None, shared: dict,
+        analyzer: Analyzer | None = None,
     ) -> _Plan:
         """Return the requests for one query (dense/sparse lists for the explanation, final for the hits)."""
         plan = _Plan()
         if mode == "dense":
             plan.final = models.QueryRequest(query=vector.tolist(), using=using, with_payload=True, **shared)
             return plan
-        indices, values = sparse.query_vector(text or "")
+        indices, values = analyzer.query_vector(text or "")
         keyword = models.SparseVector(indices=indices, values=values) if indices else None
         if mode == "sparse":
             if keyword is not None:
                 plan.final = models.QueryRequest(query=keyword, using=layout.sparse, with_payload=True, **shared)
             return plan
         candidates = {"filter": shared["filter"], "limit": candidate_limit(shared["limit"])}
+        here = fusion.fused_here  # convex: the candidate lists carry the payloads, the fusion is done in _run
         prefetch = [models.Prefetch(query=vector.tolist(), using=using, **candidates)]
-        plan.dense = models.QueryRequest(query=vector.tolist(), using=using, with_payload=False, **candidates)
+        plan.dense = models.QueryRequest(query=vector.tolist(), using=using, with_payload=here, **candidates)
         if keyword is not None:
             prefetch.append(models.Prefetch(query=keyword, using=layout.sparse, **candidates))
-            plan.sparse = models.QueryRequest(query=keyword, using=layout.sparse, with_payload=False, **candidates)
-        fused = models.FusionQuery(fusion=_FUSION[fusion])
-        plan.final = models.QueryRequest(prefetch=prefetch, query=fused, with_payload=True, **shared)
+            plan.sparse = models.QueryRequest(query=keyword, using=layout.sparse, with_payload=here, **candidates)
+        if not here:
+            plan.final = models.QueryRequest(prefetch=prefetch, query=fusion.query(), with_payload=True, **shared)
         return plan
 
-    def _run(self, collection: str, plans: list[_Plan], mode: str, kind: str) -> list[list[Hit]]:
+    def _run(self, collection: str, plans: list[_Plan], mode: str, kind: str, fusion: Fusion, shared: dict
+             ) -> list[list[Hit]]:
         """Return the explained hits of each plan, sending every request of every plan in one batch."""
         requests = [r for p in plans for r in (p.dense, p.sparse, p.final) if r is not None]
         if requests:
@@ -191,11 +201,24 @@ class SearchMixin:
                 responses = iter(self.client.query_batch_points(collection, requests))
         results = []
         for plan in plans:
-            dense = _ranks(next(responses).points) if plan.dense is not None else {}
-            keyword = _ranks(next(responses).points) if plan.sparse is not None else {}
-            points = next(responses).points if plan.final is not None else []
+            dense_points = next(responses).points if plan.dense is not None else []
+            keyword_points = next(responses).points if plan.sparse is not None else []
+            dense, keyword = _ranks(dense_points), _ranks(keyword_points)
+            if mode == "hybrid" and fusion.fused_here:
+                points = _fuse_here(dense_points, keyword_points, fusion, shared["limit"], shared["score_threshold"])
+            else:
+                points = next(responses).points if plan.final is not None else []
             results.append([_explained(p, i, mode, kind, dense, keyword) for i, p in enumerate(points, 1)])
         return results
+
+
+def _fuse_here(dense: list[Any], keyword: list[Any], fusion: Fusion, limit: int, threshold: float | None
+               ) -> list[Any]:
+    """Return the top points of a convex fusion of the two candidate lists, each with its fused score."""
+    by_id = {str(p.id): p for p in (*keyword, *dense)}
+    fused = convex([(str(p.id), p.score) for p in dense], [(str(p.id), p.score) for p in keyword], fusion.weight)
+    kept = [(i, score) for i, score in fused if threshold is None or score >= threshold][:limit]
+    return [by_id[i].model_copy(update={"score": score}) for i, score in kept]
 
 
 def _ranks(points: list[Any]) -> dict[str, tuple[int, float]]:

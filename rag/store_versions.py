@@ -29,6 +29,8 @@ WRITING, LIVE, RETIRED = "writing", "live", "retired"
 HIDDEN = (WRITING, RETIRED)
 REGISTRY_ID = str(uuid.uuid5(uuid.UUID("6f1d9c2e-6a0b-5c1e-9d4f-2b7a8e3c5d10"), "rag-lab:registry"))
 REGISTRY_FLAG = "rag_lab_registry"
+LANGUAGES_KEY = "languages"  # the keyword languages documents were analysed in (a collection set to "auto")
+SETTINGS_KEY = "settings"  # settings saved with a collection, e.g. {"fusion": "convex:w=0.6"}
 NOT_REGISTRY = models.HasIdCondition(has_id=[REGISTRY_ID])  # for must_not: every listing leaves it out
 
 
@@ -43,12 +45,38 @@ def registry_key(generation: str) -> str:
 class VersionsMixin:
     """The registry half of Store (it needs Store's _guard, _scroll, _delete_ids and client)."""
 
-    def registry(self, collection: str) -> dict[str, dict[str, Any]]:
-        """Return generation -> its registry entry (state, document_id, title, ...); {} when there are none."""
+    def _registry_payload(self, collection: str) -> dict[str, Any]:
         with self._guard(f"reading the registry of '{collection}'"):
             found = self.client.retrieve(collection, [REGISTRY_ID], with_payload=True, with_vectors=False)
-        payload = (found[0].payload or {}) if found else {}
+        return (found[0].payload or {}) if found else {}
+
+    def registry(self, collection: str) -> dict[str, dict[str, Any]]:
+        """Return generation -> its registry entry (state, document_id, title, ...); {} when there are none."""
+        payload = self._registry_payload(collection)
         return {key[1:]: value for key, value in payload.items() if key.startswith("g") and isinstance(value, dict)}
+
+    def document_languages(self, collection: str) -> list[str]:
+        """Return the keyword languages of the collection's documents (rag.keywords), as recorded at ingest."""
+        languages = self._registry_payload(collection).get(LANGUAGES_KEY)
+        return [str(x) for x in languages] if isinstance(languages, list) else []
+
+    def collection_setting(self, collection: str, key: str) -> Any:
+        """Return a setting saved with the collection (e.g. "fusion", a tuned fusion spec), or None."""
+        return self._registry_payload(collection).get(SETTINGS_KEY, {}).get(key)
+
+    def save_collection_setting(self, collection: str, key: str, value: Any) -> None:
+        """Save a setting with the collection (one point update; the collection must exist)."""
+        settings = dict(self._registry_payload(collection).get(SETTINGS_KEY) or {}) | {key: value}
+        self._mark(collection, {})  # creates the registry point of an older collection
+        with self._guard(f"updating the registry of '{collection}'"):
+            self.client.set_payload(collection, {SETTINGS_KEY: settings}, points=[REGISTRY_ID], wait=True)
+
+    def _add_language(self, collection: str, language: str) -> None:
+        known = self.document_languages(collection)
+        if language not in known:
+            with self._guard(f"updating the registry of '{collection}'"):
+                self.client.set_payload(collection, {LANGUAGES_KEY: sorted({*known, language})}, points=[REGISTRY_ID],
+                                        wait=True)
 
     def hidden_generations(self, collection: str) -> list[str]:
         """Return the generations searches must leave out: being written (or interrupted), or replaced."""

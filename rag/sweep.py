@@ -128,7 +128,7 @@ def evaluate_collection(
     spanned = {i for q in queries if q.answer_end is not None for ids in q.document_ids for i in ids}
     texts = {i: document_from_chunks(i, titles[i], store.document_chunks(collection, i)).text for i in spanned}
     check_spans(queries, texts)
-    vectors = cache.embed([q.text for q in queries], embedder) if mode.needs_vectors else None
+    vectors = cache.embed([q.text for q in queries], embedder, query=True) if mode.needs_vectors else None
     return evaluate(queries, search_queries(store, collection, queries, vectors, embedder, ks[-1], mode), ks)
 
 
@@ -196,7 +196,7 @@ def run_sweep(
     query_vectors = None
     if any(m.needs_vectors for m in modes):
         report(SweepProgress("queries", 0, len(configs), None, 0, len(queries), f"embedding {len(queries)} queries"))
-        query_vectors = cache.embed([q.text for q in queries], embedder)
+        query_vectors = cache.embed([q.text for q in queries], embedder, query=True)
     query_seconds = time.perf_counter() - started
     results = []
     for index, config in enumerate(configs):

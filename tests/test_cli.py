@@ -27,13 +27,15 @@ def test_chunk_json_shape_on_a_real_pdf(shared_data, capsys):
     code, out, _ = run(capsys, "chunk", pdf, "--chunk-size", "200", "--overlap", "20", "--json")
     assert code == 0
     data = json.loads(out)
-    assert set(data) == {"document", "chunks"}
+    assert set(data) == {"document", "embedder", "chunks"}
+    assert data["embedder"] == {"model_id": "local:multilingual-e5-small", "max_input_tokens": 512, "windowed": True}
     assert {"id", "title", "kind", "pages", "text", "empty_pages"} <= set(data["document"])
     assert data["document"]["kind"] == "pdf" and data["document"]["pages"] == 8
     text = data["document"]["text"]
     for chunk in data["chunks"]:
         assert set(chunk) == {"chunk_index", "content", "token_count", "heading_path", "page_start", "page_end",
-                              "start", "end"}
+                              "start", "end", "model_tokens"}
+        assert chunk["model_tokens"] > chunk["token_count"] // 2
         assert text[chunk["start"] : chunk["end"]] == chunk["content"]
         assert chunk["token_count"] == tokens.count(chunk["content"]) <= 200
     assert any(chunk["heading_path"] for chunk in data["chunks"])
@@ -99,6 +101,9 @@ def test_store_commands_round_trip(shared_data, tmp_path, capsys):
 
     code, out, _ = run(capsys, "search", "Passwort Mindestlänge", "--collection", "t", "--store", store,
                        "--top-k", "4", "--json")
+    assert {h["mode"] for h in json.loads(out)["hits"]} == {"hybrid"}  # the default where keyword vectors exist
+    code, out, _ = run(capsys, "search", "Passwort Mindestlänge", "--collection", "t", "--store", store,
+                       "--top-k", "4", "--json", "--mode", "dense")
     hits = json.loads(out)["hits"]
     assert code == 0 and len(hits) == 4
     assert set(hits[0]) == {"score", "document_title", "document_id", "chunk_index", "heading_path", "page_start",

@@ -58,7 +58,7 @@ def test_one_query_dense_against_hybrid_side_by_side(app_env, shared_data):
     assert at.selectbox(key="compare_b_mode").value == "hybrid-rrf"  # the default B: the same collection, hybrid
     run_query(at)
     store, embedder = store_of(at), get_embedder("fake")
-    expected = compare_hits(pipeline.search(QUERY, "documents", 10, store=store, embedder=embedder),
+    expected = compare_hits(pipeline.search(QUERY, "documents", 10, store=store, embedder=embedder, mode="dense"),
                             pipeline.search(QUERY, "documents", 10, store=store, embedder=embedder, mode="hybrid"))
     side_a, side_b = (d.value for d in at.dataframe)
     assert list(side_a["#"]) == list(range(1, 11)) and list(side_b["#"]) == list(range(1, 11))

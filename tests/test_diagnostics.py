@@ -64,7 +64,7 @@ def test_distribution_over_a_real_collection(collection):
     fake = get_embedder("fake:64")
     query = PARAGRAPHS["wien.txt"][0]
     d = score_distribution(query, "c", store=collection, embedder=fake, top_k=2, threshold=0.5)
-    hits = pipeline.search(query, "c", 6, store=collection, embedder=fake)
+    hits = pipeline.search(query, "c", 6, store=collection, embedder=fake, mode="dense")
     assert d.total == 6 and len(d.scores) == 6 and not d.capped and d.score_kind == "cosine"
     assert list(d.scores) == pytest.approx([h.score for h in hits])
     assert d.scores[0] == pytest.approx(1.0, abs=1e-5)  # the query is that chunk's text

@@ -15,8 +15,8 @@ from rag import tokens
 from rag.embeddings import (
     DEFAULT_EMBEDDER,
     EMBEDDER_SPECS,
+    E5Embedder,
     Embedder,
-    LocalEmbedder,
     OllamaEmbedder,
     OpenAIEmbedder,
     RetryPolicy,
@@ -93,7 +93,8 @@ def ollama(server: Server, retry: RetryPolicy, model: str = "mxbai-embed-large")
 def test_specs_give_the_documented_model_ids(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("RAG_EMBEDDER", raising=False)
     assert DEFAULT_EMBEDDER == "local" and set(EMBEDDER_SPECS) == {"local", "ollama", "openai", "fake"}
-    assert get_embedder("local").model_id == "local:all-MiniLM-L6-v2"
+    assert get_embedder("local").model_id == "local:multilingual-e5-small"
+    assert get_embedder("local:multilingual-e5-small").model_id == "local:multilingual-e5-small"
     assert get_embedder("local:all-MiniLM-L6-v2").model_id == "local:all-MiniLM-L6-v2"
     assert get_embedder("ollama:mxbai-embed-large").model_id == "ollama:mxbai-embed-large"
     assert get_embedder("openai:text-embedding-3-small").model_id == "openai:text-embedding-3-small"
@@ -106,8 +107,8 @@ def test_specs_give_the_documented_model_ids(monkeypatch: pytest.MonkeyPatch) ->
 
 def test_default_is_local_unless_rag_embedder_is_set(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("RAG_EMBEDDER", raising=False)
-    assert isinstance(get_embedder(None), LocalEmbedder)
-    assert isinstance(get_embedder(""), LocalEmbedder)
+    assert isinstance(get_embedder(None), E5Embedder)
+    assert isinstance(get_embedder(""), E5Embedder)
     monkeypatch.setenv("RAG_EMBEDDER", "fake:8")
     assert get_embedder().model_id == "fake:8"
     assert get_embedder("fake:4").model_id == "fake:4"
@@ -154,7 +155,7 @@ def test_ollama_host_rule(host: str | None, url: str) -> None:
 def test_ollama_sends_model_and_input_and_reads_embeddings(retry: RetryPolicy) -> None:
     server = Server(ollama_ok())
     embedder = ollama(server, retry)
-    matrix = embedder.embed(["t1", "t2"])
+    matrix = embedder.embed_documents(["t1", "t2"])
     assert matrix.shape == (2, 1024) and matrix.dtype == np.float32
     assert str(server.requests[0].url) == "http://localhost:11434/api/embed"
     assert json.loads(server.requests[0].content) == {"model": "mxbai-embed-large", "input": ["t1", "t2"]}
@@ -165,7 +166,7 @@ def test_ollama_sends_model_and_input_and_reads_embeddings(retry: RetryPolicy) -
 def test_batching_splits_150_texts_into_64_64_22_in_order(retry: RetryPolicy) -> None:
     server = Server(ollama_ok(4))
     texts = [f"t{i}" for i in range(150)]
-    matrix = ollama(server, retry, model="my-embedder").embed(texts)
+    matrix = ollama(server, retry, model="my-embedder").embed_documents(texts)
     assert [len(batch) for batch in server.inputs()] == [64, 64, 22]
     assert sum(server.inputs(), []) == texts
     assert matrix[:, 0].tolist() == list(range(150))
@@ -173,7 +174,7 @@ def test_batching_splits_150_texts_into_64_64_22_in_order(retry: RetryPolicy) ->
 
 def test_empty_list_makes_no_request(retry: RetryPolicy) -> None:
     server = Server(ollama_ok())
-    assert ollama(server, retry).embed([]).shape == (0, 1024)
+    assert ollama(server, retry).embed_documents([]).shape == (0, 1024)
     assert server.requests == []
 
 
@@ -191,7 +192,7 @@ def test_connection_refused_names_the_url_and_the_fix(retry: RetryPolicy, sleeps
 
     server = Server(refuse)
     with pytest.raises(EmbedderUnavailableError) as caught:
-        ollama(server, retry).embed(["a"])
+        ollama(server, retry).embed_documents(["a"])
     assert "http://localhost:11434" in str(caught.value) and "ollama serve" in str(caught.value)
     assert len(server.requests) == 4 and sleeps == [0.5, 1.0, 2.0]
 
@@ -202,14 +203,14 @@ def test_read_timeout_is_reported_without_retrying(retry: RetryPolicy) -> None:
 
     server = Server(slow)
     with pytest.raises(EmbedderUnavailableError, match="did not answer within 60 s"):
-        ollama(server, retry).embed(["a"])
+        ollama(server, retry).embed_documents(["a"])
     assert len(server.requests) == 1
 
 
 def test_missing_model_says_how_to_pull_it(retry: RetryPolicy) -> None:
     server = Server(lambda r, n: httpx.Response(404, json={"error": 'model "x" not found, try pulling it first'}))
     with pytest.raises(ModelNotFoundError) as caught:
-        ollama(server, retry, model="x").embed(["a"])
+        ollama(server, retry, model="x").embed_documents(["a"])
     assert str(caught.value) == "Ollama at http://localhost:11434 has no model 'x'. Run `ollama pull x`."
 
 
@@ -220,7 +221,7 @@ def test_rate_limit_then_success_honours_retry_after(retry: RetryPolicy, sleeps:
         return ollama_ok()(request, attempt)
 
     server = Server(respond)
-    assert ollama(server, retry).embed(["a"]).shape == (1, 1024)
+    assert ollama(server, retry).embed_documents(["a"]).shape == (1, 1024)
     assert len(server.requests) == 2 and sleeps == [2.0]
 
 
@@ -228,28 +229,28 @@ def test_retry_after_is_capped(sleeps: list[float]) -> None:
     policy = RetryPolicy(retries=1, max_wait=30.0, sleep=sleeps.append)
     server = Server(lambda r, n: httpx.Response(503, headers={"Retry-After": "3600"}, text="busy"))
     with pytest.raises(EmbedderUnavailableError, match="HTTP 503"):
-        ollama(server, policy).embed(["a"])
+        ollama(server, policy).embed_documents(["a"])
     assert sleeps == [30.0]
 
 
 def test_server_error_forever_gives_up_after_the_retries(retry: RetryPolicy, sleeps: list[float]) -> None:
     server = Server(lambda r, n: httpx.Response(500, json={"error": "llama runner process has terminated"}))
     with pytest.raises(EmbedderUnavailableError, match="kept failing with HTTP 500.*llama runner"):
-        ollama(server, retry).embed(["a"])
+        ollama(server, retry).embed_documents(["a"])
     assert len(server.requests) == 4 and len(sleeps) == 3
 
 
 def test_wrong_dimension_is_an_error(retry: RetryPolicy) -> None:
     server = Server(ollama_ok(768))
     with pytest.raises(EmbeddingError, match="768 numbers.*1024 were expected"):
-        ollama(server, retry).embed(["a"])
+        ollama(server, retry).embed_documents(["a"])
 
 
 def test_dimension_change_between_batches_is_an_error(retry: RetryPolicy) -> None:
     server = Server(lambda r, n: ollama_ok(8 if n == 1 else 9)(r, n))
     embedder = OllamaEmbedder("custom", host="h", client=server.client, retry=retry, batch_size=1)
     with pytest.raises(EmbeddingError, match="9 numbers.*8 were expected"):
-        embedder.embed(["a", "b"])
+        embedder.embed_documents(["a", "b"])
 
 
 @pytest.mark.parametrize(
@@ -266,14 +267,14 @@ def test_malformed_answers_show_what_was_received(retry: RetryPolicy, body: byte
     server = Server(lambda r, n: httpx.Response(200, content=body))
     texts = ["a", "b"] if b"[0.3]" in body else ["a"]
     with pytest.raises(EmbeddingError, match="Ollama at http://localhost:11434") as caught:
-        ollama(server, retry, model="custom").embed(texts)
+        ollama(server, retry, model="custom").embed_documents(texts)
     assert shown in str(caught.value) and len(str(caught.value)) < 400
 
 
 def test_model_that_cannot_embed(retry: RetryPolicy) -> None:
     server = Server(lambda r, n: httpx.Response(400, json={"error": '"llama3" does not support embeddings'}))
     with pytest.raises(EmbeddingError, match="cannot make embeddings"):
-        ollama(server, retry, model="llama3").embed(["a"])
+        ollama(server, retry, model="llama3").embed_documents(["a"])
 
 
 # --- OpenAI-compatible ------------------------------------------------------------------------------
@@ -301,7 +302,7 @@ def openai(server: Server, retry: RetryPolicy, model: str = "text-embedding-3-sm
 def test_openai_sends_bearer_key_and_sorts_by_index(retry: RetryPolicy) -> None:
     server = Server(openai_ok(reverse=True))
     embedder = openai(server, retry, key="sk-test-123456")
-    matrix = embedder.embed(["t1", "t2", "t3"])
+    matrix = embedder.embed_documents(["t1", "t2", "t3"])
     request = server.requests[0]
     assert str(request.url) == "http://llm:8000/v1/embeddings"
     assert request.headers["authorization"] == "Bearer sk-test-123456"
@@ -326,7 +327,7 @@ def test_refused_key_is_never_shown(retry: RetryPolicy, status: int) -> None:
     server = Server(lambda r, n: httpx.Response(status, json={"error": {"message": message, "code": "invalid"}}))
     embedder = openai(server, retry, key=key)
     with pytest.raises(EmbedderAuthError, match=f"HTTP {status}") as caught:
-        embedder.embed(["a"])
+        embedder.embed_documents(["a"])
     for shown in (str(caught.value), repr(caught.value), repr(embedder)):
         assert key not in shown and "SECRET" not in shown
     assert len(server.requests) == 1
@@ -335,20 +336,20 @@ def test_refused_key_is_never_shown(retry: RetryPolicy, status: int) -> None:
 def test_missing_key_is_named(retry: RetryPolicy) -> None:
     server = Server(lambda r, n: httpx.Response(401, json={"error": {"message": "no key"}}))
     with pytest.raises(EmbedderAuthError, match="set OPENAI_API_KEY"):
-        openai(server, retry).embed(["a"])
+        openai(server, retry).embed_documents(["a"])
 
 
 def test_openai_unknown_model(retry: RetryPolicy) -> None:
     error = {"message": "The model `nope` does not exist", "code": "model_not_found"}
     server = Server(lambda r, n: httpx.Response(404, json={"error": error}))
     with pytest.raises(ModelNotFoundError, match="no embedding model 'nope'"):
-        openai(server, retry, model="nope").embed(["a"])
+        openai(server, retry, model="nope").embed_documents(["a"])
 
 
 def test_openai_wrong_path_is_not_a_missing_model(retry: RetryPolicy) -> None:
     server = Server(lambda r, n: httpx.Response(404, text="Not Found"))
     with pytest.raises(EmbeddingError, match="no /embeddings endpoint") as caught:
-        openai(server, retry).embed(["a"])
+        openai(server, retry).embed_documents(["a"])
     assert not isinstance(caught.value, ModelNotFoundError)
 
 
@@ -356,11 +357,11 @@ def test_openai_bad_indexes_are_malformed(retry: RetryPolicy) -> None:
     data = [{"index": 0, "embedding": [0.1]}, {"index": 0, "embedding": [0.2]}]
     server = Server(lambda r, n: httpx.Response(200, json={"data": data}))
     with pytest.raises(EmbeddingError, match="indexes"):
-        openai(server, retry, model="m").embed(["a", "b"])
+        openai(server, retry, model="m").embed_documents(["a", "b"])
 
 
 def test_get_embedder_passes_client_and_options(retry: RetryPolicy) -> None:
     server = Server(ollama_ok(3))
     embedder = get_embedder("ollama:tiny", client=server.client, retry=retry, batch_size=2, timeout=5)
-    assert embedder.embed(["a", "b", "c"]).shape == (3, 3)
+    assert embedder.embed_documents(["a", "b", "c"]).shape == (3, 3)
     assert [len(batch) for batch in server.inputs()] == [2, 1]

@@ -19,7 +19,7 @@ def cosine(a: np.ndarray, b: np.ndarray) -> float:
 
 def test_fake_vectors_relate_texts_that_share_words() -> None:
     fake = FakeEmbedder()
-    a, b, c = fake.embed(
+    a, b, c = fake.embed_documents(
         ["Der Vertrag wurde gekündigt.", "Die Kündigung des Vertrags erfolgte.", "Heute scheint die Sonne."]
     )
     assert cosine(a, b) > cosine(a, c)
@@ -30,14 +30,15 @@ def test_fake_vectors_relate_texts_that_share_words() -> None:
 @given(st.lists(st.text(max_size=60), min_size=1, max_size=5))
 def test_fake_is_deterministic_normalised_and_batch_independent(texts: list[str]) -> None:
     fake = FakeEmbedder(32)
-    matrix = fake.embed(texts)
+    matrix = fake.embed_documents(texts)
     assert matrix.shape == (len(texts), 32) and matrix.dtype == np.float32
     assert np.allclose(np.linalg.norm(matrix, axis=1), 1.0, atol=1e-5)
-    assert np.array_equal(matrix, fake.embed(texts))
-    assert np.array_equal(matrix[-1], fake.embed([texts[-1]])[0])
+    assert np.array_equal(matrix, fake.embed_documents(texts))
+    assert np.array_equal(matrix[-1], fake.embed_documents([texts[-1]])[0])
 
 
 def test_fake_vectors_are_the_same_in_another_process() -> None:
-    code = "from rag.embeddings import FakeEmbedder; print(FakeEmbedder(8).embed(['Grüße aus Köln']).tolist())"
+    code = ("from rag.embeddings import FakeEmbedder; "
+            "print(FakeEmbedder(8).embed_documents(['Grüße aus Köln']).tolist())")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert json.loads(result.stdout) == FakeEmbedder(8).embed(["Grüße aus Köln"]).tolist()
+    assert json.loads(result.stdout) == FakeEmbedder(8).embed_documents(["Grüße aus Köln"]).tolist()

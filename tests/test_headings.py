@@ -95,6 +95,24 @@ def test_outline_titles_are_found_tolerantly_on_their_page_or_the_next():
     assert text[headings[1].start :].startswith("III. Ergebnisse")
 
 
+def test_bookmarks_printed_otherwise_are_still_located_on_their_page():
+    """As in l2kurz.pdf: a bookmark titled differently from its printed heading, and one with a footnote mark."""
+    page1 = ("3.9.1. Zitate\nText.\n3.9.2. Listen\nText über Listen.\n"
+             "3.9.3. Linksbündig, rechtsbündig (flushleft, flushright, center)\nText.\n3.9.4. Tabulatoren\nText.")
+    page2 = "A. Mit dem Paket textcomp verfügbare Symbole3\nTabelle der Symbole.\nB. Literatur\nBücher."
+    text = page1 + "\n\n" + page2
+    outline = [("Zitate", 3, 1), ("Listen", 3, 1), ("Flattersatz (flushleft, flushright, center)", 3, 1),
+               ("Tabulatoren", 3, 1), ("Mit dem Paket textcomp verfügbare Symbole", 1, 2), ("Literatur", 1, 2)]
+    headings = locate_outline(text, outline, {1: 0, 2: len(page1) + 2})
+    assert [text[h.start :].split("\n")[0][:12] for h in headings] == [
+        "3.9.1. Zitat", "3.9.2. Liste", "3.9.3. Links", "3.9.4. Tabul", "A. Mit dem P", "B. Literatur"]
+
+
+def test_an_outline_that_does_not_match_the_text_is_not_trusted():
+    text = "Erste Seite.\n\nZweite Seite."
+    assert locate_outline(text, [("Gibt es nicht", 1, 1), ("Auch nicht", 1, 2)], {1: 0, 2: 14}) == []
+
+
 def test_outline_wins_over_numbered_lines_and_falls_back_when_nothing_is_found():
     text = "1 Einleitung\nText.\n\n2 Methoden\nText."
     with_outline = find_headings(text, "pdf", outline=[("Methoden", 1, 1)], page_starts={1: 0})

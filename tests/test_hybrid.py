@@ -144,7 +144,7 @@ def test_collection_from_before_sparse_vectors_says_reingest() -> None:
     count, _ = ingest(store, embedder, make_document())  # still writable: dense vectors only
     (info,) = store.collections()
     assert info.points == count and not info.sparse and not info.foreign
-    query = embedder.embed(["Passwörter"])[0]
+    query = embedder.embed_documents(["Passwörter"])[0]
     assert len(store.search("documents", query, embedder, top_k=3)) == 3
     message = ("Collection 'documents' was made before keyword (sparse) vectors existed; re-ingest its documents "
                "into a new collection to use sparse or hybrid search.")
@@ -162,7 +162,7 @@ def test_foreign_collection_searches_dense_and_explains_sparse() -> None:
     store = open_store(":memory:")
     make_foreign(store.client)
     big = HashEmbedder(1536, "openai:text-embedding-3-small")
-    hits = store.search("documents", big.embed(["Passwörter lang"])[0], big)
+    hits = store.search("documents", big.embed_documents(["Passwörter lang"])[0], big)
     assert hits[0].score_kind == "cosine" and hits[0].dense_rank == 1
     with pytest.raises(SparseVectorsMissingError, match="not made by RAG Lab.*use dense search"):
         store.search("documents", mode="sparse", query_text="Passwörter")

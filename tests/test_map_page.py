@@ -36,13 +36,13 @@ def test_map_of_a_collection_coloured_by_document_then_heading(app_env, shared_d
     assert not at.exception, at.exception
     assert at.button_group(key="map_method").options == [map_views.METHOD_LABELS[m] for m in available_methods()]
     frame = points(at)
-    assert len(frame) == 20 and set(frame["document"]) == {"hausarbeit-jura.pdf", "crazyones.pdf"}
+    assert len(frame) == 21 and set(frame["document"]) == {"hausarbeit-jura.pdf", "crazyones.pdf"}
     assert {"heading path", "chunk", "starts with"} <= set(frame)  # the tooltip's fields
     assert not frame["is_hit"].any()  # no query yet
     spec = json.loads(at.get("vega_lite_chart")[0].proto.spec)
     assert "PC 1 (" in json.dumps(spec) and '"title": "document"' in json.dumps(spec)
     caption = plain(texts(at.caption))
-    assert "all 20 chunks of 'documents' · PCA · the two axes explain" in caption and "colour: 2 documents" in caption
+    assert "all 21 chunks of 'documents' · PCA · the two axes explain" in caption and "colour: 2 documents" in caption
     at.button_group(key="map_colour").set_value("heading").run()
     assert "top-level heading" in at.get("vega_lite_chart")[0].proto.spec
     assert set(points(at)["colour"]) >= {"Klassenoptionen", "Einleitung", "(no heading)"}

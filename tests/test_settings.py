@@ -59,9 +59,9 @@ def test_openai_embedder_sends_the_environment_key_only_to_its_url(monkeypatch):
         return httpx.Response(200, json={"data": [{"index": 0, "embedding": [0.1, 0.2]}]})
 
     client = httpx.Client(transport=httpx.MockTransport(handler))
-    OpenAIEmbedder("m", client=client).embed(["a"])
-    OpenAIEmbedder("m", base_url="http://visitor.example:9000", client=client).embed(["a"])
-    OpenAIEmbedder("m", base_url="http://visitor.example:9000", api_key="typed", client=client).embed(["a"])
+    OpenAIEmbedder("m", client=client).embed_documents(["a"])
+    OpenAIEmbedder("m", base_url="http://visitor.example:9000", client=client).embed_documents(["a"])
+    OpenAIEmbedder("m", base_url="http://visitor.example:9000", api_key="typed", client=client).embed_documents(["a"])
     assert seen == [("http://llm.local:8000/v1/embeddings", "Bearer sk-environment-secret"),
                     ("http://visitor.example:9000/v1/embeddings", None),
                     ("http://visitor.example:9000/v1/embeddings", "Bearer typed")]

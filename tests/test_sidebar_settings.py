@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from streamlit.testing.v1 import AppTest
 
 from tests.app_helpers import APP, start, texts

@@ -1,4 +1,8 @@
-"""rag.sparse: German/English analysis, BM25 weights, and BM25 scores from the real Qdrant engine."""
+"""rag.sparse, the keyword analyzer of collections made before Qdrant's BM25 (rag.keywords): they keep it.
+
+German/English analysis without stemming, BM25 weights, and BM25 scores from the real Qdrant engine on a
+collection that records this analyzer.
+"""
 
 from __future__ import annotations
 
@@ -18,15 +22,28 @@ from rag.store import Store, open_store
 from tests.test_store import HashEmbedder
 
 
+def legacy_collection(store: Store, embedder, collection: str = "c") -> None:
+    """Create collection as RAG Lab did before Qdrant's BM25: its metadata names the rag-lab-1 analyzer."""
+    from rag.store import META_KEY
+    from rag.store import vector_name as name_of
+
+    store._create_collection(collection, embedder, name_of(embedder.model_id))
+    meta = store.client.get_collection(collection).config.metadata
+    meta[META_KEY] = {k: v for k, v in meta[META_KEY].items() if k != "language"} | {"analyzer": sparse.ANALYZER}
+    store.client.update_collection(collection, metadata=meta)
+
+
 def store_texts(store: Store, texts: list[str], embedder, collection: str = "c", vectors=None) -> list[str]:
-    """Store each text as one chunk of one document; return the chunk ids in text order."""
+    """Store each text as one chunk of one document in a legacy collection; return the chunk ids in text order."""
+    if not store.has_collection(collection):
+        legacy_collection(store, embedder, collection)
     text = "\n\n".join(texts)
     document = Document(id="doc", title="doc.md", kind="markdown", pages=(Page(1, text),), text=text)
     chunks, start = [], 0
     for index, content in enumerate(texts):
         chunks.append(Chunk("doc", index, content, len(content.split()), (), 1, 1, start, start + len(content)))
         start += len(content) + 2
-    vectors = embedder.embed(texts) if vectors is None else np.asarray(vectors, dtype=np.float32)
+    vectors = embedder.embed_documents(texts) if vectors is None else np.asarray(vectors, dtype=np.float32)
     store.upsert_document(collection, document, chunks, vectors, ChunkSettings(100, 0, "tokens"), embedder)
     return [h.chunk_id for h in store.document_chunks(collection, "doc")]
 
@@ -138,6 +155,6 @@ def test_umlaut_and_sharp_s_queries_find_their_chunk_where_a_fake_embedder_does_
         keyword = store.search("c", mode="sparse", query_text=query, top_k=5)
         assert keyword[0].chunk_id == ids[target], query
     for query, target in [("Straße", 1), ("Grösse", 0)]:  # the fake embedder sees no shared word
-        dense = store.search("c", embedder.embed([query])[0], embedder, top_k=5)
+        dense = store.search("c", embedder.embed_documents([query])[0], embedder, top_k=5)
         assert dense[0].chunk_id != ids[target], query
     assert store.search("c", mode="sparse", query_text="Passwort", top_k=5) == []  # no stemming: plural only

@@ -27,6 +27,8 @@ ROOT = Path(__file__).resolve().parents[1]
 class HashEmbedder:
     """Deterministic bag-of-words embedder: each word hashed into one of `dimension` buckets."""
 
+    query_prompt = document_prompt = ""
+
     def __init__(self, dimension: int = 16, model_id: str | None = None):
         self.model_id = model_id or f"test:{dimension}"
         self._dimension = dimension
@@ -42,7 +44,10 @@ class HashEmbedder:
     def count_tokens(self, text: str) -> int:
         return len(text.split())
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
+    def embed_query(self, texts: Sequence[str]) -> np.ndarray:
+        return self.embed_documents(texts)
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         out = np.zeros((len(texts), self._dimension), dtype=np.float32)
         for row, text in enumerate(texts):
             for word in re.findall(r"\w+", text.lower()):
@@ -82,7 +87,7 @@ def ingest(
 ) -> tuple[int, ChunkSettings]:
     settings = ChunkSettings(chunk_size=size, overlap=10, strategy="tokens")
     chunks = make_chunks(document, size, 10)
-    vectors = embedder.embed([c.content for c in chunks])
+    vectors = embedder.embed_documents([c.content for c in chunks])
     return store.upsert_document(collection, document, chunks, vectors, settings, embedder), settings
 
 
@@ -132,21 +137,23 @@ def test_ingest_writes_payload_and_reports_collection(store: Store, embedder: Ha
 
 
 def test_new_collection_stores_keyword_vectors_next_to_dense(store: Store, embedder: HashEmbedder) -> None:
-    from rag import sparse
+    from rag import keywords
 
     count, _ = ingest(store, embedder, make_document())
     config = store.client.get_collection("documents").config
     assert config.params.sparse_vectors["bm25"].modifier == models.Modifier.IDF
-    assert config.metadata["rag_lab"]["sparse"] == "bm25" and config.metadata["rag_lab"]["analyzer"] == sparse.ANALYZER
+    meta = config.metadata["rag_lab"]
+    assert (meta["sparse"], meta["analyzer"], meta["language"]) == ("bm25", keywords.ANALYZER, "auto")
+    analyzer = store.analyzer("documents")
     assert store.collections()[0].sparse
     points, _ = store.client.scroll("documents", limit=100, with_payload=True, with_vectors=True)
     points = [p for p in points if str(p.id) != REGISTRY_ID]
     assert len(points) == count
     for point in points:
         assert set(point.vector) == {"test-16", "bm25"}
-        indices, values = sparse.chunk_vector(point.payload["content"])
+        indices, values = analyzer.document_vector(point.payload["content"], point.payload["language"])
         assert point.vector["bm25"].indices == indices and point.vector["bm25"].values == pytest.approx(values)
-    hits = store.search("documents", embedder.embed(["Passwörter"])[0], embedder, top_k=3)
+    hits = store.search("documents", embedder.embed_documents(["Passwörter"])[0], embedder, top_k=3)
     assert [(h.score_kind, h.dense_rank, h.sparse_rank) for h in hits] == [("cosine", r, None) for r in (1, 2, 3)]
     assert all(h.dense_score == h.score for h in hits)
 
@@ -158,7 +165,7 @@ def test_same_document_twice_is_one_version(store: Store, embedder: HashEmbedder
     second, _ = ingest(store, embedder, document)
     assert first == second == len(ids) == len(all_ids(store))
     assert not ids & all_ids(store)  # a new write replaced the old one whole
-    hits = store.search("documents", embedder.embed(["Passwörter"])[0], embedder, top_k=50)
+    hits = store.search("documents", embedder.embed_documents(["Passwörter"])[0], embedder, top_k=50)
     assert len(hits) == second and store.registry("documents") == {}
 
 
@@ -211,7 +218,7 @@ def test_delete_document_and_collection(store: Store, embedder: HashEmbedder) ->
 def test_search_scores_filter_threshold_and_top_k(store: Store, embedder: HashEmbedder) -> None:
     ingest(store, embedder, make_document())
     ingest(store, embedder, make_document("Ganz anderer Text über Katzen und Hunde im Garten.", "doc-b", "b.md"))
-    query = embedder.embed(["Mehrfaktor-Authentifizierung schützt Konten"])[0]
+    query = embedder.embed_documents(["Mehrfaktor-Authentifizierung schützt Konten"])[0]
     hits = store.search("documents", query, embedder, top_k=3)
     assert len(hits) == 3 and "Mehrfaktor" in hits[0].content
     scores = [h.score for h in hits]
@@ -240,9 +247,9 @@ def test_other_embedder_or_dimension_is_refused(store: Store, embedder: HashEmbe
     other = HashEmbedder(16, "ollama:nomic-embed-text")
     wider = HashEmbedder(32, "test:16")  # same id, other dimension
     with pytest.raises(EmbedderMismatchError, match="made by test:16 \\(16 dimensions\\).*Pick test:16"):
-        store.search("documents", other.embed(["x"])[0], other)
+        store.search("documents", other.embed_documents(["x"])[0], other)
     with pytest.raises(EmbedderMismatchError, match="test:16"):
-        store.search("documents", wider.embed(["x"])[0], wider)
+        store.search("documents", wider.embed_documents(["x"])[0], wider)
     with pytest.raises(EmbedderMismatchError, match="ollama:nomic-embed-text"):
         ingest(store, other, make_document(doc_id="doc-b"))
     with pytest.raises(EmbedderMismatchError):
@@ -260,7 +267,7 @@ def make_foreign(client: QdrantClient) -> None:
     titles = ["policy.pdf", "tiere.pdf", "policy.pdf"]
     points = [
         models.PointStruct(id=i + 1, vector=v.tolist(), payload={"content": t, "document_title": d, "chunk_id": i})
-        for i, (t, d, v) in enumerate(zip(texts, titles, big.embed(texts), strict=True))
+        for i, (t, d, v) in enumerate(zip(texts, titles, big.embed_documents(texts), strict=True))
     ]
     client.upsert("documents", points)
 
@@ -271,13 +278,13 @@ def test_foreign_collection_is_searchable_not_writable(store: Store) -> None:
     assert info.foreign and info.embedder is None and info.dimension == 1536 and info.vectors == {"": 1536}
     assert store.collection_embedder("documents") == (None, 1536)
     big = HashEmbedder(1536, "openai:text-embedding-3-small")
-    hits = store.search("documents", big.embed(["Passwörter lang"])[0], big, top_k=5)
+    hits = store.search("documents", big.embed_documents(["Passwörter lang"])[0], big, top_k=5)
     assert len(hits) == 3 and hits[0].content == "Passwörter müssen lang sein."
     top = hits[0]
     assert top.document_id == top.document_title == "policy.pdf" and top.chunk_id == "0"
     assert (top.chunk_index, top.start, top.page_start, top.heading_path) == (None, None, None, ())
     assert top.payload == {"content": "Passwörter müssen lang sein.", "document_title": "policy.pdf", "chunk_id": 0}
-    only = store.search("documents", big.embed(["Passwörter"])[0], big, document_ids=["tiere.pdf"])
+    only = store.search("documents", big.embed_documents(["Passwörter"])[0], big, document_ids=["tiere.pdf"])
     assert [h.document_title for h in only] == ["tiere.pdf"]
     docs = store.documents("documents")
     assert [(d.document_id, d.chunks, d.embedder) for d in docs] == [("policy.pdf", 2, None), ("tiere.pdf", 1, None)]
@@ -380,7 +387,7 @@ def test_foreign_named_vectors_picked_by_dimension_or_name(store: Store) -> None
 
 def test_search_without_embedder_checks_dimension(store: Store, embedder: HashEmbedder) -> None:
     ingest(store, embedder, make_document())
-    assert len(store.search("documents", embedder.embed(["Passwörter"])[0], top_k=2)) == 2
+    assert len(store.search("documents", embedder.embed_documents(["Passwörter"])[0], top_k=2)) == 2
     with pytest.raises(EmbedderMismatchError, match="made by test:16"):
         store.search("documents", np.ones(8))
     assert store.search_batch("documents", np.zeros((0, 16)), embedder) == []

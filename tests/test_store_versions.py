@@ -26,7 +26,8 @@ def embedder() -> HashEmbedder:
 
 
 def search_titles(store, embedder, query: str = "Passwörter Zeichen") -> list[str]:
-    return [h.document_title for h in store.search("documents", embedder.embed([query])[0], embedder, top_k=50)]
+    vector = embedder.embed_query([query])[0]
+    return [h.document_title for h in store.search("documents", vector, embedder, top_k=50)]
 
 
 def test_a_write_in_progress_is_hidden_and_listed_as_incomplete(store, embedder, monkeypatch):
@@ -71,7 +72,7 @@ def test_an_edited_file_replaces_its_old_version(store, embedder):
     ingest(store, embedder, make_document(TEXT.replace("zwölf", "vierzehn"), "v2", "policy.md"))
     (document,) = store.documents("documents")
     assert (document.document_id, document.title) == ("v2", "policy.md")
-    contents = " ".join(h.content for h in store.search("documents", embedder.embed(["Zeichen"])[0], embedder,
+    contents = " ".join(h.content for h in store.search("documents", embedder.embed_documents(["Zeichen"])[0], embedder,
                                                           top_k=50))
     assert "vierzehn" in contents and "zwölf" not in contents
 
@@ -80,7 +81,7 @@ def test_keep_versions_keeps_both(store, embedder):
     ingest(store, embedder, make_document(TEXT, "v1", "policy.md"))
     document = make_document(TEXT.replace("zwölf", "vierzehn"), "v2", "policy.md")
     chunks = make_chunks(document, 60)
-    store.upsert_document("documents", document, chunks, embedder.embed([c.content for c in chunks]),
+    store.upsert_document("documents", document, chunks, embedder.embed_documents([c.content for c in chunks]),
                           ChunkSettings(60, 0, "tokens"), embedder, keep_versions=True)
     assert sorted(d.document_id for d in store.documents("documents")) == ["v1", "v2"]
 

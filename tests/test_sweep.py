@@ -24,10 +24,15 @@ class Counting:
 
     def __init__(self, inner):
         self.inner, self.model_id, self.dimension, self.seen = inner, inner.model_id, inner.dimension, []
+        self.query_prompt, self.document_prompt = inner.query_prompt, inner.document_prompt
 
-    def embed(self, texts):
+    def embed_documents(self, texts):
         self.seen.extend(texts)
-        return self.inner.embed(texts)
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, texts):
+        self.seen.extend(texts)
+        return self.inner.embed_query(texts)
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +74,7 @@ def test_cache_embeds_each_text_once_per_model(tmp_path):
     cache = EmbeddingCache(tmp_path)
     first = cache.embed(["a b", "c d", "a b"], fake)
     assert fake.seen == ["a b", "c d"]
-    assert np.allclose(first, fake.inner.embed(["a b", "c d", "a b"]))
+    assert np.allclose(first, fake.inner.embed_documents(["a b", "c d", "a b"]))
     again = EmbeddingCache(tmp_path).embed(["c d", "e"], fake)  # a new object: read from the file
     assert fake.seen == ["a b", "c d", "e"]
     assert np.allclose(again[0], first[1])
@@ -98,7 +103,7 @@ def oracle_ranks(document_texts, queries, config, embedder, depth):
     """Return the first relevant rank per query by brute force over all chunks (spans checked here, anew)."""
     chunks = [c for d in document_texts for c in chunk_document(d, config.chunk_size, config.overlap)]
     titles = {d.id: d.title for d in document_texts}
-    scores = embedder.embed([q.text for q in queries]) @ embedder.embed([c.content for c in chunks]).T
+    scores = embedder.embed_query([q.text for q in queries]) @ embedder.embed_documents([c.content for c in chunks]).T
     ranks, ties = [], []
     for query, row in zip(queries, scores, strict=True):
         order = np.argsort(-row, kind="stable")[:depth]
@@ -173,7 +178,8 @@ def test_sweep_command(shared_data, tmp_path, capsys):
     imported = import_squad((shared_data / "xquad-de/xquad.de.dev.json").read_bytes(), articles=2)
     write_import(imported, tmp_path / "docs")
     argv = ["sweep", str(tmp_path / "docs"), "--queries", str(tmp_path / "docs/queries.jsonl"), "--chunk-size",
-            "100,200", "--overlap", "0,150", "--k", "1,5", "--embedder", "fake:32", "--store", str(tmp_path / "q")]
+            "100,200", "--overlap", "0,150", "--k", "1,5", "--embedder", "fake:32", "--store", str(tmp_path / "q"),
+            "--mode", "dense"]
     assert main([*argv, "--json"]) == 0
     out, err = capsys.readouterr()
     data = json.loads(out)
@@ -196,7 +202,7 @@ def test_sweep_command(shared_data, tmp_path, capsys):
 @pytest.mark.model
 def test_sweep_with_the_local_model(xquad, tmp_path):
     documents, queries = xquad
-    local = get_embedder("local")
+    local = get_embedder("local:all-MiniLM-L6-v2")  # the faster model; e5 has tests of its own
     configs = [SweepConfig(100, 0), SweepConfig(200, 30)]
     store = open_store(path=str(tmp_path / "qdrant"))
     result = run_sweep(documents, queries, configs, local, store=store, cache=EmbeddingCache(tmp_path / "cache"),
@@ -230,8 +236,8 @@ def make_old_sweep_collection(store, name: str, embedder, documents, config) -> 
     store.client.create_collection(name, vectors_config={vector_name(embedder.model_id): params}, metadata=meta)
     for document in documents:
         chunks = chunk_document(document, config.chunk_size, config.overlap)
-        store.upsert_document(name, document, chunks, embedder.embed([c.content for c in chunks]), config.settings,
-                              embedder)
+        vectors = embedder.embed_documents([c.content for c in chunks])
+        store.upsert_document(name, document, chunks, vectors, config.settings, embedder)
 
 
 def test_sweep_modes_share_the_collection_and_rebuild_old_ones(xquad):

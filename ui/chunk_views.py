@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from rag import inspection
-from rag.chunking import STRATEGIES, ChunkSettings, validate_settings
+from rag.chunking import DEFAULT_CHUNK_SIZE, STRATEGIES, ChunkSettings, validate_settings
 from rag.documents import Document
 from rag.embeddings import Embedder
 from rag.inspection import ChunkReport, FlagSummary
@@ -22,7 +22,15 @@ MAX_SHOWN_CHUNKS = 40  # the document view renders at most this many chunks at o
 def flags_banner(summary: FlagSummary, embedder: Embedder, chunk_size: int | None) -> None:
     """Say in words what the flags mean for retrieval."""
     limit = embedder.max_input_tokens
-    if summary.cut:
+    if summary.cut and inspection.overflow_flag(embedder) == inspection.WINDOWED:
+        st.warning(
+            f"{summary.cut} of {summary.chunks} chunks are longer than {md(embedder.model_id)} reads in one pass "
+            f"({limit:,} tokens of its own): each is embedded in windows whose vectors are averaged, which blurs "
+            f"what its parts say. A chunk_size of about {summary.suggested_chunk_size} keeps every chunk in one "
+            "window.",
+            icon=":material/content_cut:",
+        )
+    elif summary.cut:
         st.warning(
             f"{summary.cut} of {summary.chunks} chunks are longer than {md(embedder.model_id)} reads "
             f"({limit:,} tokens of its own): on average {summary.cut_share:.0%} of each of them is cut off and "
@@ -60,8 +68,9 @@ def chunk_table(reports: Sequence[ChunkReport], chunk_size: int | None, model_id
             "#": st.column_config.NumberColumn(width="small"),
             "tokens": st.column_config.NumberColumn(width="small", help="cl100k tokens, the unit of chunk_size"),
             "model tokens": st.column_config.NumberColumn(width="small", help=f"tokens of {model_id}"),
-            "cut off": st.column_config.NumberColumn(width="small", help="model tokens beyond the input limit: "
-                                                     "never embedded"),
+            "cut off": st.column_config.NumberColumn("over limit", width="small", help=(
+                "model tokens beyond the input limit: never embedded, or (windowed models) embedded in further "
+                "windows")),
             "heading path": st.column_config.TextColumn(width=230),
             "pages": st.column_config.TextColumn(width=55),
             "flags": st.column_config.TextColumn(width=130),
@@ -108,7 +117,7 @@ def _located(chunks: Sequence[Hit]) -> list[tuple[Hit, int, int]]:
 def tuning_view(document: Document, info: DocumentInfo, stored: Sequence[ChunkReport], embedder: Embedder,
                 key: tuple) -> None:
     """Draw sliders that re-chunk the document on the fly, stored settings beside the new ones."""
-    size0, overlap0, strategy0 = info.chunk_size or 600, info.overlap or 0, info.strategy or "structure"
+    size0, overlap0, strategy0 = info.chunk_size or DEFAULT_CHUNK_SIZE, info.overlap or 0, info.strategy or "structure"
     left, middle, right = st.columns([2, 2, 1.4])
     size = left.slider("chunk_size", 50, 2000, min(max(size0, 50), 2000), step=10, key="tune_size")
     overlap = middle.slider("overlap", 0, 500, min(overlap0, 500), step=5, key="tune_overlap")
@@ -120,7 +129,7 @@ def tuning_view(document: Document, info: DocumentInfo, stored: Sequence[ChunkRe
         return
     chunks = resources.rechunk(document, key, size, overlap, strategy)
     counts = resources.model_token_counts(embedder, embedder.model_id, tuple(c.content for c in chunks))
-    new = inspection.chunk_reports(chunks, counts, embedder.max_input_tokens, size)
+    new = inspection.chunk_reports(chunks, counts, embedder.max_input_tokens, size, inspection.overflow_flag(embedder))
     labels = (f"stored: {size0} / {overlap0} / {strategy0}", f"new: {size} / {overlap} / {strategy}")
     st.dataframe(comparison_frame(stored, new, size0, size, labels), hide_index=True, width="stretch")
     top = max([r.tokens for r in (*stored, *new)] + [size0, size]) * 1.05
@@ -144,7 +153,7 @@ def comparison_frame(stored: Sequence[ChunkReport], new: Sequence[ChunkReport], 
         return [stats.count, round(stats.mean), round(stats.median), stats.largest, cut, summary.tiny,
                 summary.no_heading]
 
-    names = ["chunks", "mean tokens", "median tokens", "max tokens", "cut off by the embedder", "tiny",
+    names = ["chunks", "mean tokens", "median tokens", "max tokens", "over the embedder's limit", "tiny",
              "without heading"]
     before, after = figures(stored, size0), figures(new, size)
     return pd.DataFrame({"": names, labels[0]: before, labels[1]: after,

@@ -120,7 +120,7 @@ def _side_table(run: CompareRun, letter: str) -> list[int]:
     return selection.selection.rows if selection else []
 
 
-def show_hits(run: CompareRun) -> None:
+def show_hits(ws: Workspace, run: CompareRun) -> None:
     """Draw the one-query comparison: counts, both hit lists side by side, and the selected hits' text."""
     comparison = run.hits
     shared = comparison.shared_a
@@ -144,7 +144,9 @@ def show_hits(run: CompareRun) -> None:
             hit = row.hit
             st.markdown(f"**{letter} #{row.rank}** · {md(hit.document_title)} · chunk {hit.chunk_index} · "
                         f"{md(render.heading_label(hit.heading_path))}")
-            st.caption(md(search_views.explanation(hit, run.query, candidate_limit(run.top_k))))
+            side = run.sides[0 if letter == "A" else 1]
+            analyzer = ws.store.analyzer(side.collection) if side.mode.needs_keywords else None
+            st.caption(md(search_views.explanation(hit, run.query, candidate_limit(run.top_k), analyzer)))
             st.code(hit.content, language=None, wrap_lines=True, height=min(400, 60 + len(hit.content) // 4))
 
 

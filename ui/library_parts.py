@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from rag import pipeline
-from rag.chunking import ChunkSettings
+from rag.chunking import DEFAULT_CHUNK_SIZE, ChunkSettings
 from rag.errors import RagError
 from rag.store import DocumentInfo
 from ui import resources
@@ -19,7 +19,7 @@ def repair(workspace: Workspace, document: DocumentInfo) -> None:
     st.warning(f"'{md(document.title)}' was not stored completely: {kept}. Ingest it again to repair it (from the "
                "archive kept at ingest, no upload needed), or delete what the interrupted ingest left.")
     size, overlap, strategy = document.unfinished_settings or (document.chunk_size, document.overlap, document.strategy)
-    settings = ChunkSettings(size or 600, overlap or 0, strategy or "structure")
+    settings = ChunkSettings(size or DEFAULT_CHUNK_SIZE, overlap or 0, strategy or "structure")
     st.caption(f"Ingesting again uses the settings of the interrupted ingest: chunk_size {settings.chunk_size}, "
                f"overlap {settings.overlap}, {settings.strategy}.")
     again, delete = st.columns(2)

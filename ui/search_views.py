@@ -5,8 +5,9 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from rag import inspection, sparse
+from rag import inspection
 from rag.errors import RagError
+from rag.keywords import Analyzer
 from rag.store import Hit
 from rag.store_search import candidate_limit
 from ui import render
@@ -37,11 +38,9 @@ def score_name(hits: list[Hit]) -> str:
     return SCORE_NAMES.get(kind, kind)
 
 
-def keywords(query: str, hit: Hit) -> str:
+def keywords(query: str, hit: Hit, analyzer: Analyzer | None) -> str:
     """Return the query's words (as typed) whose keyword terms the chunk contains, comma-separated ("" if none)."""
-    matched = set(sparse.matching_terms(query, hit.content))
-    words = [w.strip(PUNCTUATION) for w in query.split() if matched.intersection(sparse.analyze(w))]
-    return ", ".join(dict.fromkeys(w for w in words if w))
+    return ", ".join(analyzer.matching_words(query, hit.content)) if analyzer and query else ""
 
 
 def rrf_sum(hit: Hit) -> str:
@@ -55,7 +54,8 @@ def _listed(rank: int | None, score: float | None, digits: int) -> str | None:
     return None if rank is None or score is None else f"#{rank} · {score:.{digits}f}"
 
 
-def hits_frame(hits: list[Hit], mode: str = "dense", query: str = "") -> pd.DataFrame:
+def hits_frame(hits: list[Hit], mode: str = "dense", query: str = "", analyzer: Analyzer | None = None
+               ) -> pd.DataFrame:
     """Return one row per hit; hybrid adds where the chunk stood in the dense and the keyword list."""
     rows = []
     for rank, h in enumerate(hits, 1):
@@ -66,19 +66,20 @@ def hits_frame(hits: list[Hit], mode: str = "dense", query: str = "") -> pd.Data
                     "keyword": _listed(h.sparse_rank, h.sparse_score, 2)}
             if h.score_kind == "rrf":
                 row["fused from"] = rrf_sum(h)
-        row |= {"query words in chunk": keywords(query, h), "document": h.document_title or h.document_id,
+        row |= {"query words in chunk": keywords(query, h, analyzer), "document": h.document_title or h.document_id,
                 "heading path": render.heading_label(h.heading_path),
                 "pages": render.pages_label(h.page_start, h.page_end), "chunk": h.chunk_index}
         rows.append(row)
     return pd.DataFrame(rows)
 
 
-def hit_table(hits: list[Hit], mode: str = "dense", query: str = "", top_k: int = 5) -> None:
+def hit_table(hits: list[Hit], mode: str = "dense", query: str = "", top_k: int = 5,
+              analyzer: Analyzer | None = None) -> None:
     """Draw the hits; in hybrid mode each hit's place in the dense and keyword lists comes right after its score."""
     top = max((h.score or 0.0 for h in hits), default=1.0)
     depth = candidate_limit(top_k)
     kind = score_kind(hits)
-    frame = hits_frame(hits, mode, query)
+    frame = hits_frame(hits, mode, query, analyzer)
     shown = [c for c in frame.columns if c not in ("dense rank", "keyword rank")]  # in "dense" / "keyword"
     st.dataframe(frame, hide_index=True, width="stretch", placeholder=EMPTY_CELL, column_order=shown, column_config={
         "rank": st.column_config.NumberColumn(width=45),
@@ -99,7 +100,7 @@ def hit_table(hits: list[Hit], mode: str = "dense", query: str = "", top_k: int 
     })
 
 
-def explanation(hit: Hit, query: str, depth: int) -> str:
+def explanation(hit: Hit, query: str, depth: int, analyzer: Analyzer | None = None) -> str:
     """Return one line: for hybrid where the hit stood in each list and how that fused; the query words it holds."""
     parts = []
     if hit.score_kind in ("rrf", "dbsf"):
@@ -109,7 +110,7 @@ def explanation(hit: Hit, query: str, depth: int) -> str:
                      if hit.sparse_score is not None else f"keyword list: not in its top {depth}")
         how = f"{rrf_sum(hit)} = " if hit.score_kind == "rrf" else "both normalised and added = "
         parts.append(f"fused ({SCORE_SHORT[hit.score_kind]}): {how}{hit.score:.3f}")
-    words = keywords(query, hit)
+    words = keywords(query, hit, analyzer)
     parts.append(f"query words in it: {words}" if words else "no query word in it")
     return " · ".join(parts)
 
@@ -131,7 +132,8 @@ def sources(hits: list[Hit]) -> None:
                    f"(ranks {', '.join(map(str, leader.ranks))}).")
 
 
-def hit_details(workspace: Workspace, hits: list[Hit], query: str = "", top_k: int = 5) -> None:
+def hit_details(workspace: Workspace, hits: list[Hit], query: str = "", top_k: int = 5,
+                analyzer: Analyzer | None = None) -> None:
     """Draw one expander per hit: why it was found, the whole content, and on request its neighbours."""
     depth = candidate_limit(top_k)
     for rank, hit in enumerate(hits, 1):
@@ -139,7 +141,7 @@ def hit_details(workspace: Workspace, hits: list[Hit], query: str = "", top_k: i
         pages = render.pages_label(hit.page_start, hit.page_end)
         label = f"#{rank} · {score} · {hit.document_title} · {render.heading_label(hit.heading_path)}"
         with st.expander(md(label + (f" · p. {pages}" if pages else "")), expanded=rank == 1):
-            st.caption(md(explanation(hit, query, depth)))
+            st.caption(md(explanation(hit, query, depth, analyzer)))
             st.code(hit.content, language=None, wrap_lines=True)
             if hit.chunk_index is not None and st.toggle("Show neighbours", key=f"neighbours-{rank}-{hit.chunk_id}"):
                 _neighbours(workspace, hit)

@@ -33,14 +33,15 @@ except RagError as error:
     st.error(md(str(error)))
     st.stop()
 
-reports = inspection.chunk_reports(chunks, model_counts, limit, info.chunk_size)
+reports = inspection.chunk_reports(chunks, model_counts, limit, info.chunk_size, inspection.overflow_flag(embedder))
 summary = inspection.flag_summary(reports, limit)
 stats = inspection.chunk_stats([r.tokens for r in reports], info.chunk_size)
 columns = st.columns(6)
 columns[0].metric("chunks", stats.count)
 columns[1].metric("mean tokens", f"{stats.mean:.0f}")
 columns[2].metric("max tokens", stats.largest)
-columns[3].metric("cut off", summary.cut, help=f"longer than {embedder.model_id}'s input limit ({limit} tokens)")
+columns[3].metric(inspection.overflow_flag(embedder), summary.cut,
+                  help=f"longer than {embedder.model_id}'s input limit ({limit} tokens)")
 columns[4].metric("tiny", summary.tiny, help=f"under {inspection.tiny_limit(info.chunk_size)} tokens")
 columns[5].metric("no heading", summary.no_heading)
 chunk_views.flags_banner(summary, embedder, info.chunk_size)

@@ -96,6 +96,6 @@ what = f"“{md(run.query)}”, top {run.top_k} each" if run.hits else f"{md(run
 labels = [md(side_label(side)) for side in run.sides]
 st.caption(f"Result for {what} · A = {labels[0]} · B = {labels[1]} · {run.seconds:.2f} s")
 if run.hits is not None:
-    compare_views.show_hits(run)
+    compare_views.show_hits(ws, run)
 else:
     compare_views.show_evaluations(run)

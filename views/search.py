@@ -88,8 +88,9 @@ how = {"dense": md(run.model_id), "sparse": "keyword search (BM25)", "hybrid": f
 st.caption(f"{len(run.outcome.hits)} hit(s) for “{md(run.query)}” in {run.seconds:.2f} s · {how}"
            + (f" · threshold {run.threshold:.2f}" if run.threshold is not None else ""))
 search_views.notes(run)
+analyzer = ws.store.analyzer(run.collection) if ws.info and ws.info.sparse else None
 if run.outcome.hits:
-    search_views.hit_table(run.outcome.hits, run.mode, run.query, run.top_k)
+    search_views.hit_table(run.outcome.hits, run.mode, run.query, run.top_k, analyzer)
 distribution = st.expander("Score distribution over the whole collection", expanded=True, key="score_distribution",
                            on_change="rerun", icon=":material/bar_chart:")
 with distribution:
@@ -100,4 +101,4 @@ if run.outcome.hits:
     search_views.sources(run.outcome.hits)
     st.page_link("views/context.py", label="Preview the LLM context for these hits", icon=":material/article:")
     st.subheader("Hits")
-    search_views.hit_details(ws, run.outcome.hits, run.query, run.top_k)
+    search_views.hit_details(ws, run.outcome.hits, run.query, run.top_k, analyzer)

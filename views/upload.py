@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import streamlit as st
 
-from rag.chunking import MIN_CHUNK_SIZE, STRATEGIES, ChunkSettings, validate_settings
+from rag.chunking import (
+    DEFAULT_CHUNK_SIZE,
+    DEFAULT_OVERLAP,
+    MIN_CHUNK_SIZE,
+    STRATEGIES,
+    ChunkSettings,
+    validate_settings,
+)
 from ui import ingest_view, settings, state, workspace
 from ui.render import md
 from ui.sidebar import NEW
@@ -24,9 +31,10 @@ if ws.store_empty:
         ingest_view.sample_section(ws, settings.sample_dir(), ChunkSettings(), ws.collection)
 
 left, middle, right, target_column = st.columns([1, 1, 1.2, 1.6])
-chunk_size = left.number_input("chunk_size (tokens)", MIN_CHUNK_SIZE, 8192, 600, step=50, key="upload_chunk_size",
+chunk_size = left.number_input("chunk_size (tokens)", MIN_CHUNK_SIZE, 8192, DEFAULT_CHUNK_SIZE, step=50,
+                               key="upload_chunk_size",
                                help="Largest chunk in cl100k tokens.")
-overlap = middle.number_input("overlap (tokens)", 0, 4096, 80, step=10, key="upload_overlap",
+overlap = middle.number_input("overlap (tokens)", 0, 4096, DEFAULT_OVERLAP, step=10, key="upload_overlap",
                               help="Tokens a chunk shares with the one before.")
 strategy = right.segmented_control("strategy", STRATEGIES, default="structure", key="upload_strategy",
                                    help=STRATEGY_HELP) or "structure"

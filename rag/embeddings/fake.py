@@ -16,6 +16,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from rag.embeddings.base import NONE, PromptedEmbedder
+
 DEFAULT_DIMENSION = 64
 MAX_INPUT_TOKENS = 1_000_000
 _WORD = re.compile(r"\w+")
@@ -35,27 +37,32 @@ def words(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
 
-class FakeEmbedder:
-    """Hashes words and trigrams into `dimension` signed buckets; model_id is "fake:<dimension>"."""
+class FakeEmbedder(PromptedEmbedder):
+    """Hashes words and trigrams into `dimension` signed buckets; model_id is "fake:<dimension>".
+
+    Prompts (none by default) are put before the text like any model's, so tests can see them work.
+    """
 
     tokens_exact = True
     max_input_tokens = MAX_INPUT_TOKENS
     token_note = "The fake embedder counts words; it has no input limit to speak of."
 
-    def __init__(self, dimension: int = DEFAULT_DIMENSION):
+    def __init__(self, dimension: int = DEFAULT_DIMENSION, query_prompt: str | None = None,
+                 document_prompt: str | None = None):
         if isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1:
             raise ValueError(f"the fake embedder's dimension must be a positive whole number, not {dimension!r}")
         self.dimension = dimension
         self.model_id = f"fake:{dimension}"
+        self.set_prompts(NONE, query_prompt, document_prompt)
 
     def __repr__(self) -> str:
         return f"FakeEmbedder(dimension={self.dimension})"
 
     def count_tokens(self, text: str) -> int:
-        """Return the number of words in text."""
-        return len(words(text))
+        """Return the number of words in text (after the document prompt)."""
+        return len(words(self.document_prompt + text))
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
+    def _embed(self, texts: Sequence[str]) -> np.ndarray:
         """Return one L2-normalised float32 row per text."""
         matrix = np.zeros((len(texts), self.dimension), dtype=np.float32)
         for row, text in enumerate(texts):

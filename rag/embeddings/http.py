@@ -24,7 +24,7 @@ import httpx
 import numpy as np
 
 from rag import tokens
-from rag.embeddings.base import embed_in_batches
+from rag.embeddings.base import PromptedEmbedder, Prompts, embed_in_batches
 from rag.errors import EmbedderAuthError, EmbedderUnavailableError, EmbeddingError
 
 DEFAULT_TIMEOUT = 60.0
@@ -88,7 +88,7 @@ def server_message(response: httpx.Response) -> str:
     return shorten(json.dumps(body))
 
 
-class HttpEmbedder:
+class HttpEmbedder(PromptedEmbedder):
     """Base of the HTTP providers: batches, retries, the dimension probe and checks on every answer."""
 
     service = "The embedding server"  # how messages name the server, e.g. "Ollama"
@@ -107,6 +107,9 @@ class HttpEmbedder:
         retry: RetryPolicy | None = None,
         dimension: int | None = None,
         max_input_tokens: int = 512,
+        prompts: Prompts = Prompts(),  # noqa: B008 (frozen dataclass)
+        query_prompt: str | None = None,
+        document_prompt: str | None = None,
     ):
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, not {batch_size}")
@@ -121,6 +124,7 @@ class HttpEmbedder:
         self._dimension = dimension
         self._expected_from = "the model's known size" if dimension else ""
         self._max_input_tokens = max_input_tokens
+        self.set_prompts(prompts, query_prompt, document_prompt)
 
     @property
     def dimension(self) -> int:
@@ -136,10 +140,10 @@ class HttpEmbedder:
         return self._max_input_tokens
 
     def count_tokens(self, text: str) -> int:
-        """Return an estimate of text's length in the model's tokens: the cl100k count (see tokens_exact)."""
-        return tokens.count(text)
+        """Return an estimate of a chunk's length in the model's tokens (its prompt included): the cl100k count."""
+        return tokens.count(self.document_prompt + text)
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
+    def _embed(self, texts: Sequence[str]) -> np.ndarray:
         """Return one float32 row per text, sending at most batch_size texts per request, in order.
 
         An empty list makes no embedding request; its shape is (0, dimension), which probes the

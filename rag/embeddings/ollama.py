@@ -17,6 +17,7 @@ from typing import Any
 
 import httpx
 
+from rag.embeddings.base import known_prompts
 from rag.embeddings.http import DEFAULT_BATCH_SIZE, DEFAULT_TIMEOUT, HttpEmbedder, RetryPolicy, server_message
 from rag.errors import EmbeddingError, ModelNotFoundError
 from rag.settings import OLLAMA_PORT, ollama_base_url
@@ -54,6 +55,8 @@ class OllamaEmbedder(HttpEmbedder):
         timeout: float = DEFAULT_TIMEOUT,
         batch_size: int = DEFAULT_BATCH_SIZE,
         retry: RetryPolicy | None = None,
+        query_prompt: str | None = None,
+        document_prompt: str | None = None,
     ):
         base_url = ollama_base_url(host if host is not None else os.environ.get("OLLAMA_HOST"))
         known = KNOWN_MODELS.get(base_model_name(model))
@@ -65,6 +68,9 @@ class OllamaEmbedder(HttpEmbedder):
             timeout=timeout,
             batch_size=batch_size,
             retry=retry,
+            prompts=known_prompts(base_model_name(model)),
+            query_prompt=query_prompt,
+            document_prompt=document_prompt,
             dimension=known[0] if known else None,
             max_input_tokens=known[1] if known else DEFAULT_MAX_INPUT_TOKENS,
         )

@@ -22,6 +22,7 @@ from typing import Any
 
 import httpx
 
+from rag.embeddings.base import NONE, known_prompts
 from rag.embeddings.http import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_TIMEOUT,
@@ -59,6 +60,8 @@ class OpenAIEmbedder(HttpEmbedder):
         timeout: float = DEFAULT_TIMEOUT,
         batch_size: int = DEFAULT_BATCH_SIZE,
         retry: RetryPolicy | None = None,
+        query_prompt: str | None = None,
+        document_prompt: str | None = None,
     ):
         url = openai_base_url(base_url if base_url is not None else os.environ.get("OPENAI_BASE_URL"))
         known = model in KNOWN_DIMENSIONS
@@ -70,6 +73,9 @@ class OpenAIEmbedder(HttpEmbedder):
             timeout=timeout,
             batch_size=batch_size,
             retry=retry,
+            prompts=NONE if known else known_prompts(model),  # OpenAI's own models want no prompt
+            query_prompt=query_prompt,
+            document_prompt=document_prompt,
             dimension=KNOWN_DIMENSIONS.get(model),
             max_input_tokens=OPENAI_MAX_INPUT_TOKENS if known else DEFAULT_MAX_INPUT_TOKENS,
         )

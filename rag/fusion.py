@@ -1,0 +1,96 @@
+"""How hybrid search fuses the dense and the keyword candidate lists, written as a short spec.
+
+    rrf                 Qdrant's reciprocal rank fusion: sum of 1 / (k + rank - 1), k = 2
+    rrf:k=10:w=0.7      weighted RRF: the dense list counts w, the keyword list 1 - w (Qdrant's weights,
+                        scaled so w = 0.5 is plain RRF); 1 / ((rank) / weight + k - 1) per list
+    dbsf                Qdrant's distribution-based score fusion (each list's scores normalised by its
+                        mean +- 3 standard deviations, then added)
+    convex:w=0.6        a normalised convex combination: each list's scores min-max normalised over its
+                        candidates, fused = w * dense + (1 - w) * keyword (0 for a list a chunk is not in);
+                        computed here from the same two candidate lists
+
+rrf and dbsf run in Qdrant; convex fuses the lists the engine returns. DEFAULT_FUSION is the one measured
+best on German and English query sets (bench/modes.py; see the README).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from qdrant_client import models
+
+from rag.errors import InvalidSettingsError
+
+METHODS = ("rrf", "dbsf", "convex")
+DEFAULT_FUSION = "rrf"  # provisional; set from bench/modes.py
+DEFAULT_WEIGHT = 0.5
+RRF_K = 2  # Qdrant's default ranking constant
+
+
+@dataclass(frozen=True)
+class Fusion:
+    method: str = "rrf"
+    weight: float = DEFAULT_WEIGHT  # the dense list's share (rrf, convex)
+    k: int = RRF_K  # rrf's ranking constant
+
+    @property
+    def spec(self) -> str:
+        """Return the fusion as text, parameters only where they differ from the defaults ("convex:w=0.6")."""
+        params = []
+        if self.method == "rrf" and self.k != RRF_K:
+            params.append(f"k={self.k}")
+        if self.method in ("rrf", "convex") and self.weight != DEFAULT_WEIGHT:
+            params.append(f"w={self.weight:g}")
+        return ":".join([self.method, *params])
+
+    @property
+    def fused_here(self) -> bool:
+        """Return whether RAG Lab fuses the lists itself (convex) rather than the engine."""
+        return self.method == "convex"
+
+    def query(self) -> models.FusionQuery | models.RrfQuery:
+        """Return the engine's fusion query for rrf and dbsf."""
+        if self.method == "dbsf":
+            return models.FusionQuery(fusion=models.Fusion.DBSF)
+        if self.weight == DEFAULT_WEIGHT and self.k == RRF_K:
+            return models.FusionQuery(fusion=models.Fusion.RRF)
+        return models.RrfQuery(rrf=models.Rrf(k=self.k, weights=[2 * self.weight, 2 * (1 - self.weight)]))
+
+
+def parse_fusion(text: str | Fusion) -> Fusion:
+    """Return the Fusion of a spec such as "rrf", "rrf:k=10:w=0.7", "dbsf" or "convex:w=0.6"."""
+    if isinstance(text, Fusion):
+        return text
+    method, *params = str(text).strip().lower().split(":")
+    if method not in METHODS:
+        raise InvalidSettingsError(f"Unknown fusion '{text}'. Use one of: {', '.join(METHODS)} (e.g. convex:w=0.6).")
+    values: dict[str, float] = {}
+    for item in filter(None, (p.strip() for p in params)):
+        key, _, value = item.partition("=")
+        try:
+            values[key.strip()] = float(value)
+        except ValueError:
+            values[key.strip()] = float("nan")
+    weight, k = values.pop("w", DEFAULT_WEIGHT), values.pop("k", RRF_K)
+    if values or not 0.0 <= weight <= 1.0 or not (k >= 1 and float(k).is_integer()) or (params and method == "dbsf"):
+        raise InvalidSettingsError(
+            f"Fusion '{text}' has parameters it cannot take. rrf takes k (a whole number >= 1) and w (0-1), "
+            "convex takes w (0-1: the dense list's share), dbsf takes none."
+        )
+    return Fusion(method, round(weight, 4), int(k))
+
+
+def convex(dense: Sequence[tuple[str, float]], keyword: Sequence[tuple[str, float]], weight: float
+           ) -> list[tuple[str, float]]:
+    """Return (id, fused score) best first: weight x min-max-normalised dense + (1 - weight) x keyword."""
+    fused: dict[str, float] = {}
+    for share, ranked in ((weight, dense), (1 - weight, keyword)):
+        if not ranked:
+            continue
+        scores = [score for _, score in ranked]
+        low, high = min(scores), max(scores)
+        for point, score in ranked:
+            normal = (score - low) / (high - low) if high > low else 1.0
+            fused[point] = fused.get(point, 0.0) + share * normal
+    return sorted(fused.items(), key=lambda item: (-item[1], item[0]))
