@@ -14,7 +14,7 @@ import streamlit as st
 
 from rag.errors import RagError
 from rag.settings import check_environment
-from ui import sidebar, state
+from ui import resources, sidebar, state
 from ui.render import md
 
 PAGES = Path(__file__).resolve().parent / "views"
@@ -54,6 +54,7 @@ except RagError as error:
     st.title("RAG Lab")
     st.error(md(str(error)))
     st.stop()
+resources.warm_up()
 workspace = sidebar.render()
 if workspace is None:
     st.title("RAG Lab")

@@ -1,7 +1,10 @@
-"""Search-mode benchmark: XQuAD-de dev evaluated dense, sparse (BM25), hybrid-RRF and hybrid-DBSF on one collection.
+"""Search-mode benchmark: a query set evaluated dense, sparse (BM25) and hybrid with each fusion on one collection.
 
-    python bench/modes.py [--squad FILE] [--chunk-size 200] [--overlap 50] [--k 1,3,5,10] [--embedder local]
-                          [--modes dense,sparse,hybrid-rrf,hybrid-dbsf] [--store DIR] [--cache DIR]
+    python bench/modes.py [--squad FILE | --english] [--chunk-size 350] [--overlap 50] [--k 1,3,5,10]
+                          [--embedder local] [--modes dense,sparse,hybrid-rrf,...] [--store DIR] [--cache DIR]
+
+--english uses bench/data/english (116 questions with answer spans on 7 English Debian documents, fetched
+once into bench/out/english with its fetch.sh); the default is the German XQuAD dev set.
 
 Imports the SQuAD file in memory (every article one document), ingests it once through the sweep machinery
 (one collection for the configuration, embeddings through an EmbeddingCache), then searches the same
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -27,14 +31,25 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 from rag.compare import compare_evaluations  # noqa: E402
 from rag.embedding_cache import EmbeddingCache  # noqa: E402
 from rag.embeddings import get_embedder  # noqa: E402
-from rag.evaluation import parse_ks  # noqa: E402
+from rag.evaluation import load_query_set, parse_ks  # noqa: E402
+from rag.pipeline import SourceFile  # noqa: E402
 from rag.search_modes import parse_modes  # noqa: E402
 from rag.squad import import_squad, sweep_input  # noqa: E402
 from rag.store import open_store  # noqa: E402
-from rag.sweep import SweepConfig, SweepResult, run_sweep  # noqa: E402
+from rag.sweep import SweepConfig, SweepResult, load_documents, run_sweep  # noqa: E402
 
 DEFAULT_SQUAD = ROOT.parent / "shared" / "data" / "xquad-de" / "xquad.de.dev.json"
-DEFAULT_MODES = "dense,sparse,hybrid-rrf,hybrid-dbsf"
+ENGLISH = ROOT / "bench" / "data" / "english"
+DEFAULT_MODES = "dense,sparse,hybrid-rrf,hybrid-dbsf,hybrid-convex"
+
+
+def english_input() -> tuple[list, list]:
+    """Return the English documents (fetched once) and their query set."""
+    folder = ROOT / "bench" / "out" / "english"
+    if not folder.is_dir():
+        subprocess.run(["bash", str(ENGLISH / "fetch.sh"), str(folder)], check=True)
+    files = [SourceFile(p.name, path=p) for p in sorted(folder.iterdir()) if p.is_file()]
+    return load_documents(files), load_query_set((ENGLISH / "queries.jsonl").read_bytes(), "queries.jsonl")
 
 
 def markdown_table(result: SweepResult) -> str:
@@ -73,7 +88,8 @@ def moves_against_dense(result: SweepResult) -> list[str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--squad", default=str(DEFAULT_SQUAD))
-    parser.add_argument("--chunk-size", type=int, default=200)
+    parser.add_argument("--english", action="store_true", help="the English set instead of XQuAD-de")
+    parser.add_argument("--chunk-size", type=int, default=350)
     parser.add_argument("--overlap", type=int, default=50)
     parser.add_argument("--k", default="1,3,5,10")
     parser.add_argument("--embedder", default="local")
@@ -83,7 +99,10 @@ def main() -> int:
     args = parser.parse_args()
 
     started = time.perf_counter()
-    documents, queries = sweep_input(import_squad(Path(args.squad).read_bytes(), args.squad))
+    if args.english:
+        documents, queries = english_input()
+    else:
+        documents, queries = sweep_input(import_squad(Path(args.squad).read_bytes(), args.squad))
     load_seconds = time.perf_counter() - started
     embedder = get_embedder(args.embedder)
     started = time.perf_counter()

@@ -23,6 +23,7 @@ from rag.embedding_cache import EmbeddingCache, default_cache_dir
 from rag.embeddings import get_embedder
 from rag.evaluation import DEFAULT_KS, METRICS, Evaluation, QueryOutcome, load_query_set, parse_ks
 from rag.fusion import DEFAULT_FUSION
+from rag.fusion_tuning import tune_fusion
 from rag.library import SAMPLE_SUFFIXES
 from rag.pipeline import SourceFile
 from rag.search_modes import MODE_NAMES, SearchMode, parse_modes
@@ -69,6 +70,8 @@ def run_import_squad(args: argparse.Namespace) -> int:
 def run_eval(args: argparse.Namespace) -> int:
     queries = load_query_set(cli.read_file(args.queries), args.queries)
     store = store_of(args)
+    if args.tune_fusion:
+        return run_tune_fusion(args, queries, store)
     mode = SearchMode(*pipeline.search_defaults(store, args.collection, args.mode, args.fusion))
     embedder = embedder_of(args, store, args.collection) if mode.needs_vectors else None
     evaluation = evaluate_collection(queries, args.collection, embedder, store=store, cache=cache_of(args, store),
@@ -81,6 +84,26 @@ def run_eval(args: argparse.Namespace) -> int:
     print(f"{len(queries)} queries on '{args.collection}' ({how}{mode.label} search)\n")
     print_metrics(evaluation)
     print_failures(evaluation)
+    return 0
+
+
+def run_tune_fusion(args: argparse.Namespace, queries, store) -> int:
+    embedder = embedder_of(args, store, args.collection)
+    tuning = tune_fusion(queries, args.collection, embedder, store=store, cache=cache_of(args, store), ks=args.k)
+    if args.save:
+        store.save_collection_setting(args.collection, "fusion", tuning.best.spec)
+    if args.json:
+        dump({"collection": args.collection, "embedder": embedder.model_id, "saved": args.save} | tuning.to_json())
+        return 0
+    rows = [[f"{w:g}", f"{v:.3f}" + (" <- best" if w == tuning.best.weight else "")]
+            for w, v in tuning.by_weight.items()]
+    cli.print_table(rows, ["dense weight", tuning.metric])
+    print(f"\nBest on all {tuning.queries} queries: {tuning.best.spec} ({tuning.metric} "
+          f"{tuning.by_weight[tuning.best.weight]:.3f}). Cross-validated over {tuning.folds} folds: "
+          f"{tuning.metric} {tuning.cv_metric:.3f} (weights chosen per fold: "
+          f"{', '.join(f'{w:g}' for w in tuning.cv_weights)}).")
+    print(f"Saved as the default fusion of '{args.collection}'." if args.save else
+          "Add --save to make it the default fusion of this collection.")
     return 0
 
 
@@ -199,6 +222,10 @@ def register(commands: argparse._SubParsersAction) -> None:
                           help="dense: embeddings; sparse: BM25 keywords; hybrid: both, fused (default: hybrid when "
                           "the collection has keyword vectors, else dense)")
     add_fusion(evaluate)
+    evaluate.add_argument("--tune-fusion", action="store_true",
+                          help="fit hybrid search's fusion weight on the query set (5-fold cross-validated)")
+    evaluate.add_argument("--save", action="store_true", help="with --tune-fusion: save it as the collection's "
+                          "default fusion")
     add_embedder(evaluate)
     add_common(evaluate)
     evaluate.set_defaults(run=run_eval)

@@ -108,6 +108,12 @@ def token_count(chunk: ChunkLike) -> int:
     return stored if isinstance(stored, int) and not isinstance(stored, bool) else tokens.count(chunk.content)
 
 
+def stored_flags(chunk: ChunkLike) -> tuple[str, ...]:
+    """Return the flags the chunker gave a chunk (e.g. "toc"), from the Chunk or its stored payload."""
+    flags = chunk.flags if isinstance(chunk, Chunk) else chunk.payload.get("flags")
+    return tuple(str(f) for f in flags) if isinstance(flags, list | tuple) else ()
+
+
 def chunk_stats(token_counts: Sequence[int], chunk_size: int | None = None) -> ChunkStats:
     """Return count, total, mean, median, smallest, largest and how many exceed chunk_size."""
     if not token_counts:
@@ -155,7 +161,7 @@ def chunk_reports(
         model = model_tokens[position] if model_tokens is not None else None
         cut = max(model - max_input_tokens, 0) if model is not None and max_input_tokens else 0
         flags = [name for name, on in ((overflow, cut > 0), ("tiny", n < tiny), ("no heading", not chunk.heading_path))
-                 if on]
+                 if on] + list(stored_flags(chunk))
         index = chunk.chunk_index if chunk.chunk_index is not None else position
         reports.append(
             ChunkReport(index, n, model, cut, chunk.heading_path, chunk.page_start, chunk.page_end, chunk.content,

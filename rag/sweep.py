@@ -43,7 +43,7 @@ from rag.sweep_results import STAGES, ConfigResult, SweepConfig, SweepProgress, 
 
 __all__ = ["STAGES", "ConfigResult", "SweepConfig", "SweepProgress", "SweepResult", "collection_documents",
            "collection_name", "evaluate_collection", "grid", "load_documents", "parse_sizes", "prepare_queries",
-           "query_set_paths", "relevant_chunks", "run_sweep", "search_queries"]
+           "query_set_paths", "relevant_chunks", "resolve_in_collection", "run_sweep", "search_queries"]
 
 ProgressCallback = Callable[[SweepProgress], None]
 
@@ -122,14 +122,21 @@ def evaluate_collection(
     require_keywords(store, collection, [mode])
     if mode.needs_vectors and embedder is None:
         raise RagError(f"{mode.label.capitalize()} search embeds the queries: give an embedder (or use sparse).")
+    queries = resolve_in_collection(queries, store, collection)
+    vectors = cache.embed([q.text for q in queries], embedder, query=True) if mode.needs_vectors else None
+    return evaluate(queries, search_queries(store, collection, queries, vectors, embedder, ks[-1], mode), ks)
+
+
+def resolve_in_collection(queries: Sequence[Query], store: Store, collection: str) -> list[Query]:
+    """Return queries with labels resolved to the collection's documents; QuerySetError for unknown ones or
+    answer spans that miss their answer in the text rebuilt from the stored chunks."""
     infos = store.documents(collection)
     queries = resolve_labels(queries, [(d.document_id, d.title) for d in infos], f"collection '{collection}'")
     titles = {d.document_id: d.title for d in infos}
     spanned = {i for q in queries if q.answer_end is not None for ids in q.document_ids for i in ids}
     texts = {i: document_from_chunks(i, titles[i], store.document_chunks(collection, i)).text for i in spanned}
     check_spans(queries, texts)
-    vectors = cache.embed([q.text for q in queries], embedder, query=True) if mode.needs_vectors else None
-    return evaluate(queries, search_queries(store, collection, queries, vectors, embedder, ks[-1], mode), ks)
+    return queries
 
 
 def _mode(mode: str | SearchMode, fusion: str) -> SearchMode:

@@ -198,11 +198,12 @@ def test_search_shows_hits_scores_per_source_and_neighbours(app_env, shared_data
 def test_search_says_when_the_threshold_removed_everything_and_when_top_k_is_too_big(app_env, shared_data):
     at = upload(start(), shared_data, "pdfs/crazyones.pdf")
     at.switch_page("views/search.py").run()
+    at.button_group(key="search_mode").set_value("dense").run()  # cosine: 0.99 is far above any hit
     at.checkbox(key="use_threshold").check()
     at.number_input(key="threshold").set_value(0.99)
-    search(at, "crazy ones misfits", top_k=20)
+    search(at, "crazy ones misfits", top_k=30)
     warnings = texts(at.warning)
-    assert "fewer than top_k = 20" in warnings and "removed all" in warnings
+    assert "fewer than top_k = 30" in warnings and "removed all" in warnings
     at.switch_page("views/context.py").run()
     assert "found no hits" in texts(at.warning)
 
@@ -298,7 +299,7 @@ def test_keyword_and_hybrid_search_explain_their_scores(app_env, shared_data):
     at.button_group(key="search_mode").set_value("hybrid").run()
     search(at, "Schriftgrößen")
     frame = at.dataframe[0].value
-    assert {"dense rank", "keyword rank"} <= set(frame) and "hybrid (rrf)" in texts(at.caption)
+    assert {"dense rank", "keyword rank"} <= set(frame) and "hybrid (convex)" in texts(at.caption)  # the default
 
 
 def test_separators_round_trip_through_a_one_line_input():

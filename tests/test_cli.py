@@ -144,7 +144,7 @@ def test_search_and_context_modes(shared_data, tmp_path, capsys):
     md = str(shared_data / "markdown/asvs-de-V2-Authentication.md")
     assert run(capsys, "ingest", md, "--collection", "t", "--embedder", "fake:32", "--store", store)[0] == 0
     query = ["Passwörter mindestens 12 Zeichen", "--collection", "t", "--store", store, "--top-k", "5"]
-    code, out, _ = run(capsys, "search", *query, "--mode", "hybrid", "--json")
+    code, out, _ = run(capsys, "search", *query, "--mode", "hybrid", "--fusion", "rrf", "--json")
     hits = json.loads(out)["hits"]
     assert code == 0 and len(hits) == 5
     assert all(h["mode"] == "hybrid" and h["score_kind"] == "rrf" for h in hits)
@@ -160,7 +160,7 @@ def test_search_and_context_modes(shared_data, tmp_path, capsys):
     assert "**2.1.1**" in top["content"] and (top["score_kind"], top["sparse_rank"], top["dense_rank"]) == (
         "bm25", 1, None)
     code, out, _ = run(capsys, "search", *query, "--mode", "hybrid")
-    assert code == 0 and "score (rrf)" in out and "keyword rank (bm25)" in out
+    assert code == 0 and "score (convex)" in out and "keyword rank (bm25)" in out
     code, out, _ = run(capsys, "context", *query, "--mode", "sparse", "--json")
     assert code == 0 and json.loads(out)["included"][0]["score_kind"] == "bm25"
     code, out, err = run(capsys, "search", "und die", "--collection", "t", "--store", store, "--mode", "sparse")

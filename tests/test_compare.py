@@ -102,7 +102,7 @@ def test_compare_command_one_query(two_chunkings, capsys):
     data = json.loads(capsys.readouterr().out)
     assert data["query"] == query and data["top_k"] == 3
     assert (data["a"]["mode"], data["a"]["fusion"], data["b"]["mode"], data["b"]["fusion"]) == (
-        "dense", None, "hybrid", "rrf")
+        "dense", None, "hybrid", "convex")
     assert data["a"]["embedder"] == data["b"]["embedder"] == "fake:64"
     first = data["a"]["hits"][0]
     assert first["document_title"] == "wien.txt" and first["chunk_index"] == 1 and first["score_kind"] == "cosine"
@@ -113,7 +113,7 @@ def test_compare_command_one_query(two_chunkings, capsys):
     assert data["shared"] == {"a": 3, "b": 2} and data["only_a"] == data["only_b"] == 0
     assert main(argv) == 0
     out = capsys.readouterr().out
-    assert out.startswith("A: 'small' (dense)") and "B: 'big' (hybrid-rrf)" in out and "only in B." in out
+    assert out.startswith("A: 'small' (dense)") and "B: 'big' (hybrid-convex)" in out and "only in B." in out
 
 
 def test_compare_command_query_set(two_chunkings, tmp_path, capsys):

@@ -55,7 +55,7 @@ def ingest_files(folder: Path, shared: Path, collection: str, settings: ChunkSet
 def test_one_query_dense_against_hybrid_side_by_side(app_env, shared_data):
     at = compare_page(upload(start(), shared_data, PDF, "pdfs/crazyones.pdf"))
     assert at.selectbox(key="compare_a_mode").value == "dense"
-    assert at.selectbox(key="compare_b_mode").value == "hybrid-rrf"  # the default B: the same collection, hybrid
+    assert at.selectbox(key="compare_b_mode").value == "hybrid-convex"  # the default B: the same collection, hybrid
     run_query(at)
     store, embedder = store_of(at), get_embedder("fake")
     expected = compare_hits(pipeline.search(QUERY, "documents", 10, store=store, embedder=embedder, mode="dense"),
@@ -72,7 +72,7 @@ def test_one_query_dense_against_hybrid_side_by_side(app_env, shared_data):
             assert arrow == ("=" if row.shift == 0 else f"▲ {-row.shift}" if row.shift < 0 else f"▼ {row.shift}")
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["shared"] == f"{len(expected.shared_a)} of 10" and metrics["only in B"] == str(len(expected.only_b))
-    assert "A = 'documents' · Dense · B = 'documents' · Hybrid RRF" in plain(texts(at.caption))
+    assert "A = 'documents' · Dense · B = 'documents' · Hybrid convex" in plain(texts(at.caption))
 
 
 def test_selecting_a_hit_shows_its_text_and_why_it_was_found(app_env, shared_data):
@@ -82,7 +82,7 @@ def test_selecting_a_hit_shows_its_text_and_why_it_was_found(app_env, shared_dat
     top_b = at.dataframe[1].value.iloc[0]
     assert len(at.code) == 1 and at.code[0].value.strip()
     assert f"B #1** · {top_b['document']} · chunk {top_b['chunk']}" in plain(texts(at.markdown))
-    assert "fused (RRF): 1/" in texts(at.caption)  # B is hybrid: where it stood in each list
+    assert "fused (convex): w × dense" in texts(at.caption)  # B is hybrid: where it stood in each list
 
 
 def test_two_chunkings_share_text_across_collections(app_env, shared_data):

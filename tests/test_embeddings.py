@@ -365,3 +365,34 @@ def test_get_embedder_passes_client_and_options(retry: RetryPolicy) -> None:
     embedder = get_embedder("ollama:tiny", client=server.client, retry=retry, batch_size=2, timeout=5)
     assert embedder.embed_documents(["a", "b", "c"]).shape == (3, 3)
     assert [len(batch) for batch in server.inputs()] == [2, 1]
+
+
+def test_http_embedders_send_their_models_prompts() -> None:
+    sent: list[list[str]] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        sent.append(body["input"])
+        size = {"mxbai-embed-large": 1024, "nomic-embed-text:v1.5": 768, "bge-m3": 1024}.get(body["model"], 2)
+        return httpx.Response(200, json={"embeddings": [[0.1] * size] * len(body["input"])})
+
+    client = httpx.Client(transport=httpx.MockTransport(handler))
+    mxbai = OllamaEmbedder("mxbai-embed-large", client=client)
+    mxbai.embed_query(["Frage"]), mxbai.embed_documents(["Text"])
+    nomic = OllamaEmbedder("nomic-embed-text:v1.5", client=client)
+    nomic.embed_query(["Frage"]), nomic.embed_documents(["Text"])
+    own = OllamaEmbedder("bge-m3", client=client, query_prompt="Q: ", document_prompt="D: ")
+    own.embed_query(["Frage"]), own.embed_documents(["Text"])
+    assert sent == [["Represent this sentence for searching relevant passages: Frage"], ["Text"],
+                    ["search_query: Frage"], ["search_document: Text"], ["Q: Frage"], ["D: Text"]]
+    assert OpenAIEmbedder("text-embedding-3-small", client=client).query_prompt == ""
+    assert OpenAIEmbedder("intfloat/multilingual-e5-large", client=client).document_prompt == "passage: "
+
+
+def test_a_sentence_transformers_folder_brings_its_own_prompts(tmp_path) -> None:
+    from rag.embeddings.local import folder_prompts
+
+    (tmp_path / "config_sentence_transformers.json").write_text(
+        json.dumps({"prompts": {"query": "query: ", "passage": "passage: "}}), encoding="utf-8")
+    assert (folder_prompts(tmp_path).query, folder_prompts(tmp_path).document) == ("query: ", "passage: ")
+    assert folder_prompts(tmp_path / "missing").query == ""

@@ -150,7 +150,7 @@ def test_search_modes_are_a_sweep_dimension(env):
     at.run()
     at.number_input(key="evaluate_articles").set_value(1)
     at.run()
-    assert at.multiselect(key="evaluate_modes").value == ["dense"]
+    assert at.multiselect(key="evaluate_modes").value == ["hybrid-convex"]  # the app's default search
     set_grid(at, "100,200", "0", "1,5", modes=["dense", "sparse", "hybrid-dbsf"])
     assert not at.error, [e.value for e in at.error]
     table = at.dataframe[0].value

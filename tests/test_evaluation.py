@@ -288,7 +288,7 @@ def test_eval_command_modes(tmp_path, capsys):
     assert (data["mode"], data["fusion"], data["embedder"]) == ("hybrid", "dbsf", "fake:64")
     assert data["metrics"]["hit@3"] == 1.0
     assert main([*argv, "--mode", "hybrid"]) == 0
-    assert "2 queries on 'c' (fake:64, hybrid-rrf search)" in capsys.readouterr().out
+    assert "2 queries on 'c' (fake:64, hybrid-convex search)" in capsys.readouterr().out
     # a collection from before keyword vectors: dense works, the keyword modes say to re-ingest
     meta = {"rag_lab": {"embedder": "fake:64", "dimension": 64, "vector": "fake-64"}}
     params = models.VectorParams(size=64, distance=models.Distance.COSINE)

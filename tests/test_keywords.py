@@ -125,3 +125,17 @@ def test_legacy_collections_keep_their_unstemmed_analysis():
     assert store.analyzer("c").legacy
     (hit,) = store.search("c", mode="sparse", query_text="Passwörter", top_k=5)
     assert hit.chunk_id == ids[0]
+
+
+def test_dotted_numbers_are_extra_terms_with_qdrants_weight_formula():
+    text = "Anforderung 2.1.1 gilt; 2.1.11 nicht. Passwort Passwort Länge"
+    indices, values = BM25.document_vector(text, "de")
+    weights = dict(zip(indices, values, strict=True))
+    standard = keywords._model("de").embed_document(text)
+    for index, value in zip(standard.indices, standard.values, strict=True):  # every standard term: Qdrant's
+        assert weights[int(index)] == pytest.approx(float(value))
+    number = keywords.term_id("2.1.1")
+    words = len([w for w in re.findall(r"\w+", text.lower()) if BM25.document_vector(w, "de")[0]])
+    norm = keywords.K * (1 - keywords.B + keywords.B * words / keywords.AVG_LEN)
+    assert weights[number] == pytest.approx((keywords.K + 1) / (1 + norm))
+    assert number in BM25.query_ids("Was verlangt 2.1.1?") and keywords.term_id("2.1.11") in weights

@@ -189,7 +189,7 @@ def test_search_modes_on_a_german_document(shared_data, store, fake):
     assert "**2.1.1**" in keyword[0].content and keyword[0].score_kind == "bm25"
     assert [h.sparse_rank for h in keyword] == list(range(1, len(keyword) + 1))
     hybrid = pipeline.search("Passwörter mindestens 12 Zeichen", "c", top_k=5, store=store, mode="hybrid")
-    assert len(hybrid) == 5 and {h.score_kind for h in hybrid} == {"rrf"}
+    assert len(hybrid) == 5 and {h.score_kind for h in hybrid} == {"convex"}  # the default fusion
     assert [h.score for h in hybrid] == sorted((h.score for h in hybrid), reverse=True)
     assert all(h.dense_rank or h.sparse_rank for h in hybrid)
     dbsf = pipeline.search("Passwörter mindestens 12 Zeichen", "c", top_k=5, store=store, mode="hybrid",
@@ -200,5 +200,5 @@ def test_search_modes_on_a_german_document(shared_data, store, fake):
     with pytest.raises(RagError, match="Unknown search mode"):
         pipeline.search("Passwort", "c", store=store, mode="bm25")
     context = pipeline.retrieve("2.1.1 Passwortlänge", "c", top_k=4, max_tokens=1000, store=store, mode="hybrid")
-    assert context.included and context.included[0].score_kind == "rrf"
-    assert context.to_dict()["included"][0]["score_kind"] == "rrf"
+    assert context.included and context.included[0].score_kind == "convex"
+    assert context.to_dict()["included"][0]["score_kind"] == "convex"

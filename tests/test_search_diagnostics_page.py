@@ -17,7 +17,8 @@ QUERY = "Welche Schriftgröße verwendet die Klasse?"
 
 def search_page(shared_data, *names: str):
     at = upload(start(), shared_data, *(names or (PDF,)))
-    return at.switch_page("views/search.py").run()
+    at = at.switch_page("views/search.py").run()
+    return at.button_group(key="search_mode").set_value("dense").run()  # these tests start from dense search
 
 
 def charts(at) -> list[dict]:
@@ -34,6 +35,7 @@ def charts(at) -> list[dict]:
 def test_hybrid_hits_show_both_lists_and_how_rrf_added_them_up(app_env, shared_data):
     at = search_page(shared_data)
     at.button_group(key="search_mode").set_value("hybrid").run()
+    at.selectbox(key="fusion").set_value("rrf").run()
     search(at, QUERY, top_k=8)
     frame = at.dataframe[0].value
     assert {"dense", "keyword", "fused from", "query words in chunk"} <= set(frame)

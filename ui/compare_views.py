@@ -21,7 +21,8 @@ from ui import render, resources, search_views
 from ui.render import md
 from ui.workspace import Workspace
 
-MODE_LABELS = {"dense": "Dense", "sparse": "Keyword (BM25)", "hybrid-rrf": "Hybrid RRF", "hybrid-dbsf": "Hybrid DBSF"}
+MODE_LABELS = {"dense": "Dense", "sparse": "Keyword (BM25)", "hybrid-convex": "Hybrid convex",
+               "hybrid-rrf": "Hybrid RRF", "hybrid-dbsf": "Hybrid DBSF"}
 FOUND_COLOURS = {"both": "#e8e8e8", "only A": "#d3e4f5", "only B": "#fde0c2"}
 CHANGE_COLOURS = {"better": "#d9f0d3", "worse": "#f8d7d3", "same": "#ffffff"}
 UP, DOWN = "#2b8a3e", "#c92a2a"

@@ -71,8 +71,21 @@ def replacement_notice(workspace: Workspace, collection: str, names: Sequence[st
     return keep
 
 
+LANGUAGE_LABELS = {"auto": "detect per document", "de": "German", "en": "English", "none": "no stemming"}
+
+
+def language_choice(workspace: Workspace, collection: str) -> str | None:
+    """Return the keyword language for a new collection (None for an existing one, which keeps its own)."""
+    info = next((c for c in workspace.collections if c.name == collection), None)
+    if info is not None:
+        return None
+    return st.selectbox("Keyword language", list(LANGUAGE_LABELS), format_func=LANGUAGE_LABELS.get,
+                        key=state.UPLOAD_LANGUAGE, help="Stemming and stop words of keyword (BM25) search in the "
+                        "new collection: detected per document (German or English), or one for all.")
+
+
 def run(files: Sequence[SourceFile], workspace: Workspace, collection: str, settings: ChunkSettings,
-        keep_versions: bool = False) -> bool:
+        keep_versions: bool = False, language: str | None = None) -> bool:
     """Ingest files into collection with live progress; keep the results (and locked files) in the session.
 
     Return False (with the error shown) when nothing could start, e.g. the embedder is unavailable.
@@ -89,7 +102,7 @@ def run(files: Sequence[SourceFile], workspace: Workspace, collection: str, sett
         with st.spinner("Working… (the local model loads once, about 12 s)"):
             results = pipeline.ingest(files, collection, settings, embedder, store=workspace.store,
                                       progress=on_progress, keep_versions=keep_versions,
-                                      archive=resources.archive(workspace.store))
+                                      archive=resources.archive(workspace.store), language=language)
     except RagError as error:
         st.error(md(str(error)))
         return False

@@ -3,6 +3,9 @@ and listings that are read again only when the store changed (or after a short t
 
 from __future__ import annotations
 
+import contextlib
+import threading
+
 import streamlit as st
 
 from rag import library
@@ -10,6 +13,7 @@ from rag.archive import DocumentArchive, default_archive_dir
 from rag.chunking import Chunk, chunk_document
 from rag.documents import Document
 from rag.embeddings import Embedder, get_embedder, parse_spec
+from rag.errors import RagError
 from rag.store import CollectionInfo, DocumentInfo, Hit, Store, open_store
 
 LISTING_TTL = 30  # seconds: another process writing to the same Qdrant shows up at the latest after this
@@ -38,6 +42,18 @@ def embedder(spec: str, ollama_host: str = "", openai_base_url: str = "", openai
 def archive(store: Store) -> DocumentArchive:
     """Return the document archive of a store (beside its folder, or in the data root for a server)."""
     return DocumentArchive(default_archive_dir(store.location, store.local))
+
+
+@st.cache_resource(show_spinner=False)
+def warm_up() -> threading.Thread:
+    """Load the default local model in the background once per server process, so no first click waits."""
+    def load() -> None:
+        with contextlib.suppress(RagError):  # a broken setting is reported where the embedder is used
+            get_embedder(None).count_tokens("warm up")
+
+    thread = threading.Thread(target=load, name="model-warm-up", daemon=True)
+    thread.start()
+    return thread
 
 
 @st.cache_resource(show_spinner=False)

@@ -25,8 +25,8 @@ def notes(run: SearchRun) -> None:
 
 
 SCORE_NAMES = {"cosine": "cosine similarity", "bm25": "BM25 keyword score", "rrf": "fused rank score (RRF)",
-               "dbsf": "fused normalised score (DBSF)"}
-SCORE_SHORT = {"cosine": "cosine", "bm25": "BM25", "rrf": "RRF", "dbsf": "DBSF"}
+               "dbsf": "fused normalised score (DBSF)", "convex": "weighted sum of normalised scores (convex)"}
+SCORE_SHORT = {"cosine": "cosine", "bm25": "BM25", "rrf": "RRF", "dbsf": "DBSF", "convex": "convex"}
 
 
 def score_kind(hits: list[Hit]) -> str:
@@ -103,12 +103,13 @@ def hit_table(hits: list[Hit], mode: str = "dense", query: str = "", top_k: int 
 def explanation(hit: Hit, query: str, depth: int, analyzer: Analyzer | None = None) -> str:
     """Return one line: for hybrid where the hit stood in each list and how that fused; the query words it holds."""
     parts = []
-    if hit.score_kind in ("rrf", "dbsf"):
+    if hit.score_kind in ("rrf", "dbsf", "convex"):
         parts.append(f"dense list: cosine {hit.dense_score:.3f}, rank {hit.dense_rank}" if hit.dense_score is not None
                      else f"dense list: not in its top {depth}")
         parts.append(f"keyword list: BM25 {hit.sparse_score:.2f}, rank {hit.sparse_rank}"
                      if hit.sparse_score is not None else f"keyword list: not in its top {depth}")
-        how = f"{rrf_sum(hit)} = " if hit.score_kind == "rrf" else "both normalised and added = "
+        how = {"rrf": f"{rrf_sum(hit)} = ", "convex": "w × dense + (1 − w) × keyword, each normalised = "}.get(
+            hit.score_kind, "both normalised and added = ")
         parts.append(f"fused ({SCORE_SHORT[hit.score_kind]}): {how}{hit.score:.3f}")
     words = keywords(query, hit, analyzer)
     parts.append(f"query words in it: {words}" if words else "no query word in it")

@@ -15,7 +15,8 @@ from ui.render import md
 from ui.workspace import Workspace
 
 NEW = "__new__"
-PRESET_SPECS = ("local", "fake", "ollama:mxbai-embed-large", "ollama:nomic-embed-text", "openai:text-embedding-3-small")
+PRESET_SPECS = ("local", "local:all-MiniLM-L6-v2", "fake", "ollama:mxbai-embed-large", "ollama:nomic-embed-text",
+                "openai:text-embedding-3-small")
 KINDS = {"folder": "Embedded folder", "server": "Qdrant server"}
 
 
@@ -161,7 +162,8 @@ def _embedder(info: CollectionInfo | None) -> tuple[str, bool]:
     options = list(dict.fromkeys([*PRESET_SPECS, state.get(state.EMBEDDER_SPEC)]))
     spec = st.selectbox(
         "Embedder", options, key=state.EMBEDDER_SPEC, accept_new_options=True, persist_state="session",
-        help="local = all-MiniLM-L6-v2 on this machine (offline); ollama:<model>; openai:<model>; "
+        help="local = multilingual-e5-small on this machine (offline, German and English); local:all-MiniLM-L6-v2 "
+             "= faster, English; ollama:<model>; openai:<model>; "
              "fake = tiny test embedder. Type another spec to add it.",
     )
     if info is not None and info.foreign:

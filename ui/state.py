@@ -26,6 +26,7 @@ LOCKED_FILES = "locked_files"  # filename -> bytes of encrypted PDFs waiting for
 UPLOAD_TARGET = "upload_target"
 UPLOAD_NEW_TARGET = "upload_new_target"
 UPLOADER_ROUND = "uploader_round"  # bumped to clear the file uploader after an ingest
+UPLOAD_LANGUAGE = "upload_language"  # keyword language of a new collection (rag.keywords)
 KEEP_VERSIONS = "keep_versions"  # keep a document of the same name instead of replacing it
 
 # chunks
@@ -38,7 +39,9 @@ USE_THRESHOLD = "use_threshold"
 THRESHOLD = "threshold"
 DOCUMENT_FILTER = "document_filter"
 SEARCH_MODE = "search_mode"  # "dense" | "sparse" | "hybrid"
-FUSION = "fusion"  # "rrf" | "dbsf" for hybrid search
+FUSION = "fusion"  # "convex" | "rrf" | "dbsf": how hybrid search fuses (rag.fusion)
+FUSION_WEIGHT = "fusion_weight"  # the dense list's share (convex, rrf)
+INCLUDE_TOC = "include_toc"  # also search chunks flagged as a table of contents
 SEARCH = "search"  # ui.workspace.SearchRun of the last search
 
 # compare

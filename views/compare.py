@@ -8,6 +8,7 @@ import streamlit as st
 from rag.compare import Side
 from rag.errors import RagError
 from rag.evaluation import load_query_set, parse_ks
+from rag.fusion import DEFAULT_FUSION
 from rag.search_modes import parse_mode
 from ui import compare_views, state, workspace
 from ui.compare_views import MODE_LABELS, CompareRun, side_label
@@ -51,7 +52,7 @@ def side_picker(letter: str, column, collection: str, mode: str) -> Side:
 
 first = names[0]
 second = next((n for n in names if n != first and not n.startswith("sweep-")), first)
-default_b = (first, "hybrid-rrf") if infos[first].sparse else (second, "dense")
+default_b = (first, f"hybrid-{DEFAULT_FUSION}") if infos[first].sparse else (second, "dense")
 left, right = st.columns(2)
 sides = side_picker("A", left, first, "dense"), side_picker("B", right, *default_b)
 if sides[0] == sides[1]:

@@ -6,7 +6,7 @@ import streamlit as st
 
 from rag.embedding_map import DEFAULT_SAMPLE, available_methods
 from rag.errors import RagError
-from rag.search_modes import parse_mode
+from rag.search_modes import SearchMode, parse_mode
 from ui import map_views, resources, state, workspace
 from ui.compare_views import MODE_LABELS
 from ui.map_views import COLOUR_FIELDS, METHOD_LABELS
@@ -28,7 +28,8 @@ last = workspace.last_search(ws)
 state.default(state.MAP_QUERY, last.query if last else "")
 keyword = bool(ws.info and ws.info.sparse)
 modes = list(MODE_LABELS) if keyword else ["dense"]
-state.default(state.MAP_MODE, "dense")
+last_mode = SearchMode(last.mode, last.fusion).label if last else "dense"
+state.default(state.MAP_MODE, last_mode if last_mode in modes else "dense")  # the last search's hits, as found
 if state.get(state.MAP_MODE) not in modes:
     state.put(state.MAP_MODE, "dense")
 methods = available_methods()

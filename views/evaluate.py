@@ -14,6 +14,7 @@ from rag.documents import Document
 from rag.embedding_cache import EmbeddingCache, default_cache_dir
 from rag.errors import RagError
 from rag.evaluation import METRICS, Query, load_query_set, parse_ks
+from rag.fusion import DEFAULT_FUSION
 from rag.pipeline import SourceFile
 from rag.search_modes import parse_modes
 from rag.squad import import_squad, sweep_input
@@ -28,15 +29,16 @@ from rag.sweep import (
     relevant_chunks,
     run_sweep,
 )
-from ui import resources, settings, workspace
+from ui import resources, settings, tuning_view, workspace
 from ui.render import md
 
 RESULT = "evaluate_result"  # the last SweepResult of this session
 SWEEP_PREFIX = "sweep-"
 RANK_COLOURS = ["#2f9e44", "#f59f00", "#f76707", "#e03131"]  # rank 1, 2–3, 4–5, deeper: strong enough on white
-MODE_CHOICES = ["dense", "sparse", "hybrid-rrf", "hybrid-dbsf"]
+MODE_CHOICES = ["dense", "sparse", "hybrid-convex", "hybrid-rrf", "hybrid-dbsf"]
 MODE_HELP = ("Each mode is a row per configuration, searched in the same collection: dense = embeddings, "
-             "sparse = BM25 keywords, hybrid = both lists fused by rank (rrf) or by normalised score (dbsf).")
+             "sparse = BM25 keywords, hybrid = both lists fused: convex (normalised scores added), rrf (by rank), "
+             "dbsf (by scores normalised by their spread).")
 
 ws = workspace.current()
 st.title("Evaluate")
@@ -325,7 +327,8 @@ with st.form("evaluate_grid", border=False):
     overlaps = cols[1].text_input("overlap values", "0,50,100", key="evaluate_overlaps")
     ks = cols[2].text_input("k values", "1,3,5,10", key="evaluate_ks")
     strategy = cols[3].selectbox("Strategy", ["structure", "tokens"], key="evaluate_strategy")
-    modes = st.multiselect("Search modes", MODE_CHOICES, default=["dense"], key="evaluate_modes", help=MODE_HELP)
+    modes = st.multiselect("Search modes", MODE_CHOICES, default=[f"hybrid-{DEFAULT_FUSION}"],
+                           key="evaluate_modes", help=MODE_HELP)
     st.caption(f"Embedder: {md(ws.spec)} (from the sidebar). Each configuration gets its own collection "
                f"(`{SWEEP_PREFIX}…`), searched in every chosen mode and reused on the next run; embeddings are "
                "cached.")
@@ -341,3 +344,5 @@ if RESULT in st.session_state:
     results(st.session_state[RESULT])
 else:
     st.caption("Choose a query set, documents and a grid, then run the sweep.")
+st.divider()
+tuning_view.show(ws, source[0] if source else None)

@@ -8,6 +8,7 @@ import streamlit as st
 
 from rag import inspection, pipeline
 from rag.errors import RagError
+from rag.fusion import Fusion, parse_fusion
 from rag.store_search import FUSIONS, MODES
 from ui import distribution_views, search_views, state, workspace
 from ui.render import md
@@ -17,7 +18,8 @@ MODE_LABELS = {"dense": "Dense", "sparse": "Keyword (BM25)", "hybrid": "Hybrid"}
 MODE_HELP = ("Dense: embedding similarity (cosine). Keyword: BM25 on the words, good for names, numbers and "
              "§ references. Hybrid: both lists fused.")
 
-FUSION_HELP = "How hybrid search merges the two lists: rrf by rank, dbsf by normalised score."
+FUSION_HELP = ("How hybrid search merges the two lists: convex adds both normalised scores (the dense share is the "
+               "weight), rrf by rank, dbsf by scores normalised by their spread.")
 
 ws = workspace.current()
 st.title("Search")
@@ -42,13 +44,21 @@ collection_column, mode_column, fusion_column = st.columns([1.4, 1.6, 1])
 collection_column.selectbox("Collection", options, key="search_collection", on_change=_switch_collection,
                             format_func=lambda n: n if n in searchable else f"{n} (empty)")
 modes = list(MODES) if keyword_search else ["dense"]
-state.default(state.SEARCH_MODE, "dense")
+default_mode, default_fusion = pipeline.search_defaults(ws.store, ws.collection, None, None)
+default_fusion = parse_fusion(default_fusion)
+state.default(state.SEARCH_MODE, default_mode)
 if state.get(state.SEARCH_MODE) not in modes:
-    state.put(state.SEARCH_MODE, "dense")
+    state.put(state.SEARCH_MODE, modes[-1])
 mode = mode_column.segmented_control("Search mode", modes, format_func=MODE_LABELS.get, key=state.SEARCH_MODE,
-                                     persist_state="session", help=MODE_HELP) or "dense"
-fusion = fusion_column.selectbox("Fusion", FUSIONS, key=state.FUSION, persist_state="session",
+                                     persist_state="session", help=MODE_HELP) or default_mode
+state.default(state.FUSION, default_fusion.method)
+state.default(state.FUSION_WEIGHT, default_fusion.weight)
+method = fusion_column.selectbox("Fusion", FUSIONS, key=state.FUSION, persist_state="session",
                                  disabled=mode != "hybrid", help=FUSION_HELP)
+weight = fusion_column.slider("dense weight", 0.0, 1.0, key=state.FUSION_WEIGHT, step=0.05, persist_state="session",
+                              disabled=mode != "hybrid" or method == "dbsf",
+                              help="The dense list's share of the fused score (convex) or rank weight (rrf).")
+fusion = Fusion(method, round(weight, 2), default_fusion.k).spec
 if not keyword_search:
     st.caption("This collection has no keyword (BM25) vectors, so only dense search works; ingest the documents "
                "again into a new collection for keyword and hybrid search.")
@@ -63,6 +73,9 @@ with st.form("search_form", border=False):
                                     help="On the mode's own scale: cosine (0–1), BM25, or the fused score.")
     document_ids = right.multiselect("Only these documents", list(titles), format_func=titles.get,
                                      key=state.DOCUMENT_FILTER, placeholder="all documents")
+    include_toc = right.checkbox("Include tables of contents", key=state.INCLUDE_TOC, persist_state="session",
+                                 help="Chunks that list headings with page numbers match every question and answer "
+                                      "none; they are left out unless this is on.")
     submitted = st.form_submit_button("Search", type="primary", icon=":material/search:")
 
 if submitted:
@@ -71,7 +84,8 @@ if submitted:
         embedder = ws.embedder()
         with st.spinner("Searching… (the local model loads once, about 12 s)"):
             hits = pipeline.search(query, ws.collection, top_k, None, list(document_ids) or None,
-                                   store=ws.store, embedder=embedder, mode=mode, fusion=fusion)
+                                   store=ws.store, embedder=embedder, mode=mode, fusion=fusion,
+                                   include_toc=include_toc)
     except RagError as error:
         st.error(md(str(error)))
     else:

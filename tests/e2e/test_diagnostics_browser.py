@@ -51,6 +51,7 @@ def test_search_compare_and_map_views(app_server, page, shot, sample_folder, tmp
     settle(page)
 
     go(page, "Search")
+    segment(page, "Dense")
     page.get_by_text("Score threshold").click()
     search(page, "Welche Schriftgröße verwendet die Klasse?")
     page.get_by_text(re.compile(r"chunks scored · top_k = 5 cuts at")).wait_for()
@@ -62,9 +63,9 @@ def test_search_compare_and_map_views(app_server, page, shot, sample_folder, tmp
     shot("31-search-distribution-dense")
     segment(page, "Hybrid")
     search(page, "Welche Schriftgröße verwendet die Klasse?")
-    page.get_by_text(re.compile(r"hit\(s\) for .* hybrid \(rrf\)")).wait_for()
+    page.get_by_text(re.compile(r"hit\(s\) for .* hybrid \(convex\)")).wait_for()
     settle(page)
-    page.get_by_text(re.compile(r"fused \(RRF\): 1/\d+")).first.wait_for()
+    page.get_by_text(re.compile(r"fused \(convex\): w × dense")).first.wait_for()
     shot("32-search-hybrid-explained")
     shot("32-search-hybrid-full", full_page=True)
 
