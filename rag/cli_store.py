@@ -29,8 +29,13 @@ def store_of(args: argparse.Namespace) -> Store:
 
 
 def embedder_of(args: argparse.Namespace, store: Store, collection: str):
-    """Return --embedder's embedder, else the one the collection was made with (or the default)."""
-    return pipeline.embedder_for(store, collection, getattr(args, "embedder", None))
+    """Return --embedder's embedder, else the one the collection was made with (or the default).
+
+    --query-prompt / --document-prompt (ingest) apply to a new collection; an existing one keeps its own.
+    """
+    prompts = {"query_prompt": getattr(args, "query_prompt", None),
+               "document_prompt": getattr(args, "document_prompt", None)}
+    return pipeline.embedder_for(store, collection, getattr(args, "embedder", None), **prompts)
 
 
 def query_embedder(args: argparse.Namespace, store: Store):
@@ -253,9 +258,15 @@ def add_collection(parser: argparse.ArgumentParser, required: bool = False) -> N
                         help="Qdrant collection" + ("" if required else f" (default {default})"))
 
 
-def add_embedder(parser: argparse.ArgumentParser) -> None:
+def add_embedder(parser: argparse.ArgumentParser, prompts: bool = False) -> None:
     parser.add_argument("--embedder", metavar="SPEC",
                         help="embedder spec: " + ", ".join(EMBEDDER_SPECS) + " (default: the collection's own)")
+    if prompts:
+        parser.add_argument("--query-prompt", metavar="TEXT", default=None,
+                            help="put before each query (default: the model's own, e.g. e5 'query: '); recorded "
+                            "with a new collection, whose searches use it")
+        parser.add_argument("--document-prompt", metavar="TEXT", default=None,
+                            help="put before each chunk (default: the model's own, e.g. e5 'passage: ')")
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -264,7 +275,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     ingest.add_argument("files", nargs="+", metavar="FILE")
     add_collection(ingest)
     cli.add_chunk_options(ingest)
-    add_embedder(ingest)
+    add_embedder(ingest, prompts=True)
     ingest.add_argument("--password", help="password for encrypted PDFs")
     ingest.add_argument("--language", choices=LANGUAGE_CHOICES, default=None,
                         help="keyword (BM25) stemming and stop words of a new collection: auto (detected per "

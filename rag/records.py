@@ -50,6 +50,7 @@ class CollectionInfo:
     vectors: dict[str, int]  # vector name -> size; "" is the unnamed vector
     foreign: bool
     sparse: bool = False  # has RAG Lab's keyword (BM25) vectors: sparse and hybrid search work
+    prompts: tuple[str, str] = ("", "")  # (query, document) prompts the collection was built with
 
 
 @dataclass(frozen=True)

@@ -153,7 +153,8 @@ class Store(DocumentsMixin, VersionsMixin, SearchMixin):
                 points = self.client.count(name, count_filter=models.Filter(must_not=[NOT_REGISTRY]), exact=True).count
             size = layout.vectors.get(layout.vector, 0)
             infos.append(
-                CollectionInfo(name, points, layout.embedder, size, layout.vectors, layout.foreign, bool(layout.sparse))
+                CollectionInfo(name, points, layout.embedder, size, layout.vectors, layout.foreign, bool(layout.sparse),
+                               layout.prompts)
             )
         return infos
 

@@ -181,3 +181,24 @@ def test_ingest_table_shows_notes_and_the_size_is_checked_before_reading(shared_
     assert code == 1 and "error: 'gross.txt' is 4.29 MB; the limit is 3 MB" in err
     assert "gross.txt" not in read, "a file over the limit is refused by its size, never read"
     assert "note: multipage.pdf: 5 of 6 pages have no text" in out
+
+
+def test_ingest_records_prompts_and_search_uses_them(tmp_path, capsys):
+    doc = tmp_path / "a.md"
+    doc.write_text("# Frist\n\nDie Kündigungsfrist beträgt drei Monate.\n", encoding="utf-8")
+    store = str(tmp_path / "q")
+    assert run(capsys, "ingest", str(doc), "--embedder", "fake:16", "--store", store, "--query-prompt", "Frage: ",
+               "--document-prompt", "Text: ")[0] == 0
+    from rag import pipeline
+    from rag.store import open_store
+
+    opened = open_store(path=store)
+    try:
+        meta = opened.collection_meta("documents")
+        assert (meta["query_prompt"], meta["document_prompt"]) == ("Frage: ", "Text: ")
+        embedder = pipeline.embedder_for(opened, "documents")
+        assert (embedder.query_prompt, embedder.document_prompt) == ("Frage: ", "Text: ")
+    finally:
+        opened.close()
+    code, _, err = run(capsys, "ingest", str(doc), "--store", store, "--document-prompt", "Other: ")
+    assert code == 1 and "document prompt 'Text: '" in err

@@ -107,3 +107,15 @@ def test_an_upload_over_the_limit_is_refused_by_its_size(app_env, monkeypatch):
     rows = results(at)
     assert rows["gross.md"]["status"] == "failed" and "; the limit is" in rows["gross.md"]["message"]
     assert rows["klein.md"]["status"] == "ingested"
+
+
+def test_a_new_collection_gets_the_language_and_prompts_chosen_on_upload(app_env):
+    at = start()
+    assert at.text_input(key="upload_query_prompt").value == ""  # the fake model wants none
+    at.selectbox(key="upload_language").set_value("de")
+    at.text_input(key="upload_query_prompt").set_value("Frage: ")
+    at.text_input(key="upload_document_prompt").set_value("Text: ")
+    upload_text(at, "policy.md", POLICY_V1)
+    meta = open_store(path=str(app_env / "qdrant")).collection_meta("documents")
+    assert (meta["language"], meta["query_prompt"], meta["document_prompt"]) == ("de", "Frage: ", "Text: ")
+    assert not any(t.key == "upload_query_prompt" for t in at.text_input)  # the collection exists now: its own

@@ -17,7 +17,7 @@ from rag.compare import EvaluationComparison, HitComparison, HitRow, Side, compa
 from rag.embedding_cache import EmbeddingCache, default_cache_dir
 from rag.evaluation import METRICS, Query
 from rag.store_search import candidate_limit
-from ui import render, resources, search_views
+from ui import render, search_views
 from ui.render import md
 from ui.workspace import Workspace
 
@@ -48,7 +48,7 @@ class CompareRun:
 
 def _embedder(ws: Workspace, side: Side):
     """Return the embedder side's collection was made with (None for keyword search, which embeds nothing)."""
-    return resources.embedder(ws.spec_for(side.collection), *ws.servers) if side.mode.needs_vectors else None
+    return ws.embedder_for(side.collection) if side.mode.needs_vectors else None
 
 
 def run_query(ws: Workspace, sides: tuple[Side, Side], query: str, top_k: int) -> CompareRun:

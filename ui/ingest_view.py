@@ -74,18 +74,30 @@ def replacement_notice(workspace: Workspace, collection: str, names: Sequence[st
 LANGUAGE_LABELS = {"auto": "detect per document", "de": "German", "en": "English", "none": "no stemming"}
 
 
-def language_choice(workspace: Workspace, collection: str) -> str | None:
-    """Return the keyword language for a new collection (None for an existing one, which keeps its own)."""
-    info = next((c for c in workspace.collections if c.name == collection), None)
-    if info is not None:
-        return None
-    return st.selectbox("Keyword language", list(LANGUAGE_LABELS), format_func=LANGUAGE_LABELS.get,
-                        key=state.UPLOAD_LANGUAGE, help="Stemming and stop words of keyword (BM25) search in the "
-                        "new collection: detected per document (German or English), or one for all.")
+def new_collection_options(workspace: Workspace, collection: str) -> tuple[str | None, tuple[str, str] | None]:
+    """Draw the settings a new collection is made with (keyword language, prompts); an existing collection keeps
+    its own: (None, None)."""
+    if any(c.name == collection for c in workspace.collections):
+        return None, None
+    with st.expander(f"New collection '{md(collection)}': keyword language and prompts"):
+        language = st.selectbox("Keyword language", list(LANGUAGE_LABELS), format_func=LANGUAGE_LABELS.get,
+                                key=state.UPLOAD_LANGUAGE, help="Stemming and stop words of keyword (BM25) search: "
+                                "detected per document (German or English), or one for all.")
+        try:
+            model = workspace.embedder_for(collection)
+        except RagError as error:
+            st.error(md(str(error)))
+            return language, None
+        left, right = st.columns(2)
+        query = left.text_input("Query prompt", model.query_prompt, key=state.UPLOAD_QUERY_PROMPT,
+                                help=f"Put before each query; {md(model.model_id)}'s own is {model.query_prompt!r}.")
+        document = right.text_input("Document prompt", model.document_prompt, key=state.UPLOAD_DOCUMENT_PROMPT,
+                                    help=f"Put before each chunk; the model's own is {model.document_prompt!r}.")
+    return language, (query, document)
 
 
 def run(files: Sequence[SourceFile], workspace: Workspace, collection: str, settings: ChunkSettings,
-        keep_versions: bool = False, language: str | None = None) -> bool:
+        keep_versions: bool = False, language: str | None = None, prompts: tuple[str, str] | None = None) -> bool:
     """Ingest files into collection with live progress; keep the results (and locked files) in the session.
 
     Return False (with the error shown) when nothing could start, e.g. the embedder is unavailable.
@@ -98,7 +110,7 @@ def run(files: Sequence[SourceFile], workspace: Workspace, collection: str, sett
         bars[progress.file_index].progress(fraction(progress), text=describe(progress))
 
     try:
-        embedder = resources.embedder(workspace.spec_for(collection), *workspace.servers)
+        embedder = workspace.embedder_for(collection, prompts)
         with st.spinner("Working… (the local model loads once, about 12 s)"):
             results = pipeline.ingest(files, collection, settings, embedder, store=workspace.store,
                                       progress=on_progress, keep_versions=keep_versions,

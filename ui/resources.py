@@ -28,10 +28,14 @@ def store(kind: str, target: str, api_key: str = "") -> Store:
 
 
 @st.cache_resource(show_spinner=False)
-def embedder(spec: str, ollama_host: str = "", openai_base_url: str = "", openai_api_key: str = "") -> Embedder:
-    """Return the embedder for a spec with the sidebar's host, URL and key (the key only ever the one given)."""
+def embedder(spec: str, ollama_host: str = "", openai_base_url: str = "", openai_api_key: str = "",
+             prompts: tuple[str, str] | None = None) -> Embedder:
+    """Return the embedder for a spec with the sidebar's host, URL and key (the key only ever the one given),
+    and the (query, document) prompts of the collection it serves (None: the model's own)."""
     provider, _ = parse_spec(spec)
     options: dict[str, str | None] = {}
+    if prompts is not None:
+        options |= {"query_prompt": prompts[0], "document_prompt": prompts[1]}
     if provider == "ollama":
         options["host"] = ollama_host or None
     if provider == "openai":  # an explicit key ("" = none): the embedder never falls back to OPENAI_API_KEY

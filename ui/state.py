@@ -27,6 +27,8 @@ UPLOAD_TARGET = "upload_target"
 UPLOAD_NEW_TARGET = "upload_new_target"
 UPLOADER_ROUND = "uploader_round"  # bumped to clear the file uploader after an ingest
 UPLOAD_LANGUAGE = "upload_language"  # keyword language of a new collection (rag.keywords)
+UPLOAD_QUERY_PROMPT = "upload_query_prompt"  # prompts of a new collection's embedder
+UPLOAD_DOCUMENT_PROMPT = "upload_document_prompt"
 KEEP_VERSIONS = "keep_versions"  # keep a document of the same name instead of replacing it
 
 # chunks

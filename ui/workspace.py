@@ -33,7 +33,15 @@ class Workspace:
         return not any(c.points for c in self.collections)
 
     def embedder(self) -> Embedder:
-        return resources.embedder(self.spec, *self.servers)
+        """Return the collection's embedder with the prompts it was built with (a new one: the model's own)."""
+        return self.embedder_for(self.collection)
+
+    def embedder_for(self, collection: str, prompts: tuple[str, str] | None = None) -> Embedder:
+        """Return the embedder that writes to / searches collection: its own model and prompts, when it has them."""
+        info = next((c for c in self.collections if c.name == collection), None)
+        if info is not None and not info.foreign and info.embedder:
+            return resources.embedder(info.embedder, *self.servers, info.prompts)
+        return resources.embedder(self.spec_for(collection), *self.servers, prompts)
 
     def spec_for(self, collection: str) -> str:
         """Return the embedder spec for writing to collection: its own if RAG Lab made it, else the chosen one."""
