@@ -19,12 +19,14 @@ $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 
-$(VENV)/.run-installed: requirements.txt | $(VENV)/bin/python
+$(VENV)/.run-installed: requirements.txt pyproject.toml | $(VENV)/bin/python
 	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m pip install --quiet --no-deps -e .
 	touch $@
 
-$(VENV)/.dev-installed: requirements.txt requirements-dev.txt | $(VENV)/bin/python
+$(VENV)/.dev-installed: requirements.txt requirements-dev.txt pyproject.toml | $(VENV)/bin/python
 	$(PY) -m pip install --quiet -r requirements-dev.txt
+	$(PY) -m pip install --quiet --no-deps -e .
 	touch $(VENV)/.run-installed $@
 
 run: export RAG_UI_SETTINGS ?= $(if $(LOOPBACK),1,0)
@@ -39,7 +41,7 @@ lint: $(VENV)/.dev-installed
 	$(PY) -m ruff check .
 
 bench: $(VENV)/.dev-installed
-	$(PY) bench/chunking.py
+	$(PY) -m bench.chunking
 
 clean:
 	rm -rf $(VENV) .pytest_cache

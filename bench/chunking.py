@@ -1,6 +1,6 @@
 """Chunking speed on ~3 MB of German prose, next to plain tiktoken encoding of the same text.
 
-    python bench/chunking.py [CORPUS.txt] [--runs 5] [--chunk-size 600] [--overlap 80]
+    python -m bench.chunking [CORPUS.txt] [--runs 5] [--chunk-size 600] [--overlap 80]
 
 Without CORPUS, builds it with ../shared/scripts/german-corpus.sh into bench/out/. Prints MB/s of
 chunk_document (both strategies) and of plain `encode_ordinary`, the ratio, and, for any of chonkie,
@@ -17,17 +17,15 @@ import argparse
 import os
 import statistics
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from rag.chunking import tokens
+from rag.chunking.chunker import chunk_document
+from rag.documents.loader import load_document
 
-from rag import tokens  # noqa: E402
-from rag.chunking import chunk_document  # noqa: E402
-from rag.documents import load_document  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def corpus_path(given: str | None) -> Path:

@@ -1,6 +1,6 @@
 """Does German compound splitting pay for itself in keyword search? Measured on XQuAD-de, same chunks, both ways.
 
-    python bench/compounds.py [--chunk-size 350] [--overlap 50]
+    python -m bench.compounds [--chunk-size 350] [--overlap 50]
 
 Keyword (BM25) retrieval of the 632 XQuAD-de dev questions, scored in memory with Qdrant's formula (the
 collection's IDF, the chunk weights rag.keywords stores), once with the terms as they are and once with
@@ -16,21 +16,19 @@ import argparse
 import math
 import re
 import statistics
-import sys
 from collections import Counter
 from pathlib import Path
 
+from py_rust_stemmers import SnowballStemmer
+
+from rag.chunking.chunker import chunk_document
+from rag.evaluation.metrics import covered_unit, query_metrics
+from rag.evaluation.squad import import_squad, sweep_input
+from rag.evaluation.sweep import prepare_queries
+from rag.store import keywords
+from rag.store.records import Hit
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from py_rust_stemmers import SnowballStemmer  # noqa: E402
-
-from rag import keywords  # noqa: E402
-from rag.chunking import chunk_document  # noqa: E402
-from rag.evaluation import covered_unit, query_metrics  # noqa: E402
-from rag.records import Hit  # noqa: E402
-from rag.squad import import_squad, sweep_input  # noqa: E402
-from rag.sweep import prepare_queries  # noqa: E402
 
 SQUAD = ROOT.parent / "shared" / "data" / "xquad-de" / "xquad.de.dev.json"
 WORD = re.compile(r"[^\W\d_]+")

@@ -1,6 +1,6 @@
 """Which default chunk_size fits the default model: the share of chunks longer than it reads at once.
 
-    python bench/defaults.py [--sizes 200,250,...] [--overlap-share 0.15] [--embedder SPEC]
+    python -m bench.defaults [--sizes 200,250,...] [--overlap-share 0.15] [--embedder SPEC]
 
 Chunks ~20 real German documents (texlive-lang-german manuals, the shared PDFs and the OWASP ASVS
 Markdown) with the structure strategy at each chunk_size (overlap = overlap-share x chunk_size), counts
@@ -13,17 +13,15 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from bench.material import SHARED, german_markdown, german_pdfs
+from rag.chunking.chunker import chunk_document
+from rag.documents.loader import load_document
+from rag.embeddings import get_embedder
+from rag.errors import RagError
 
-from bench.material import SHARED, german_markdown, german_pdfs  # noqa: E402
-from rag.chunking import chunk_document  # noqa: E402
-from rag.documents import load_document  # noqa: E402
-from rag.embeddings import get_embedder  # noqa: E402
-from rag.errors import RagError  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def documents() -> list:

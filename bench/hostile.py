@@ -1,6 +1,6 @@
 """Hostile input: reading + chunking megabyte-sized adversarial files, next to German prose of the same size.
 
-    python bench/hostile.py [--sizes 1,5] [CORPUS.txt]
+    python -m bench.hostile [--sizes 1,5] [CORPUS.txt]
 
 Each input (long runs of spaces, dots, dashes, `#`, digits, a heading line of spaces, one huge word) goes
 through load_document (as .txt and .md), chunk_document (600/80) and the keyword vectors of its first 500
@@ -11,17 +11,16 @@ same run; linear steps keep the seconds proportional to the size (5 MB about 5x 
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from bench.chunking import corpus_path
+from rag.chunking import tokens
+from rag.chunking.chunker import chunk_document
+from rag.documents.loader import load_document
+from rag.store import legacy_keywords as sparse
 
-from bench.chunking import corpus_path  # noqa: E402
-from rag import sparse, tokens  # noqa: E402
-from rag.chunking import chunk_document  # noqa: E402
-from rag.documents import load_document  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 MB = 1_000_000
 

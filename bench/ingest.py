@@ -1,6 +1,6 @@
 """A real German PDF end to end: time per stage, next to the embedder's raw encode of the same texts.
 
-    python bench/ingest.py [PDF] [--embedder local] [--chunk-size 600] [--overlap 80] [--runs 2]
+    python -m bench.ingest [PDF] [--embedder local] [--chunk-size 600] [--overlap 80] [--runs 2]
 
 Without PDF, takes l2kurz.pdf (58 pages, "LaTeX2e-Kurzbeschreibung") from Debian's texlive-lang-german
 (apt-get download), falling back to ../shared/data/pdfs/hausarbeit-jura.pdf. The pipeline runs into a
@@ -14,19 +14,17 @@ from __future__ import annotations
 import argparse
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from rag import pipeline
+from rag.chunking.chunker import ChunkSettings, chunk_document
+from rag.documents.loader import load_document
+from rag.embeddings import get_embedder
+from rag.store.open import open_store
 
-from rag import pipeline  # noqa: E402
-from rag.chunking import ChunkSettings, chunk_document  # noqa: E402
-from rag.documents import load_document  # noqa: E402
-from rag.embeddings import get_embedder  # noqa: E402
-from rag.store import open_store  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 OUT = ROOT / "bench" / "out"
 

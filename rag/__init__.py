@@ -1,0 +1,65 @@
+"""RAG Lab's library: documents -> chunks -> embeddings -> Qdrant -> hits -> the LLM's context.
+
+    import rag
+    store = rag.open_store(path="data/qdrant")
+    embedder = rag.get_embedder("local")
+    rag.ingest([rag.SourceFile("policy.pdf", path=Path("policy.pdf"))], "documents", embedder=embedder, store=store)
+    context = rag.retrieve("Wie lang ist die Kündigungsfrist?", "documents", embedder, store=store)
+
+The stages are packages: documents (extract), chunking, embeddings, store (Qdrant, search), then context.py;
+pipeline.py runs them. reports/ and evaluation/ measure what they do; cli/ is `python -m rag`. Every error a
+user can cause is a RagError (rag.errors) whose message says what to do.
+
+Names load on first use, so `import rag` stays cheap (a PDF worker process never loads Qdrant's client).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS = {
+    "rag.documents": ("Document", "Heading", "Page", "SourceFile", "load_document"),
+    "rag.chunking": ("Chunk", "ChunkSettings", "DEFAULT_CHUNK_SIZE", "DEFAULT_OVERLAP", "chunk_document"),
+    "rag.embeddings": ("DEFAULT_EMBEDDER", "get_embedder"),
+    "rag.embeddings.base": ("Embedder",),
+    "rag.store": ("DEFAULT_COLLECTION", "CollectionInfo", "DocumentInfo", "Hit", "Store", "open_store"),
+    "rag.context": ("CHAT_MAX_TOKENS", "GENERATION_MAX_TOKENS", "Context", "build_context"),
+    "rag.pipeline": ("IngestResult", "Progress", "embedder_for", "ingest", "reingest", "retrieve", "search"),
+    "rag.errors": ("DocumentError", "EmbeddingError", "InvalidSettingsError", "QueryError", "QuerySetError",
+                   "RagError", "StoreError"),
+}
+_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
+__all__ = sorted(_MODULE_OF)
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'rag' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # the next access skips this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+if TYPE_CHECKING:  # what type checkers and editors see; at run time the names load on first use
+    from rag.chunking import DEFAULT_CHUNK_SIZE, DEFAULT_OVERLAP, Chunk, ChunkSettings, chunk_document
+    from rag.context import CHAT_MAX_TOKENS, GENERATION_MAX_TOKENS, Context, build_context
+    from rag.documents import Document, Heading, Page, SourceFile, load_document
+    from rag.embeddings import DEFAULT_EMBEDDER, get_embedder
+    from rag.embeddings.base import Embedder
+    from rag.errors import (
+        DocumentError,
+        EmbeddingError,
+        InvalidSettingsError,
+        QueryError,
+        QuerySetError,
+        RagError,
+        StoreError,
+    )
+    from rag.pipeline import IngestResult, Progress, embedder_for, ingest, reingest, retrieve, search
+    from rag.store import DEFAULT_COLLECTION, CollectionInfo, DocumentInfo, Hit, Store, open_store

@@ -12,10 +12,10 @@ import re
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from rag import tokens
+from rag.chunking import tokens
 
 if TYPE_CHECKING:
-    from rag.store import Hit
+    from rag.store.records import Hit
 
 CHAT_MAX_TOKENS = 3000
 GENERATION_MAX_TOKENS = 5000

@@ -16,11 +16,17 @@ RagError                          base: pages and the CLI catch this and show st
 ├── StoreError                    Qdrant failed
 │   ├── StoreUnavailableError     server down, or the embedded folder is locked by another process
 │   ├── CollectionNotFoundError   no such collection
+│   ├── DocumentNotFoundError     no such document in the collection (or an ambiguous id)
 │   ├── EmbedderMismatchError     the collection was made by another embedder or dimension
 │   └── SparseVectorsMissingError no keyword (sparse) vectors: re-ingest for sparse/hybrid search
 ├── EmbeddingCacheError           the embedding cache file cannot be read or written
-├── InvalidSettingsError          a setting (environment, flag, field) is malformed or not allowed
-└── QuerySetError                 a query set line is malformed or points at unknown documents
+├── InvalidSettingsError          a setting (environment, flag, field, chunk_size, k, mode) is malformed or not
+│   │                             allowed; also a ValueError, so argparse and callers of a parser keep working
+│   └── MissingPackageError       an optional package (e.g. umap-learn) is needed and not installed
+├── QueryError                    a query that cannot be searched: empty, only stop words, unknown mode
+├── QuerySetError                 a query set line is malformed, points at unknown documents, or two
+│                                 evaluations cannot be compared
+└── UsageError                    a command-line argument names a file that is missing or unusable
 """
 
 from __future__ import annotations
@@ -102,6 +108,10 @@ class CollectionNotFoundError(StoreError):
     pass
 
 
+class DocumentNotFoundError(StoreError):
+    pass
+
+
 class EmbedderMismatchError(StoreError):
     pass
 
@@ -114,9 +124,22 @@ class EmbeddingCacheError(RagError):
     """The cache file cannot be read or written."""
 
 
-class InvalidSettingsError(RagError):
-    """A setting is malformed (a URL, a limit) or points where it may not (a folder outside the data root)."""
+class InvalidSettingsError(RagError, ValueError):
+    """A setting is malformed (a URL, a limit, a chunk size) or points where it may not (a folder outside the data
+    root). A ValueError too: parsers given to argparse as `type=` and their callers catch it as one."""
+
+
+class MissingPackageError(InvalidSettingsError):
+    """The choice needs an optional package that is not installed; the message names the pip command."""
+
+
+class QueryError(RagError):
+    """The query cannot be searched as asked (empty, only stop words, an unknown search mode)."""
 
 
 class QuerySetError(RagError):
     pass
+
+
+class UsageError(RagError):
+    """A command-line argument names a file that does not exist or cannot be read (not an argparse error)."""

@@ -6,51 +6,28 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
 from rag import chunking
-from rag.archive import DocumentArchive
 from rag.chunking import ChunkSettings
 from rag.context import CHAT_MAX_TOKENS, Context, build_context
-from rag.documents import Document, check_size, load_document
+from rag.documents.loader import SourceFile, load_document
+from rag.documents.model import Document
 from rag.embeddings import get_embedder
 from rag.embeddings.base import Embedder
-from rag.errors import DocumentError, EmbedderMismatchError, EncryptedDocumentError, RagError
-from rag.fusion import DEFAULT_FUSION
-from rag.store import DEFAULT_COLLECTION, Hit, Store
-from rag.store_search import check_mode
+from rag.errors import DocumentError, EmbedderMismatchError, EncryptedDocumentError, QueryError, RagError
+from rag.store.archive import DocumentArchive
+from rag.store.client import DEFAULT_COLLECTION, Store
+from rag.store.fusion import DEFAULT_FUSION
+from rag.store.open import open_store
+from rag.store.rebuild import document_from_chunks
+from rag.store.records import Hit
+from rag.store.search import check_mode
 
 log = logging.getLogger(__name__)
 EMBED_BATCH = 64  # chunks per embed call: the unit of progress reports
 STAGES = ("extract", "chunk", "embed", "store")
-
-
-@dataclass(frozen=True)
-class SourceFile:
-    """A file to ingest: its bytes, or the path to read them from when the ingest reaches it."""
-
-    name: str
-    data: bytes | None = None
-    password: str | None = None
-    path: Path | None = None  # read by read(), after its size was checked against the limit
-    size: int | None = None  # known size (an upload): checked before data is used
-
-    def read(self) -> bytes:
-        """Return the file's bytes; Empty/DocumentTooLargeError before reading a file over the limit."""
-        if self.size is not None:
-            check_size(self.size, self.name)
-        if self.data is not None:
-            return self.data
-        if self.path is None:
-            raise ValueError(f"SourceFile {self.name!r} has neither data nor path")
-        try:
-            check_size(self.path.stat().st_size, self.name)
-            return self.path.read_bytes()
-        except OSError as error:
-            message = f"'{self.name}' cannot be read ({error.strerror}). Check the file."
-            raise DocumentError(message, self.name) from None
 
 
 @dataclass(frozen=True)
@@ -100,7 +77,7 @@ def ingest(
     settings: ChunkSettings = ChunkSettings(),  # noqa: B008 (frozen dataclass)
     embedder: Embedder | None = None,
     *,
-    store: Store,
+    store: Store | None = None,
     progress: ProgressCallback | None = None,
     keep_versions: bool = False,
     archive: DocumentArchive | None = None,
@@ -114,9 +91,11 @@ def ingest(
     the same file with the same settings is left as it is. The embedder is checked against the collection
     before anything is embedded. archive, when given, keeps each document for re-ingesting later.
     language: keyword analysis of a new collection, "auto" (default: detected per document), "de", "en" or
-    "none" (rag.keywords); an existing collection keeps its own.
+    "none" (rag.keywords); an existing collection keeps its own. store: default open_store() (RAG_QDRANT_PATH /
+    QDRANT_URL, else ./data/qdrant).
     """
     chunking.validate_settings(settings)
+    store = store if store is not None else open_store()
     files = list(files)
     embedder = embedder or embedder_for(store, collection)
     store.check_writable(collection, embedder, language)
@@ -147,7 +126,6 @@ def reingest(
     The text comes from the archive; a document ingested before the archive existed is rebuilt from its
     stored chunks in `source` (default: collection), which is exact for the text the chunks cover.
     """
-    from rag.library import document_from_chunks
 
     chunking.validate_settings(settings)
     ids = list(document_ids)
@@ -169,8 +147,9 @@ def reingest(
             if saved is not None:
                 return saved
             if info is None or not info.complete:
-                raise RagError(f"'{info.title if info else i}' was not kept in the document archive and its stored "
-                               "chunks are incomplete: upload the file again.")
+                raise DocumentError(
+                    f"'{info.title if info else i}' was not kept in the document archive and its stored "
+                    "chunks are incomplete: upload the file again.")
             return document_from_chunks(i, info.title, store.document_chunks(source or collection, i))
 
         job = _Job(collection, settings, embedder, store, report, False, archive)
@@ -317,7 +296,7 @@ def search(
     score_threshold: float | None = None,
     document_ids: list[str] | None = None,
     *,
-    store: Store,
+    store: Store | None = None,
     embedder: Embedder | None = None,
     mode: str | None = None,
     fusion: str | None = None,
@@ -329,17 +308,18 @@ def search(
     embedding needed), "hybrid" fuses both lists (fusion: a spec of rag.fusion). None means the
     collection's default: hybrid with its saved fusion (else DEFAULT_FUSION) when it has keyword vectors,
     else dense. score_threshold applies to the mode's own score. Tables of contents are left out unless
-    include_toc.
+    include_toc. store: default open_store().
     """
+    store = store if store is not None else open_store()
     mode, fusion = search_defaults(store, collection, mode, fusion)
     check_mode(mode, fusion)
     if not query.strip():
-        raise RagError("The query is empty. Type a question or some words to search for.")
+        raise QueryError("The query is empty. Type a question or some words to search for.")
     options = {"top_k": top_k, "score_threshold": score_threshold, "document_ids": document_ids,
                "include_toc": include_toc}
     if mode == "sparse":
         if not store.analyzer(collection).query_ids(query):
-            raise RagError(f"The query '{query.strip()}' has only stop words or punctuation, so keyword (sparse) "
+            raise QueryError(f"The query '{query.strip()}' has only stop words or punctuation, so keyword (sparse) "
                            "search has nothing to match. Add content words, or use dense or hybrid search.")
         return store.search(collection, mode="sparse", query_text=query, **options)
     embedder = embedder or embedder_for(store, collection)
@@ -363,7 +343,7 @@ def retrieve(
     top_k: int = 5,
     max_tokens: int = CHAT_MAX_TOKENS,
     *,
-    store: Store,
+    store: Store | None = None,
     embedder: Embedder | None = None,
     score_threshold: float | None = None,
     document_ids: list[str] | None = None,

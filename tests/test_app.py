@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from rag.chunking import DEFAULT_CHUNK_SIZE, DEFAULT_OVERLAP
+from rag.chunking.chunker import DEFAULT_CHUNK_SIZE, DEFAULT_OVERLAP
 from tests.app_helpers import APP, PDF, button, plain, results, search, start, texts, upload
 
 SECRET = "sk-test-secret-4242"

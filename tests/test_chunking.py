@@ -8,9 +8,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rag import tokens
-from rag.chunking import chunk_document
-from rag.documents import PAGE_SEPARATOR, Document, Heading, Page, load_document
+from rag.chunking import tokens
+from rag.chunking.chunker import chunk_document
+from rag.documents.loader import load_document
+from rag.documents.model import PAGE_SEPARATOR, Document, Heading, Page
 
 WORDS = st.sampled_from(
     "der die das Auftragsklärung Straße Grüße über Kündigung Vertrag Ärger Öl Übung ß 2024 3,5 "

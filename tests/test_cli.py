@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from rag import tokens
+from rag.chunking import tokens
 from rag.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -190,7 +190,7 @@ def test_ingest_records_prompts_and_search_uses_them(tmp_path, capsys):
     assert run(capsys, "ingest", str(doc), "--embedder", "fake:16", "--store", store, "--query-prompt", "Frage: ",
                "--document-prompt", "Text: ")[0] == 0
     from rag import pipeline
-    from rag.store import open_store
+    from rag.store.open import open_store
 
     opened = open_store(path=store)
     try:

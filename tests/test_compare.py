@@ -7,12 +7,14 @@ import json
 import pytest
 
 from rag.cli import main
-from rag.cli_compare import parse_side
-from rag.compare import compare_evaluations, compare_hits, same_text
+from rag.cli.compare import parse_side
 from rag.errors import RagError
-from rag.evaluation import Query, evaluate
-from rag.search_modes import SearchMode
-from rag.store import Hit, open_store
+from rag.evaluation.compare import compare_evaluations, compare_hits, same_text
+from rag.evaluation.metrics import evaluate
+from rag.evaluation.modes import SearchMode
+from rag.evaluation.queries import Query
+from rag.store.open import open_store
+from rag.store.records import Hit
 from tests.test_evaluation import PARAGRAPHS, ingest_paragraphs, span_query
 
 

@@ -10,12 +10,12 @@ import pytest
 from qdrant_client import models
 
 from rag import pipeline
-from rag.chunking import ChunkSettings
-from rag.compare import compare_evaluations, compare_hits
+from rag.chunking.chunker import ChunkSettings
 from rag.embeddings import get_embedder
-from rag.evaluation import load_query_set
-from rag.store import open_store
-from rag.sweep import evaluate_collection
+from rag.evaluation.compare import compare_evaluations, compare_hits
+from rag.evaluation.queries import load_query_set
+from rag.evaluation.sweep import evaluate_collection
+from rag.store.open import open_store
 from tests.app_helpers import PDF, button, plain, start, texts, upload
 
 QUERY = "Welche Schriftgröße verwendet die Klasse?"

@@ -8,9 +8,9 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rag import tokens
+from rag.chunking import tokens
 from rag.context import CHAT_MAX_TOKENS, GENERATION_MAX_TOKENS, build_context, header
-from rag.store import Hit
+from rag.store.records import Hit
 
 SEPARATOR = "\n\n---\n\n"
 

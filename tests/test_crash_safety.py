@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from rag.store import open_store
+from rag.store.open import open_store
 
 ROOT = Path(__file__).resolve().parents[1]
 PARAGRAPH = "Abschnitt {n}: Die Kündigungsfrist beträgt drei Monate zum Quartalsende, schriftlich."

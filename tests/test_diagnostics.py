@@ -7,11 +7,13 @@ import math
 import pytest
 
 from rag import pipeline
-from rag.diagnostics import distribution_of, rank_rows, score_distribution, score_stats
 from rag.embeddings import get_embedder
-from rag.errors import RagError
-from rag.evaluation import Query, evaluate
-from rag.store import Hit, SparseVectorsMissingError, open_store
+from rag.errors import RagError, SparseVectorsMissingError
+from rag.evaluation.metrics import evaluate
+from rag.evaluation.queries import Query
+from rag.reports.scores import distribution_of, rank_rows, score_distribution, score_stats
+from rag.store.open import open_store
+from rag.store.records import Hit
 from tests.test_evaluation import PARAGRAPHS, ingest_paragraphs
 from tests.test_hybrid import make_old
 from tests.test_store import HashEmbedder, ingest, make_document

@@ -13,7 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
 
-from rag.documents import PAGE_SEPARATOR, Document, load_document
+from rag.documents.loader import load_document
+from rag.documents.model import PAGE_SEPARATOR, Document
+from rag.documents.pdf import clean_pdf_text
 from rag.errors import (
     CorruptDocumentError,
     DocumentError,
@@ -23,7 +25,6 @@ from rag.errors import (
     NoTextLayerError,
     UnsupportedFileError,
 )
-from rag.pdf import clean_pdf_text
 from tests.conftest import read_shared
 
 
@@ -332,7 +333,7 @@ def test_damaged_pdf_bytes_never_escape_as_other_errors(shared_data):
 
 
 def test_long_pdf_read_by_worker_processes_equals_one_process(monkeypatch):
-    from rag import pdf
+    from rag.documents import pdf
 
     pages = [[f"Seite {n}: Die Auftragsklärung im Abschnitt {n}.", "Zweite Zeile mit Umlauten äöü."] for n in range(30)]
     pages[0].insert(0, "Kapitel 1")

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from rag import pipeline
-from rag.embedding_map import available_methods, embedding_map, normalised, pca, preview, sample_ids
 from rag.embeddings import get_embedder
 from rag.errors import RagError
-from rag.store import open_store
+from rag.reports.embedding_map import available_methods, embedding_map, normalised, pca, preview, sample_ids
+from rag.store.open import open_store
 from tests.test_evaluation import PARAGRAPHS, ingest_paragraphs
 from tests.test_store import HashEmbedder, make_foreign
 

@@ -11,7 +11,7 @@ import httpx
 import numpy as np
 import pytest
 
-from rag import tokens
+from rag.chunking import tokens
 from rag.embeddings import (
     DEFAULT_EMBEDDER,
     EMBEDDER_SPECS,

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from rag import pipeline
-from rag.chunking import ChunkSettings
+from rag.chunking.chunker import ChunkSettings
 from rag.embeddings import E5Embedder, Embedder, get_embedder
 from rag.errors import InvalidSettingsError
-from rag.store import open_store
+from rag.store.open import open_store
 
 pytestmark = pytest.mark.model
 

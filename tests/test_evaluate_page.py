@@ -9,10 +9,10 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from rag import pipeline
-from rag.chunking import ChunkSettings
+from rag.chunking.chunker import ChunkSettings
 from rag.embeddings import get_embedder
-from rag.squad import import_squad
-from rag.store import open_store
+from rag.evaluation.squad import import_squad
+from rag.store.open import open_store
 
 ROOT = Path(__file__).resolve().parents[1]
 TIMEOUT = 180

@@ -9,28 +9,27 @@ import pytest
 from qdrant_client import models
 
 from rag import pipeline
-from rag.chunking import ChunkSettings
+from rag.chunking.chunker import ChunkSettings
 from rag.cli import main
-from rag.embedding_cache import EmbeddingCache
+from rag.documents.loader import SourceFile
 from rag.embeddings import get_embedder
+from rag.embeddings.cache import EmbeddingCache
 from rag.errors import QuerySetError
-from rag.evaluation import (
-    Query,
+from rag.evaluation.metrics import (
     covered_unit,
     evaluate,
     hit_at_k,
-    load_query_set,
     metric_names,
     mrr_at_k,
     ndcg_at_k,
     parse_ks,
     precision_at_k,
     recall_at_k,
-    resolve_labels,
 )
-from rag.pipeline import SourceFile
-from rag.store import Hit, open_store
-from rag.sweep import evaluate_collection
+from rag.evaluation.queries import Query, load_query_set, resolve_labels
+from rag.evaluation.sweep import evaluate_collection
+from rag.store.open import open_store
+from rag.store.records import Hit
 
 
 def hit(document: str, start: int, end: int, content: str = "", score: float = 0.5, index: int = 0) -> Hit:

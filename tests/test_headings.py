@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from rag.documents import load_document
-from rag.headings import find_headings, locate_outline, markdown_headings, numbered_headings
+from rag.documents.headings import find_headings, markdown_headings, numbered_headings
+from rag.documents.loader import load_document
+from rag.documents.outline import locate_outline
 from tests.conftest import read_shared
 
 

@@ -15,11 +15,12 @@ from collections.abc import Callable
 
 import pytest
 
-from rag import sparse, tokens
-from rag.chunking import chunk_document
-from rag.documents import load_document
-from rag.headings import markdown_headings, numbered_headings
-from rag.pdf import clean_pdf_text
+from rag.chunking import tokens
+from rag.chunking.chunker import chunk_document
+from rag.documents.headings import markdown_headings, numbered_headings
+from rag.documents.loader import load_document
+from rag.documents.pdf import clean_pdf_text
+from rag.store import legacy_keywords as sparse
 
 MB = 1_000_000
 HOSTILE = {

@@ -10,9 +10,10 @@ import pytest
 from qdrant_client import models
 
 from rag import pipeline
-from rag.errors import RagError, StoreError
-from rag.store import SparseVectorsMissingError, Store, open_store
-from rag.store_search import candidate_limit
+from rag.errors import RagError, SparseVectorsMissingError, StoreError
+from rag.store.client import Store
+from rag.store.open import open_store
+from rag.store.search import candidate_limit
 from tests.test_sparse import store_texts
 from tests.test_store import HashEmbedder, ingest, make_document, make_foreign
 

@@ -9,9 +9,9 @@ import mmh3
 import pytest
 from py_rust_stemmers import SnowballStemmer
 
-from rag import keywords
-from rag.keywords import Analyzer, analyzer_for, detect_language
-from rag.store import open_store
+from rag.store import keywords
+from rag.store.keywords import Analyzer, analyzer_for, detect_language
+from rag.store.open import open_store
 from tests.test_sparse import store_texts as legacy_store_texts
 from tests.test_store import HashEmbedder
 

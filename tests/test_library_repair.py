@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rag.store import open_store
+from rag.store.open import open_store
 from tests.app_helpers import button, plain, results, start, texts, upload
 
 POLICY_V1 = "# Richtlinie\n\nPasswörter müssen zwölf Zeichen lang sein.\n"
@@ -53,7 +53,7 @@ def interrupted(app_env, shared_data, monkeypatch):
     at = upload(start(), shared_data, "pdfs/hausarbeit-jura.pdf")
     store = open_store(path=str(app_env / "qdrant"))
     from rag import pipeline
-    from rag.chunking import ChunkSettings
+    from rag.chunking.chunker import ChunkSettings
     from rag.embeddings import get_embedder
     from ui import resources
 

@@ -9,10 +9,10 @@ from pathlib import Path
 from streamlit.dataframe_util import convert_arrow_bytes_to_pandas_df
 
 from rag import pipeline
-from rag.chunking import ChunkSettings
-from rag.embedding_map import available_methods
+from rag.chunking.chunker import ChunkSettings
 from rag.embeddings import get_embedder
-from rag.store import open_store
+from rag.reports.embedding_map import available_methods
+from rag.store.open import open_store
 from tests.app_helpers import PDF, button, plain, search, start, texts, upload
 from ui import map_views
 

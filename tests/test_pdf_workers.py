@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from rag.documents import load_document
+from rag.documents.loader import load_document
 from tests.test_documents import make_pdf
 
 ROOT = Path(__file__).resolve().parents[1]
 PARENT = """
 import os, sys, time
 from pathlib import Path
-from rag import pdf
-from rag.documents import load_document
+from rag.documents import pdf
+from rag.documents.loader import load_document
 load_document(Path(sys.argv[1]).read_bytes(), "lang.pdf")
 print(" ".join(str(p) for p in pdf._POOL._processes), flush=True)
 time.sleep(600)

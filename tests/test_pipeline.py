@@ -5,12 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rag import pipeline, tokens
-from rag.chunking import ChunkSettings
+from rag import pipeline
+from rag.chunking import tokens
+from rag.chunking.chunker import ChunkSettings
+from rag.documents.loader import SourceFile
 from rag.embeddings import get_embedder
 from rag.errors import EmbedderMismatchError, EmbeddingError, RagError
-from rag.pipeline import SourceFile
-from rag.store import open_store
+from rag.store.open import open_store
 
 
 @pytest.fixture

@@ -8,8 +8,8 @@ from fractions import Fraction
 
 from streamlit.dataframe_util import convert_arrow_bytes_to_pandas_df
 
-from rag.diagnostics import score_distribution
 from rag.embeddings import get_embedder
+from rag.reports.scores import score_distribution
 from tests.app_helpers import PDF, plain, search, start, texts, upload
 
 QUERY = "Welche Schriftgröße verwendet die Klasse?"

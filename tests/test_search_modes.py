@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from rag.errors import CollectionNotFoundError
-from rag.search_modes import SearchMode, parse_mode, parse_modes, require_keywords
-from rag.store import SparseVectorsMissingError, open_store
+from rag.errors import CollectionNotFoundError, SparseVectorsMissingError
+from rag.evaluation.modes import SearchMode, parse_mode, parse_modes, require_keywords
+from rag.store.open import open_store
 from tests.test_hybrid import make_old
 from tests.test_store import HashEmbedder, ingest, make_document, make_foreign
 

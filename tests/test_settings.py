@@ -12,7 +12,7 @@ import pytest
 from rag import settings
 from rag.embeddings import OpenAIEmbedder
 from rag.errors import InvalidSettingsError
-from rag.store import open_store
+from rag.store.open import open_store
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -76,7 +76,7 @@ def test_qdrant_key_is_not_sent_to_another_url(monkeypatch):
         sent[url] = api_key
         raise InvalidSettingsError("stop here")
 
-    monkeypatch.setattr("rag.connection._connect_server", fake_connect)
+    monkeypatch.setattr("rag.store.open._connect_server", fake_connect)
     for url in ("http://127.0.0.1:1", "http://127.0.0.1:2"):
         with pytest.raises(InvalidSettingsError):
             open_store(url=url)
@@ -123,8 +123,8 @@ SMALL_THRESHOLDS = """
 import sys
 from qdrant_client.local import local_collection, qdrant_local
 local_collection.LocalCollection.LARGE_DATA_THRESHOLD = qdrant_local.QdrantLocal.LARGE_DATA_THRESHOLD = 3
-from rag import store, connection  # store first: store <-> connection is one cycle (to be untangled)
-connection.LARGE_LOCAL_COLLECTION = 3
+from rag.store import open as opening
+opening.LARGE_LOCAL_COLLECTION = 3
 from rag.cli import main
 sys.exit(main(sys.argv[1:]))
 """

@@ -15,17 +15,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rag import sparse
-from rag.chunking import Chunk, ChunkSettings
-from rag.documents import Document, Page
-from rag.store import Store, open_store
+from rag.chunking.chunker import Chunk, ChunkSettings
+from rag.documents.model import Document, Page
+from rag.store import legacy_keywords as sparse
+from rag.store.client import Store
+from rag.store.open import open_store
 from tests.test_store import HashEmbedder
 
 
 def legacy_collection(store: Store, embedder, collection: str = "c") -> None:
     """Create collection as RAG Lab did before Qdrant's BM25: its metadata names the rag-lab-1 analyzer."""
-    from rag.store import META_KEY
-    from rag.store import vector_name as name_of
+    from rag.store.client import META_KEY
+    from rag.store.records import vector_name as name_of
 
     store._create_collection(collection, embedder, name_of(embedder.model_id))
     meta = store.client.get_collection(collection).config.metadata

@@ -7,10 +7,10 @@ import json
 import pytest
 
 from rag.cli import main
-from rag.documents import load_document
+from rag.documents.loader import load_document
 from rag.errors import QuerySetError
-from rag.evaluation import load_query_set
-from rag.squad import document_filename, import_squad
+from rag.evaluation.queries import load_query_set
+from rag.evaluation.squad import document_filename, import_squad
 
 
 def answered(dataset: dict) -> int:

@@ -14,12 +14,14 @@ import numpy as np
 import pytest
 from qdrant_client import QdrantClient, models
 
-from rag import store_documents
-from rag.chunking import Chunk, ChunkSettings
-from rag.documents import Document, Page
+from rag.chunking.chunker import Chunk, ChunkSettings
+from rag.documents.model import Document, Page
 from rag.errors import CollectionNotFoundError, EmbedderMismatchError, StoreError, StoreUnavailableError
-from rag.store import Hit, Store, hit_from_point, open_store, point_id, vector_name
-from rag.store_versions import REGISTRY_ID
+from rag.store import documents as store_documents
+from rag.store.client import Store
+from rag.store.open import open_store
+from rag.store.records import Hit, hit_from_point, point_id, vector_name
+from rag.store.versions import REGISTRY_ID
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -137,7 +139,7 @@ def test_ingest_writes_payload_and_reports_collection(store: Store, embedder: Ha
 
 
 def test_new_collection_stores_keyword_vectors_next_to_dense(store: Store, embedder: HashEmbedder) -> None:
-    from rag import keywords
+    from rag.store import keywords
 
     count, _ = ingest(store, embedder, make_document())
     config = store.client.get_collection("documents").config

@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 
 from rag import pipeline
-from rag.archive import DocumentArchive
-from rag.chunking import ChunkSettings
+from rag.chunking.chunker import ChunkSettings
 from rag.embeddings import get_embedder
 from rag.errors import StoreError
-from rag.store import open_store
-from rag.store_versions import REGISTRY_ID, WRITING
+from rag.store.archive import DocumentArchive
+from rag.store.open import open_store
+from rag.store.versions import REGISTRY_ID, WRITING
 from tests.test_store import TEXT, HashEmbedder, ingest, make_chunks, make_document
 
 

@@ -7,16 +7,16 @@ import json
 import numpy as np
 import pytest
 
-from rag.chunking import chunk_document
+from rag.chunking.chunker import chunk_document
 from rag.cli import main
-from rag.documents import load_document
-from rag.embedding_cache import EmbeddingCache, default_cache_dir
+from rag.documents.loader import load_document
 from rag.embeddings import get_embedder
+from rag.embeddings.cache import EmbeddingCache, default_cache_dir
 from rag.errors import QuerySetError
-from rag.evaluation import Query, load_query_set
-from rag.squad import import_squad, write_import
-from rag.store import open_store
-from rag.sweep import SweepConfig, collection_name, grid, parse_sizes, run_sweep
+from rag.evaluation.queries import Query, load_query_set
+from rag.evaluation.squad import import_squad, write_import
+from rag.evaluation.sweep import SweepConfig, collection_name, grid, parse_sizes, run_sweep
+from rag.store.open import open_store
 
 
 class Counting:
@@ -228,7 +228,7 @@ def make_old_sweep_collection(store, name: str, embedder, documents, config) -> 
     """Create a sweep collection the way RAG Lab did before keyword vectors (dense only), holding these chunks."""
     from qdrant_client import models
 
-    from rag.store import vector_name
+    from rag.store.records import vector_name
 
     meta = {"rag_lab": {"embedder": embedder.model_id, "dimension": embedder.dimension,
                         "vector": vector_name(embedder.model_id)}}

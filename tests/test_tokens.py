@@ -8,7 +8,7 @@ import tiktoken
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rag import tokens
+from rag.chunking import tokens
 
 PIECES = st.sampled_from(
     ["Auftragsklärung", " ", "  ", "\n", "\n\n", ".", "“", "Straße", "2.1.1", "12345", "😀", "é", "'s", "<|endoftext|>",

@@ -7,12 +7,12 @@ from collections.abc import Sequence
 import pandas as pd
 import streamlit as st
 
-from rag import inspection
-from rag.chunking import DEFAULT_CHUNK_SIZE, STRATEGIES, ChunkSettings, validate_settings
-from rag.documents import Document
+from rag.chunking.chunker import DEFAULT_CHUNK_SIZE, STRATEGIES, ChunkSettings, validate_settings
+from rag.documents.model import Document
 from rag.embeddings import Embedder
-from rag.inspection import ChunkReport, FlagSummary
-from rag.store import DocumentInfo, Hit
+from rag.reports import chunks as chunk_report
+from rag.reports.chunks import ChunkReport, FlagSummary
+from rag.store.records import DocumentInfo, Hit
 from ui import render, resources
 from ui.render import md
 
@@ -22,7 +22,7 @@ MAX_SHOWN_CHUNKS = 40  # the document view renders at most this many chunks at o
 def flags_banner(summary: FlagSummary, embedder: Embedder, chunk_size: int | None) -> None:
     """Say in words what the flags mean for retrieval."""
     limit = embedder.max_input_tokens
-    if summary.cut and inspection.overflow_flag(embedder) == inspection.WINDOWED:
+    if summary.cut and chunk_report.overflow_flag(embedder) == chunk_report.WINDOWED:
         st.warning(
             f"{summary.cut} of {summary.chunks} chunks are longer than {md(embedder.model_id)} reads in one pass "
             f"({limit:,} tokens of its own): each is embedded in windows whose vectors are averaged, which blurs "
@@ -40,7 +40,7 @@ def flags_banner(summary: FlagSummary, embedder: Embedder, chunk_size: int | Non
         )
     notes = []
     if summary.tiny:
-        notes.append(f"{summary.tiny} tiny (under {inspection.tiny_limit(chunk_size)} tokens)")
+        notes.append(f"{summary.tiny} tiny (under {chunk_report.tiny_limit(chunk_size)} tokens)")
     if summary.no_heading:
         notes.append(f"{summary.no_heading} without a heading")
     flagged = f"Flagged: {', '.join(notes)}. " if notes else ""
@@ -98,7 +98,7 @@ def document_view(document: Document, chunks: Sequence[Hit]) -> None:
         st.info("These chunks carry no offsets (the collection was not made by RAG Lab), so they cannot be "
                 "placed in the document.")
         return
-    overlaps = inspection.overlap_spans(spans, len(document.text))
+    overlaps = chunk_report.overlap_spans(spans, len(document.text))
     shared = sum(b - a for a, b in overlaps)
     st.caption(f"{len(document.text):,} characters · {len(spans)} chunks · {shared:,} characters "
                f"({shared / max(len(document.text), 1):.0%}) lie in two chunks (overlap).")
@@ -106,7 +106,7 @@ def document_view(document: Document, chunks: Sequence[Hit]) -> None:
     if len(spans) > MAX_SHOWN_CHUNKS:
         first, last = st.slider("Chunks shown", 0, len(spans) - 1, (0, MAX_SHOWN_CHUNKS - 1), key="shown_chunks")
     st.html(render.legend_html())
-    parts = inspection.segments(len(document.text), spans)
+    parts = chunk_report.segments(len(document.text), spans)
     st.html(render.chunked_text_html(document.text, parts, first, last))
 
 
@@ -129,7 +129,8 @@ def tuning_view(document: Document, info: DocumentInfo, stored: Sequence[ChunkRe
         return
     chunks = resources.rechunk(document, key, size, overlap, strategy)
     counts = resources.model_token_counts(embedder, embedder.model_id, tuple(c.content for c in chunks))
-    new = inspection.chunk_reports(chunks, counts, embedder.max_input_tokens, size, inspection.overflow_flag(embedder))
+    new = chunk_report.chunk_reports(chunks, counts, embedder.max_input_tokens, size,
+                                     chunk_report.overflow_flag(embedder))
     labels = (f"stored: {size0} / {overlap0} / {strategy0}", f"new: {size} / {overlap} / {strategy}")
     st.dataframe(comparison_frame(stored, new, size0, size, labels), hide_index=True, width="stretch")
     top = max([r.tokens for r in (*stored, *new)] + [size0, size]) * 1.05
@@ -147,8 +148,8 @@ def comparison_frame(stored: Sequence[ChunkReport], new: Sequence[ChunkReport], 
                      labels: tuple[str, str] = ("stored", "new")) -> pd.DataFrame:
     """Return stored vs. new settings side by side: counts, mean/median/max tokens, flags."""
     def figures(reports: Sequence[ChunkReport], chunk_size: int) -> list[float]:
-        stats = inspection.chunk_stats([r.tokens for r in reports], chunk_size)
-        summary = inspection.flag_summary(reports, None)
+        stats = chunk_report.chunk_stats([r.tokens for r in reports], chunk_size)
+        summary = chunk_report.flag_summary(reports, None)
         cut = sum(bool(r.cut_tokens) for r in reports)
         return [stats.count, round(stats.mean), round(stats.median), stats.largest, cut, summary.tiny,
                 summary.no_heading]
@@ -162,7 +163,7 @@ def comparison_frame(stored: Sequence[ChunkReport], new: Sequence[ChunkReport], 
 
 def tree_view(chunks: Sequence[Hit], reports: Sequence[ChunkReport]) -> None:
     """Draw the heading tree; selecting a section shows its chunks."""
-    nodes = inspection.heading_tree(chunks)
+    nodes = chunk_report.heading_tree(chunks)
     frame = pd.DataFrame([
         {"section": "\u2003\u2003" * n.depth + n.title, "chunks": len(n.chunks), "tokens": n.tokens,
          "pages": render.pages_label(n.page_start, n.page_end)}

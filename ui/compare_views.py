@@ -13,10 +13,11 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from rag.compare import EvaluationComparison, HitComparison, HitRow, Side, compare_query, compare_query_set
-from rag.embedding_cache import EmbeddingCache, default_cache_dir
-from rag.evaluation import METRICS, Query
-from rag.store_search import candidate_limit
+from rag.embeddings.cache import EmbeddingCache, default_cache_dir
+from rag.evaluation.compare import EvaluationComparison, HitComparison, HitRow, Side, compare_query, compare_query_set
+from rag.evaluation.metrics import METRICS
+from rag.evaluation.queries import Query
+from rag.store.search import candidate_limit
 from ui import render, search_views
 from ui.render import md
 from ui.workspace import Workspace

@@ -7,9 +7,9 @@ import json
 import pandas as pd
 import streamlit as st
 
-from rag import tokens
+from rag.chunking import tokens
 from rag.context import Context
-from rag.store import Hit
+from rag.store.records import Hit
 from ui import render
 from ui.workspace import SearchRun
 

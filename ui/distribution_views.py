@@ -11,10 +11,10 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from rag.diagnostics import ScoreDistribution, score_distribution
 from rag.embeddings import Embedder
 from rag.errors import RagError
-from rag.store import Store
+from rag.reports.scores import ScoreDistribution, score_distribution
+from rag.store.client import Store
 from ui import resources
 from ui.render import md
 from ui.workspace import SearchRun, Workspace

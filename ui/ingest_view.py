@@ -8,11 +8,12 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from rag import library, pipeline
-from rag.chunking import ChunkSettings
-from rag.documents import check_size
+from rag import pipeline
+from rag.chunking.chunker import ChunkSettings
+from rag.documents import samples
+from rag.documents.loader import SourceFile, check_size
 from rag.errors import DocumentError, RagError
-from rag.pipeline import IngestResult, Progress, SourceFile
+from rag.pipeline import IngestResult, Progress
 from ui import resources, state
 from ui.render import md
 from ui.workspace import Workspace
@@ -205,10 +206,10 @@ def sample_section(workspace: Workspace, folder: Path | None, settings: ChunkSet
     if not folder.is_dir():
         st.warning(f"The sample folder {md(str(folder))} (RAG_SAMPLE_DIR) does not exist.")
         return
-    paths = library.sample_paths(folder)
+    paths = samples.sample_paths(folder)
     st.caption(f"{len(paths)} sample file(s) in {md(str(folder))}: " + ", ".join(md(p.name) for p in paths[:12])
                + (" …" if len(paths) > 12 else ""))
     clicked = st.button(f"Load the {len(paths)} sample documents", key="load_samples", disabled=not paths,
                         icon=":material/library_add:")
-    if clicked and run(library.sample_files(folder), workspace, collection, settings):
+    if clicked and run(samples.sample_files(folder), workspace, collection, settings):
         st.rerun()

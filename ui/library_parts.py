@@ -5,9 +5,9 @@ from __future__ import annotations
 import streamlit as st
 
 from rag import pipeline
-from rag.chunking import DEFAULT_CHUNK_SIZE, ChunkSettings
+from rag.chunking.chunker import DEFAULT_CHUNK_SIZE, ChunkSettings
 from rag.errors import RagError
-from rag.store import DocumentInfo
+from rag.store.records import DocumentInfo
 from ui import resources
 from ui.render import md
 from ui.workspace import Workspace

@@ -10,10 +10,10 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from rag.embedding_map import EmbeddingMap, embedding_map
 from rag.embeddings import Embedder
 from rag.errors import RagError
-from rag.store import Store
+from rag.reports.embedding_map import EmbeddingMap, embedding_map
+from rag.store.client import Store
 from ui import render
 from ui.render import md
 from ui.workspace import Workspace

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import altair as alt
 import pandas as pd
 
-from rag.inspection import Segment
+from rag.reports.chunks import Segment
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:=^&\"'])")
 CHUNK_COLOURS = ("#e3f0fb", "#e6f4ea")  # alternating backgrounds: which chunk a character belongs to

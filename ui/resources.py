@@ -8,13 +8,15 @@ import threading
 
 import streamlit as st
 
-from rag import library
-from rag.archive import DocumentArchive, default_archive_dir
-from rag.chunking import Chunk, chunk_document
-from rag.documents import Document
+from rag.chunking.chunker import Chunk, chunk_document
+from rag.documents.model import Document
 from rag.embeddings import Embedder, get_embedder, parse_spec
 from rag.errors import RagError
-from rag.store import CollectionInfo, DocumentInfo, Hit, Store, open_store
+from rag.store import rebuild
+from rag.store.archive import DocumentArchive, default_archive_dir
+from rag.store.client import Store
+from rag.store.open import open_store
+from rag.store.records import CollectionInfo, DocumentInfo, Hit
 
 LISTING_TTL = 30  # seconds: another process writing to the same Qdrant shows up at the latest after this
 
@@ -99,7 +101,7 @@ def model_token_counts(_embedder: Embedder, model_id: str, contents: tuple[str, 
 @st.cache_data(max_entries=16, show_spinner=False)
 def stored_document(_chunks: list[Hit], key: tuple, document_id: str, title: str, kind: str) -> Document:
     """Return the document rebuilt from its stored chunks; key names them (location, collection, changes)."""
-    return library.document_from_chunks(document_id, title, _chunks, kind)
+    return rebuild.document_from_chunks(document_id, title, _chunks, kind)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)

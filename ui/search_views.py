@@ -5,11 +5,11 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from rag import inspection
 from rag.errors import RagError
-from rag.keywords import Analyzer
-from rag.store import Hit
-from rag.store_search import candidate_limit
+from rag.reports import hits as hit_report
+from rag.store.keywords import Analyzer
+from rag.store.records import Hit
+from rag.store.search import candidate_limit
 from ui import render
 from ui.render import md
 from ui.workspace import SearchRun, Workspace
@@ -118,7 +118,7 @@ def explanation(hit: Hit, query: str, depth: int, analyzer: Analyzer | None = No
 
 def sources(hits: list[Hit]) -> None:
     """Draw hits per document with best and mean score, so one sees which documents dominate."""
-    scores = inspection.source_scores(hits)
+    scores = hit_report.source_scores(hits)
     frame = pd.DataFrame([
         {"document": s.title, "hits": s.hits, "best": round(s.best, 4), "mean": round(s.mean, 4),
          "ranks": ", ".join(map(str, s.ranks))}
@@ -154,7 +154,7 @@ def _neighbours(workspace: Workspace, hit: Hit) -> None:
     except RagError as error:
         st.error(md(str(error)))
         return
-    before, after = inspection.neighbours(chunks, hit.chunk_index)
+    before, after = hit_report.neighbours(chunks, hit.chunk_index)
     for label, items in (("before", before), ("after", after)):
         if not items:
             st.caption(f"No chunk {label} this one.")

@@ -19,7 +19,7 @@ import streamlit as st
 
 from rag import settings as rag_settings
 from rag.settings import Service
-from rag.store import DEFAULT_COLLECTION, DEFAULT_PATH
+from rag.store.client import DEFAULT_COLLECTION, DEFAULT_PATH
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 SECRET_NAMES = ("QDRANT_API_KEY", "OPENAI_API_KEY")

@@ -9,7 +9,8 @@ import streamlit as st
 from rag.embeddings import LOCAL_MODEL_NAMES, parse_spec
 from rag.errors import RagError
 from rag.settings import OLLAMA, OPENAI, QDRANT, display_url, folder_inside_data_root, openai_base_url
-from rag.store import CollectionInfo, Store
+from rag.store.client import Store
+from rag.store.records import CollectionInfo
 from ui import resources, settings, state
 from ui.render import md
 from ui.workspace import Workspace

@@ -7,8 +7,8 @@ import pandas as pd
 import streamlit as st
 
 from rag.errors import RagError
-from rag.evaluation import Query
-from rag.fusion_tuning import tune_fusion
+from rag.evaluation.fusion_tuning import tune_fusion
+from rag.evaluation.queries import Query
 from ui import resources
 from ui.render import md
 from ui.workspace import Workspace

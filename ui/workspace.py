@@ -8,8 +8,9 @@ import streamlit as st
 
 from rag.embeddings import Embedder
 from rag.errors import RagError
-from rag.inspection import SearchOutcome
-from rag.store import CollectionInfo, DocumentInfo, Hit, Store
+from rag.reports.hits import SearchOutcome
+from rag.store.client import Store
+from rag.store.records import CollectionInfo, DocumentInfo, Hit
 from ui import resources, settings, state
 
 

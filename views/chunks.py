@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from rag import inspection
 from rag.errors import RagError
+from rag.reports import chunks as chunk_report
 from ui import chunk_views, resources, state, workspace
 from ui.render import md
 
@@ -33,16 +33,16 @@ except RagError as error:
     st.error(md(str(error)))
     st.stop()
 
-reports = inspection.chunk_reports(chunks, model_counts, limit, info.chunk_size, inspection.overflow_flag(embedder))
-summary = inspection.flag_summary(reports, limit)
-stats = inspection.chunk_stats([r.tokens for r in reports], info.chunk_size)
+reports = chunk_report.chunk_reports(chunks, model_counts, limit, info.chunk_size, chunk_report.overflow_flag(embedder))
+summary = chunk_report.flag_summary(reports, limit)
+stats = chunk_report.chunk_stats([r.tokens for r in reports], info.chunk_size)
 columns = st.columns(6)
 columns[0].metric("chunks", stats.count)
 columns[1].metric("mean tokens", f"{stats.mean:.0f}")
 columns[2].metric("max tokens", stats.largest)
-columns[3].metric(inspection.overflow_flag(embedder), summary.cut,
+columns[3].metric(chunk_report.overflow_flag(embedder), summary.cut,
                   help=f"longer than {embedder.model_id}'s input limit ({limit} tokens)")
-columns[4].metric("tiny", summary.tiny, help=f"under {inspection.tiny_limit(info.chunk_size)} tokens")
+columns[4].metric("tiny", summary.tiny, help=f"under {chunk_report.tiny_limit(info.chunk_size)} tokens")
 columns[5].metric("no heading", summary.no_heading)
 chunk_views.flags_banner(summary, embedder, info.chunk_size)
 

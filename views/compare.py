@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import streamlit as st
 
-from rag.compare import Side
 from rag.errors import RagError
-from rag.evaluation import load_query_set, parse_ks
-from rag.fusion import DEFAULT_FUSION
-from rag.search_modes import parse_mode
+from rag.evaluation.compare import Side
+from rag.evaluation.metrics import parse_ks
+from rag.evaluation.modes import parse_mode
+from rag.evaluation.queries import load_query_set
+from rag.store.fusion import DEFAULT_FUSION
 from ui import compare_views, state, workspace
 from ui.compare_views import MODE_LABELS, CompareRun, side_label
 from ui.render import md

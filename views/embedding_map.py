@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from rag.embedding_map import DEFAULT_SAMPLE, available_methods
 from rag.errors import RagError
-from rag.search_modes import SearchMode, parse_mode
+from rag.evaluation.modes import SearchMode, parse_mode
+from rag.reports.embedding_map import DEFAULT_SAMPLE, available_methods
 from ui import map_views, resources, state, workspace
 from ui.compare_views import MODE_LABELS
 from ui.map_views import COLOUR_FIELDS, METHOD_LABELS

@@ -9,16 +9,15 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from rag.diagnostics import rank_rows
-from rag.documents import Document
-from rag.embedding_cache import EmbeddingCache, default_cache_dir
+from rag.documents.loader import SourceFile
+from rag.documents.model import Document
+from rag.embeddings.cache import EmbeddingCache, default_cache_dir
 from rag.errors import RagError
-from rag.evaluation import METRICS, Query, load_query_set, parse_ks
-from rag.fusion import DEFAULT_FUSION
-from rag.pipeline import SourceFile
-from rag.search_modes import parse_modes
-from rag.squad import import_squad, sweep_input
-from rag.sweep import (
+from rag.evaluation.metrics import METRICS, parse_ks
+from rag.evaluation.modes import parse_modes
+from rag.evaluation.queries import Query, load_query_set
+from rag.evaluation.squad import import_squad, sweep_input
+from rag.evaluation.sweep import (
     ConfigResult,
     SweepResult,
     collection_documents,
@@ -29,6 +28,8 @@ from rag.sweep import (
     relevant_chunks,
     run_sweep,
 )
+from rag.reports.scores import rank_rows
+from rag.store.fusion import DEFAULT_FUSION
 from ui import resources, settings, tuning_view, workspace
 from ui.render import md
 

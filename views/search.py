@@ -6,10 +6,11 @@ import time
 
 import streamlit as st
 
-from rag import inspection, pipeline
+from rag import pipeline
 from rag.errors import RagError
-from rag.fusion import Fusion, parse_fusion
-from rag.store_search import FUSIONS, MODES
+from rag.reports import hits as hit_report
+from rag.store.fusion import Fusion, parse_fusion
+from rag.store.search import FUSIONS, MODES
 from ui import distribution_views, search_views, state, workspace
 from ui.render import md
 from ui.workspace import SearchRun
@@ -90,7 +91,7 @@ if submitted:
         st.error(md(str(error)))
     else:
         limit = threshold if use_threshold else None
-        outcome = inspection.apply_threshold(hits, top_k, limit)
+        outcome = hit_report.apply_threshold(hits, top_k, limit)
         state.put(state.SEARCH, SearchRun(query, ws.collection, ws.location, top_k, limit, tuple(document_ids), hits,
                                           outcome, embedder.model_id, time.perf_counter() - started, mode, fusion))
 

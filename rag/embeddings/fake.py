@@ -17,6 +17,7 @@ from functools import lru_cache
 import numpy as np
 
 from rag.embeddings.base import NONE, PromptedEmbedder
+from rag.errors import UnknownEmbedderError
 
 DEFAULT_DIMENSION = 64
 MAX_INPUT_TOKENS = 1_000_000
@@ -50,7 +51,8 @@ class FakeEmbedder(PromptedEmbedder):
     def __init__(self, dimension: int = DEFAULT_DIMENSION, query_prompt: str | None = None,
                  document_prompt: str | None = None):
         if isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1:
-            raise ValueError(f"the fake embedder's dimension must be a positive whole number, not {dimension!r}")
+            raise UnknownEmbedderError(
+                f"the fake embedder's dimension must be a positive whole number, not {dimension!r}")
         self.dimension = dimension
         self.model_id = f"fake:{dimension}"
         self.set_prompts(NONE, query_prompt, document_prompt)

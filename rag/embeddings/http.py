@@ -23,9 +23,9 @@ from typing import Any
 import httpx
 import numpy as np
 
-from rag import tokens
+from rag.chunking import tokens
 from rag.embeddings.base import PromptedEmbedder, Prompts, embed_in_batches
-from rag.errors import EmbedderAuthError, EmbedderUnavailableError, EmbeddingError
+from rag.errors import EmbedderAuthError, EmbedderUnavailableError, EmbeddingError, InvalidSettingsError
 
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_BATCH_SIZE = 64
@@ -112,7 +112,7 @@ class HttpEmbedder(PromptedEmbedder):
         document_prompt: str | None = None,
     ):
         if batch_size < 1:
-            raise ValueError(f"batch_size must be at least 1, not {batch_size}")
+            raise InvalidSettingsError(f"batch_size must be at least 1, not {batch_size}")
         self.model = model
         self.base_url = base_url
         self.endpoint = endpoint

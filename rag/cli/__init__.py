@@ -1,0 +1,43 @@
+"""The command line: `python -m rag COMMAND` (chunk, ingest, search, context, collections, documents, delete,
+import-squad, eval, sweep, compare).
+
+A user's mistake (bad file, unknown collection, server down) prints one line to stderr and exits 1;
+a malformed command line exits 2 (argparse). Results go to stdout, progress to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from rag.cli import chunk, compare, evaluate, store
+from rag.errors import RagError
+from rag.settings import check_environment
+
+# Every command group, in the order `--help` lists them; each module's register(subparsers) adds its commands.
+COMMAND_GROUPS = (chunk, store, evaluate, compare)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m rag", description="RAG Lab: chunk, embed, search, evaluate.")
+    parser.add_argument("--store", metavar="PATH", help="embedded Qdrant folder (default $RAG_QDRANT_PATH)")
+    parser.add_argument("--qdrant-url", metavar="URL", help="Qdrant server or cluster (default $QDRANT_URL)")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for group in COMMAND_GROUPS:
+        group.register(commands)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line; return the exit code (0 ok, 1 user error, 2 usage error)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        check_environment()
+        return args.run(args)
+    except RagError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,93 @@
+"""What the command-line commands share: chunk options, file reading, progress lines, tables.
+
+A user's mistake (bad file, unknown collection, server down) prints one line to stderr and exits 1;
+a malformed command line exits 2 (argparse). Results go to stdout, progress to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from rag.chunking import chunker as chunking
+from rag.documents.loader import check_size
+from rag.errors import UsageError
+
+LONG_FILE_BYTES = 2_000_000  # files above this get progress lines on stderr
+
+
+
+def positive_int(minimum: int = 0) -> Callable[[str], int]:
+    def parse(value: str) -> int:
+        try:
+            number = int(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from None
+        if number < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {number}")
+        return number
+
+    return parse
+
+
+def add_chunk_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--chunk-size", type=positive_int(chunking.MIN_CHUNK_SIZE), default=chunking.DEFAULT_CHUNK_SIZE,
+                        help=f"maximum tokens per chunk (cl100k_base), default {chunking.DEFAULT_CHUNK_SIZE}")
+    parser.add_argument("--overlap", type=positive_int(0), default=chunking.DEFAULT_OVERLAP,
+                        help=f"tokens shared by consecutive chunks, default {chunking.DEFAULT_OVERLAP}")
+    parser.add_argument("--strategy", choices=chunking.STRATEGIES, default="structure",
+                        help="structure: split at headings, paragraphs, sentences (default); tokens: plain window")
+
+
+def chunk_settings(args: argparse.Namespace, parser: argparse.ArgumentParser) -> chunking.ChunkSettings:
+    """Return the chunk settings of args, or exit 2 with the reason."""
+    settings = chunking.ChunkSettings(args.chunk_size, args.overlap, args.strategy)
+    try:
+        return chunking.validate_settings(settings)
+    except ValueError as error:
+        parser.error(str(error))
+        raise  # unreachable: parser.error exits
+
+
+def read_file(path: str) -> bytes:
+    """Return the bytes of path, or raise UsageError (or DocumentTooLargeError, before reading) saying why not."""
+    file = check_path(path)
+    try:
+        check_size(file.stat().st_size, file.name)
+        return file.read_bytes()
+    except OSError as error:
+        raise UsageError(f"{path}: cannot read it ({error.strerror}).") from error
+
+
+def check_path(path: str) -> Path:
+    """Return path as a Path if it names a file; UsageError saying what is wrong otherwise."""
+    file = Path(path)
+    if not file.exists():
+        raise UsageError(f"{path}: no such file.")
+    if file.is_dir():
+        raise UsageError(f"{path} is a folder; name the files in it, e.g. {path}/*.pdf")
+    return file
+
+
+def progress(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def preview(text: str, width: int) -> str:
+    """Return text on one line, cut to width characters with an ellipsis."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def print_table(rows: list[list[str]], headers: list[str]) -> None:
+    widths = [max(len(str(x)) for x in column) for column in zip(headers, *rows, strict=True)]
+    for row in [headers, ["-" * w for w in widths], *rows]:
+        print("  ".join(str(cell).ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
+
+
+def pages_label(start: int | None, end: int | None) -> str:
+    if start is None:
+        return ""
+    return str(start) if end in (None, start) else f"{start}-{end}"

@@ -1,0 +1,278 @@
+"""Command-line commands of the evaluation lab: import-squad, eval, sweep.
+
+    python -m rag import-squad FILE --out DIR [--articles N]
+    python -m rag eval QUERIES --collection C [--mode dense|sparse|hybrid] [--fusion rrf|dbsf] [--k 1,3,5,10]
+                       [--embedder SPEC] [--json]
+    python -m rag sweep DOCS... --queries Q --chunk-size 200,400,800 --overlap 0,50,100 [--mode dense,hybrid]
+                        [--fusion rrf|dbsf] [--k ...] [--json]
+    python -m rag compare ...   (rag/cli_compare.py)
+
+Results go to stdout (a table, or one JSON object with --json), progress and notes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from rag import pipeline
+from rag.chunking import chunker as chunking
+from rag.cli.chunk import common
+from rag.cli.store import add_collection, add_embedder, add_fusion, dump, embedder_of, store_of, store_options
+from rag.documents.loader import SourceFile
+from rag.documents.samples import SAMPLE_SUFFIXES
+from rag.embeddings import get_embedder
+from rag.embeddings.cache import EmbeddingCache, default_cache_dir
+from rag.errors import UsageError
+from rag.evaluation.fusion_tuning import tune_fusion
+from rag.evaluation.metrics import DEFAULT_KS, METRICS, Evaluation, QueryOutcome, parse_ks
+from rag.evaluation.modes import MODE_NAMES, SearchMode, parse_modes
+from rag.evaluation.queries import load_query_set
+from rag.evaluation.squad import QUERIES_FILE, import_squad, write_import
+from rag.evaluation.sweep import (
+    SweepProgress,
+    SweepResult,
+    evaluate_collection,
+    grid,
+    load_documents,
+    parse_sizes,
+    run_sweep,
+)
+from rag.store.fusion import DEFAULT_FUSION
+
+FAILURES_SHOWN = 10
+
+
+def ks_option(text: str) -> tuple[int, ...]:
+    try:
+        return parse_ks(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def sizes_option(what: str, minimum: int) -> Callable[[str], list[int]]:
+    def parse(text: str) -> list[int]:
+        try:
+            return parse_sizes(text, what, minimum)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+
+    return parse
+
+
+def cache_of(args: argparse.Namespace, store) -> EmbeddingCache:
+    """Return the embedding cache: in memory with --no-cache, else --cache DIR or the folder next to the store."""
+    if getattr(args, "no_cache", False):
+        return EmbeddingCache()
+    return EmbeddingCache(args.cache or default_cache_dir(store))
+
+
+def run_import_squad(args: argparse.Namespace) -> int:
+    result = import_squad(common.read_file(args.file), args.file, args.articles)
+    write_import(result, args.out)
+    for note in result.notes:
+        common.progress(f"note: {note}")
+    print(f"{len(result.documents)} documents and {len(result.queries)} queries written to {args.out} "
+          f"({QUERIES_FILE} + one .txt per article)")
+    return 0
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    queries = load_query_set(common.read_file(args.queries), args.queries)
+    store = store_of(args)
+    if args.tune_fusion:
+        return run_tune_fusion(args, queries, store)
+    mode = SearchMode(*pipeline.search_defaults(store, args.collection, args.mode, args.fusion))
+    embedder = embedder_of(args, store, args.collection) if mode.needs_vectors else None
+    evaluation = evaluate_collection(queries, args.collection, embedder, store=store, cache=cache_of(args, store),
+                                     ks=args.k, mode=mode)
+    if args.json:
+        dump({"collection": args.collection, "mode": mode.mode, "fusion": mode.fusion_used,
+              "embedder": embedder.model_id if embedder else None} | evaluation.to_json())
+        return 0
+    how = f"{embedder.model_id}, " if embedder else ""
+    print(f"{len(queries)} queries on '{args.collection}' ({how}{mode.label} search)\n")
+    print_metrics(evaluation)
+    print_failures(evaluation)
+    return 0
+
+
+def run_tune_fusion(args: argparse.Namespace, queries, store) -> int:
+    embedder = embedder_of(args, store, args.collection)
+    tuning = tune_fusion(queries, args.collection, embedder, store=store, cache=cache_of(args, store), ks=args.k)
+    if args.save:
+        store.save_collection_setting(args.collection, "fusion", tuning.best.spec)
+    if args.json:
+        dump({"collection": args.collection, "embedder": embedder.model_id, "saved": args.save} | tuning.to_json())
+        return 0
+    rows = [[f"{w:g}", f"{v:.3f}" + (" <- best" if w == tuning.best.weight else "")]
+            for w, v in tuning.by_weight.items()]
+    common.print_table(rows, ["dense weight", tuning.metric])
+    print(f"\nBest on all {tuning.queries} queries: {tuning.best.spec} ({tuning.metric} "
+          f"{tuning.by_weight[tuning.best.weight]:.3f}). Cross-validated over {tuning.folds} folds: "
+          f"{tuning.metric} {tuning.cv_metric:.3f} (weights chosen per fold: "
+          f"{', '.join(f'{w:g}' for w in tuning.cv_weights)}).")
+    print(f"Saved as the default fusion of '{args.collection}'." if args.save else
+          "Add --save to make it the default fusion of this collection.")
+    return 0
+
+
+def print_metrics(evaluation: Evaluation) -> None:
+    rows = [[str(k), *(f"{evaluation.metrics[f'{m}@{k}']:.3f}" for m in METRICS)] for k in evaluation.ks]
+    common.print_table(rows, ["k", *METRICS])
+
+
+def failure_k(ks: tuple[int, ...]) -> int:
+    """Return the k whose failures are listed: 5 when measured (a usual top_k), else the largest."""
+    return 5 if 5 in ks else ks[-1]
+
+
+def print_failures(evaluation: Evaluation) -> None:
+    k = failure_k(evaluation.ks)
+    failures = evaluation.failures(k)
+    print(f"\n{len(failures)} of {len(evaluation.per_query)} queries have no relevant chunk in the top {k}"
+          + (f"; the first {FAILURES_SHOWN} (all with --json):" if len(failures) > FAILURES_SHOWN else ":"
+             if failures else "."))
+    if failures:
+        common.print_table([failure_row(o, evaluation.ks[-1]) for o in failures[:FAILURES_SHOWN]],
+                        ["rank", "score", "top score", "query", "expected", "top hit"])
+
+
+def failure_row(outcome: QueryOutcome, deepest: int) -> list[str]:
+    top = outcome.hits[0].document_title if outcome.hits else ""
+    return [str(outcome.rank) if outcome.rank else f">{deepest}", _score(outcome.score), _score(outcome.top_score),
+            common.preview(outcome.query.text, 50), common.preview(", ".join(outcome.query.documents), 25),
+            common.preview(top, 25)]
+
+
+def _score(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def document_paths(given: list[str]) -> list[Path]:
+    """Return the files named, a folder standing for its PDF, Markdown and text files (not recursive)."""
+    paths: list[Path] = []
+    for name in given:
+        path = Path(name)
+        if path.is_dir():
+            inside = sorted(p for p in path.iterdir() if p.is_file() and p.suffix.lower() in SAMPLE_SUFFIXES)
+            if not inside:
+                raise UsageError(f"{name} holds no PDF, Markdown or text files.")
+            paths.extend(inside)
+        else:
+            paths.append(path)
+    return paths
+
+
+class SweepReporter:
+    """Progress on stderr: one line per stage, embedding progress rewritten in place on a terminal."""
+
+    def __init__(self) -> None:
+        self.tty = sys.stderr.isatty()
+
+    def __call__(self, event: SweepProgress) -> None:
+        head = f"[{event.config_index + 1}/{event.configs}] {event.message}" if event.config else event.message
+        if event.stage == "embedding":
+            if event.total == 0:
+                return
+            head += f" {event.done}/{event.total}"
+            if self.tty:
+                print(f"\r\033[K{head}", end="", file=sys.stderr, flush=True)
+            elif event.done == event.total:
+                print(head, file=sys.stderr, flush=True)
+            return
+        print(("\r\033[K" if self.tty else "") + head, file=sys.stderr, flush=True)
+
+
+def run_sweep_command(args: argparse.Namespace) -> int:
+    configs, skipped = grid(args.chunk_size, args.overlap, args.strategy)
+    for note in skipped:
+        common.progress(f"note: {note}")
+    if not configs:
+        raise UsageError("No configuration is left: every overlap is >= its chunk size. Use smaller overlaps.")
+    files = [SourceFile(p.name, common.read_file(str(p))) for p in document_paths(args.documents)]  # all or none
+    queries = load_query_set(common.read_file(args.queries), args.queries)
+    documents = load_documents(files)
+    store = store_of(args)
+    embedder = get_embedder(args.embedder)
+    modes = parse_modes(args.mode, args.fusion or DEFAULT_FUSION)
+    result = run_sweep(documents, queries, configs, embedder, store=store, cache=cache_of(args, store), ks=args.k,
+                       progress=SweepReporter(), skipped=skipped, modes=modes)
+    if args.json:
+        dump(result.to_json())
+        return 0
+    print_sweep(result)
+    return 0
+
+
+def print_sweep(result: SweepResult) -> None:
+    deepest = result.ks[-1]
+    metrics = [f"hit@{k}" for k in result.ks] + [f"{m}@{deepest}" for m in ("recall", "mrr", "ndcg")]
+    rows = [[str(r.config.chunk_size), str(r.config.overlap), r.mode.label, str(r.chunks), f"{r.mean_tokens:.0f}",
+             *(f"{r.metrics[m]:.3f}" for m in metrics), f"{r.total_seconds:.1f} s" + (" (reused)" if r.reused else "")]
+            for r in result.results]
+    common.print_table(rows, ["chunk_size", "overlap", "mode", "chunks", "mean tokens", *metrics, "time"])
+    print(f"\n{result.queries} queries, {len(result.documents)} documents, {result.embedder}; "
+          f"queries embedded in {result.query_seconds:.1f} s")
+    print(result.summary())
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    parent = store_options()
+    squad = commands.add_parser("import-squad", help="turn SQuAD-style JSON into .txt documents and a query set")
+    squad.add_argument("file", metavar="FILE")
+    squad.add_argument("--out", required=True, metavar="DIR", help="folder for the .txt files and queries.jsonl")
+    squad.add_argument("--articles", type=common.positive_int(1), help="only the first N articles")
+    squad.set_defaults(run=run_import_squad)
+
+    evaluate = commands.add_parser("eval", parents=[parent], help="retrieval metrics of a query set on a collection")
+    evaluate.add_argument("queries", metavar="QUERIES", help="query set, .jsonl or .csv")
+    add_collection(evaluate)
+    evaluate.add_argument("--mode", choices=("dense", "sparse", "hybrid"), default=None,
+                          help="dense: embeddings; sparse: BM25 keywords; hybrid: both, fused (default: hybrid when "
+                          "the collection has keyword vectors, else dense)")
+    add_fusion(evaluate)
+    evaluate.add_argument("--tune-fusion", action="store_true",
+                          help="fit hybrid search's fusion weight on the query set (5-fold cross-validated)")
+    evaluate.add_argument("--save", action="store_true", help="with --tune-fusion: save it as the collection's "
+                          "default fusion")
+    add_embedder(evaluate)
+    add_common(evaluate)
+    evaluate.set_defaults(run=run_eval)
+
+    sweep = commands.add_parser("sweep", parents=[parent], help="compare chunk sizes and overlaps on a query set")
+    sweep.add_argument("documents", nargs="+", metavar="DOCS", help="files, or folders of PDF/Markdown/text files")
+    sweep.add_argument("--queries", required=True, metavar="Q", help="query set, .jsonl or .csv")
+    sweep.add_argument("--chunk-size", type=sizes_option("--chunk-size", chunking.MIN_CHUNK_SIZE),
+                       default=[200, 400, 800], metavar="N,N,...", help="chunk sizes in tokens, default 200,400,800")
+    sweep.add_argument("--overlap", type=sizes_option("--overlap", 0), default=[0, 50, 100], metavar="N,N,...",
+                       help="overlaps in tokens, default 0,50,100 (configurations with overlap >= size are skipped)")
+    sweep.add_argument("--strategy", choices=chunking.STRATEGIES, default="structure", help="chunking strategy")
+    sweep.add_argument("--mode", type=modes_option, default="dense,sparse,hybrid", metavar="MODE,MODE,...",
+                       help=f"search modes, each a row per configuration: {', '.join(MODE_NAMES)} (default "
+                       "dense,sparse,hybrid; hybrid uses --fusion). Modes share each configuration's collection")
+    add_fusion(sweep)
+    sweep.add_argument("--embedder", metavar="SPEC", help="embedder spec, e.g. local, fake:64, ollama:<model> "
+                       "(default $RAG_EMBEDDER, else local)")
+    add_common(sweep)
+    sweep.set_defaults(run=run_sweep_command)
+
+
+def modes_option(text: str) -> str:
+    """Return text after checking each of its modes (the fusion is applied later); usage error if unknown."""
+    try:
+        parse_modes(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return text
+
+
+def add_common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--k", type=ks_option, default=DEFAULT_KS, metavar="K,K,...",
+                        help="cut-offs for the metrics, default 1,3,5,10")
+    parser.add_argument("--cache", metavar="DIR", help="embedding cache folder (default: next to the store)")
+    parser.add_argument("--no-cache", action="store_true", help="keep the embedding cache in memory only")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+

@@ -1,0 +1,317 @@
+"""Command-line commands over the store: ingest, search, context, collections, documents, delete."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from rag import pipeline
+from rag.cli.chunk import common
+from rag.context import CHAT_MAX_TOKENS
+from rag.embeddings import EMBEDDER_SPECS
+from rag.errors import DocumentNotFoundError, RagError
+from rag.store.archive import DocumentArchive, default_archive_dir
+from rag.store.client import DEFAULT_COLLECTION, Store
+from rag.store.fusion import DEFAULT_FUSION, parse_fusion
+from rag.store.keywords import LANGUAGE_CHOICES
+from rag.store.open import open_store, size_note
+from rag.store.records import Hit
+from rag.store.search import MODES
+
+
+def store_of(args: argparse.Namespace) -> Store:
+    """Return the store named by --store / --qdrant-url (else RAG_QDRANT_PATH / QDRANT_URL); note its size once."""
+    store = open_store(path=getattr(args, "store", None), url=getattr(args, "qdrant_url", None))
+    if note := size_note(store):
+        common.progress(f"note: {note}")
+    return store
+
+
+def embedder_of(args: argparse.Namespace, store: Store, collection: str):
+    """Return --embedder's embedder, else the one the collection was made with (or the default).
+
+    --query-prompt / --document-prompt (ingest) apply to a new collection; an existing one keeps its own.
+    """
+    prompts = {"query_prompt": getattr(args, "query_prompt", None),
+               "document_prompt": getattr(args, "document_prompt", None)}
+    return pipeline.embedder_for(store, collection, getattr(args, "embedder", None), **prompts)
+
+
+def query_embedder(args: argparse.Namespace, store: Store):
+    """Return the embedder a query needs: None for --mode sparse (keyword search embeds nothing)."""
+    return None if args.mode == "sparse" else embedder_of(args, store, args.collection)
+
+
+def dump(data: object) -> None:
+    json.dump(data, sys.stdout, ensure_ascii=False)
+    print()
+
+
+class IngestProgress:
+    """A progress line on stderr: one rewritten bar on a terminal, one line per stage elsewhere."""
+
+    def __init__(self) -> None:
+        self.tty = sys.stderr.isatty()
+
+    def __call__(self, event: pipeline.Progress) -> None:
+        head = f"[{event.file_index + 1}/{event.files}] {event.filename}: {event.stage}"
+        if event.stage in ("embed", "store") and event.total > 1:
+            filled = int(20 * event.done / event.total)
+            head += f" {'█' * filled}{'░' * (20 - filled)} {event.done}/{event.total}"
+        if self.tty:
+            end = "\n" if event.stage in ("done", "error") else ""
+            print(f"\r\033[K{head}", end=end, file=sys.stderr, flush=True)
+        elif event.stage != "embed" or event.done in (0, event.total):
+            print(head, file=sys.stderr, flush=True)
+
+
+def run_ingest(args: argparse.Namespace) -> int:
+    settings = common.chunk_settings(args, args.parser)
+    files = [pipeline.SourceFile(Path(p).name, None, args.password, Path(p)) for p in args.files]
+    store = store_of(args)
+    embedder = embedder_of(args, store, args.collection)
+    archive = DocumentArchive(default_archive_dir(store.location, store.local))
+    results = pipeline.ingest(files, args.collection, settings, embedder, store=store, progress=IngestProgress(),
+                              keep_versions=args.keep_versions, archive=archive, language=args.language)
+    failed = [r for r in results if not r.ok and not r.skipped]
+    for result in results:
+        if result.error:
+            print(f"{'note' if result.skipped else 'error'}: {result.error}", file=sys.stderr)
+    if args.json:
+        dump({"collection": args.collection, "embedder": embedder.model_id,
+              "results": [vars(r) | {"status": r.status, "empty_pages": list(r.empty_pages), "notes": list(r.notes),
+                                     "replaced": list(r.replaced)} for r in results]})
+    else:
+        rows = [[r.filename, r.status, str(r.pages), f"{r.characters:,}", str(r.chunks), f"{r.seconds:.1f} s"]
+                for r in results]
+        common.print_table(rows, ["file", "status", "pages", "characters", "chunks", "time"])
+        for result in results:
+            for note in result.notes:
+                print(f"note: {result.filename}: {note}")
+        stored = sum(r.ok for r in results)
+        print(f"\n{stored} of {len(results)} files in '{args.collection}' ({embedder.model_id})")
+    return 1 if failed else 0
+
+
+def hit_json(hit: Hit, mode: str = "dense") -> dict:
+    """Return a hit as JSON: score (of the mode, kind in score_kind), per-mode scores and ranks, location."""
+    return {
+        "score": hit.score,
+        "score_kind": hit.score_kind,
+        "mode": mode,
+        "dense_score": hit.dense_score,
+        "sparse_score": hit.sparse_score,
+        "dense_rank": hit.dense_rank,
+        "sparse_rank": hit.sparse_rank,
+        "document_title": hit.document_title,
+        "document_id": hit.document_id,
+        "chunk_index": hit.chunk_index,
+        "heading_path": list(hit.heading_path),
+        "page_start": hit.page_start,
+        "page_end": hit.page_end,
+        "content": hit.content,
+    }
+
+
+def rank_label(rank: int | None, score: float | None) -> str:
+    """Return "3 (0.812)" for a candidate-list position, "-" when the chunk was not in that list."""
+    return "-" if rank is None or score is None else f"{rank} ({score:.3f})"
+
+
+def run_search(args: argparse.Namespace) -> int:
+    store = store_of(args)
+    args.mode, args.fusion = pipeline.search_defaults(store, args.collection, args.mode, args.fusion)
+    hits = pipeline.search(args.query, args.collection, args.top_k, args.threshold, args.document or None,
+                           store=store, embedder=query_embedder(args, store), mode=args.mode, fusion=args.fusion,
+                           include_toc=args.include_toc)
+    if args.json:
+        dump({"hits": [hit_json(h, args.mode) for h in hits]})
+        return 0
+    hybrid = args.mode == "hybrid"
+    rows = []
+    for rank, h in enumerate(hits, 1):
+        explain = [rank_label(h.dense_rank, h.dense_score), rank_label(h.sparse_rank, h.sparse_score)] if hybrid else []
+        rows.append([str(rank), f"{h.score:.3f}", *explain, common.preview(h.document_title, 30),
+                     common.pages_label(h.page_start, h.page_end), common.preview(" › ".join(h.heading_path), 30),
+                     common.preview(h.content, 60)])
+    kind = hits[0].score_kind if hits else args.mode
+    explain = ["dense rank (cosine)", "keyword rank (bm25)"] if hybrid else []
+    common.print_table(rows, ["rank", f"score ({kind})", *explain, "document", "pages", "heading path", "content"])
+    if len(hits) < args.top_k:
+        why = "no more chunks contain a query term." if args.mode == "sparse" else "the collection has no more."
+        print(f"\n{len(hits)} of top_k {args.top_k}: "
+              + ("the threshold removed the rest." if args.threshold is not None else why))
+    return 0
+
+
+def run_context(args: argparse.Namespace) -> int:
+    store = store_of(args)
+    args.mode, args.fusion = pipeline.search_defaults(store, args.collection, args.mode, args.fusion)
+    context = pipeline.retrieve(args.query, args.collection, args.top_k, args.max_tokens, store=store,
+                                embedder=query_embedder(args, store), score_threshold=args.threshold,
+                                label=args.label, mode=args.mode, fusion=args.fusion, include_toc=args.include_toc)
+    if args.json:
+        dump(context.to_dict())
+        return 0
+    print(context.text)
+    print(f"\n{context.token_count} of {context.max_tokens} tokens, {len(context.included)} chunks included, "
+          f"{len(context.dropped)} dropped", file=sys.stderr)
+    for dropped in context.dropped:
+        print(f"  dropped {dropped.hit.document_title} #{dropped.hit.chunk_index}: {dropped.reason}", file=sys.stderr)
+    return 0
+
+
+def run_collections(args: argparse.Namespace) -> int:
+    infos = store_of(args).collections()
+    if args.json:
+        dump([{"name": c.name, "points": c.points, "embedder": c.embedder, "dimension": c.dimension,
+               "foreign": c.foreign, "sparse": c.sparse} for c in infos])
+        return 0
+    rows = [[c.name, str(c.points), c.embedder or "(not made by RAG Lab)", str(c.dimension),
+             "yes" if c.sparse else "no" if c.foreign else "re-ingest to enable"] for c in infos]
+    common.print_table(rows, ["collection", "points", "embedder", "dimension", "keyword search"])
+    return 0
+
+
+def run_documents(args: argparse.Namespace) -> int:
+    infos = store_of(args).documents(args.collection)
+    if args.json:
+        dump([{"title": d.title, "document_id": d.document_id, "chunks": d.chunks, "pages": d.pages,
+               "chunk_size": d.chunk_size, "overlap": d.overlap, "strategy": d.strategy,
+               "embedder": d.embedder, "ingested_at": d.ingested_at, "complete": d.complete,
+               "interrupted_chunks": d.interrupted} for d in infos])
+        return 0
+    rows = [[common.preview(d.title, 40), d.document_id[:12], str(d.chunks), str(d.pages or ""),
+             str(d.chunk_size or ""), str(d.overlap if d.overlap is not None else ""),
+             "yes" if d.complete else "NO (interrupted)"] for d in infos]
+    common.print_table(rows, ["title", "id", "chunks", "pages", "chunk_size", "overlap", "complete"])
+    incomplete = [d for d in infos if not d.complete]
+    if incomplete:
+        print(f"\n{len(incomplete)} document(s) were not written completely (an ingest was interrupted); searches "
+              "do not see those chunks. Ingest the file again to repair it, or delete it with "
+              f"python -m rag delete --collection {args.collection} --document ID --interrupted")
+    return 0
+
+
+def run_delete(args: argparse.Namespace) -> int:
+    store = store_of(args)
+    if args.document:
+        matches = [d for d in store.documents(args.collection)
+                   if d.document_id == args.document or d.document_id.startswith(args.document)]
+        if len(matches) != 1:
+            found = "no document" if not matches else f"{len(matches)} documents"
+            raise DocumentNotFoundError(f"'{args.collection}' has {found} with id {args.document!r}. "
+                           f"List them with: python -m rag documents --collection {args.collection}")
+        removed = store.delete_document(args.collection, matches[0].document_id, only_interrupted=args.interrupted)
+        what = "the unfinished write of " if args.interrupted else ""
+        print(f"deleted {what}'{matches[0].title}' ({removed} chunks) from '{args.collection}'")
+    else:
+        store.delete_collection(args.collection)
+        print(f"deleted collection '{args.collection}'")
+    return 0
+
+
+def store_options() -> argparse.ArgumentParser:
+    """Return the options every store command takes, accepted before or after the command name."""
+    parent = argparse.ArgumentParser(add_help=False)
+    parent.add_argument("--store", metavar="PATH", default=argparse.SUPPRESS,
+                        help="embedded Qdrant folder (default $RAG_QDRANT_PATH or ./data/qdrant)")
+    parent.add_argument("--qdrant-url", metavar="URL", default=argparse.SUPPRESS,
+                        help="a Qdrant server or cluster instead (default $QDRANT_URL); key from $QDRANT_API_KEY")
+    return parent
+
+
+def add_query_options(parser: argparse.ArgumentParser, json_help: str) -> None:
+    parser.add_argument("query", metavar="QUERY")
+    add_collection(parser)
+    parser.add_argument("--top-k", type=common.positive_int(1), default=5, help="chunks to retrieve (default 5)")
+    parser.add_argument("--threshold", type=float, default=None,
+                        help="minimum score of the mode: cosine (dense), BM25 (sparse) or fused (hybrid)")
+    parser.add_argument("--mode", choices=MODES, default=None,
+                        help="dense: embeddings; sparse: BM25 keywords; hybrid: both, fused (default: hybrid when "
+                        "the collection has keyword vectors, else dense)")
+    add_fusion(parser)
+    parser.add_argument("--include-toc", action="store_true",
+                        help="also search chunks flagged as a table of contents (left out by default)")
+    add_embedder(parser)
+    parser.add_argument("--json", action="store_true", help=json_help)
+
+
+def fusion_option(text: str) -> str:
+    """Return a fusion spec after checking it (rag.fusion); a usage error names the valid forms."""
+    try:
+        return parse_fusion(text).spec
+    except RagError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def add_fusion(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--fusion", type=fusion_option, default=None, metavar="SPEC",
+                        help="how hybrid fuses the dense and keyword lists: rrf, rrf:k=10:w=0.7, dbsf, convex:w=0.6 "
+                        f"(default: the collection's saved fusion, else {DEFAULT_FUSION})")
+
+
+def add_collection(parser: argparse.ArgumentParser, required: bool = False) -> None:
+    default = None if required else os.environ.get("RAG_COLLECTION") or DEFAULT_COLLECTION
+    parser.add_argument("--collection", required=required, default=default,
+                        help="Qdrant collection" + ("" if required else f" (default {default})"))
+
+
+def add_embedder(parser: argparse.ArgumentParser, prompts: bool = False) -> None:
+    parser.add_argument("--embedder", metavar="SPEC",
+                        help="embedder spec: " + ", ".join(EMBEDDER_SPECS) + " (default: the collection's own)")
+    if prompts:
+        parser.add_argument("--query-prompt", metavar="TEXT", default=None,
+                            help="put before each query (default: the model's own, e.g. e5 'query: '); recorded "
+                            "with a new collection, whose searches use it")
+        parser.add_argument("--document-prompt", metavar="TEXT", default=None,
+                            help="put before each chunk (default: the model's own, e.g. e5 'passage: ')")
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    parent = store_options()
+    ingest = commands.add_parser("ingest", parents=[parent], help="chunk, embed and store files")
+    ingest.add_argument("files", nargs="+", metavar="FILE")
+    add_collection(ingest)
+    common.add_chunk_options(ingest)
+    add_embedder(ingest, prompts=True)
+    ingest.add_argument("--password", help="password for encrypted PDFs")
+    ingest.add_argument("--language", choices=LANGUAGE_CHOICES, default=None,
+                        help="keyword (BM25) stemming and stop words of a new collection: auto (detected per "
+                        "document, the default), de, en or none")
+    ingest.add_argument("--keep-versions", action="store_true",
+                        help="keep a document whose file name is already in the collection (default: replace it)")
+    ingest.add_argument("--json", action="store_true", help="print the per-file results as JSON")
+    ingest.set_defaults(run=run_ingest, parser=ingest)
+
+    search = commands.add_parser("search", parents=[parent], help="similarity search in a collection")
+    add_query_options(search, "print {\"hits\": [...]}")
+    search.add_argument("--document", action="append", metavar="ID", help="only this document id (repeatable)")
+    search.set_defaults(run=run_search)
+
+    context = commands.add_parser("context", parents=[parent], help="the context an LLM would receive")
+    add_query_options(context, "print text, token_count, sources, included, dropped")
+    context.add_argument("--max-tokens", type=common.positive_int(1), default=CHAT_MAX_TOKENS,
+                         help=f"token budget (default {CHAT_MAX_TOKENS}; 5000 for content generation)")
+    context.add_argument("--label", default="Quelle", help="source label in the headers (default Quelle)")
+    context.set_defaults(run=run_context)
+
+    collections = commands.add_parser("collections", parents=[parent], help="list collections")
+    collections.add_argument("--json", action="store_true")
+    collections.set_defaults(run=run_collections)
+
+    documents = commands.add_parser("documents", parents=[parent], help="list the documents of a collection")
+    add_collection(documents)
+    documents.add_argument("--json", action="store_true")
+    documents.set_defaults(run=run_documents)
+
+    delete = commands.add_parser("delete", parents=[parent], help="delete a document or a whole collection")
+    add_collection(delete, required=True)
+    delete.add_argument("--document", metavar="ID", help="the document id (or a unique prefix) to delete")
+    delete.add_argument("--interrupted", action="store_true",
+                        help="with --document: delete only what an interrupted ingest left, keep the complete version")
+    delete.set_defaults(run=run_delete)
+

@@ -1,0 +1,133 @@
+"""bytes + filename -> Document (pages of clean text, headings); PDF via pypdf, text, Markdown."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, replace
+from pathlib import Path, PurePath
+
+from rag.documents.headings import find_headings
+from rag.documents.model import PAGE_SEPARATOR, SUPPORTED, Document, Page
+from rag.documents.pdf import read_pdf
+from rag.documents.text import clean_plain_text, decode_text
+from rag.errors import DocumentError, DocumentTooLargeError, EmptyDocumentError, UnsupportedFileError
+from rag.settings import LIMITS, limit
+
+DEFAULT_MAX_FILE_MB = int(LIMITS["RAG_MAX_FILE_MB"])
+DEFAULT_MAX_PAGES = int(LIMITS["RAG_MAX_PAGES"])
+KINDS_BY_SUFFIX = {".pdf": "pdf", ".txt": "text", ".text": "text", ".md": "markdown", ".markdown": "markdown"}
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """A file to ingest: its bytes, or the path to read them from when the ingest reaches it."""
+
+    name: str
+    data: bytes | None = None
+    password: str | None = None
+    path: Path | None = None  # read by read(), after its size was checked against the limit
+    size: int | None = None  # known size (an upload): checked before data is used
+
+    def read(self) -> bytes:
+        """Return the file's bytes; Empty/DocumentTooLargeError before reading a file over the limit."""
+        if self.size is not None:
+            check_size(self.size, self.name)
+        if self.data is not None:
+            return self.data
+        if self.path is None:
+            raise ValueError(f"SourceFile {self.name!r} has neither data nor path")
+        try:
+            check_size(self.path.stat().st_size, self.name)
+            return self.path.read_bytes()
+        except OSError as error:
+            message = f"'{self.name}' cannot be read ({error.strerror}). Check the file."
+            raise DocumentError(message, self.name) from None
+
+
+def load_document(
+    data: bytes,
+    filename: str,
+    password: str | None = None,
+    *,
+    max_bytes: int | None = None,
+    max_pages: int | None = None,
+) -> Document:
+    """Return the Document read from a file's bytes; raise a DocumentError subclass for a bad file.
+
+    Limits default to RAG_MAX_FILE_MB / RAG_MAX_PAGES (read at call time), else 200 MB / 5000 pages.
+    """
+    name = PurePath(filename or "").name or "document"
+    max_bytes, max_pages = _limits(max_bytes, max_pages)
+    check_size(len(data), name, max_bytes)
+    kind = _detect_kind(data, name)
+    if kind == "pdf":
+        pages, empty, outline, notes = read_pdf(data, name, password, max_pages)
+    else:
+        text, notes = decode_text(data, name)
+        pages, empty, outline = [Page(1, clean_plain_text(text))], [], []
+        if not pages[0].text:
+            raise EmptyDocumentError(f"'{name}' contains only whitespace. Choose a file with text.", name)
+    document = Document(
+        id=hashlib.sha256(data).hexdigest(),
+        title=name,
+        kind=kind,
+        pages=tuple(pages),
+        text=PAGE_SEPARATOR.join(page.text for page in pages),
+        empty_pages=tuple(empty),
+    )
+    starts = {page.number: start for page, start in zip(pages, document.page_starts, strict=True)}
+    headings = find_headings(document.text, kind, outline=outline, page_starts=starts)
+    located = sum(heading.source == "outline" for heading in headings)
+    if located < len(outline):
+        notes.append(
+            f"{len(outline) - located} of {len(outline)} bookmarks were not found in the text "
+            "and are not used as headings."
+        )
+    return replace(document, headings=headings, notes=tuple(notes))
+
+
+def check_size(size: int, name: str, max_bytes: int | None = None) -> None:
+    """Return None if a file of `size` bytes may be read; Empty/DocumentTooLargeError otherwise.
+
+    Callers with a file on disk or an upload check its size with this *before* reading the bytes.
+    """
+    max_bytes = _limits(max_bytes, 1)[0]
+    if size == 0:
+        raise EmptyDocumentError(f"'{name}' is empty (0 bytes). Choose a file with content.", name)
+    if size > max_bytes:
+        raise DocumentTooLargeError(
+            f"'{name}' is {_mb(size)} MB; the limit is {_mb(max_bytes)} MB. "
+            "Split it into smaller files, or raise the limit with RAG_MAX_FILE_MB.",
+            name,
+        )
+
+
+def _limits(max_bytes: int | None, max_pages: int | None) -> tuple[int, int]:
+    """Return (max_bytes, max_pages): the arguments, else RAG_MAX_FILE_MB / RAG_MAX_PAGES, else the defaults.
+
+    A limit that is set but malformed raises InvalidSettingsError (rag.settings.limit).
+    """
+    if max_bytes is None:
+        max_bytes = int(limit("RAG_MAX_FILE_MB") * 1024 * 1024)
+    if max_pages is None:
+        max_pages = int(limit("RAG_MAX_PAGES"))
+    return max_bytes, max_pages
+
+
+def _mb(size: int) -> str:
+    """Return a byte count as megabytes for a message, e.g. '0.5' or '200'."""
+    return f"{size / (1024 * 1024):.3g}"
+
+
+def _detect_kind(data: bytes, name: str) -> str:
+    """Return "pdf", "text" or "markdown" from the file name, sniffing a PDF header when it is unknown."""
+    suffix = PurePath(name).suffix.lower()
+    if suffix in KINDS_BY_SUFFIX:
+        return KINDS_BY_SUFFIX[suffix]
+    if b"%PDF-" in data[:1024]:
+        return "pdf"
+    raise UnsupportedFileError(
+        f"'{name}' is not a supported file type. RAG Lab reads {SUPPORTED} files; "
+        "convert it to one of these (e.g. save it as PDF) and upload it again.",
+        name,
+    )

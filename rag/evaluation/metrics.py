@@ -1,0 +1,190 @@
+"""Retrieval metrics judged by character spans (query sets: rag.evaluation.queries).
+
+Relevance survives any re-chunking because it is judged on spans, never on chunk ids. A hit is relevant
+when it comes from a relevant document and
+  - with `answer_start`: its [start, end) overlaps [answer_start, answer_start + len(answer)),
+  - with `answer` only: its content contains the answer (whitespace-normalised),
+  - with a document only: always (any chunk of it).
+
+Every query has *relevant units*: one per relevant document (a span label has exactly one). A unit is
+covered by the first relevant hit that comes from its document. For the top k hits of a query:
+  hit@k        1 if any of them is relevant, else 0
+  recall@k     covered units / units (span label: same as hit@k)
+  precision@k  relevant hits / k
+  mrr@k        1 / rank of the first relevant hit, 0 if it is below k
+  ndcg@k       binary gains, one per newly covered unit, over the ideal min(k, units) gains; a chunking
+               is not rewarded for cutting one answer into more chunks
+The set's metrics are the means over its queries. Search once with the largest k, then cut.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from rag.errors import InvalidSettingsError
+from rag.evaluation.queries import Query, squeezed
+from rag.store.records import Hit
+
+DEFAULT_KS = (1, 3, 5, 10)
+METRICS = ("hit", "recall", "precision", "mrr", "ndcg")
+
+
+@dataclass(frozen=True)
+class QueryOutcome:
+    query: Query
+    hits: tuple[Hit, ...]  # the top max(k) hits, best first
+    covers: tuple[int | None, ...]  # per hit: the index of the unit it covers, or None when not relevant
+    rank: int | None  # 1-based rank of the first relevant hit; None if none in the hits
+    score: float | None  # score of that hit
+    top_score: float | None
+
+    def to_json(self) -> dict:
+        """Return the per-query entry of `python -m rag eval --json`."""
+        return {
+            "query": self.query.text,
+            "documents": list(self.query.documents),
+            "answer": self.query.answer,
+            "rank": self.rank,
+            "score": self.score,
+            "top_score": self.top_score,
+            "retrieved": [
+                {"document_title": h.document_title, "chunk_index": h.chunk_index, "score": h.score,
+                 "relevant": c is not None}
+                for h, c in zip(self.hits, self.covers, strict=True)
+            ],
+        }
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    ks: tuple[int, ...]
+    metrics: dict[str, float]  # "hit@5", "mrr@10", ...: means over the queries
+    per_query: tuple[QueryOutcome, ...] = field(default=())
+
+    def failures(self, k: int) -> list[QueryOutcome]:
+        """Return the outcomes whose first relevant hit is not in the top k (worst first: unfound, then by rank)."""
+        missed = [o for o in self.per_query if o.rank is None or o.rank > k]
+        return sorted(missed, key=lambda o: (o.rank is not None, -(o.rank or 0)))
+
+    def to_json(self) -> dict:
+        """Return {"queries", "metrics", "per_query"} as `python -m rag eval --json` prints it."""
+        return {"queries": len(self.per_query), "ks": list(self.ks), "metrics": dict(self.metrics),
+                "per_query": [o.to_json() for o in self.per_query]}
+
+
+# ---- query sets -----------------------------------------------------------------------------------------
+
+
+def parse_ks(text: str | Iterable[int]) -> tuple[int, ...]:
+    """Return the sorted distinct cut-offs of "1,3,5,10" (or of ints); ValueError when one is not >= 1."""
+    items = text.split(",") if isinstance(text, str) else list(text)
+    values = set()
+    for item in items:
+        try:
+            value = int(str(item).strip())
+        except ValueError:
+            raise InvalidSettingsError(f"k must be whole numbers like 1,3,5,10; got {str(item).strip()!r}") from None
+        if value < 1:
+            raise InvalidSettingsError(f"k must be at least 1; got {value}")
+        values.add(value)
+    if not values:
+        raise InvalidSettingsError("give at least one k, e.g. 1,3,5,10")
+    return tuple(sorted(values))
+
+
+def _from(hit: Hit, query: Query, unit: int) -> bool:
+    if query.document_ids:
+        return hit.document_id in query.document_ids[unit]
+    label = query.documents[unit]
+    return label in (hit.document_title, hit.document_id)
+
+
+def covered_unit(query: Query, hit: Hit) -> int | None:
+    """Return the index of the relevant unit (label document) that hit covers, or None if it is not relevant."""
+    for unit in range(len(query.documents)):
+        if not _from(hit, query, unit):
+            continue
+        if query.answer_end is not None and hit.start is not None and hit.end is not None:
+            if hit.start < query.answer_end and hit.end > query.answer_start:
+                return unit
+        elif query.answer is not None:
+            if squeezed(query.answer) in squeezed(hit.content):
+                return unit
+        else:
+            return unit
+    return None
+
+
+def first_rank(covers: Sequence[int | None]) -> int | None:
+    """Return the 1-based rank of the first relevant hit, or None."""
+    return next((i for i, c in enumerate(covers, 1) if c is not None), None)
+
+
+def hit_at_k(covers: Sequence[int | None], k: int) -> float:
+    """Return 1.0 if a relevant hit is among the top k, else 0.0."""
+    return float(any(c is not None for c in covers[:k]))
+
+
+def recall_at_k(covers: Sequence[int | None], units: int, k: int) -> float:
+    """Return the fraction of the query's relevant units covered by the top k hits."""
+    return len({c for c in covers[:k] if c is not None}) / units if units else 0.0
+
+
+def precision_at_k(covers: Sequence[int | None], k: int) -> float:
+    """Return relevant hits in the top k divided by k (missing hits count as not relevant)."""
+    return sum(c is not None for c in covers[:k]) / k
+
+
+def mrr_at_k(covers: Sequence[int | None], k: int) -> float:
+    """Return 1 / rank of the first relevant hit if it is in the top k, else 0.0."""
+    rank = first_rank(covers[:k])
+    return 1.0 / rank if rank else 0.0
+
+
+def ndcg_at_k(covers: Sequence[int | None], units: int, k: int) -> float:
+    """Return nDCG@k with a gain of 1 for each hit that covers a unit not covered above it."""
+    seen: set[int] = set()
+    dcg = 0.0
+    for i, unit in enumerate(covers[:k]):
+        if unit is not None and unit not in seen:
+            seen.add(unit)
+            dcg += 1.0 / math.log2(i + 2)
+    ideal = sum(1.0 / math.log2(i + 2) for i in range(min(k, units)))
+    return dcg / ideal if ideal else 0.0
+
+
+def query_metrics(covers: Sequence[int | None], units: int, ks: Sequence[int]) -> dict[str, float]:
+    """Return every metric of one query at every k, keyed "hit@5", "mrr@10", ..."""
+    values: dict[str, float] = {}
+    for k in ks:
+        values[f"hit@{k}"] = hit_at_k(covers, k)
+        values[f"recall@{k}"] = recall_at_k(covers, units, k)
+        values[f"precision@{k}"] = precision_at_k(covers, k)
+        values[f"mrr@{k}"] = mrr_at_k(covers, k)
+        values[f"ndcg@{k}"] = ndcg_at_k(covers, units, k)
+    return values
+
+
+def metric_names(ks: Sequence[int]) -> list[str]:
+    """Return the metric keys in display order: each metric at each k."""
+    return [f"{m}@{k}" for m in METRICS for k in ks]
+
+
+def evaluate(queries: Sequence[Query], results: Sequence[Sequence[Hit]], ks: Sequence[int] = DEFAULT_KS) -> Evaluation:
+    """Return the metrics of the hits retrieved for each query (results[i] belongs to queries[i])."""
+    if len(queries) != len(results):
+        raise ValueError(f"{len(queries)} queries but {len(results)} result lists")
+    ks = parse_ks(ks)
+    outcomes, totals = [], dict.fromkeys(metric_names(ks), 0.0)
+    for query, hits in zip(queries, results, strict=True):
+        hits = tuple(hits[: ks[-1]])
+        covers = tuple(covered_unit(query, h) for h in hits)
+        rank = first_rank(covers)
+        for key, value in query_metrics(covers, len(query.documents), ks).items():
+            totals[key] += value
+        outcomes.append(QueryOutcome(query, hits, covers, rank, hits[rank - 1].score if rank else None,
+                                     hits[0].score if hits else None))
+    count = max(len(queries), 1)
+    return Evaluation(ks, {key: total / count for key, total in totals.items()}, tuple(outcomes))

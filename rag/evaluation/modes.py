@@ -1,0 +1,106 @@
+"""Search modes as a dimension of evaluations, sweeps and comparisons: "dense", "sparse", "hybrid-rrf", ...
+
+A SearchMode is the pair Store.search takes as `mode` and `fusion`. Written as text (CLI, JSON, tables):
+
+    dense         embeddings (cosine)
+    sparse        BM25 keywords
+    hybrid        both lists fused, with the default fusion (rrf unless the caller says otherwise)
+    hybrid-rrf    hybrid with reciprocal rank fusion
+    hybrid-dbsf   hybrid with distribution-based score fusion
+
+Modes are query-time only: one collection serves every mode, provided it has RAG Lab's keyword (sparse)
+vectors (collections made before keyword search existed, and foreign ones, have not: dense only).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from rag.errors import InvalidSettingsError, RagError
+from rag.store.client import Store
+from rag.store.records import CollectionInfo, SparseVectorsMissingError
+from rag.store.search import FUSIONS, MODES, check_mode
+
+
+@dataclass(frozen=True)
+class SearchMode:
+    mode: str = "dense"  # one of rag.store_search.MODES
+    fusion: str = "rrf"  # a fusion spec (rag.fusion), e.g. "convex:w=0.6"; "rrf" for dense and sparse, unused
+
+    def __post_init__(self) -> None:
+        fusion = check_mode(self.mode, self.fusion)
+        # normalised, so SearchMode("dense", "dbsf") == SearchMode("dense") and "convex:w=0.50" == "convex"
+        object.__setattr__(self, "fusion", fusion.spec if self.mode == "hybrid" else "rrf")
+
+    @property
+    def label(self) -> str:
+        """Return the mode as text: "dense", "sparse", "hybrid-rrf", "hybrid-convex:w=0.6" ..."""
+        return f"hybrid-{self.fusion}" if self.mode == "hybrid" else self.mode
+
+    @property
+    def fusion_used(self) -> str | None:
+        """Return the fusion if the mode fuses (hybrid), else None (what JSON rows carry)."""
+        return self.fusion if self.mode == "hybrid" else None
+
+    @property
+    def needs_vectors(self) -> bool:
+        """Return whether queries must be embedded (every mode but sparse)."""
+        return self.mode != "sparse"
+
+    @property
+    def needs_keywords(self) -> bool:
+        """Return whether the collection needs keyword (sparse) vectors (every mode but dense)."""
+        return self.mode != "dense"
+
+
+MODE_NAMES = ("dense", "sparse", "hybrid", *(f"hybrid-{f}" for f in FUSIONS))  # and hybrid-<fusion spec>
+
+
+def parse_mode(text: str | SearchMode, fusion: str = "rrf") -> SearchMode:
+    """Return the SearchMode of "dense", "sparse", "hybrid" (with fusion) or "hybrid-<fusion spec>"
+    ("hybrid-dbsf", "hybrid-convex:w=0.6"); ValueError if unknown."""
+    if isinstance(text, SearchMode):
+        return text
+    name = text.strip().lower()
+    if name.startswith("hybrid-"):
+        name, fusion = "hybrid", name.removeprefix("hybrid-")
+    if name not in MODES:
+        raise InvalidSettingsError(f"unknown search mode {text.strip()!r}; use one of {', '.join(MODE_NAMES)}")
+    try:
+        return SearchMode(name, fusion)
+    except RagError as error:
+        raise InvalidSettingsError(str(error).rstrip(".")) from None
+
+
+def parse_modes(text: str | Iterable[str | SearchMode], fusion: str = "rrf") -> list[SearchMode]:
+    """Return the distinct modes of "dense,hybrid" (or of a list), in the order given; ValueError if none or unknown."""
+    items = text.split(",") if isinstance(text, str) else list(text)
+    modes = list(dict.fromkeys(parse_mode(item, fusion) for item in items if str(item).strip()))
+    if not modes:
+        raise InvalidSettingsError(f"give at least one search mode, e.g. dense,hybrid ({', '.join(MODE_NAMES)})")
+    return modes
+
+
+def collection_info(store: Store, collection: str) -> CollectionInfo:
+    """Return the CollectionInfo of one collection; CollectionNotFoundError (listing the others) if missing."""
+    infos = {c.name: c for c in store.collections()}
+    if collection not in infos:
+        store.collection_embedder(collection)  # raises the store's CollectionNotFoundError
+    return infos[collection]
+
+
+def require_keywords(store: Store, collection: str, modes: Iterable[SearchMode]) -> None:
+    """Return None when collection can run every mode; SparseVectorsMissingError saying what to do otherwise."""
+    keyword = [m.label for m in modes if m.needs_keywords]
+    if not keyword:
+        return
+    if store.has_keywords(collection):
+        return
+    foreign = store.collection_embedder(collection)[0] is None
+    why = "was not made by RAG Lab" if foreign else "was made before keyword search existed"
+    raise SparseVectorsMissingError(
+        f"Collection '{collection}' has no keyword (sparse) vectors ({why}), so it cannot be searched "
+        f"{' or '.join(keyword)}. Re-ingest its documents into a new collection "
+        "(python -m rag ingest FILES --collection NEW), or use the dense mode."
+    )

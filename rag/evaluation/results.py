@@ -1,0 +1,147 @@
+"""What a sweep reports: configurations, progress events, one row per configuration and search mode, the best.
+
+A row is a configuration (chunk_size, overlap, strategy) searched in one mode (rag.search_modes). The
+modes of a configuration share its collection, so the collection is built once: the first mode's row
+carries the chunking, embedding and indexing seconds, every row its own searching seconds, and sums over
+rows stay true.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from rag.chunking.chunker import ChunkSettings
+from rag.evaluation.metrics import Evaluation
+from rag.evaluation.modes import SearchMode
+
+STAGES = ("chunking", "embedding", "indexing", "searching")  # the time split of every configuration
+
+
+@dataclass(frozen=True)
+class SweepConfig:
+    chunk_size: int
+    overlap: int
+    strategy: str = "structure"
+
+    @property
+    def settings(self) -> ChunkSettings:
+        return ChunkSettings(self.chunk_size, self.overlap, self.strategy)
+
+    @property
+    def label(self) -> str:
+        """Return the configuration in words, e.g. "chunk_size 400, overlap 50"."""
+        extra = f", {self.strategy}" if self.strategy != "structure" else ""
+        return f"chunk_size {self.chunk_size}, overlap {self.overlap}{extra}"
+
+
+@dataclass(frozen=True)
+class SweepProgress:
+    stage: str  # "queries", then per configuration one of STAGES, then "done"
+    config_index: int  # 0-based
+    configs: int
+    config: SweepConfig | None
+    done: int = 0  # units of the stage done (texts for embedding, modes for searching, 0/1 otherwise)
+    total: int = 1
+    message: str = ""
+
+    @property
+    def fraction(self) -> float:
+        """Return how much of the whole sweep is done, 0.0 - 1.0 (for a progress bar)."""
+        if self.stage == "queries" or not self.configs:
+            return 0.0
+        if self.stage == "done":
+            return (self.config_index + 1) / self.configs
+        within = (STAGES.index(self.stage) + (self.done / self.total if self.total else 1.0)) / len(STAGES)
+        return min((self.config_index + within) / self.configs, 1.0)
+
+
+@dataclass
+class ConfigResult:
+    config: SweepConfig
+    collection: str
+    evaluation: Evaluation
+    chunks: int
+    mean_tokens: float
+    seconds: dict[str, float]  # one entry per STAGES (building: only in the first mode's row, see above)
+    reused: bool  # the collection already held these chunks: nothing embedded or indexed
+    embedded: int  # chunks the embedder had to embed (the rest came from the cache); 0 in later mode rows
+    mode: SearchMode = field(default_factory=SearchMode)
+
+    @property
+    def metrics(self) -> dict[str, float]:
+        return self.evaluation.metrics
+
+    @property
+    def total_seconds(self) -> float:
+        return sum(self.seconds.values())
+
+    @property
+    def label(self) -> str:
+        """Return the row in words, e.g. "chunk_size 400, overlap 50, hybrid-rrf search"."""
+        return f"{self.config.label}, {self.mode.label} search"
+
+    def to_json(self) -> dict:
+        """Return one row of the sweep: configuration, mode, metrics, chunk count, mean tokens and times."""
+        return {"chunk_size": self.config.chunk_size, "overlap": self.config.overlap,
+                "strategy": self.config.strategy, "mode": self.mode.mode, "fusion": self.mode.fusion_used,
+                "collection": self.collection, "chunks": self.chunks, "mean_tokens": round(self.mean_tokens, 1),
+                "metrics": dict(self.metrics), "reused": self.reused, "embedded": self.embedded,
+                "seconds": {k: round(v, 3) for k, v in self.seconds.items()},
+                "total_seconds": round(self.total_seconds, 3)}
+
+
+@dataclass
+class SweepResult:
+    results: list[ConfigResult]
+    embedder: str
+    ks: tuple[int, ...]
+    queries: int
+    documents: list[str]  # titles
+    query_seconds: float  # embedding the queries, once for all configurations
+    skipped: list[str] = field(default_factory=list)  # notes on configurations left out
+    created_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
+
+    @property
+    def modes(self) -> list[str]:
+        """Return the mode labels of the rows, each once, in order ("dense", "hybrid-rrf", ...)."""
+        return list(dict.fromkeys(r.mode.label for r in self.results))
+
+    def default_metric(self) -> str:
+        return f"mrr@{self.ks[-1]}"
+
+    def best(self, metric: str | None = None) -> ConfigResult | None:
+        """Return the row with the highest metric (ties: higher hit@max k, then fewer chunks, then the first)."""
+        metric = metric or self.default_metric()
+        hit = f"hit@{self.ks[-1]}"
+        return max(self.results, key=lambda r: (r.metrics[metric], r.metrics[hit], -r.chunks), default=None)
+
+    def summary(self, metric: str | None = None) -> str:
+        """Return the best row in words, e.g. "Best by mrr@10: chunk_size 400, overlap 50, dense search (...)"."""
+        metric = metric or self.default_metric()
+        best = self.best(metric)
+        if best is None:
+            return "No configuration was run."
+        hit = f"hit@{self.ks[-1]}"
+        also = f", {hit} {best.metrics[hit]:.3f}" if hit != metric else ""
+        return (f"Best by {metric}: {best.label} ({metric} {best.metrics[metric]:.3f}{also}; "
+                f"{best.chunks} chunks of {best.mean_tokens:.0f} tokens on average).")
+
+    def to_json(self, per_query: bool = False) -> dict:
+        """Return the whole sweep: embedder, date, ks, modes, the rows (each query's outcome if asked), the best."""
+        best = self.best()
+        configs = [r.to_json() | ({"per_query": r.evaluation.to_json()["per_query"]} if per_query else {})
+                   for r in self.results]
+        return {"embedder": self.embedder, "created_at": self.created_at, "ks": list(self.ks), "modes": self.modes,
+                "queries": self.queries, "documents": self.documents, "query_seconds": round(self.query_seconds, 3),
+                "skipped": self.skipped, "configs": configs,
+                "best": best.to_json() | {"by": self.default_metric()} if best else None}
+
+    def table(self) -> list[dict]:
+        """Return one flat row per configuration and mode (for CSV): settings, embedder, date, metrics, times."""
+        return [{"chunk_size": r.config.chunk_size, "overlap": r.config.overlap, "strategy": r.config.strategy,
+                 "mode": r.mode.label, "embedder": self.embedder, "created_at": self.created_at, "chunks": r.chunks,
+                 "mean_tokens": round(r.mean_tokens, 1), **r.metrics,
+                 **{f"{stage}_seconds": round(r.seconds[stage], 3) for stage in STAGES},
+                 "total_seconds": round(r.total_seconds, 3), "collection": r.collection}
+                for r in self.results]

@@ -1,0 +1,15 @@
+"""Stage 4, store and search: Qdrant (embedded folder by default, or a server/cluster by URL).
+
+open       open_store: one cached Store per folder or URL     client     Store: collections, layout, upsert
+documents  list, plan, write and delete documents             versions   crash-safe generations of a document
+search     dense, keyword and hybrid search                   fusion     how hybrid fuses the two lists
+keywords   Qdrant's BM25 vectors (stemmed, per language)      legacy_keywords  the analyzer of old collections
+records    Hit, CollectionInfo, DocumentInfo, point ids       archive    documents as read, kept by id
+rebuild    a stored document rebuilt from its chunks
+"""
+
+from rag.store.client import DEFAULT_COLLECTION, SYSTEM_COLLECTION, Store
+from rag.store.open import open_store
+from rag.store.records import CollectionInfo, DocumentInfo, Hit
+
+__all__ = ["DEFAULT_COLLECTION", "SYSTEM_COLLECTION", "CollectionInfo", "DocumentInfo", "Hit", "Store", "open_store"]

@@ -1,0 +1,246 @@
+"""Qdrant: embedded folder or server URL; collections, upsert, list, delete, search.
+
+A collection made here remembers its embedder twice: its one dense vector (cosine) is named after the
+model id (`local:all-MiniLM-L6-v2` -> `local-all-MiniLM-L6-v2`), and the collection metadata holds
+`{"rag_lab": {"embedder": model id, "dimension": n, "vector": vector name}}`. Qdrant cannot add a vector
+to an existing collection, so one collection serves one embedder. A collection without that metadata is
+*foreign* (made by another program): it can be listed and searched with an embedder of the same
+dimension, never written to. Collection metadata needs Qdrant server 1.16 or newer.
+
+Keyword search: collections made here also get a sparse vector "bm25" with Qdrant's IDF modifier; each
+point stores the BM25 term-frequency weights of its chunk (rag.sparse) and the metadata records
+`"sparse": "bm25"` and the analyzer. Collections made before that (and foreign ones) have no such vector:
+dense search works as before, sparse and hybrid search raise SparseVectorsMissingError (re-ingest into a
+new collection). Searching is in rag.store_search.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from typing import Any
+
+import httpx
+from qdrant_client import QdrantClient, models
+from qdrant_client.http.exceptions import ApiException, UnexpectedResponse
+
+from rag.embeddings.base import Embedder
+from rag.errors import (
+    CollectionNotFoundError,
+    EmbedderMismatchError,
+    InvalidSettingsError,
+    RagError,
+    StoreError,
+    StoreUnavailableError,
+)
+from rag.store import keywords
+from rag.store.documents import DocumentsMixin
+from rag.store.keywords import Analyzer, analyzer_for
+from rag.store.records import (
+    CollectionInfo,
+    Layout,
+    describe_vectors,
+    mismatch_error,
+    vector_name,
+)
+from rag.store.search import SearchMixin
+from rag.store.versions import NOT_REGISTRY, VersionsMixin
+
+DEFAULT_COLLECTION = "documents"
+SYSTEM_COLLECTION = "system-docs"
+DEFAULT_PATH = "./data/qdrant"
+META_KEY = "rag_lab"
+SPARSE_VECTOR = "bm25"  # the keyword vector of collections made here
+UPSERT_BATCH = 256
+SERVER_TIMEOUT = 10  # seconds per request to a Qdrant server
+_WITHOUT_TEXT = models.PayloadSelectorExclude(exclude=["content", "heading_path"])
+
+
+class Store(DocumentsMixin, VersionsMixin, SearchMixin):
+    """One Qdrant client (embedded folder, memory or server) and the operations RAG Lab needs."""
+
+    def __init__(self, client: QdrantClient, location: str, local: bool,
+                 on_close: Callable[[Store], None] | None = None):
+        self.client, self.location, self.local = client, location, local
+        self._on_close = on_close  # rag.store.open drops the store from its cache
+        # the embedded engine is not thread-safe; Streamlit sessions run in threads
+        self._lock: AbstractContextManager = threading.RLock() if local else nullcontext()
+
+    def close(self) -> None:
+        """Release the client (and the folder lock); the Store is unusable afterwards."""
+        if self._on_close is not None:
+            self._on_close(self)
+        self.client.close()
+
+    @contextmanager
+    def _guard(self, action: str) -> Iterator[None]:
+        """Run client calls under the lock; turn client failures into StoreError subclasses."""
+        try:
+            with self._lock:
+                yield
+        except RagError:
+            raise
+        except (ApiException, httpx.HTTPError) as e:
+            if isinstance(e, UnexpectedResponse) and e.status_code not in (None, 502, 503, 504):
+                raise StoreError(f"Qdrant at {self.location} refused {action}: {e}") from e
+            raise StoreUnavailableError(
+                f"Qdrant at {self.location} did not answer while {action} ({e}). Is the server running?"
+            ) from e
+        except (ValueError, RuntimeError, OSError) as e:
+            raise StoreError(f"Qdrant at {self.location} failed {action}: {e}") from e
+
+    # ---- collections -------------------------------------------------------------------------
+
+    def has_collection(self, name: str) -> bool:
+        """Return whether a collection of that name exists."""
+        with self._guard(f"checking collection '{name}'"):
+            return self.client.collection_exists(name)
+
+    def _names(self) -> list[str]:
+        with self._guard("listing collections"):
+            return sorted(c.name for c in self.client.get_collections().collections)
+
+    def _layout(self, name: str) -> Layout:
+        """Return the vectors and embedders of a collection; CollectionNotFoundError if missing."""
+        if not self.has_collection(name):
+            existing = ", ".join(f"'{n}'" for n in self._names()) or "none"
+            raise CollectionNotFoundError(
+                f"Collection '{name}' does not exist in Qdrant at {self.location}. Existing: {existing}. "
+                "Ingest documents into it first, or pick an existing collection."
+            )
+        with self._guard(f"reading collection '{name}'"):
+            config = self.client.get_collection(name).config
+        raw = config.params.vectors
+        params = {"": raw} if isinstance(raw, models.VectorParams) else dict(raw or {})
+        vectors = {k: v.size for k, v in params.items()}
+        distances = {k: str(getattr(v.distance, "value", v.distance)).lower() for k, v in params.items()}
+        meta = (config.metadata or {}).get(META_KEY) or {}
+        if meta.get("vector") in vectors and meta.get("embedder"):
+            keyword = meta.get("sparse") if meta.get("sparse") in (config.params.sparse_vectors or {}) else None
+            return Layout(name, vectors, str(meta["embedder"]), meta["vector"], keyword, distances, dict(meta))
+        return Layout(name, vectors, None, "" if "" in vectors else next(iter(vectors), ""), None, distances)
+
+    def collection_embedder(self, collection: str) -> tuple[str | None, int]:
+        """Return (model id, dimension) of the embedder that made a collection; None id when foreign."""
+        layout = self._layout(collection)
+        return layout.embedder, layout.vectors.get(layout.vector, 0)
+
+    def analyzer(self, collection: str) -> Analyzer:
+        """Return how the collection turns text into keyword vectors (its recorded analyzer and languages)."""
+        layout = self._layout(collection)
+        return self._analyzer(layout)
+
+    def _analyzer(self, layout: Layout) -> Analyzer:
+        if layout.meta.get("analyzer") == keywords.ANALYZER and layout.meta.get("language") == "auto":
+            return analyzer_for(layout.meta, self.document_languages(layout.name))
+        return analyzer_for(layout.meta)
+
+    def collection_meta(self, collection: str) -> dict:
+        """Return what RAG Lab recorded about a collection (embedder, prompts, analyzer, ...); {} when foreign."""
+        return dict(self._layout(collection).meta)
+
+    def collections(self) -> list[CollectionInfo]:
+        """Return every collection with its point count, embedder and vectors, sorted by name."""
+        infos = []
+        for name in self._names():
+            layout = self._layout(name)
+            with self._guard(f"counting points of '{name}'"):
+                points = self.client.count(name, count_filter=models.Filter(must_not=[NOT_REGISTRY]), exact=True).count
+            size = layout.vectors.get(layout.vector, 0)
+            infos.append(
+                CollectionInfo(name, points, layout.embedder, size, layout.vectors, layout.foreign, bool(layout.sparse),
+                               layout.prompts)
+            )
+        return infos
+
+    def delete_collection(self, name: str) -> None:
+        """Delete a collection and all its points (CollectionNotFoundError if it does not exist)."""
+        self._layout(name)
+        with self._guard(f"deleting collection '{name}'"):
+            self.client.delete_collection(name)
+
+    def has_keywords(self, collection: str) -> bool:
+        """Return whether collection has RAG Lab keyword (sparse) vectors for sparse and hybrid search."""
+        return bool(self._layout(collection).sparse)
+
+    def points_with_vectors(self, collection: str, ids: list[Any], vector: str, fields: list[str]) -> list[Any]:
+        """Return the points of ids with the payload fields and their vectors (every vector when vector == "")."""
+        found: list[Any] = []
+        for i in range(0, len(ids), 256):
+            with self._guard(f"reading vectors of '{collection}'"):
+                found += self.client.retrieve(collection, ids[i : i + 256], with_vectors=[vector] if vector else True,
+                                              with_payload=models.PayloadSelectorInclude(include=fields))
+        return found
+
+    def check_writable(self, name: str, embedder: Embedder, language: str | None = None) -> None:
+        """Return None if embedder may write to collection name (new, or made by it); the error saying why not.
+
+        Checked before anything is embedded, so a mismatch costs no embedding time. language (when given)
+        must be the collection's keyword language: a collection keeps the analysis it was made with.
+        """
+        if language is not None:
+            keywords.check_language(language)
+        if not self.has_collection(name):
+            return
+        layout = self._layout(name)
+        if layout.foreign:
+            raise StoreError(
+                f"Collection '{name}' was not made by RAG Lab (vectors: {describe_vectors(layout.vectors)}); "
+                "it can be searched but not written to. Ingest into another collection name."
+            )
+        if layout.embedder != embedder.model_id or layout.vectors[layout.vector] != embedder.dimension:
+            raise mismatch_error(layout, embedder.model_id, embedder.dimension)
+        if layout.prompts != (embedder.query_prompt, embedder.document_prompt):
+            query, document = layout.prompts
+            raise EmbedderMismatchError(
+                f"Collection '{name}' was built with the query prompt '{query}' and the document prompt "
+                f"'{document}', not '{embedder.query_prompt}' / '{embedder.document_prompt}'. Use the collection's "
+                "prompts (leave --query-prompt/--document-prompt out), or ingest into a new collection."
+            )
+        recorded = layout.meta.get("language") if layout.meta.get("analyzer") == keywords.ANALYZER else None
+        if language is not None and recorded != language:
+            raise InvalidSettingsError(
+                f"Collection '{name}' analyses keywords {'as ' + repr(recorded) if recorded else 'without stemming'}; "
+                f"it cannot switch to '{language}'. Leave --language out, or ingest into a new collection."
+            )
+
+    def _ensure_collection(self, name: str, embedder: Embedder, language: str | None = None) -> Layout:
+        """Return the layout to write with; create the collection if needed, refuse mismatches.
+
+        language: the keyword language of a new collection (rag.keywords; None = "auto"); an existing
+        collection keeps its own, and asking for another one is an error.
+        """
+        vname = vector_name(embedder.model_id)
+        created = not self.has_collection(name) and self._create_collection(name, embedder, vname, language)
+        layout = self._layout(name)
+        if layout.foreign and created:
+            raise StoreError(
+                f"Qdrant at {self.location} did not keep the metadata of the new collection '{name}'; "
+                "RAG Lab needs Qdrant server 1.16 or newer."
+            )
+        self.check_writable(name, embedder, None if created else language)
+        return layout
+
+    def _create_collection(self, name: str, embedder: Embedder, vname: str, language: str | None = None) -> bool:
+        """Return True once the collection exists, False if another process created it first."""
+        meta = {"embedder": embedder.model_id, "dimension": embedder.dimension, "vector": vname,
+                "query_prompt": embedder.query_prompt, "document_prompt": embedder.document_prompt}
+        meta |= {"sparse": SPARSE_VECTOR, "analyzer": keywords.ANALYZER,
+                 "language": keywords.check_language(language or keywords.DEFAULT_LANGUAGE)}
+        params = models.VectorParams(size=embedder.dimension, distance=models.Distance.COSINE)
+        keyword = {SPARSE_VECTOR: models.SparseVectorParams(modifier=models.Modifier.IDF)}
+        try:
+            with self._guard(f"creating collection '{name}'"):
+                self.client.create_collection(
+                    name, vectors_config={vname: params}, sparse_vectors_config=keyword, metadata={META_KEY: meta}
+                )
+        except StoreError:
+            if self.has_collection(name):
+                return False
+            raise
+        if not self.local:  # the embedded engine ignores payload indexes (and warns)
+            for field in ("document_id", "document_title", "generation"):
+                with self._guard(f"indexing {field} in '{name}'"):
+                    self.client.create_payload_index(name, field, models.PayloadSchemaType.KEYWORD)
+        return True

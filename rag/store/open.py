@@ -1,0 +1,128 @@
+"""Where Qdrant lives: one cached Store per embedded folder or server URL, closed at exit."""
+
+from __future__ import annotations
+
+import atexit
+import os
+import threading
+import warnings
+
+import httpx
+from qdrant_client import QdrantClient
+from qdrant_client.http.exceptions import ApiException, UnexpectedResponse
+
+from rag.errors import InvalidSettingsError, StoreUnavailableError
+from rag.settings import QDRANT, check_url, configured_key, display_url
+from rag.store.client import DEFAULT_PATH, SERVER_TIMEOUT, Store
+
+LARGE_LOCAL_COLLECTION = 20_000  # points above which the embedded engine gets slow (qdrant-client's own figure)
+# qdrant-client warns about that on every load and upsert, in its words; rag says it once, with what to do
+warnings.filterwarnings("ignore", message="Local mode is not recommended", category=UserWarning)
+_STORES: dict[tuple[str, ...], Store] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def open_store(path: str | None = None, url: str | None = None, api_key: str | None = None) -> Store:
+    """Return the process's Store for a location: url/QDRANT_URL (server) or path/RAG_QDRANT_PATH (folder).
+
+    Explicit arguments win over environment variables (read now, not at import). QDRANT_API_KEY is sent
+    only to QDRANT_URL: another url gets api_key, or no key (rag.settings). One Store per location is
+    cached, because an embedded folder can be opened by one client only; path=":memory:" gives a new
+    in-memory engine every call (for tests). A malformed URL or an empty path raises InvalidSettingsError.
+    """
+    if path == ":memory:":
+        return Store(QdrantClient(location=":memory:"), "memory", local=True)
+    if path is not None and not str(path).strip():
+        raise InvalidSettingsError("The Qdrant folder is empty. Give a folder path, or leave it out for the default.")
+    if url is not None and not url.strip():
+        raise InvalidSettingsError("The Qdrant URL is empty. Give a URL such as http://localhost:6333.")
+    url = url or (None if path else os.environ.get("QDRANT_URL") or None)
+    if url:
+        url = check_url(url, "The Qdrant URL")
+        api_key = (api_key if api_key is not None else configured_key(url, QDRANT)) or None
+        key = ("url", url, api_key or "")
+    else:
+        path = os.path.abspath(os.path.expanduser(path or os.environ.get("RAG_QDRANT_PATH") or DEFAULT_PATH))
+        key = ("path", path)
+    with _CACHE_LOCK:
+        if key not in _STORES:
+            _STORES[key] = _connect_server(url, api_key) if url else _open_folder(path)
+        return _STORES[key]
+
+
+def _open_folder(path: str) -> Store:
+    try:
+        client = QdrantClient(path=path)
+    except RuntimeError as e:
+        if "already accessed" not in str(e):
+            raise
+        raise StoreUnavailableError(
+            f"The Qdrant folder {path} is in use by another process (another RAG Lab app or CLI). "
+            "Close that one, or run a Qdrant server and set QDRANT_URL so several processes can share it."
+        ) from e
+    except OSError as e:
+        raise StoreUnavailableError(
+            f"The Qdrant folder {path} cannot be opened: {e}. Set RAG_QDRANT_PATH to a writable folder."
+        ) from e
+    return Store(client, path, local=True, on_close=forget)
+
+
+def _connect_server(url: str, api_key: str | None) -> Store:
+    shown = display_url(url)
+    try:
+        client = QdrantClient(url=url, api_key=api_key, timeout=SERVER_TIMEOUT, check_compatibility=False)
+    except ValueError as e:  # qdrant-client's own URL checks
+        raise InvalidSettingsError(
+            f"The Qdrant URL '{shown}' is not usable ({e}). Write it like http://localhost:6333."
+        ) from None
+    try:
+        client.get_collections()  # the client is lazy: probe now, not at the first search
+    except UnexpectedResponse as e:
+        client.close()
+        if e.status_code in (401, 403):
+            hint = "Check QDRANT_API_KEY." if api_key else (
+                "No API key was sent: QDRANT_API_KEY goes only to the URL in QDRANT_URL.")
+        else:
+            hint = "Check QDRANT_URL."
+        raise StoreUnavailableError(f"Qdrant at {shown} answered {e.status_code} {e.reason_phrase}. {hint}") from e
+    except (ApiException, httpx.HTTPError, OSError, ValueError) as e:
+        client.close()
+        raise StoreUnavailableError(
+            f"Qdrant at {shown} cannot be reached ({_reason(e)}). Start the server, fix QDRANT_URL, "
+            "or unset QDRANT_URL to use the embedded folder."
+        ) from e
+    return Store(client, shown, local=False, on_close=forget)
+
+
+def _reason(error: Exception) -> str:
+    """Return the first line of an error's text, short (httpx puts whole tracebacks of causes in some)."""
+    text = (str(error).strip().splitlines() or [type(error).__name__])[0]
+    return text[:160]
+
+
+def size_note(store: Store, infos: list | None = None) -> str | None:
+    """Return a note when an embedded store holds a collection too large for it (else None)."""
+    if not store.local:
+        return None
+    large = [c for c in (infos if infos is not None else store.collections()) if c.points > LARGE_LOCAL_COLLECTION]
+    if not large:
+        return None
+    names = ", ".join(f"'{c.name}' ({c.points:,} chunks)" for c in large)
+    return (f"{names} {'is' if len(large) == 1 else 'are'} large for the embedded Qdrant engine, which compares "
+            f"every chunk on each search (slow above {LARGE_LOCAL_COLLECTION:,}). Run a Qdrant server and set "
+            "QDRANT_URL for collections this size.")
+
+
+def forget(store: Store) -> None:
+    """Drop store from the cache (it is being closed)."""
+    with _CACHE_LOCK:
+        for key, cached in list(_STORES.items()):
+            if cached is store:
+                del _STORES[key]
+
+
+@atexit.register
+def _close_all() -> None:
+    """Close cached clients while Python can still run their cleanup (else qdrant-client warns at exit)."""
+    for store in list(_STORES.values()):
+        store.close()

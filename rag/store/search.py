@@ -1,0 +1,241 @@
+"""Search over a collection in three modes, one query or a batch, with filter, threshold and top_k.
+
+- "dense": nearest neighbours of the query vector (Hit.score is Qdrant's cosine, score_kind "cosine").
+- "sparse": keyword search, the query text's terms against the chunks' BM25 vectors (rag.sparse;
+  Hit.score is the BM25 score, score_kind "bm25"). Needs no query vector; a query without terms (only
+  stop words or punctuation) finds nothing.
+- "hybrid": one Qdrant query with two prefetches, dense and sparse, each `candidate_limit(top_k)` long,
+  fused by the engine with RRF (score = sum of 1 / (k + position), position from 0, k = 2 in Qdrant;
+  optionally weighted) or DBSF (each list's scores normalised by mean ± 3 standard deviations, then
+  summed), or fused here from the same two lists by a convex combination (rag.fusion). Hit.score is that
+  fused score, not a cosine (score_kind "rrf" / "dbsf" / "convex").
+
+Explanation: every hit carries its dense and sparse score and rank (see rag.records.Hit). For hybrid
+search the two candidate lists are queried again next to the fused query, in the same round trip and
+with the same vector, filter and limit as the prefetches, so ranks and scores are the ones the fusion
+saw. In dense or sparse mode only that mode's fields are filled.
+
+score_threshold applies to the mode's own score: cosine, BM25, or the fused score (the candidate lists
+are not cut). All requests of one call go to Qdrant in one query_batch_points round trip.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from qdrant_client import models
+
+from rag.embeddings.base import Embedder
+from rag.errors import QueryError
+from rag.store.fusion import METHODS, Fusion, convex, parse_fusion
+from rag.store.keywords import Analyzer
+from rag.store.records import Hit, Layout, hit_from_point, mismatch_error, sparse_missing_error
+
+MODES = ("dense", "sparse", "hybrid")
+FUSIONS = METHODS  # the fusion methods; a fusion is given as a spec, e.g. "convex:w=0.6" (rag.fusion)
+MIN_CANDIDATES = 50
+
+
+def candidate_limit(top_k: int) -> int:
+    """Return how many chunks each hybrid prefetch (dense, sparse) hands to the fusion."""
+    return max(top_k * 4, MIN_CANDIDATES)
+
+
+def check_mode(mode: str, fusion: str | Fusion = "rrf") -> Fusion:
+    """Return the fusion if mode and fusion are known; RagError (InvalidSettingsError) listing the valid ones."""
+    if mode not in MODES:
+        raise QueryError(f"Unknown search mode '{mode}'. Use one of: {', '.join(MODES)}.")
+    return parse_fusion(fusion)
+
+
+@dataclass
+class _Plan:
+    """The requests of one query: the candidate lists to explain with, and the request giving the hits."""
+
+    dense: models.QueryRequest | None = None
+    sparse: models.QueryRequest | None = None
+    final: models.QueryRequest | None = None  # None: nothing can match (a sparse query without terms)
+
+
+class SearchMixin:
+    """The search half of Store (it needs Store's _layout, search_filter, _guard and client)."""
+
+    def _using(self, layout: Layout, dimension: int, embedder: Embedder | None, name: str | None) -> str | None:
+        """Return the vector to search (None = unnamed); EmbedderMismatchError when none fits."""
+        model_id = embedder.model_id if embedder else None
+        if not layout.foreign and model_id not in (None, layout.embedder):
+            raise mismatch_error(layout, model_id, dimension)
+        if name is None and layout.foreign and len(layout.vectors) > 1:
+            fits = [n for n, size in layout.vectors.items() if size == dimension]
+            name = fits[0] if len(fits) == 1 else None
+            if name is None:
+                raise mismatch_error(layout, model_id, dimension)
+        name = layout.vector if name is None else name
+        if name not in layout.vectors or layout.vectors[name] != dimension:
+            raise mismatch_error(layout, model_id, dimension, name)
+        return name or None
+
+    def search(
+        self,
+        collection: str,
+        vector: np.ndarray | None = None,
+        embedder: Embedder | None = None,
+        *,
+        vector_name: str | None = None,
+        top_k: int = 5,
+        score_threshold: float | None = None,
+        document_ids: list[str] | None = None,
+        mode: str = "dense",
+        fusion: str = "rrf",
+        query_text: str | None = None,
+        include_toc: bool = False,
+    ) -> list[Hit]:
+        """Return the top_k chunks for one query, best first, each with its score explained.
+
+        dense needs vector, sparse needs query_text, hybrid needs both (see the module docstring).
+        """
+        vectors = None if vector is None else np.asarray(vector, dtype=np.float32).reshape(1, -1)
+        texts = None if query_text is None else [query_text]
+        rows = self.search_batch(
+            collection, vectors, embedder, top_k, vector_name=vector_name, score_threshold=score_threshold,
+            document_ids=document_ids, mode=mode, fusion=fusion, query_texts=texts, include_toc=include_toc,
+        )  # fmt: skip
+        return rows[0] if rows else []
+
+    def search_batch(
+        self,
+        collection: str,
+        vectors: np.ndarray | None = None,
+        embedder: Embedder | None = None,
+        top_k: int = 5,
+        *,
+        vector_name: str | None = None,
+        score_threshold: float | None = None,
+        document_ids: list[str] | None = None,
+        mode: str = "dense",
+        fusion: str = "rrf",
+        query_texts: Sequence[str] | None = None,
+        include_toc: bool = False,
+    ) -> list[list[Hit]]:
+        """Return the hits of each query (rows of vectors and/or query_texts, same order), in one round trip.
+
+        Chunks flagged as a table of contents are left out unless include_toc.
+        """
+        fusion = check_mode(mode, fusion)
+        matrix = self._query_matrix(vectors, mode)
+        texts = self._query_texts(query_texts, mode, matrix)
+        count = len(texts) if matrix is None else len(matrix)
+        if count == 0:
+            return []
+        layout = self._layout(collection)
+        shared = {"filter": self.search_filter(layout, document_ids, include_toc)}  # unfinished writes never show
+        shared |= {"limit": max(int(top_k), 1), "score_threshold": score_threshold}
+        using = None if mode == "sparse" else self._using(layout, matrix.shape[1], embedder, vector_name)
+        if mode != "dense" and not layout.sparse:
+            raise sparse_missing_error(layout, mode)
+        analyzer = self._analyzer(layout) if mode != "dense" else None
+        plans = [
+            self._plan(mode, fusion, layout, using, None if matrix is None else matrix[i], texts and texts[i], shared,
+                       analyzer)
+            for i in range(count)
+        ]
+        kind = fusion.method if mode == "hybrid" else "bm25" if mode == "sparse" else layout.distances.get(using or "")
+        return self._run(collection, plans, mode, kind or "cosine", fusion, shared)
+
+    @staticmethod
+    def _query_matrix(vectors: np.ndarray | None, mode: str) -> np.ndarray | None:
+        if mode == "sparse":
+            return None
+        if vectors is None:
+            raise QueryError(f"{mode.capitalize()} search needs the query's vector; embed the query first.")
+        matrix = np.asarray(vectors, dtype=np.float32)
+        return matrix.reshape(len(matrix), -1) if matrix.size else matrix.reshape(0, 0)
+
+    @staticmethod
+    def _query_texts(texts: Sequence[str] | None, mode: str, matrix: np.ndarray | None) -> list[str] | None:
+        if mode == "dense":
+            return None
+        if texts is None:
+            raise QueryError(f"{mode.capitalize()} search needs the query text (query_text / query_texts).")
+        texts = list(texts)
+        if matrix is not None and len(texts) != len(matrix):
+            raise QueryError(
+                f"Got {len(matrix)} query vectors but {len(texts)} query texts; give one of each per query.")
+        return texts
+
+    @staticmethod
+    def _plan(
+        mode: str, fusion: Fusion, layout: Layout, using: str | None, vector: Any, text: str | None, shared: dict,
+        analyzer: Analyzer | None = None,
+    ) -> _Plan:
+        """Return the requests for one query (dense/sparse lists for the explanation, final for the hits)."""
+        plan = _Plan()
+        if mode == "dense":
+            plan.final = models.QueryRequest(query=vector.tolist(), using=using, with_payload=True, **shared)
+            return plan
+        indices, values = analyzer.query_vector(text or "")
+        keyword = models.SparseVector(indices=indices, values=values) if indices else None
+        if mode == "sparse":
+            if keyword is not None:
+                plan.final = models.QueryRequest(query=keyword, using=layout.sparse, with_payload=True, **shared)
+            return plan
+        candidates = {"filter": shared["filter"], "limit": candidate_limit(shared["limit"])}
+        here = fusion.fused_here  # convex: the candidate lists carry the payloads, the fusion is done in _run
+        prefetch = [models.Prefetch(query=vector.tolist(), using=using, **candidates)]
+        plan.dense = models.QueryRequest(query=vector.tolist(), using=using, with_payload=here, **candidates)
+        if keyword is not None:
+            prefetch.append(models.Prefetch(query=keyword, using=layout.sparse, **candidates))
+            plan.sparse = models.QueryRequest(query=keyword, using=layout.sparse, with_payload=here, **candidates)
+        if not here:
+            plan.final = models.QueryRequest(prefetch=prefetch, query=fusion.query(), with_payload=True, **shared)
+        return plan
+
+    def _run(self, collection: str, plans: list[_Plan], mode: str, kind: str, fusion: Fusion, shared: dict
+             ) -> list[list[Hit]]:
+        """Return the explained hits of each plan, sending every request of every plan in one batch."""
+        requests = [r for p in plans for r in (p.dense, p.sparse, p.final) if r is not None]
+        if requests:
+            with self._guard(f"searching '{collection}'"):
+                responses = iter(self.client.query_batch_points(collection, requests))
+        results = []
+        for plan in plans:
+            dense_points = next(responses).points if plan.dense is not None else []
+            keyword_points = next(responses).points if plan.sparse is not None else []
+            dense, keyword = _ranks(dense_points), _ranks(keyword_points)
+            if mode == "hybrid" and fusion.fused_here:
+                points = _fuse_here(dense_points, keyword_points, fusion, shared["limit"], shared["score_threshold"])
+            else:
+                points = next(responses).points if plan.final is not None else []
+            results.append([_explained(p, i, mode, kind, dense, keyword) for i, p in enumerate(points, 1)])
+        return results
+
+
+def _fuse_here(dense: list[Any], keyword: list[Any], fusion: Fusion, limit: int, threshold: float | None
+               ) -> list[Any]:
+    """Return the top points of a convex fusion of the two candidate lists, each with its fused score."""
+    by_id = {str(p.id): p for p in (*keyword, *dense)}
+    fused = convex([(str(p.id), p.score) for p in dense], [(str(p.id), p.score) for p in keyword], fusion.weight)
+    kept = [(i, score) for i, score in fused if threshold is None or score >= threshold][:limit]
+    return [by_id[i].model_copy(update={"score": score}) for i, score in kept]
+
+
+def _ranks(points: list[Any]) -> dict[str, tuple[int, float]]:
+    """Return point id -> (rank from 1, score) of a candidate list."""
+    return {str(p.id): (rank, p.score) for rank, p in enumerate(points, 1)}
+
+
+def _explained(point: Any, rank: int, mode: str, kind: str, dense: dict, keyword: dict) -> Hit:
+    """Return the Hit of a result point with its per-mode scores and ranks."""
+    if mode == "dense":
+        dense = {str(point.id): (rank, point.score)}
+    elif mode == "sparse":
+        keyword = {str(point.id): (rank, point.score)}
+    dense_rank, dense_score = dense.get(str(point.id), (None, None))
+    sparse_rank, sparse_score = keyword.get(str(point.id), (None, None))
+    return hit_from_point(
+        point, point.score, score_kind=kind, dense_score=dense_score, sparse_score=sparse_score,
+        dense_rank=dense_rank, sparse_rank=sparse_rank,
+    )  # fmt: skip
