@@ -11,6 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from rag.chunking.chunker import DEFAULT_CHUNK_SIZE, DEFAULT_OVERLAP
 from tests.app_helpers import APP, PDF, button, plain, results, search, start, texts, upload
+from ui import nav
 
 SECRET = "sk-test-secret-4242"
 
@@ -94,7 +95,7 @@ def test_the_sample_button_loads_a_folder_and_skips_license_files(app_env, share
 
 def test_library_lists_documents_and_deletes_one_after_confirmation(app_env, shared_data):
     at = upload(start(), shared_data, PDF, "pdfs/crazyones.pdf")
-    at.switch_page("views/library.py").run()
+    at.switch_page(nav.LIBRARY.path).run()
     frame = at.dataframe[0].value
     assert sorted(frame["document"]) == ["crazyones.pdf", "hausarbeit-jura.pdf"]
     row = frame[frame["document"] == "hausarbeit-jura.pdf"].iloc[0]
@@ -104,7 +105,7 @@ def test_library_lists_documents_and_deletes_one_after_confirmation(app_env, sha
 
 def test_library_deletes_a_collection_only_when_its_name_is_typed(app_env, shared_data):
     at = upload(start(), shared_data, "pdfs/crazyones.pdf")
-    at.switch_page("views/library.py").run()
+    at.switch_page(nav.LIBRARY.path).run()
     confirm = at.button(key="confirm_delete_collection")
     assert confirm.disabled
     at.text_input(key="confirm_collection_name").set_value("documents").run()
@@ -114,7 +115,7 @@ def test_library_deletes_a_collection_only_when_its_name_is_typed(app_env, share
 
 
 def test_library_of_an_empty_collection_points_to_upload(app_env):
-    at = start("views/library.py")
+    at = start(nav.LIBRARY.path)
     assert "nothing was ingested" in texts(at.info)
 
 
@@ -123,7 +124,7 @@ def test_library_of_an_empty_collection_points_to_upload(app_env):
 
 def test_chunks_page_shows_table_flags_document_tuning_and_tree(app_env, shared_data):
     at = upload(start(), shared_data, PDF)
-    at.switch_page("views/chunks.py").run()
+    at.switch_page(nav.CHUNKS.path).run()
     assert not at.exception
     table = at.dataframe(key="chunk_table").value
     assert len(table) == 20 and list(table["#"]) == list(range(20))
@@ -141,7 +142,7 @@ def test_chunks_page_shows_table_flags_document_tuning_and_tree(app_env, shared_
 
 def test_live_tuning_rechunks_without_reingesting(app_env, shared_data):
     at = upload(start(), shared_data, PDF)
-    at.switch_page("views/chunks.py").run()
+    at.switch_page(nav.CHUNKS.path).run()
     comparison = next(d.value for d in at.dataframe if "change" in d.value)
     assert comparison.iloc[0, 1] == comparison.iloc[0, 2] == 20
     at.slider(key="tune_size").set_value(200).run()
@@ -158,13 +159,13 @@ def test_chunks_page_escapes_document_text(app_env):
     (folder / "evil.md").write_text("# Titel\n<script>alert(1)</script> **fett** [link](http://x)\n", encoding="utf-8")
     at = start()
     button(at, "Load the 1 sample documents").click().run()
-    at.switch_page("views/chunks.py").run()
+    at.switch_page(nav.CHUNKS.path).run()
     html = "".join(h.proto.body for h in at.get("html"))
     assert "<script>alert" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
 
 
 def test_chunks_page_without_documents_says_how_to_start(app_env):
-    at = start("views/chunks.py")
+    at = start(nav.CHUNKS.path)
     assert "holds no documents yet" in texts(at.info)
 
 
@@ -173,7 +174,7 @@ def test_chunks_page_without_documents_says_how_to_start(app_env):
 
 def test_search_page_widgets(app_env, shared_data):
     at = upload(start(), shared_data, PDF)
-    at.switch_page("views/search.py").run()
+    at.switch_page(nav.SEARCH.path).run()
     top_k = at.slider(key="top_k")
     assert (top_k.min, top_k.max, top_k.value) == (1, 50, 5)
     assert at.selectbox(key="search_collection").value == "documents"
@@ -183,7 +184,7 @@ def test_search_page_widgets(app_env, shared_data):
 
 def test_search_shows_hits_scores_per_source_and_neighbours(app_env, shared_data):
     at = upload(start(), shared_data, PDF, "pdfs/crazyones.pdf")
-    at.switch_page("views/search.py").run()
+    at.switch_page(nav.SEARCH.path).run()
     search(at, "Schriftgröße der Klasse", top_k=8)
     frame = at.dataframe[0].value
     assert list(frame["rank"]) == list(range(1, 9))
@@ -197,20 +198,20 @@ def test_search_shows_hits_scores_per_source_and_neighbours(app_env, shared_data
 
 def test_search_says_when_the_threshold_removed_everything_and_when_top_k_is_too_big(app_env, shared_data):
     at = upload(start(), shared_data, "pdfs/crazyones.pdf")
-    at.switch_page("views/search.py").run()
+    at.switch_page(nav.SEARCH.path).run()
     at.button_group(key="search_mode").set_value("dense").run()  # cosine: 0.99 is far above any hit
     at.checkbox(key="use_threshold").check()
     at.number_input(key="threshold").set_value(0.99)
     search(at, "crazy ones misfits", top_k=30)
     warnings = texts(at.warning)
     assert "fewer than top_k = 30" in warnings and "removed all" in warnings
-    at.switch_page("views/context.py").run()
+    at.switch_page(nav.CONTEXT.path).run()
     assert "found no hits" in texts(at.warning)
 
 
 def test_an_empty_query_is_an_error_not_a_traceback(app_env, shared_data):
     at = upload(start(), shared_data, "pdfs/crazyones.pdf")
-    at.switch_page("views/search.py").run()
+    at.switch_page(nav.SEARCH.path).run()
     search(at, "   ")
     assert "The query is empty" in texts(at.error)
 
@@ -220,9 +221,9 @@ def test_an_empty_query_is_an_error_not_a_traceback(app_env, shared_data):
 
 def test_context_preview_builds_the_exact_text_with_budget_label_and_downloads(app_env, shared_data):
     at = upload(start(), shared_data, PDF)
-    at.switch_page("views/search.py").run()
+    at.switch_page(nav.SEARCH.path).run()
     search(at, "Literatur zitieren", top_k=10)
-    at.switch_page("views/context.py").run()
+    at.switch_page(nav.CONTEXT.path).run()
     assert not at.exception
     text = at.code[0].value
     assert text.startswith("[Quelle 1: hausarbeit-jura.pdf")
@@ -242,7 +243,7 @@ def test_context_preview_builds_the_exact_text_with_budget_label_and_downloads(a
 
 def test_context_without_a_search_points_to_search(app_env, shared_data):
     at = upload(start(), shared_data, "pdfs/crazyones.pdf")
-    at.switch_page("views/context.py").run()
+    at.switch_page(nav.CONTEXT.path).run()
     assert "Run a search" in texts(at.info)
 
 
@@ -266,7 +267,7 @@ def test_secrets_are_never_shown(app_env, monkeypatch, shared_data):
     monkeypatch.setenv("QDRANT_API_KEY", SECRET)
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     at = upload(start(), shared_data, "pdfs/crazyones.pdf")
-    for page in ("views/library.py", "views/chunks.py", "views/search.py", "views/context.py"):
+    for page in (nav.LIBRARY.path, nav.CHUNKS.path, nav.SEARCH.path, nav.CONTEXT.path):
         at.switch_page(page).run()
         assert SECRET not in str(at._tree), page
     assert "API key: configured" in texts(at.sidebar.caption)
@@ -277,20 +278,20 @@ def test_real_model_flags_cut_off_chunks_and_finds_german_text(app_env, monkeypa
     monkeypatch.setenv("RAG_EMBEDDER", "local:all-MiniLM-L6-v2")  # English, 256 wordpieces: it cuts chunks off
     at = upload(start(), shared_data, PDF)
     assert results(at)["hausarbeit-jura.pdf"]["status"] == "ingested"
-    at.switch_page("views/chunks.py").run()
+    at.switch_page(nav.CHUNKS.path).run()
     warning = texts(at.warning)
     assert "longer than local:all-MiniLM-L6-v2 reads (256 tokens of its own)" in warning
     assert "chunk_size of about" in warning
     table = at.dataframe(key="chunk_table").value
     assert (table["cut off"] > 0).any() and (table["model tokens"] > 256).any()
-    at.switch_page("views/search.py").run()
+    at.switch_page(nav.SEARCH.path).run()
     search(at, "Wie stellt man die Schriftgröße ein?")
     assert "Schriftgrößen" in " ".join(at.dataframe[0].value["heading path"][:3])
 
 
 def test_keyword_and_hybrid_search_explain_their_scores(app_env, shared_data):
     at = upload(start(), shared_data, PDF)
-    at.switch_page("views/search.py").run()
+    at.switch_page(nav.SEARCH.path).run()
     assert at.button_group(key="search_mode").options  # dense, keyword, hybrid
     at.button_group(key="search_mode").set_value("sparse").run()
     search(at, "Schriftgrößen")
@@ -303,7 +304,7 @@ def test_keyword_and_hybrid_search_explain_their_scores(app_env, shared_data):
 
 
 def test_separators_round_trip_through_a_one_line_input():
-    from ui.context_views import parse_separator, show_separator
+    from ui.parts.context import parse_separator, show_separator
 
     assert show_separator("\n\n---\n\n") == r"\n\n---\n\n"
     assert parse_separator(r"\n\t===\n") == "\n\t===\n"

@@ -17,6 +17,7 @@ from rag.evaluation.queries import load_query_set
 from rag.evaluation.sweep import evaluate_collection
 from rag.store.open import open_store
 from tests.app_helpers import PDF, button, plain, start, texts, upload
+from ui import nav
 
 QUERY = "Welche Schriftgröße verwendet die Klasse?"
 QUERY_SET = [
@@ -29,7 +30,7 @@ QUERY_SET = [
 
 
 def compare_page(at):
-    return at.switch_page("views/compare.py").run()
+    return at.switch_page(nav.COMPARE.path).run()
 
 
 def run_query(at, query: str = QUERY, top_k: int = 10):

@@ -13,6 +13,7 @@ from rag.chunking.chunker import ChunkSettings
 from rag.embeddings import get_embedder
 from rag.evaluation.squad import import_squad
 from rag.store.open import open_store
+from ui import nav
 
 ROOT = Path(__file__).resolve().parents[1]
 TIMEOUT = 180
@@ -40,7 +41,7 @@ def plain(text: str) -> str:
 def evaluate_page() -> AppTest:
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
     at.run()
-    at.switch_page("views/evaluate.py")
+    at.switch_page(nav.EVALUATE.path)
     at.run()
     assert not at.exception, at.exception
     return at

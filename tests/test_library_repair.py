@@ -6,6 +6,7 @@ import pytest
 
 from rag.store.open import open_store
 from tests.app_helpers import button, plain, results, start, texts, upload
+from ui import nav
 
 POLICY_V1 = "# Richtlinie\n\nPasswörter müssen zwölf Zeichen lang sein.\n"
 POLICY_V2 = "# Richtlinie\n\nPasswörter müssen vierzehn Zeichen lang sein.\n"
@@ -66,7 +67,7 @@ def interrupted(app_env, shared_data, monkeypatch):
         pipeline.reingest([document.document_id], "documents", ChunkSettings(150, 20), get_embedder("fake"),
                           store=store, archive=resources.archive(store))
     resources.store_changed()  # another process wrote: the app's listings are read again
-    at.switch_page("views/library.py").run()
+    at.switch_page(nav.LIBRARY.path).run()
     return at, store
 
 

@@ -14,14 +14,15 @@ from rag.embeddings import get_embedder
 from rag.reports.embedding_map import available_methods
 from rag.store.open import open_store
 from tests.app_helpers import PDF, button, plain, search, start, texts, upload
-from ui import map_views
+from ui import nav
+from ui.parts import embedding_map as map_parts
 
 QUERY = "Welche Schriftgröße verwendet die Klasse?"
 ASVS = "markdown/asvs-de-V2-Authentication.md"
 
 
 def map_page(at):
-    return at.switch_page("views/embedding_map.py").run()
+    return at.switch_page(nav.EMBEDDING_MAP.path).run()
 
 
 def points(at):
@@ -34,7 +35,7 @@ def points(at):
 def test_map_of_a_collection_coloured_by_document_then_heading(app_env, shared_data):
     at = map_page(upload(start(), shared_data, PDF, "pdfs/crazyones.pdf"))
     assert not at.exception, at.exception
-    assert at.button_group(key="map_method").options == [map_views.METHOD_LABELS[m] for m in available_methods()]
+    assert at.button_group(key="map_method").options == [map_parts.METHOD_LABELS[m] for m in available_methods()]
     frame = points(at)
     assert len(frame) == 21 and set(frame["document"]) == {"hausarbeit-jura.pdf", "crazyones.pdf"}
     assert {"heading path", "chunk", "starts with"} <= set(frame)  # the tooltip's fields
@@ -49,7 +50,7 @@ def test_map_of_a_collection_coloured_by_document_then_heading(app_env, shared_d
 
 
 def test_the_last_search_is_marked_with_its_hits(app_env, shared_data):
-    at = upload(start(), shared_data, PDF).switch_page("views/search.py").run()
+    at = upload(start(), shared_data, PDF).switch_page(nav.SEARCH.path).run()
     search(at, QUERY)
     hits = at.dataframe[0].value
     at = map_page(at)
@@ -86,8 +87,8 @@ def test_a_sample_of_a_larger_collection_says_so_and_keeps_the_hits(app_env, sha
 def test_the_map_is_cached_until_the_store_changes(app_env, shared_data, monkeypatch):
     at = map_page(upload(start(), shared_data, PDF))
     calls = []
-    original = map_views.embedding_map
-    monkeypatch.setattr(map_views, "embedding_map", lambda *a, **k: calls.append(a) or original(*a, **k))
+    original = map_parts.embedding_map
+    monkeypatch.setattr(map_parts, "embedding_map", lambda *a, **k: calls.append(a) or original(*a, **k))
     at.run()
     at.button_group(key="map_colour").set_value("heading").run()  # colour is drawing only
     assert calls == []

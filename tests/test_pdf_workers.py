@@ -58,3 +58,31 @@ def test_pypdf_log_lines_become_one_note_not_stderr(shared_data, capfd):
     (note,) = [n for n in document.notes if n.startswith("pypdf")]
     assert "invalid pdf header" in note
     assert capfd.readouterr().err == ""
+
+
+MAIN_SCRIPT = """
+import os, sys
+from pathlib import Path
+with open(os.environ["MARKER"], "a") as marker:
+    marker.write(__name__ + "\\n")
+if __name__ == "__main__":
+    from rag.documents import pdf
+    from rag.documents.loader import load_document
+    document = load_document(Path(sys.argv[1]).read_bytes(), "lang.pdf")
+    assert pdf._POOL is not None and len(pdf._POOL._processes) == 2, "the pages were not read by workers"
+    print(len(document.pages))
+"""
+
+
+@pytest.mark.timeout(120)
+def test_workers_never_run_the_main_script(tmp_path: Path):
+    """Under Streamlit the main script is app.py: a spawned worker that re-imported it would run the whole app."""
+    pdf_file, script, marker = tmp_path / "lang.pdf", tmp_path / "app.py", tmp_path / "imports.txt"
+    pdf_file.write_bytes(make_pdf([[f"Seite {n}: Text über die Auftragsklärung."] for n in range(60)]))
+    script.write_text(MAIN_SCRIPT, encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "RAG_PDF_WORKERS": "2", "MARKER": str(marker)}
+    done = subprocess.run([sys.executable, str(script), str(pdf_file)], capture_output=True, text=True, env=env,
+                          timeout=100)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "60"
+    assert marker.read_text().split() == ["__main__"], "a PDF worker imported the main script"

@@ -11,13 +11,14 @@ from streamlit.dataframe_util import convert_arrow_bytes_to_pandas_df
 from rag.embeddings import get_embedder
 from rag.reports.scores import score_distribution
 from tests.app_helpers import PDF, plain, search, start, texts, upload
+from ui import nav
 
 QUERY = "Welche Schriftgröße verwendet die Klasse?"
 
 
 def search_page(shared_data, *names: str):
     at = upload(start(), shared_data, *(names or (PDF,)))
-    at = at.switch_page("views/search.py").run()
+    at = at.switch_page(nav.SEARCH.path).run()
     return at.button_group(key="search_mode").set_value("dense").run()  # these tests start from dense search
 
 

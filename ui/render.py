@@ -16,6 +16,11 @@ _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:=^&\"'])")
 CHUNK_COLOURS = ("#e3f0fb", "#e6f4ea")  # alternating backgrounds: which chunk a character belongs to
 OVERLAP_COLOUR = "#ffe08a"  # text that two or more chunks share
 CHART_HEIGHT = 220
+# Every search mode's name on every page: the Search page offers the first three (its fusion is its own
+# control); Compare, the embedding map and Evaluate offer a fusion per mode (COMPARED_MODES).
+MODE_LABELS = {"dense": "Dense", "sparse": "Keyword (BM25)", "hybrid": "Hybrid", "hybrid-convex": "Hybrid convex",
+               "hybrid-rrf": "Hybrid RRF", "hybrid-dbsf": "Hybrid DBSF"}
+COMPARED_MODES = ("dense", "sparse", "hybrid-convex", "hybrid-rrf", "hybrid-dbsf")
 
 
 def md(text: str) -> str:

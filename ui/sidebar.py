@@ -11,7 +11,7 @@ from rag.errors import RagError
 from rag.settings import OLLAMA, OPENAI, QDRANT, display_url, folder_inside_data_root, openai_base_url
 from rag.store.client import Store
 from rag.store.records import CollectionInfo
-from ui import resources, settings, state
+from ui import errors, resources, settings, state
 from ui.render import md
 from ui.workspace import Workspace
 
@@ -181,7 +181,7 @@ def _allowed_spec(spec: str) -> str:
     try:
         provider, argument = parse_spec(spec)
     except RagError as error:
-        st.error(md(str(error)))
+        errors.show(error)
         return settings.embedder_spec()
     if provider != "local" or argument.lower() in LOCAL_MODEL_NAMES or spec == settings.embedder_spec():
         return spec

@@ -11,7 +11,7 @@ from rag.errors import RagError
 from rag.reports.hits import SearchOutcome
 from rag.store.client import Store
 from rag.store.records import CollectionInfo, DocumentInfo, Hit
-from ui import resources, settings, state
+from ui import errors, nav, resources, settings, state
 
 
 @dataclass(frozen=True)
@@ -85,16 +85,15 @@ def current() -> Workspace:
 
 def documents_or_stop(workspace: Workspace, empty_message: str) -> list[DocumentInfo]:
     """Return the collection's documents; when it has none or the store fails, say so and stop the page."""
-    from ui.render import md
 
     if workspace.points == 0:
         st.info(empty_message)
-        st.page_link("views/upload.py", label="Upload documents", icon=":material/upload_file:")
+        st.page_link(nav.UPLOAD.path, label="Upload documents", icon=":material/upload_file:")
         st.stop()
     try:
         return workspace.documents()
     except RagError as error:
-        st.error(md(str(error)))
+        errors.show(error)
         st.stop()
 
 
@@ -103,7 +102,7 @@ def collections_or_stop(workspace: Workspace, nothing_message: str) -> list[str]
     names = [c.name for c in workspace.collections if c.points]
     if not names:
         st.info(nothing_message)
-        st.page_link("views/upload.py", label="Upload documents", icon=":material/upload_file:")
+        st.page_link(nav.UPLOAD.path, label="Upload documents", icon=":material/upload_file:")
         st.stop()
     return names
 

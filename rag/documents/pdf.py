@@ -8,8 +8,10 @@ import logging
 import multiprocessing
 import os
 import re
+import sys
 import threading
 import time
+import types
 import unicodedata
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -151,8 +153,9 @@ def extract_pages(reader: pypdf.PdfReader, data: bytes, name: str, password: str
     if workers > 1:
         bounds = [count * k // workers for k in range(workers + 1)]
         try:
-            futures = [_pool().submit(_extract_range, data, name, password, a + 1, b)
-                       for a, b in zip(bounds, bounds[1:], strict=False)]
+            with _workers_without_main():
+                futures = [_pool().submit(_extract_range, data, name, password, a + 1, b)
+                           for a, b in zip(bounds, bounds[1:], strict=False)]
             texts = []
             for future in futures:
                 part, messages = future.result()
@@ -201,6 +204,26 @@ def _pool() -> ProcessPoolExecutor:
 
 
 PARENT_CHECK_SECONDS = 0.5
+_MAIN_LOCK = threading.Lock()
+_NO_MAIN = types.ModuleType("__main__")  # no __file__, no __spec__: a spawned worker imports no main script
+
+
+@contextlib.contextmanager
+def _workers_without_main() -> Iterator[None]:
+    """Start worker processes (submit starts them, under "spawn") without the main script.
+
+    A spawned process first re-imports the parent's __main__ from its file. Under Streamlit, __main__ is app.py:
+    each worker would run the whole app without a session (one "missing ScriptRunContext" warning per call).
+    multiprocessing reads sys.modules["__main__"] when it starts a process, so it sees a bare module instead.
+    """
+    with _MAIN_LOCK:
+        main = sys.modules.get("__main__")
+        sys.modules["__main__"] = _NO_MAIN
+        try:
+            yield
+        finally:
+            if main is not None:
+                sys.modules["__main__"] = main
 
 
 def _die_with_parent(parent: int) -> None:

@@ -18,12 +18,11 @@ from rag.evaluation.compare import EvaluationComparison, HitComparison, HitRow, 
 from rag.evaluation.metrics import METRICS
 from rag.evaluation.queries import Query
 from rag.store.search import candidate_limit
-from ui import render, search_views
+from ui import render
+from ui.parts import search as search_parts
 from ui.render import md
 from ui.workspace import Workspace
 
-MODE_LABELS = {"dense": "Dense", "sparse": "Keyword (BM25)", "hybrid-convex": "Hybrid convex",
-               "hybrid-rrf": "Hybrid RRF", "hybrid-dbsf": "Hybrid DBSF"}
 FOUND_COLOURS = {"both": "#e8e8e8", "only A": "#d3e4f5", "only B": "#fde0c2"}
 CHANGE_COLOURS = {"better": "#d9f0d3", "worse": "#f8d7d3", "same": "#ffffff"}
 UP, DOWN = "#2b8a3e", "#c92a2a"
@@ -31,7 +30,7 @@ EMPTY = "—"
 
 
 def side_label(side: Side) -> str:
-    return f"'{side.collection}' · {MODE_LABELS[side.mode.label]}"
+    return f"'{side.collection}' · {render.MODE_LABELS.get(side.mode.label, side.mode.label)}"
 
 
 @dataclass(frozen=True)
@@ -148,7 +147,7 @@ def show_hits(ws: Workspace, run: CompareRun) -> None:
                         f"{md(render.heading_label(hit.heading_path))}")
             side = run.sides[0 if letter == "A" else 1]
             analyzer = ws.store.analyzer(side.collection) if side.mode.needs_keywords else None
-            st.caption(md(search_views.explanation(hit, run.query, candidate_limit(run.top_k), analyzer)))
+            st.caption(md(search_parts.explanation(hit, run.query, candidate_limit(run.top_k), analyzer)))
             st.code(hit.content, language=None, wrap_lines=True, height=min(400, 60 + len(hit.content) // 4))
 
 

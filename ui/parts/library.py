@@ -8,7 +8,7 @@ from rag import pipeline
 from rag.chunking.chunker import DEFAULT_CHUNK_SIZE, ChunkSettings
 from rag.errors import RagError
 from rag.store.records import DocumentInfo
-from ui import resources
+from ui import errors, resources
 from ui.render import md
 from ui.workspace import Workspace
 
@@ -31,7 +31,7 @@ def repair(workspace: Workspace, document: DocumentInfo) -> None:
                                               workspace.embedder(), store=workspace.store,
                                               archive=resources.archive(workspace.store))
         except RagError as error:
-            st.error(md(str(error)))
+            errors.show(error)
             return
         finally:
             resources.store_changed()
@@ -44,7 +44,7 @@ def repair(workspace: Workspace, document: DocumentInfo) -> None:
             removed = workspace.store.delete_document(workspace.collection, document.document_id,
                                                       only_interrupted=True)
         except RagError as error:
-            st.error(md(str(error)))
+            errors.show(error)
             return
         resources.store_changed()
         st.toast(f"Deleted {removed} chunks left by the interrupted ingest of {md(document.title)}.")

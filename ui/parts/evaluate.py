@@ -1,4 +1,5 @@
-"""Evaluate: which chunk_size, overlap, top_k and search mode retrieve best on these documents, on a query set."""
+"""The pieces of the Evaluate page: the query set and documents to measure on, the sweep and its results (table,
+charts, where answers ranked, failures, exports), and the tuning of hybrid search's fusion."""
 
 from __future__ import annotations
 
@@ -13,12 +14,12 @@ from rag.documents.loader import SourceFile
 from rag.documents.model import Document
 from rag.embeddings.cache import EmbeddingCache, default_cache_dir
 from rag.errors import RagError
+from rag.evaluation.fusion_tuning import tune_fusion
 from rag.evaluation.metrics import METRICS, parse_ks
 from rag.evaluation.modes import parse_modes
 from rag.evaluation.queries import Query, load_query_set
 from rag.evaluation.squad import import_squad, sweep_input
 from rag.evaluation.sweep import (
-    ConfigResult,
     SweepResult,
     collection_documents,
     grid,
@@ -29,24 +30,15 @@ from rag.evaluation.sweep import (
     run_sweep,
 )
 from rag.reports.scores import rank_rows
-from rag.store.fusion import DEFAULT_FUSION
-from ui import resources, settings, tuning_view, workspace
+from ui import charts, errors, resources, settings
 from ui.render import md
+from ui.workspace import Workspace
 
 RESULT = "evaluate_result"  # the last SweepResult of this session
 SWEEP_PREFIX = "sweep-"
-RANK_COLOURS = ["#2f9e44", "#f59f00", "#f76707", "#e03131"]  # rank 1, 2–3, 4–5, deeper: strong enough on white
-MODE_CHOICES = ["dense", "sparse", "hybrid-convex", "hybrid-rrf", "hybrid-dbsf"]
 MODE_HELP = ("Each mode is a row per configuration, searched in the same collection: dense = embeddings, "
              "sparse = BM25 keywords, hybrid = both lists fused: convex (normalised scores added), rrf (by rank), "
              "dbsf (by scores normalised by their spread).")
-
-ws = workspace.current()
-st.title("Evaluate")
-st.caption("Which chunk_size, overlap, top_k and search mode retrieve best on your documents? Give a query set "
-           "that says what each question should find, pick documents and a grid; every configuration is chunked, "
-           "embedded, indexed and searched in each mode, and scored with hit@k, recall@k, precision@k, MRR and "
-           "nDCG.")
 
 
 def read_query_source() -> tuple[list[Query], list[Document] | None, str] | None:
@@ -78,7 +70,7 @@ def read_query_source() -> tuple[list[Query], list[Document] | None, str] | None
     return queries, documents, name
 
 
-def read_documents(squad_documents: list[Document] | None) -> Callable[[], list[Document]] | None:
+def read_documents(ws: Workspace, squad_documents: list[Document] | None) -> Callable[[], list[Document]] | None:
     """Draw the document inputs; return what loads the chosen documents (on Run), or None when none are chosen."""
     choices = (["The SQuAD articles"] if squad_documents else []) + ["A collection", "Upload documents"]
     left, right = st.columns([1, 1])
@@ -100,15 +92,15 @@ def read_documents(squad_documents: list[Document] | None) -> Callable[[], list[
     return (lambda: load_documents([SourceFile(f.name, f.getvalue()) for f in files])) if files else None
 
 
-def run(documents: Callable[[], list[Document]], queries: list[Query], sizes: str, overlaps: str, ks: str,
-        strategy: str, modes: list[str]) -> None:
+def run(ws: Workspace, documents: Callable[[], list[Document]], queries: list[Query], sizes: str, overlaps: str,
+        ks: str, strategy: str, modes: list[str]) -> None:
     """Load the documents, run the sweep with a progress bar and keep its result in the session."""
     try:
         configs, skipped = grid(parse_sizes(sizes, "chunk sizes", 4), parse_sizes(overlaps, "overlaps", 0), strategy)
         cuts = parse_ks(ks)
         searches = parse_modes(modes)
-    except ValueError as error:
-        st.error(md(str(error)))
+    except RagError as error:
+        errors.show(error)
         return
     if not configs:
         st.error("Every overlap is at least its chunk size; use smaller overlaps.")
@@ -122,91 +114,12 @@ def run(documents: Callable[[], list[Document]], queries: list[Query], sizes: st
                            modes=searches, progress=lambda event: bar.progress(event.fraction, text=md(event.message)))
     except RagError as error:
         bar.empty()
-        st.error(md(str(error)))
+        errors.show(error)
         return
     finally:
         resources.store_changed()  # the sweep made collections
     bar.empty()
     st.session_state[RESULT] = result
-
-
-def per_mode(chart: alt.Chart | alt.LayerChart, result: SweepResult) -> alt.Chart | alt.FacetChart:
-    """Return chart as it is for one search mode, else one panel per mode side by side (same scales)."""
-    if len(result.modes) < 2:
-        return chart
-    return chart.properties(width=max(160, 560 // len(result.modes))).facet(
-        column=alt.Column("mode:N", sort=result.modes, title=None))
-
-
-def hit_chart(result: SweepResult) -> alt.Chart:
-    """Return hit@k against k, one line per configuration: colour = chunk_size, dashes = overlap; a panel per mode."""
-    frame = pd.DataFrame([{"chunk_size": r.config.chunk_size, "overlap": r.config.overlap, "mode": r.mode.label,
-                           "k": k, "hit": r.metrics[f"hit@{k}"]} for r in result.results for k in result.ks])
-    chart = alt.Chart(frame).mark_line(point=True).encode(
-        x=alt.X("k:Q", scale=alt.Scale(domain=[0, result.ks[-1]]), axis=alt.Axis(values=list(result.ks))),
-        y=alt.Y("hit:Q", title="hit@k", scale=alt.Scale(domain=[0, 1])),
-        color=alt.Color("chunk_size:O", scale=alt.Scale(scheme="viridis")),
-        strokeDash=alt.StrokeDash("overlap:O"),
-        detail=["chunk_size:O", "overlap:O", "mode:N"],
-        tooltip=["chunk_size", "overlap", "mode", "k", alt.Tooltip("hit:Q", format=".3f")],
-    ).properties(height=300)
-    return per_mode(chart, result)
-
-
-def heatmap(result: SweepResult, metric: str) -> alt.Chart:
-    """Return chunk_size x overlap coloured by metric, with the value in each cell; a panel per mode."""
-    frame = pd.DataFrame([{"chunk_size": r.config.chunk_size, "overlap": r.config.overlap, "mode": r.mode.label,
-                           "value": r.metrics[metric]} for r in result.results])
-    base = alt.Chart().encode(x=alt.X("overlap:O"), y=alt.Y("chunk_size:O", sort="descending"))
-    cells = base.mark_rect().encode(color=alt.Color("value:Q", title=metric, scale=alt.Scale(scheme="blues")),
-                                    tooltip=["chunk_size", "overlap", "mode", alt.Tooltip("value:Q", format=".3f")])
-    text = base.mark_text(fontSize=13).encode(text=alt.Text("value:Q", format=".3f"),
-                                              color=alt.condition(alt.datum.value > 0.5, alt.value("white"),
-                                                                  alt.value("black")))
-    chart = alt.layer(cells, text, data=frame).properties(height=60 + 45 * frame["chunk_size"].nunique())
-    return per_mode(chart, result)
-
-
-def row_name(row: ConfigResult) -> str:
-    return f"{row.config.chunk_size} / {row.config.overlap} · {row.mode.label}"
-
-
-def time_chart(result: SweepResult) -> alt.Chart:
-    """Return the seconds of each row split into chunking, embedding, indexing and searching."""
-    frame = pd.DataFrame([{"configuration": row_name(r), "stage": stage, "seconds": seconds}
-                          for r in result.results for stage, seconds in r.seconds.items()])
-    return alt.Chart(frame).mark_bar().encode(
-        y=alt.Y("configuration:N", sort=None, title="chunk_size / overlap · mode"),
-        x=alt.X("sum(seconds):Q", title="seconds"), color=alt.Color("stage:N", sort=None),
-        tooltip=["configuration", "stage", alt.Tooltip("seconds:Q", format=".2f")],
-    ).properties(height=40 + 24 * len(result.results))
-
-
-def rank_chart(row: ConfigResult, threshold: float | None) -> alt.LayerChart:
-    """Return each query's answer-chunk score (dot, coloured by rank) against its top score (tick) and threshold."""
-    depth = row.evaluation.ks[-1]
-    found = [r for r in rank_rows(row.evaluation, threshold) if r.rank is not None]
-    found.sort(key=lambda r: -r.score)
-    bands = ["1", "2–3", "4–5", f"6–{depth}"]
-    frame = pd.DataFrame([{"query #": i, "query": r.query[:80], "rank": r.rank, "score": r.score,
-                           "top score": r.top_score, "gap": r.gap,
-                           "rank band": bands[0 if r.rank == 1 else 1 if r.rank <= 3 else 2 if r.rank <= 5 else 3]}
-                          for i, r in enumerate(found, 1)], columns=["query #", "query", "rank", "score", "top score",
-                                                                     "gap", "rank band"])
-    base = alt.Chart(frame).encode(x=alt.X("query #:Q", title="queries whose answer was found, by its score"))
-    tooltip = ["query", "rank", alt.Tooltip("score:Q", format=".3f"), alt.Tooltip("top score:Q", format=".3f"),
-               alt.Tooltip("gap:Q", format=".3f")]
-    top = base.mark_tick(color="#888888", thickness=1.5, size=9, orient="horizontal").encode(
-        y=alt.Y("top score:Q", title="score"), tooltip=tooltip)
-    dots = base.mark_circle(size=40).encode(
-        y="score:Q", tooltip=tooltip,
-        color=alt.Color("rank band:N", sort=bands, scale=alt.Scale(domain=bands, range=RANK_COLOURS)))
-    layers = [top, dots]
-    if threshold is not None:
-        layers.append(alt.Chart(pd.DataFrame({"threshold": [threshold]})).mark_rule(color="#d62728",
-                                                                                      strokeDash=[4, 3]).encode(
-            y="threshold:Q"))
-    return alt.layer(*layers).properties(height=300)
 
 
 def answer_ranks(result: SweepResult) -> None:
@@ -221,14 +134,14 @@ def answer_ranks(result: SweepResult) -> None:
     ranked = rank_rows(row.evaluation, threshold)
     missing = sum(r.rank is None for r in ranked)
     below = sum(r.above_threshold is False for r in ranked)
-    st.altair_chart(rank_chart(row, threshold), width="stretch")
+    st.altair_chart(charts.rank_chart(row, threshold), width="stretch")
     st.caption(f"Dots: the score of each query's first relevant chunk, coloured by its rank; grey ticks: the "
                f"query's top score (the gap is what the answer lost to it). {missing} of {len(ranked)} queries had "
                f"no relevant chunk within the top {row.evaluation.ks[-1]} and are not drawn"
                + (f"; the threshold would cut {below} found answers." if threshold is not None else "."))
 
 
-def failures(result: SweepResult) -> None:
+def failures(ws: Workspace, result: SweepResult) -> None:
     """Draw the queries whose relevant chunk was not in the top k, and the chunks of the one selected."""
     left, right = st.columns([2, 1])
     configs = {r.label: r for r in result.results}
@@ -261,7 +174,7 @@ def failures(result: SweepResult) -> None:
         try:
             chunks = relevant_chunks(ws.store, chosen.collection, outcome.query)
         except RagError as error:
-            st.error(md(str(error)))
+            errors.show(error)
             chunks = []
         query = outcome.query
         for chunk in chunks:
@@ -278,7 +191,7 @@ def failures(result: SweepResult) -> None:
             st.code(hit.content, language=None, wrap_lines=True)
 
 
-def results(result: SweepResult) -> None:
+def results(ws: Workspace, result: SweepResult) -> None:
     """Draw the best configuration, the table, the charts, the failures and the exports."""
     left, right = st.columns([1, 1])
     metric = left.selectbox("Metric", METRICS, index=METRICS.index("mrr"), key="evaluate_metric")
@@ -295,16 +208,16 @@ def results(result: SweepResult) -> None:
     chart_left, chart_right = st.columns(2)
     with chart_left:
         st.subheader("hit@k by configuration" + (" and mode" if len(result.modes) > 1 else ""))
-        st.altair_chart(hit_chart(result), width="stretch")
+        st.altair_chart(charts.hit_chart(result), width="stretch")
     with chart_right:
         st.subheader(f"{chosen}: chunk_size × overlap")
-        st.altair_chart(heatmap(result, chosen), width="stretch")
+        st.altair_chart(charts.heatmap(result, chosen), width="stretch")
     st.subheader("Time per configuration")
-    st.altair_chart(time_chart(result), width="stretch")
+    st.altair_chart(charts.time_chart(result), width="stretch")
     st.subheader("Where the answer ranked")
     answer_ranks(result)
     st.subheader("Failures")
-    failures(result)
+    failures(ws, result)
     st.subheader("Export")
     stamp = result.created_at.replace(":", "")[:15]
     csv_column, json_column = st.columns(2)
@@ -315,35 +228,48 @@ def results(result: SweepResult) -> None:
                                 f"sweep-{stamp}.json", "application/json", icon=":material/data_object:")
 
 
-try:
-    source = read_query_source()
-    documents = read_documents(source[1] if source else None)
-except RagError as error:
-    st.error(md(str(error)))
-    st.stop()
+# ---- tuning the fusion ------------------------------------------------------------------------------------
 
-with st.form("evaluate_grid", border=False):
-    cols = st.columns([1.2, 1.2, 1, 1])
-    sizes = cols[0].text_input("chunk_size values", "200,400,800", key="evaluate_sizes")
-    overlaps = cols[1].text_input("overlap values", "0,50,100", key="evaluate_overlaps")
-    ks = cols[2].text_input("k values", "1,3,5,10", key="evaluate_ks")
-    strategy = cols[3].selectbox("Strategy", ["structure", "tokens"], key="evaluate_strategy")
-    modes = st.multiselect("Search modes", MODE_CHOICES, default=[f"hybrid-{DEFAULT_FUSION}"],
-                           key="evaluate_modes", help=MODE_HELP)
-    st.caption(f"Embedder: {md(ws.spec)} (from the sidebar). Each configuration gets its own collection "
-               f"(`{SWEEP_PREFIX}…`), searched in every chosen mode and reused on the next run; embeddings are "
-               "cached.")
-    submitted = st.form_submit_button("Run the sweep", type="primary", icon=":material/play_arrow:")
+TUNING = "evaluate_tuning"  # (collection, FusionTuning) of the last run in this session
 
-if submitted:
-    if source is None or documents is None:
-        st.info("Choose a query set and documents first.")
-    else:
-        run(documents, source[0], sizes, overlaps, ks, strategy, modes)
 
-if RESULT in st.session_state:
-    results(st.session_state[RESULT])
-else:
-    st.caption("Choose a query set, documents and a grid, then run the sweep.")
-st.divider()
-tuning_view.show(ws, source[0] if source else None)
+def tuning(ws: Workspace, queries: list[Query] | None) -> None:
+    """Draw "tune the fusion on this collection": run it, chart the weights, save the best one."""
+    st.subheader("Tune hybrid search's fusion")
+    if ws.info is None or not ws.info.sparse:
+        st.caption(f"'{md(ws.collection)}' has no keyword vectors, so it has no hybrid search to tune.")
+        return
+    st.caption(f"Fits the dense weight of the convex fusion on the query set above, on '{md(ws.collection)}' as it "
+               "is stored, 5-fold cross-validated; each question's two candidate lists are fetched once.")
+    if queries is None:
+        st.caption("Choose a query set first.")
+        return
+    if st.button(f"Tune on '{md(ws.collection)}'", icon=":material/tune:", key="tune_fusion"):
+        try:
+            with st.spinner("Searching every question once, then fusing with each weight…"):
+                tuning = tune_fusion(queries, ws.collection, ws.embedder(), store=ws.store)
+        except RagError as error:
+            errors.show(error)
+            return
+        st.session_state[TUNING] = (ws.collection, tuning)
+    saved = st.session_state.get(TUNING)
+    if not saved or saved[0] != ws.collection:
+        return
+    tuning = saved[1]
+    frame = pd.DataFrame({"dense weight": list(tuning.by_weight), tuning.metric: list(tuning.by_weight.values())})
+    chart = alt.Chart(frame).mark_line(point=True).encode(
+        x=alt.X("dense weight:Q", scale=alt.Scale(domain=[0, 1]), title="dense weight (0 = keywords only)"),
+        y=alt.Y(f"{tuning.metric}:Q", scale=alt.Scale(zero=False)), tooltip=list(frame))
+    st.altair_chart(chart.properties(height=220), width="stretch")
+    st.write(f"Best on all {tuning.queries} questions: **{tuning.best.spec}** ({tuning.metric} "
+             f"{tuning.by_weight[tuning.best.weight]:.3f}). Chosen fold by fold and scored on the held-out fold, "
+             f"the weight earns {tuning.metric} {tuning.cv_metric:.3f}: that is what to expect on new questions.")
+    if st.button(f"Save {tuning.best.spec} as the fusion of '{md(ws.collection)}'", key="save_fusion",
+                 icon=":material/save:"):
+        try:
+            ws.store.save_collection_setting(ws.collection, "fusion", tuning.best.spec)
+        except RagError as error:
+            errors.show(error)
+            return
+        resources.store_changed()
+        st.toast(f"Searches of {md(ws.collection)} now fuse with {tuning.best.spec}.")

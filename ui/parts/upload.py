@@ -14,7 +14,7 @@ from rag.documents import samples
 from rag.documents.loader import SourceFile, check_size
 from rag.errors import DocumentError, RagError
 from rag.pipeline import IngestResult, Progress
-from ui import resources, state
+from ui import errors, nav, resources, state
 from ui.render import md
 from ui.workspace import Workspace
 
@@ -87,7 +87,7 @@ def new_collection_options(workspace: Workspace, collection: str) -> tuple[str |
         try:
             model = workspace.embedder_for(collection)
         except RagError as error:
-            st.error(md(str(error)))
+            errors.show(error)
             return language, None
         left, right = st.columns(2)
         query = left.text_input("Query prompt", model.query_prompt, key=state.UPLOAD_QUERY_PROMPT,
@@ -117,7 +117,7 @@ def run(files: Sequence[SourceFile], workspace: Workspace, collection: str, sett
                                       progress=on_progress, keep_versions=keep_versions,
                                       archive=resources.archive(workspace.store), language=language)
     except RagError as error:
-        st.error(md(str(error)))
+        errors.show(error)
         return False
     finally:
         resources.store_changed()
@@ -184,7 +184,7 @@ def show_results(workspace: Workspace) -> None:
     for name in state.get(state.LOCKED_FILES, {}):
         _password_form(workspace, name)
     if ok:
-        st.page_link("views/chunks.py", label="See how they were chunked", icon=":material/view_agenda:")
+        st.page_link(nav.CHUNKS.path, label="See how they were chunked", icon=":material/view_agenda:")
 
 
 def _password_form(workspace: Workspace, name: str) -> None:

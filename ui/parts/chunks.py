@@ -10,10 +10,11 @@ import streamlit as st
 from rag.chunking.chunker import DEFAULT_CHUNK_SIZE, STRATEGIES, ChunkSettings, validate_settings
 from rag.documents.model import Document
 from rag.embeddings import Embedder
+from rag.errors import RagError
 from rag.reports import chunks as chunk_report
 from rag.reports.chunks import ChunkReport, FlagSummary
 from rag.store.records import DocumentInfo, Hit
-from ui import render, resources
+from ui import errors, render, resources
 from ui.render import md
 
 MAX_SHOWN_CHUNKS = 40  # the document view renders at most this many chunks at once
@@ -124,8 +125,8 @@ def tuning_view(document: Document, info: DocumentInfo, stored: Sequence[ChunkRe
     strategy = right.segmented_control("strategy", STRATEGIES, default=strategy0, key="tune_strategy") or strategy0
     try:
         validate_settings(ChunkSettings(size, overlap, strategy))
-    except ValueError as error:
-        st.error(md(str(error)))
+    except RagError as error:
+        errors.show(error)
         return
     chunks = resources.rechunk(document, key, size, overlap, strategy)
     counts = resources.model_token_counts(embedder, embedder.model_id, tuple(c.content for c in chunks))

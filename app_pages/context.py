@@ -5,8 +5,9 @@ from __future__ import annotations
 import streamlit as st
 
 from rag.context import CHAT_MAX_TOKENS, GENERATION_MAX_TOKENS, build_context
-from ui import context_views, state, workspace
-from ui.context_views import parse_separator, show_separator
+from ui import nav, state, workspace
+from ui.parts import context as parts
+from ui.parts.context import parse_separator, show_separator
 from ui.render import md
 
 PRESETS = {"chat": ("Chat", CHAT_MAX_TOKENS), "generation": ("Content generation", GENERATION_MAX_TOKENS),
@@ -17,11 +18,11 @@ st.title("Context preview")
 run = workspace.last_search(ws)
 if run is None:
     st.info(f"Run a search in '{md(ws.collection)}' first: the preview is built from its hits.")
-    st.page_link("views/search.py", label="Go to Search", icon=":material/search:")
+    st.page_link(nav.SEARCH.path, label="Go to Search", icon=":material/search:")
     st.stop()
 if not run.outcome.hits:
     st.warning(f"The last search (“{md(run.query)}”) found no hits, so the context would be empty.")
-    st.page_link("views/search.py", label="Back to Search", icon=":material/search:")
+    st.page_link(nav.SEARCH.path, label="Back to Search", icon=":material/search:")
     st.stop()
 
 
@@ -52,7 +53,7 @@ typed = separator_column.text_input("Separator between chunks", key=state.SEPARA
 
 context = build_context(run.outcome.hits, max_tokens=max_tokens, label=label.strip() or "Quelle",
                         separator=parse_separator(typed))
-context_views.budget_bar(context)
+parts.budget_bar(context)
 a, b, c = st.columns(3)
 a.metric("included chunks", len(context.included))
 b.metric("dropped chunks", len(context.dropped))
@@ -61,16 +62,16 @@ c.metric("sources", len({s.document_id for s in context.sources}), help="distinc
 st.subheader("What the LLM receives")
 st.code(context.text or "(empty: not even the first chunk fits the budget)", language=None, wrap_lines=True,
         height=420)
-context_views.downloads(context, run)
+parts.downloads(context, run)
 
 st.subheader("Included")
-st.dataframe(context_views.included_frame(context, run.outcome.hits), hide_index=True, width="stretch",
+st.dataframe(parts.included_frame(context, run.outcome.hits), hide_index=True, width="stretch",
              column_config={"score": st.column_config.NumberColumn(format="%.3f")})
 st.subheader("Dropped")
 if context.dropped:
-    st.dataframe(context_views.dropped_frame(context, run.outcome.hits), hide_index=True, width="stretch",
+    st.dataframe(parts.dropped_frame(context, run.outcome.hits), hide_index=True, width="stretch",
                  column_config={"score": st.column_config.NumberColumn(format="%.3f")})
 else:
     st.caption("Nothing was dropped: every hit fits the budget.")
 st.subheader("Sources")
-st.code(context_views.sources_text(context, label.strip() or "Quelle") or "(none)", language=None, wrap_lines=True)
+st.code(parts.sources_text(context, label.strip() or "Quelle") or "(none)", language=None, wrap_lines=True)

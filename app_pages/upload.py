@@ -12,7 +12,9 @@ from rag.chunking.chunker import (
     ChunkSettings,
     validate_settings,
 )
-from ui import ingest_view, settings, state, workspace
+from rag.errors import RagError
+from ui import errors, settings, state, workspace
+from ui.parts import upload as parts
 from ui.render import md
 from ui.sidebar import NEW
 
@@ -28,7 +30,7 @@ if ws.store_empty:
     with st.container(border=True):
         st.subheader("Start here")
         st.markdown("The store is empty. **Drop files below**, or load the sample documents in one click.")
-        ingest_view.sample_section(ws, settings.sample_dir(), ChunkSettings(), ws.collection)
+        parts.sample_section(ws, settings.sample_dir(), ChunkSettings(), ws.collection)
 
 left, middle, right, target_column = st.columns([1, 1, 1.2, 1.6])
 chunk_size = left.number_input("chunk_size (tokens)", MIN_CHUNK_SIZE, 8192, DEFAULT_CHUNK_SIZE, step=50,
@@ -50,28 +52,28 @@ if target == NEW:
 
 try:
     chunk_settings = validate_settings(ChunkSettings(int(chunk_size), int(overlap), strategy))
-except ValueError as error:
+except RagError as error:
     chunk_settings = None
-    st.error(md(str(error)))
+    errors.show(error)
 
 round_ = state.get(state.UPLOADER_ROUND, 0)
 uploads = st.file_uploader("Documents", type=["pdf", "txt", "md", "markdown"], accept_multiple_files=True,
                            key=f"uploader-{round_}")
-keep_versions = ingest_view.replacement_notice(ws, target, [u.name for u in uploads or []])
-language, prompts = ingest_view.new_collection_options(ws, target) if target else (None, None)
+keep_versions = parts.replacement_notice(ws, target, [u.name for u in uploads or []])
+language, prompts = parts.new_collection_options(ws, target) if target else (None, None)
 ready = bool(uploads) and chunk_settings is not None and bool(target)
 label = f"Ingest {len(uploads)} file(s) into '{md(target)}'" if uploads and target else "Ingest"
 if st.button(label, type="primary", disabled=not ready, icon=":material/play_arrow:", key="ingest"):
-    files = [ingest_view.source_file(u) for u in uploads]
-    if ingest_view.run(files, ws, target, chunk_settings, keep_versions, language, prompts):
+    files = [parts.source_file(u) for u in uploads]
+    if parts.run(files, ws, target, chunk_settings, keep_versions, language, prompts):
         state.bump(state.UPLOADER_ROUND)
         st.rerun()
 if not target:
     st.caption("Name the new collection to ingest.")
 
-ingest_view.show_results(ws)
+parts.show_results(ws)
 
 if not ws.store_empty:
     with st.expander("Sample documents"):
         sample_settings = chunk_settings or ChunkSettings()
-        ingest_view.sample_section(ws, settings.sample_dir(), sample_settings, target or ws.collection)
+        parts.sample_section(ws, settings.sample_dir(), sample_settings, target or ws.collection)

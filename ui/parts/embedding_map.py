@@ -14,7 +14,7 @@ from rag.embeddings import Embedder
 from rag.errors import RagError
 from rag.reports.embedding_map import EmbeddingMap, embedding_map
 from rag.store.client import Store
-from ui import render
+from ui import errors, render
 from ui.render import md
 from ui.workspace import Workspace
 
@@ -116,7 +116,7 @@ def picked_chunk(ws: Workspace, event) -> None:
     try:
         chunks = ws.document_chunks(document_id)
     except RagError as error:
-        st.error(md(str(error)))
+        errors.show(error)
         return
     chunk = next((c for c in chunks if c.chunk_index == index), None)
     if chunk is None:

@@ -11,11 +11,11 @@ from rag.errors import RagError
 from rag.reports import hits as hit_report
 from rag.store.fusion import Fusion, parse_fusion
 from rag.store.search import FUSIONS, MODES
-from ui import distribution_views, search_views, state, workspace
-from ui.render import md
+from ui import errors, nav, state, workspace
+from ui.parts import search as parts
+from ui.render import MODE_LABELS, md
 from ui.workspace import SearchRun
 
-MODE_LABELS = {"dense": "Dense", "sparse": "Keyword (BM25)", "hybrid": "Hybrid"}
 MODE_HELP = ("Dense: embedding similarity (cosine). Keyword: BM25 on the words, good for names, numbers and "
              "§ references. Hybrid: both lists fused.")
 
@@ -36,7 +36,7 @@ st.session_state["search_collection"] = ws.collection
 try:
     documents = ws.documents()
 except RagError as error:
-    st.error(md(str(error)))
+    errors.show(error)
     st.stop()
 titles = {d.document_id: d.title for d in documents}
 
@@ -88,7 +88,7 @@ if submitted:
                                    store=ws.store, embedder=embedder, mode=mode, fusion=fusion,
                                    include_toc=include_toc)
     except RagError as error:
-        st.error(md(str(error)))
+        errors.show(error)
     else:
         limit = threshold if use_threshold else None
         outcome = hit_report.apply_threshold(hits, top_k, limit)
@@ -102,18 +102,18 @@ if run is None:
 how = {"dense": md(run.model_id), "sparse": "keyword search (BM25)", "hybrid": f"hybrid ({run.fusion})"}[run.mode]
 st.caption(f"{len(run.outcome.hits)} hit(s) for “{md(run.query)}” in {run.seconds:.2f} s · {how}"
            + (f" · threshold {run.threshold:.2f}" if run.threshold is not None else ""))
-search_views.notes(run)
+parts.notes(run)
 analyzer = ws.store.analyzer(run.collection) if ws.info and ws.info.sparse else None
 if run.outcome.hits:
-    search_views.hit_table(run.outcome.hits, run.mode, run.query, run.top_k, analyzer)
+    parts.hit_table(run.outcome.hits, run.mode, run.query, run.top_k, analyzer)
 distribution = st.expander("Score distribution over the whole collection", expanded=True, key="score_distribution",
                            on_change="rerun", icon=":material/bar_chart:")
 with distribution:
     if distribution.open:  # one more search over every chunk: only while the expander is open
-        distribution_views.show(ws, run, None if run.mode == "sparse" else ws.embedder())
+        parts.distribution(ws, run, None if run.mode == "sparse" else ws.embedder())
 if run.outcome.hits:
     st.subheader("Scores per source")
-    search_views.sources(run.outcome.hits)
-    st.page_link("views/context.py", label="Preview the LLM context for these hits", icon=":material/article:")
+    parts.sources(run.outcome.hits)
+    st.page_link(nav.CONTEXT.path, label="Preview the LLM context for these hits", icon=":material/article:")
     st.subheader("Hits")
-    search_views.hit_details(ws, run.outcome.hits, run.query, run.top_k, analyzer)
+    parts.hit_details(ws, run.outcome.hits, run.query, run.top_k, analyzer)

@@ -6,7 +6,8 @@ import pandas as pd
 import streamlit as st
 
 from rag.errors import RagError
-from ui import library_parts, resources, state, workspace
+from ui import errors, nav, resources, state, workspace
+from ui.parts import library as parts
 from ui.render import md
 
 ws = workspace.current()
@@ -38,12 +39,12 @@ chosen = documents[rows[0]] if rows else None
 if chosen is None:
     st.caption("Select a row to open or delete that document.")
 elif not chosen.complete:
-    library_parts.repair(ws, chosen)
+    parts.repair(ws, chosen)
 else:
     open_column, delete_column = st.columns([1, 1])
     if open_column.button(f"Show the chunks of {md(chosen.title)}", icon=":material/view_agenda:", key="open_doc"):
         state.put(state.CHUNKS_DOCUMENT, chosen.document_id)
-        st.switch_page("views/chunks.py")
+        st.switch_page(nav.CHUNKS.path)
     with delete_column.popover("Delete this document", icon=":material/delete:"):
         st.write(f"Delete all {chosen.chunks} chunks of '{md(chosen.title)}' from '{md(ws.collection)}'? "
                  "This cannot be undone.")
@@ -51,7 +52,7 @@ else:
             try:
                 deleted = ws.store.delete_document(ws.collection, chosen.document_id)
             except RagError as error:
-                st.error(md(str(error)))
+                errors.show(error)
             else:
                 resources.store_changed()
                 st.toast(f"Deleted {deleted} chunks of {md(chosen.title)}.")
@@ -72,7 +73,7 @@ with st.popover(f"Delete the collection '{md(ws.collection)}'", icon=":material/
         try:
             ws.store.delete_collection(ws.collection)
         except RagError as error:
-            st.error(md(str(error)))
+            errors.show(error)
         else:
             resources.store_changed()
             st.session_state.pop("confirm_collection_name", None)

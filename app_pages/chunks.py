@@ -6,7 +6,8 @@ import streamlit as st
 
 from rag.errors import RagError
 from rag.reports import chunks as chunk_report
-from ui import chunk_views, resources, state, workspace
+from ui import errors, resources, state, workspace
+from ui.parts import chunks as parts
 from ui.render import md
 
 ws = workspace.current()
@@ -30,7 +31,7 @@ try:
         model_counts = resources.model_token_counts(embedder, embedder.model_id, tuple(c.content for c in chunks))
     limit = embedder.max_input_tokens
 except RagError as error:
-    st.error(md(str(error)))
+    errors.show(error)
     st.stop()
 
 reports = chunk_report.chunk_reports(chunks, model_counts, limit, info.chunk_size, chunk_report.overflow_flag(embedder))
@@ -44,17 +45,17 @@ columns[3].metric(chunk_report.overflow_flag(embedder), summary.cut,
                   help=f"longer than {embedder.model_id}'s input limit ({limit} tokens)")
 columns[4].metric("tiny", summary.tiny, help=f"under {chunk_report.tiny_limit(info.chunk_size)} tokens")
 columns[5].metric("no heading", summary.no_heading)
-chunk_views.flags_banner(summary, embedder, info.chunk_size)
+parts.flags_banner(summary, embedder, info.chunk_size)
 
 key = (ws.location, ws.collection, document_id, resources.version())
 table_tab, text_tab, tuning_tab, tree_tab = st.tabs(["Chunk table", "Document", "Live tuning", "Heading tree"])
 with table_tab:
-    chunk_views.chunk_table(reports, info.chunk_size, embedder.model_id)
+    parts.chunk_table(reports, info.chunk_size, embedder.model_id)
 with text_tab:
     document = resources.stored_document(chunks, key, document_id, info.title, "text")
-    chunk_views.document_view(document, chunks)
+    parts.document_view(document, chunks)
     st.caption("Rebuilt from the stored chunks: whitespace between chunks is shown as line breaks.")
 with tuning_tab:
-    chunk_views.tuning_view(document, info, reports, embedder, key)
+    parts.tuning_view(document, info, reports, embedder, key)
 with tree_tab:
-    chunk_views.tree_view(chunks, reports)
+    parts.tree_view(chunks, reports)

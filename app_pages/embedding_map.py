@@ -7,10 +7,10 @@ import streamlit as st
 from rag.errors import RagError
 from rag.evaluation.modes import SearchMode, parse_mode
 from rag.reports.embedding_map import DEFAULT_SAMPLE, available_methods
-from ui import map_views, resources, state, workspace
-from ui.compare_views import MODE_LABELS
-from ui.map_views import COLOUR_FIELDS, METHOD_LABELS
-from ui.render import md
+from ui import errors, resources, state, workspace
+from ui.parts import embedding_map as parts
+from ui.parts.embedding_map import COLOUR_FIELDS, METHOD_LABELS
+from ui.render import COMPARED_MODES, MODE_LABELS, md
 
 ws = workspace.current()
 st.title("Embedding map")
@@ -27,7 +27,7 @@ st.session_state["map_collection"] = ws.collection
 last = workspace.last_search(ws)
 state.default(state.MAP_QUERY, last.query if last else "")
 keyword = bool(ws.info and ws.info.sparse)
-modes = list(MODE_LABELS) if keyword else ["dense"]
+modes = list(COMPARED_MODES) if keyword else ["dense"]
 last_mode = SearchMode(last.mode, last.fusion).label if last else "dense"
 state.default(state.MAP_MODE, last_mode if last_mode in modes else "dense")  # the last search's hits, as found
 if state.get(state.MAP_MODE) not in modes:
@@ -60,19 +60,19 @@ search = parse_mode(mode)
 try:
     embedder = ws.embedder()
     with st.spinner("Projecting the embeddings…"):
-        emap = map_views.compute(ws.store, embedder, (ws.location, resources.version(), embedder.model_id),
+        emap = parts.compute(ws.store, embedder, (ws.location, resources.version(), embedder.model_id),
                                  ws.collection, ws.points, sample, method, query or None, top_k, search.mode,
                                  search.fusion)
 except RagError as error:
-    st.error(md(str(error)))
+    errors.show(error)
     st.stop()
 if not emap.points:
     st.info(f"'{md(ws.collection)}' holds no chunks to map.")
     st.stop()
-data = map_views.frame(emap, colour_by)
-event = st.altair_chart(map_views.chart(emap, data, colour_by), width="stretch", on_select="rerun",
+data = parts.frame(emap, colour_by)
+event = st.altair_chart(parts.chart(emap, data, colour_by), width="stretch", on_select="rerun",
                         selection_mode="chunk", key="map_chart")
-st.caption(map_views.caption(emap, data, colour_by, MODE_LABELS[mode], top_k))
+st.caption(parts.caption(emap, data, colour_by, MODE_LABELS[mode], top_k))
 for note in emap.notes:
     st.caption(md(note))
-map_views.picked_chunk(ws, event)
+parts.picked_chunk(ws, event)

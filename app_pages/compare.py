@@ -11,9 +11,10 @@ from rag.evaluation.metrics import parse_ks
 from rag.evaluation.modes import parse_mode
 from rag.evaluation.queries import load_query_set
 from rag.store.fusion import DEFAULT_FUSION
-from ui import compare_views, state, workspace
-from ui.compare_views import MODE_LABELS, CompareRun, side_label
-from ui.render import md
+from ui import errors, nav, state, workspace
+from ui.parts import compare as parts
+from ui.parts.compare import CompareRun, side_label
+from ui.render import COMPARED_MODES, MODE_LABELS, md
 
 ws = workspace.current()
 st.title("Compare")
@@ -23,7 +24,7 @@ st.caption("One query or a query set on two sides: two collections (chunkings, e
 infos = {c.name: c for c in ws.collections if c.points}
 if not infos:
     st.info("There is nothing to compare yet.")
-    st.page_link("views/upload.py", label="Upload documents", icon=":material/upload_file:")
+    st.page_link(nav.UPLOAD.path, label="Upload documents", icon=":material/upload_file:")
     st.stop()
 names = sorted(infos, key=lambda n: (n != ws.collection, n.startswith("sweep-"), n))
 
@@ -39,7 +40,7 @@ def side_picker(letter: str, column, collection: str, mode: str) -> Side:
         chosen = left.selectbox(f"{letter} · collection", names, key=f"compare_{key}_collection",
                                 format_func=lambda n: f"{n} · {infos[n].points:,} chunks")
         keyword = infos[chosen].sparse
-        modes = list(MODE_LABELS) if keyword else ["dense"]
+        modes = list(COMPARED_MODES) if keyword else ["dense"]
         state.default(f"compare_{key}_mode", mode)
         if state.get(f"compare_{key}_mode") not in modes:
             state.put(f"compare_{key}_mode", "dense")
@@ -78,16 +79,16 @@ if go.button("Compare", type="primary", icon=":material/compare_arrows:", key="c
     try:
         if source == "query":
             with st.spinner("Searching both sides…"):
-                state.put(state.COMPARE, compare_views.run_query(ws, sides, query, top_k))
+                state.put(state.COMPARE, parts.run_query(ws, sides, query, top_k))
         elif file is None:
             st.info("Upload a query set first.")
         else:
             cuts = parse_ks(ks)
             queries = load_query_set(file.getvalue(), file.name)
             with st.spinner(f"Evaluating {len(queries)} queries on both sides…"):
-                state.put(state.COMPARE, compare_views.run_query_set(ws, sides, queries, file.name, cuts))
-    except (ValueError, RagError) as error:  # ValueError: k values that are not whole numbers >= 1
-        st.error(md(str(error)))
+                state.put(state.COMPARE, parts.run_query_set(ws, sides, queries, file.name, cuts))
+    except RagError as error:
+        errors.show(error)
 
 run: CompareRun | None = state.get(state.COMPARE)
 if run is None or any(s.collection not in infos for s in run.sides):
@@ -98,6 +99,6 @@ what = f"“{md(run.query)}”, top {run.top_k} each" if run.hits else f"{md(run
 labels = [md(side_label(side)) for side in run.sides]
 st.caption(f"Result for {what} · A = {labels[0]} · B = {labels[1]} · {run.seconds:.2f} s")
 if run.hits is not None:
-    compare_views.show_hits(ws, run)
+    parts.show_hits(ws, run)
 else:
-    compare_views.show_evaluations(run)
+    parts.show_evaluations(run)

@@ -1,0 +1,51 @@
+"""Evaluate: which chunk_size, overlap, top_k and search mode retrieve best on these documents, on a query set."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from rag.errors import RagError
+from rag.store.fusion import DEFAULT_FUSION
+from ui import errors, workspace
+from ui.parts import evaluate as parts
+from ui.render import COMPARED_MODES, md
+
+ws = workspace.current()
+st.title("Evaluate")
+st.caption("Which chunk_size, overlap, top_k and search mode retrieve best on your documents? Give a query set "
+           "that says what each question should find, pick documents and a grid; every configuration is chunked, "
+           "embedded, indexed and searched in each mode, and scored with hit@k, recall@k, precision@k, MRR and "
+           "nDCG.")
+
+try:
+    source = parts.read_query_source()
+    documents = parts.read_documents(ws, source[1] if source else None)
+except RagError as error:
+    errors.show(error)
+    st.stop()
+
+with st.form("evaluate_grid", border=False):
+    cols = st.columns([1.2, 1.2, 1, 1])
+    sizes = cols[0].text_input("chunk_size values", "200,400,800", key="evaluate_sizes")
+    overlaps = cols[1].text_input("overlap values", "0,50,100", key="evaluate_overlaps")
+    ks = cols[2].text_input("k values", "1,3,5,10", key="evaluate_ks")
+    strategy = cols[3].selectbox("Strategy", ["structure", "tokens"], key="evaluate_strategy")
+    modes = st.multiselect("Search modes", list(COMPARED_MODES), default=[f"hybrid-{DEFAULT_FUSION}"],
+                           key="evaluate_modes", help=parts.MODE_HELP)
+    st.caption(f"Embedder: {md(ws.spec)} (from the sidebar). Each configuration gets its own collection "
+               f"(`{parts.SWEEP_PREFIX}…`), searched in every chosen mode and reused on the next run; embeddings are "
+               "cached.")
+    submitted = st.form_submit_button("Run the sweep", type="primary", icon=":material/play_arrow:")
+
+if submitted:
+    if source is None or documents is None:
+        st.info("Choose a query set and documents first.")
+    else:
+        parts.run(ws, documents, source[0], sizes, overlaps, ks, strategy, modes)
+
+if parts.RESULT in st.session_state:
+    parts.results(ws, st.session_state[parts.RESULT])
+else:
+    st.caption("Choose a query set, documents and a grid, then run the sweep.")
+st.divider()
+parts.tuning(ws, source[0] if source else None)

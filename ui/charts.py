@@ -1,0 +1,91 @@
+"""Altair charts of a sweep: hit@k per configuration, a metric over chunk_size x overlap, time per stage, and where
+each query's answer ranked. Data in, chart out: no Streamlit here."""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+
+from rag.evaluation.results import ConfigResult, SweepResult
+from rag.reports.scores import rank_rows
+
+RANK_COLOURS = ["#2f9e44", "#f59f00", "#f76707", "#e03131"]  # rank 1, 2–3, 4–5, deeper: strong enough on white
+
+
+def per_mode(chart: alt.Chart | alt.LayerChart, result: SweepResult) -> alt.Chart | alt.FacetChart:
+    """Return chart as it is for one search mode, else one panel per mode side by side (same scales)."""
+    if len(result.modes) < 2:
+        return chart
+    return chart.properties(width=max(160, 560 // len(result.modes))).facet(
+        column=alt.Column("mode:N", sort=result.modes, title=None))
+
+
+def hit_chart(result: SweepResult) -> alt.Chart:
+    """Return hit@k against k, one line per configuration: colour = chunk_size, dashes = overlap; a panel per mode."""
+    frame = pd.DataFrame([{"chunk_size": r.config.chunk_size, "overlap": r.config.overlap, "mode": r.mode.label,
+                           "k": k, "hit": r.metrics[f"hit@{k}"]} for r in result.results for k in result.ks])
+    chart = alt.Chart(frame).mark_line(point=True).encode(
+        x=alt.X("k:Q", scale=alt.Scale(domain=[0, result.ks[-1]]), axis=alt.Axis(values=list(result.ks))),
+        y=alt.Y("hit:Q", title="hit@k", scale=alt.Scale(domain=[0, 1])),
+        color=alt.Color("chunk_size:O", scale=alt.Scale(scheme="viridis")),
+        strokeDash=alt.StrokeDash("overlap:O"),
+        detail=["chunk_size:O", "overlap:O", "mode:N"],
+        tooltip=["chunk_size", "overlap", "mode", "k", alt.Tooltip("hit:Q", format=".3f")],
+    ).properties(height=300)
+    return per_mode(chart, result)
+
+
+def heatmap(result: SweepResult, metric: str) -> alt.Chart:
+    """Return chunk_size x overlap coloured by metric, with the value in each cell; a panel per mode."""
+    frame = pd.DataFrame([{"chunk_size": r.config.chunk_size, "overlap": r.config.overlap, "mode": r.mode.label,
+                           "value": r.metrics[metric]} for r in result.results])
+    base = alt.Chart().encode(x=alt.X("overlap:O"), y=alt.Y("chunk_size:O", sort="descending"))
+    cells = base.mark_rect().encode(color=alt.Color("value:Q", title=metric, scale=alt.Scale(scheme="blues")),
+                                    tooltip=["chunk_size", "overlap", "mode", alt.Tooltip("value:Q", format=".3f")])
+    text = base.mark_text(fontSize=13).encode(text=alt.Text("value:Q", format=".3f"),
+                                              color=alt.condition(alt.datum.value > 0.5, alt.value("white"),
+                                                                  alt.value("black")))
+    chart = alt.layer(cells, text, data=frame).properties(height=60 + 45 * frame["chunk_size"].nunique())
+    return per_mode(chart, result)
+
+
+def row_name(row: ConfigResult) -> str:
+    return f"{row.config.chunk_size} / {row.config.overlap} · {row.mode.label}"
+
+
+def time_chart(result: SweepResult) -> alt.Chart:
+    """Return the seconds of each row split into chunking, embedding, indexing and searching."""
+    frame = pd.DataFrame([{"configuration": row_name(r), "stage": stage, "seconds": seconds}
+                          for r in result.results for stage, seconds in r.seconds.items()])
+    return alt.Chart(frame).mark_bar().encode(
+        y=alt.Y("configuration:N", sort=None, title="chunk_size / overlap · mode"),
+        x=alt.X("sum(seconds):Q", title="seconds"), color=alt.Color("stage:N", sort=None),
+        tooltip=["configuration", "stage", alt.Tooltip("seconds:Q", format=".2f")],
+    ).properties(height=40 + 24 * len(result.results))
+
+
+def rank_chart(row: ConfigResult, threshold: float | None) -> alt.LayerChart:
+    """Return each query's answer-chunk score (dot, coloured by rank) against its top score (tick) and threshold."""
+    depth = row.evaluation.ks[-1]
+    found = [r for r in rank_rows(row.evaluation, threshold) if r.rank is not None]
+    found.sort(key=lambda r: -r.score)
+    bands = ["1", "2–3", "4–5", f"6–{depth}"]
+    frame = pd.DataFrame([{"query #": i, "query": r.query[:80], "rank": r.rank, "score": r.score,
+                           "top score": r.top_score, "gap": r.gap,
+                           "rank band": bands[0 if r.rank == 1 else 1 if r.rank <= 3 else 2 if r.rank <= 5 else 3]}
+                          for i, r in enumerate(found, 1)], columns=["query #", "query", "rank", "score", "top score",
+                                                                     "gap", "rank band"])
+    base = alt.Chart(frame).encode(x=alt.X("query #:Q", title="queries whose answer was found, by its score"))
+    tooltip = ["query", "rank", alt.Tooltip("score:Q", format=".3f"), alt.Tooltip("top score:Q", format=".3f"),
+               alt.Tooltip("gap:Q", format=".3f")]
+    top = base.mark_tick(color="#888888", thickness=1.5, size=9, orient="horizontal").encode(
+        y=alt.Y("top score:Q", title="score"), tooltip=tooltip)
+    dots = base.mark_circle(size=40).encode(
+        y="score:Q", tooltip=tooltip,
+        color=alt.Color("rank band:N", sort=bands, scale=alt.Scale(domain=bands, range=RANK_COLOURS)))
+    layers = [top, dots]
+    if threshold is not None:
+        layers.append(alt.Chart(pd.DataFrame({"threshold": [threshold]})).mark_rule(color="#d62728",
+                                                                                      strokeDash=[4, 3]).encode(
+            y="threshold:Q"))
+    return alt.layer(*layers).properties(height=300)
