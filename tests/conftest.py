@@ -2,10 +2,27 @@
 
 from __future__ import annotations
 
+import hashlib
+import io
 import os
+import re
+from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
+import pypdf
 import pytest
+from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
+from qdrant_client import QdrantClient, models
+
+from rag import pipeline
+from rag.chunking.chunker import Chunk, ChunkSettings
+from rag.cli import main
+from rag.documents.loader import SourceFile
+from rag.documents.model import Document, Page
+from rag.embeddings import get_embedder
+from rag.store import legacy_keywords as sparse
+from rag.store.client import Store
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("RAG_SHARED_DATA", ROOT.parent / "shared" / "data"))
@@ -37,3 +54,176 @@ def app_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
                  "RAG_UI_SETTINGS"):
         monkeypatch.delenv(name, raising=False)
     return tmp_path
+
+
+# ---- fakes and helpers the test modules share ------------------------------------------------------------
+
+class HashEmbedder:
+    """Deterministic bag-of-words embedder: each word hashed into one of `dimension` buckets."""
+
+    query_prompt = document_prompt = ""
+
+    def __init__(self, dimension: int = 16, model_id: str | None = None):
+        self.model_id = model_id or f"test:{dimension}"
+        self._dimension = dimension
+
+    @property
+    def dimension(self) -> int:
+        return self._dimension
+
+    @property
+    def max_input_tokens(self) -> int:
+        return 512
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def embed_query(self, texts: Sequence[str]) -> np.ndarray:
+        return self.embed_documents(texts)
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self._dimension), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in re.findall(r"\w+", text.lower()):
+                out[row, int(hashlib.md5(word.encode()).hexdigest(), 16) % self._dimension] += 1.0
+            out[row] /= np.linalg.norm(out[row]) or 1.0
+        return out
+
+
+TEXT = (
+    "Passwörter müssen mindestens zwölf Zeichen lang sein. "
+    "Die Prüfung erfolgt gegen eine Liste bekannter Passwörter. "
+    "Mehrfaktor-Authentifizierung schützt Konten vor Übernahme. "
+    "Sitzungen laufen nach dreißig Minuten Inaktivität ab. "
+    "Protokolle enthalten keine geheimen Schlüssel."
+)
+
+
+def make_document(text: str = TEXT, doc_id: str = "doc-a", title: str = "richtlinie.md") -> Document:
+    return Document(id=doc_id, title=title, kind="markdown", pages=(Page(1, text),), text=text)
+
+
+def make_chunks(document: Document, size: int, overlap: int = 0) -> list[Chunk]:
+    """Return character-window chunks of the document (the real chunker is tested elsewhere)."""
+    chunks, start, index = [], 0, 0
+    while start < len(document.text):
+        end = min(start + size, len(document.text))
+        content = document.text[start:end]
+        chunks.append(Chunk(document.id, index, content, len(content.split()), ("Kapitel 1",), 1, 1, start, end))
+        if end == len(document.text):
+            break
+        start, index = end - overlap, index + 1
+    return chunks
+
+
+def ingest(
+    store: Store, embedder: HashEmbedder, document: Document, size: int = 60, collection: str = "documents"
+) -> tuple[int, ChunkSettings]:
+    settings = ChunkSettings(chunk_size=size, overlap=10, strategy="tokens")
+    chunks = make_chunks(document, size, 10)
+    vectors = embedder.embed_documents([c.content for c in chunks])
+    return store.upsert_document(collection, document, chunks, vectors, settings, embedder), settings
+
+
+def make_foreign(client: QdrantClient) -> None:
+    """Create a collection the way the existing pipeline did: one unnamed 1536-dim vector."""
+    client.create_collection("documents", vectors_config=models.VectorParams(size=1536, distance="Cosine"))
+    big = HashEmbedder(1536)
+    texts = ["Passwörter müssen lang sein.", "Katzen schlafen viel.", "Passwörter niemals protokollieren."]
+    titles = ["policy.pdf", "tiere.pdf", "policy.pdf"]
+    points = [
+        models.PointStruct(id=i + 1, vector=v.tolist(), payload={"content": t, "document_title": d, "chunk_id": i})
+        for i, (t, d, v) in enumerate(zip(texts, titles, big.embed_documents(texts), strict=True))
+    ]
+    client.upsert("documents", points)
+
+
+def legacy_collection(store: Store, embedder, collection: str = "c") -> None:
+    """Create collection as RAG Lab did before Qdrant's BM25: its metadata names the rag-lab-1 analyzer."""
+    from rag.store.client import META_KEY
+    from rag.store.records import vector_name as name_of
+
+    store._create_collection(collection, embedder, name_of(embedder.model_id))
+    meta = store.client.get_collection(collection).config.metadata
+    meta[META_KEY] = {k: v for k, v in meta[META_KEY].items() if k != "language"} | {"analyzer": sparse.ANALYZER}
+    store.client.update_collection(collection, metadata=meta)
+
+
+def store_texts(store: Store, texts: list[str], embedder, collection: str = "c", vectors=None) -> list[str]:
+    """Store each text as one chunk of one document in a legacy collection; return the chunk ids in text order."""
+    if not store.has_collection(collection):
+        legacy_collection(store, embedder, collection)
+    text = "\n\n".join(texts)
+    document = Document(id="doc", title="doc.md", kind="markdown", pages=(Page(1, text),), text=text)
+    chunks, start = [], 0
+    for index, content in enumerate(texts):
+        chunks.append(Chunk("doc", index, content, len(content.split()), (), 1, 1, start, start + len(content)))
+        start += len(content) + 2
+    vectors = embedder.embed_documents(texts) if vectors is None else np.asarray(vectors, dtype=np.float32)
+    store.upsert_document(collection, document, chunks, vectors, ChunkSettings(100, 0, "tokens"), embedder)
+    return [h.chunk_id for h in store.document_chunks(collection, "doc")]
+
+
+def make_pdf(pages: list[list[str]], outline: list[tuple[str, int, int]] = ()) -> bytes:
+    """Return a PDF with one Helvetica text line per entry; outline = (title, level, 0-based page)."""
+    writer = pypdf.PdfWriter()
+    font = DictionaryObject(
+        {
+            NameObject("/Type"): NameObject("/Font"),
+            NameObject("/Subtype"): NameObject("/Type1"),
+            NameObject("/BaseFont"): NameObject("/Helvetica"),
+            NameObject("/Encoding"): NameObject("/WinAnsiEncoding"),
+        }
+    )
+    for lines in pages:
+        page = writer.add_blank_page(612, 792)
+        escaped = (line.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)") for line in lines)
+        ops = ["BT /F1 11 Tf 14 TL 72 740 Td", *(f"({line}) Tj T*" for line in escaped), "ET"]
+        stream = DecodedStreamObject()
+        stream.set_data("\n".join(ops).encode("cp1252"))
+        page[NameObject("/Contents")] = writer._add_object(stream)
+        page[NameObject("/Resources")] = DictionaryObject(
+            {NameObject("/Font"): DictionaryObject({NameObject("/F1"): font})}
+        )
+    parents: dict[int, object] = {}
+    for title, level, page_index in outline:
+        parents[level] = writer.add_outline_item(title, page_index, parent=parents.get(level - 1))
+    buffer = io.BytesIO()
+    writer.write(buffer)
+    return buffer.getvalue()
+
+
+PARAGRAPHS = {
+    "berlin.txt": ["Berlin ist die Hauptstadt von Deutschland und hat rund 3,7 Millionen Einwohner.",
+                   "Der Fernsehturm am Alexanderplatz ist 368 Meter hoch und wurde 1969 eröffnet.",
+                   "Die Spree fließt durch die Stadt und mündet bei Spandau in die Havel."],
+    "wien.txt": ["Wien liegt an der Donau und ist die Hauptstadt von Österreich.",
+                 "Der Stephansdom ist das Wahrzeichen der Stadt; sein Südturm misst 136 Meter.",
+                 "Das Riesenrad im Prater wurde 1897 gebaut."],
+}
+
+
+def ingest_paragraphs(store, collection: str, chunk_size: int) -> None:
+    """Ingest the Berlin/Wien PARAGRAPHS into collection with the fake:64 embedder, no overlap."""
+    files = [SourceFile(name, "\n\n".join(p).encode()) for name, p in PARAGRAPHS.items()]
+    pipeline.ingest(files, collection, ChunkSettings(chunk_size, 0), get_embedder("fake:64"), store=store)
+
+
+def span_query(title: str, paragraph: int, answer: str, text: str | None = None) -> dict:
+    body = "\n\n".join(PARAGRAPHS[title])
+    offset = body.index(PARAGRAPHS[title][paragraph]) + PARAGRAPHS[title][paragraph].index(answer)
+    return {"query": text or PARAGRAPHS[title][paragraph], "document": title, "answer": answer,
+            "answer_start": offset}
+
+
+def make_old(store: Store, embedder: HashEmbedder) -> None:
+    """Create 'documents' the way RAG Lab did before keyword vectors: one named dense vector, no sparse."""
+    meta = {"rag_lab": {"embedder": embedder.model_id, "dimension": embedder.dimension, "vector": "test-16"}}
+    params = models.VectorParams(size=embedder.dimension, distance=models.Distance.COSINE)
+    store.client.create_collection("documents", vectors_config={"test-16": params}, metadata=meta)
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err

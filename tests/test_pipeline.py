@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -203,3 +206,26 @@ def test_search_modes_on_a_german_document(shared_data, store, fake):
     context = pipeline.retrieve("2.1.1 Passwortlänge", "c", top_k=4, max_tokens=1000, store=store, mode="hybrid")
     assert context.included and context.included[0].score_kind == "convex"
     assert context.to_dict()["included"][0]["score_kind"] == "convex"
+
+
+def test_the_public_api_runs_the_pipeline_from_import_rag(tmp_path):
+    import rag
+
+    doc = tmp_path / "richtlinie.md"
+    doc.write_text("# Kündigung\n\nDie Kündigungsfrist beträgt drei Monate zum Quartalsende.\n", encoding="utf-8")
+    store = rag.open_store(path=":memory:")
+    embedder = rag.get_embedder("fake:32")
+    [result] = rag.ingest([rag.SourceFile(doc.name, path=doc)], "documents", embedder=embedder, store=store)
+    assert result.ok and result.chunks == 1
+    context = rag.retrieve("Kündigungsfrist", "documents", store=store, embedder=embedder)
+    assert context.text.startswith("[Quelle 1: richtlinie.md") and "drei Monate" in context.text
+    with pytest.raises(rag.QueryError):
+        rag.search("   ", "documents", store=store, embedder=embedder)
+    assert issubclass(rag.QueryError, rag.RagError)
+
+
+def test_import_rag_stays_cheap():
+    """A PDF worker imports rag.documents; rag's API must not pull Qdrant's client in with it."""
+    code = "import sys, rag, rag.documents.pdf; print('qdrant_client' in sys.modules, 'rag.pipeline' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout.split() == ["False", "False"], done.stderr

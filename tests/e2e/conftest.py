@@ -153,3 +153,27 @@ def shot(page, tmp_path: Path):
         return path
 
     return take
+
+
+# ---- page helpers the browser tests share ---------------------------------------------------------------
+
+def settle(page, timeout: float = 30_000) -> None:
+    """Wait until Streamlit has finished the current run (its 'running' indicator is gone)."""
+    page.wait_for_function(
+        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
+        " && document.querySelectorAll('[data-testid=\"stSkeleton\"]').length === 0",
+        timeout=timeout,
+    )
+
+
+def go(page, title: str) -> None:
+    """Open a page from the sidebar navigation and wait for its title."""
+    page.get_by_test_id("stSidebarNav").get_by_text(title, exact=True).click()
+    page.get_by_role("heading", name=title, level=1).wait_for()
+    settle(page)
+
+
+def search(page, query: str) -> None:
+    page.get_by_label("Query").fill(query)
+    # scoped to the form: a results table's toolbar has a "Search" button too
+    page.get_by_test_id("stForm").get_by_role("button", name="Search", exact=True).click()

@@ -7,24 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.conftest import go, search, settle
+
 pytestmark = pytest.mark.e2e
 PDF = "pdfs/hausarbeit-jura.pdf"
-
-
-def settle(page, timeout: float = 30_000) -> None:
-    """Wait until Streamlit has finished the current run (its 'running' indicator is gone)."""
-    page.wait_for_function(
-        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
-        " && document.querySelectorAll('[data-testid=\"stSkeleton\"]').length === 0",
-        timeout=timeout,
-    )
-
-
-def go(page, title: str) -> None:
-    """Open a page from the sidebar navigation and wait for its title."""
-    page.get_by_test_id("stSidebarNav").get_by_text(title, exact=True).click()
-    page.get_by_role("heading", name=title, level=1).wait_for()
-    settle(page)
 
 
 def upload(page, pdf: Path) -> None:
@@ -34,12 +20,6 @@ def upload(page, pdf: Path) -> None:
     page.get_by_role("button", name=re.compile(r"Ingest 1 file")).click()
     page.get_by_text("1 of 1 file(s) ingested.").wait_for(timeout=120_000)
     settle(page)
-
-
-def search(page, query: str) -> None:
-    page.get_by_label("Query").fill(query)
-    # scoped to the form: a results table's toolbar has a "Search" button too
-    page.get_by_test_id("stForm").get_by_role("button", name="Search", exact=True).click()
 
 
 def test_upload_chunks_search_context_with_fake_embedder(app_server, page, shot, shared_data):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_browser import go, search, settle
+from tests.e2e.conftest import go, search, settle
 
 pytestmark = pytest.mark.e2e
 SAMPLES = ["pdfs/hausarbeit-jura.pdf", "pdfs/crazyones.pdf", "markdown/asvs-de-V2-Authentication.md",

@@ -14,7 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from tests.e2e.test_browser import go, search, settle
+from tests.e2e.conftest import go, search, settle
 
 pytestmark = pytest.mark.e2e
 OPENAI_SECRET = "sk-operator-openai-4f1b9c"
@@ -88,7 +88,7 @@ def test_no_key_reaches_an_address_typed_by_a_visitor(app_server, page, shot, re
                         OPENAI_BASE_URL="http://127.0.0.1:9/v1", RAG_DATA_ROOT=str(tmp_path))
     page.goto(server.url)
     sidebar = page.get_by_test_id("stSidebar")
-    sidebar.get_by_text("Data location and servers").click()
+    sidebar.get_by_text("Data location and servers", exact=True).click()
     fill(page, "Server URL", recorder.url)  # the operator's QDRANT_URL, replaced by the visitor's
     page.get_by_text(re.compile("Qdrant at .* answered 404")).first.wait_for()
     assert any(r["path"].startswith("/collections") for r in recorder.requests), "the app asked the recorder"
@@ -122,7 +122,7 @@ def test_no_key_reaches_an_address_typed_by_a_visitor(app_server, page, shot, re
 def test_without_permission_a_visitor_sees_the_locations_but_cannot_change_them(app_server, page, shot):
     server = app_server(RAG_EMBEDDER="fake", OPENAI_API_KEY=OPENAI_SECRET)
     page.goto(server.url)
-    page.get_by_test_id("stSidebar").get_by_text("Data location and servers").click()
+    page.get_by_test_id("stSidebar").get_by_text("Data location and servers", exact=True).click()
     page.get_by_text("Set by the operator").wait_for()
     sidebar = page.get_by_test_id("stSidebar")
     for label in ("Folder", "Server URL", "Ollama host", "OpenAI-compatible base URL", "OpenAI API key"):

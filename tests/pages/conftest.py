@@ -1,0 +1,59 @@
+"""Helpers for the page tests (AppTest): start the app on a page, find buttons, upload, search, read text."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parents[2]
+APP = str(ROOT / "app.py")
+PDF = "pdfs/hausarbeit-jura.pdf"
+
+
+def start(page: str | None = None) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.run()
+    if page:
+        at.switch_page(page).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def plain(text: object) -> str:
+    """Return a value with the Markdown escapes (backslashes) the app adds to document text removed."""
+    return re.sub(r"\\(.)", r"\1", str(text))
+
+
+def texts(elements) -> str:
+    return "\n".join(plain(e.value) for e in elements)
+
+
+def button(at: AppTest, label: str):
+    matches = [b for b in at.button if plain(b.label).startswith(label)]
+    assert matches, f"no button '{label}' among {[plain(b.label) for b in at.button]}"
+    return matches[0]
+
+
+def upload(at: AppTest, shared: Path, *names: str) -> AppTest:
+    at.file_uploader[0].set_value([(Path(n).name, (shared / n).read_bytes(), "application/pdf") for n in names])
+    at.run()
+    button(at, "Ingest").click().run()
+    assert not at.exception, at.exception
+    return at
+
+
+def results(at: AppTest) -> dict[str, dict]:
+    frame = at.dataframe[0].value
+    return {row["file"]: row for row in frame.to_dict("records")}
+
+
+def search(at: AppTest, query: str, top_k: int | None = None) -> AppTest:
+    at.text_input(key="query").set_value(query)
+    if top_k is not None:
+        at.slider(key="top_k").set_value(top_k)
+    button(at, "Search").click().run()
+    assert not at.exception, at.exception
+    return at
+

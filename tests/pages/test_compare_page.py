@@ -1,0 +1,166 @@
+"""The Compare page with AppTest: one query on two sides (modes, collections) and a query set, checked against the
+rag functions the page calls; old collections offer dense only; bad input is an error in words."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from qdrant_client import models
+
+from rag import pipeline
+from rag.chunking.chunker import ChunkSettings
+from rag.embeddings import get_embedder
+from rag.evaluation.compare import compare_evaluations, compare_hits
+from rag.evaluation.queries import load_query_set
+from rag.evaluation.sweep import evaluate_collection
+from rag.store.open import open_store
+from tests.pages.conftest import PDF, button, plain, start, texts, upload
+from ui import nav
+
+QUERY = "Welche Schriftgröße verwendet die Klasse?"
+QUERY_SET = [
+    {"query": "Welche Schriftgröße verwendet die Klasse?", "document": "hausarbeit-jura.pdf",
+     "answer": "Schriftgrößen"},
+    {"query": "Wie wird Literatur eingebunden?", "document": "hausarbeit-jura.pdf", "answer": "bib-Format"},
+    {"query": "Gliederungsebenen chapter section", "document": "hausarbeit-jura.pdf", "answer": "Gliederungsebenen"},
+    {"query": "misfits rebels troublemakers", "document": "crazyones.pdf"},
+]
+
+
+def compare_page(at):
+    return at.switch_page(nav.COMPARE.path).run()
+
+
+def run_query(at, query: str = QUERY, top_k: int = 10):
+    at.text_input(key="compare_query").set_value(query)
+    at.slider(key="compare_top_k").set_value(top_k)
+    button(at, "Compare").click().run()
+    assert not at.exception, at.exception
+    return at
+
+
+def store_of(at):
+    return at.session_state["workspace"].store
+
+
+def ingest_files(folder: Path, shared: Path, collection: str, settings: ChunkSettings, *names: str) -> None:
+    """Fill a collection before the app starts (the embedded folder is closed again for the app)."""
+    store = open_store(path=str(folder / "qdrant"))
+    files = [pipeline.SourceFile(Path(n).name, (shared / n).read_bytes()) for n in names]
+    pipeline.ingest(files, collection, settings, get_embedder("fake"), store=store)
+    store.close()
+
+
+def test_one_query_dense_against_hybrid_side_by_side(app_env, shared_data):
+    at = compare_page(upload(start(), shared_data, PDF, "pdfs/crazyones.pdf"))
+    assert at.selectbox(key="compare_a_mode").value == "dense"
+    assert at.selectbox(key="compare_b_mode").value == "hybrid-convex"  # the default B: the same collection, hybrid
+    run_query(at)
+    store, embedder = store_of(at), get_embedder("fake")
+    expected = compare_hits(pipeline.search(QUERY, "documents", 10, store=store, embedder=embedder, mode="dense"),
+                            pipeline.search(QUERY, "documents", 10, store=store, embedder=embedder, mode="hybrid"))
+    side_a, side_b = (d.value for d in at.dataframe)
+    assert list(side_a["#"]) == list(range(1, 11)) and list(side_b["#"]) == list(range(1, 11))
+    assert (side_a["found"] == "only A").sum() == len(expected.only_a)
+    assert (side_b["found"] == "only B").sum() == len(expected.only_b)
+    for row, frame_row in zip(expected.a, side_a.to_dict("records"), strict=True):
+        assert frame_row["found"].startswith("both") == row.shared
+        if row.shared:  # "in B" and the arrow agree with rag.compare's shift (rank in B minus rank in A)
+            assert frame_row["in B"] == row.other_rank
+            arrow = frame_row["found"].removeprefix("both ")
+            assert arrow == ("=" if row.shift == 0 else f"▲ {-row.shift}" if row.shift < 0 else f"▼ {row.shift}")
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["shared"] == f"{len(expected.shared_a)} of 10" and metrics["only in B"] == str(len(expected.only_b))
+    assert "A = 'documents' · Dense · B = 'documents' · Hybrid convex" in plain(texts(at.caption))
+
+
+def test_selecting_a_hit_shows_its_text_and_why_it_was_found(app_env, shared_data):
+    at = run_query(compare_page(upload(start(), shared_data, PDF)))
+    at.session_state["compare_table_b"] = {"selection": {"rows": [0], "columns": [], "cells": []}}
+    at.run()
+    top_b = at.dataframe[1].value.iloc[0]
+    assert len(at.code) == 1 and at.code[0].value.strip()
+    assert f"B #1** · {top_b['document']} · chunk {top_b['chunk']}" in plain(texts(at.markdown))
+    assert "fused (convex): w × dense" in texts(at.caption)  # B is hybrid: where it stood in each list
+
+
+def test_two_chunkings_share_text_across_collections(app_env, shared_data):
+    ingest_files(app_env, shared_data, "klein", ChunkSettings(200, 20), PDF)
+    at = compare_page(upload(start(), shared_data, PDF))
+    at.selectbox(key="compare_b_collection").set_value("klein").run()
+    at.selectbox(key="compare_b_mode").set_value("dense").run()
+    run_query(at, top_k=5)
+    side_a, side_b = (d.value for d in at.dataframe)
+    assert side_a["found"].str.startswith("both").any()  # a 200-token chunk inside a 600-token one: the same text
+    assert "B = 'klein' · Dense" in plain(texts(at.caption))
+
+
+def test_a_query_set_shows_metric_deltas_and_per_query_changes(app_env, shared_data):
+    at = compare_page(upload(start(), shared_data, PDF, "pdfs/crazyones.pdf"))
+    at.button_group(key="compare_source").set_value("query set").run()
+    data = "\n".join(json.dumps(q, ensure_ascii=False) for q in QUERY_SET).encode("utf-8")
+    at.file_uploader(key="compare_query_file").set_value([("fragen.jsonl", data, "application/jsonl")]).run()
+    at.text_input(key="compare_ks").set_value("1,5")
+    button(at, "Compare").click().run()
+    assert not at.exception, at.exception
+    store, embedder, queries = store_of(at), get_embedder("fake"), load_query_set(data, "fragen.jsonl")
+    expected = compare_evaluations(
+        evaluate_collection(queries, "documents", embedder, store=store, ks=[1, 5], mode="dense"),
+        evaluate_collection(queries, "documents", embedder, store=store, ks=[1, 5], mode="hybrid"))
+    table = at.dataframe[0].value.set_index("metric")
+    assert list(table.index) == ["hit@1", "hit@5", "recall@5", "precision@5", "mrr@5", "ndcg@5"]
+    for key in table.index:
+        assert table.loc[key, "B − A"] == pytest.approx(expected.deltas[key])
+        assert table.loc[key, "A"] == pytest.approx(expected.metrics_a[key])
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["B better"] == str(expected.count("better")) and metrics["the same"] == str(expected.count("same"))
+    changed = [q for q in expected.per_query if q.change != "same"]
+    assert changed and sorted(at.dataframe[1].value["query"]) == sorted(q.query for q in changed)
+    at.toggle(key="compare_only_changed").set_value(False).run()
+    assert len(at.dataframe[1].value) == len(QUERY_SET)
+
+
+def test_bad_query_sets_and_k_values_are_errors_in_words(app_env, shared_data):
+    at = compare_page(upload(start(), shared_data, PDF))
+    at.button_group(key="compare_source").set_value("query set").run()
+    button(at, "Compare").click().run()
+    assert "Upload a query set first" in texts(at.info)
+    bad = b'{"query": "Schrift", "document": "gibt-es-nicht.pdf"}\n{"query": ""}\n'
+    at.file_uploader(key="compare_query_file").set_value([("bad.jsonl", bad, "application/jsonl")]).run()
+    button(at, "Compare").click().run()
+    assert "bad.jsonl line 2: 'query' is missing or empty" in plain(texts(at.error))
+    at.text_input(key="compare_ks").set_value("1,zehn").run()
+    button(at, "Compare").click().run()
+    assert at.error and not at.exception
+
+
+def test_same_sides_are_refused_and_an_empty_query_is_an_error(app_env, shared_data):
+    at = compare_page(upload(start(), shared_data, PDF))
+    at.selectbox(key="compare_b_mode").set_value("dense").run()
+    assert "A and B are the same" in texts(at.warning) and button(at, "Compare").disabled
+    at.selectbox(key="compare_b_mode").set_value("sparse").run()
+    run_query(at, query="   ")
+    assert "The query is empty" in texts(at.error)
+
+
+def test_a_collection_from_before_keyword_search_offers_dense_only(app_env, shared_data):
+    store = open_store(path=str(app_env / "qdrant"))
+    embedder = get_embedder("fake")
+    meta = {"rag_lab": {"embedder": embedder.model_id, "dimension": embedder.dimension, "vector": "fake-64"}}
+    params = models.VectorParams(size=embedder.dimension, distance=models.Distance.COSINE)
+    store.client.create_collection("alt", vectors_config={"fake-64": params}, metadata=meta)
+    store.close()
+    ingest_files(app_env, shared_data, "alt", ChunkSettings(), PDF)
+    at = compare_page(upload(start(), shared_data, PDF))
+    at.selectbox(key="compare_a_collection").set_value("alt").run()
+    assert at.selectbox(key="compare_a_mode").options == ["Dense"]
+    assert "re-ingest its documents into a new collection for keyword and hybrid search" in texts(at.caption)
+    run_query(at, top_k=3)
+    assert len(at.dataframe) == 2 and not at.error
+
+
+def test_nothing_to_compare_points_to_upload(app_env):
+    at = compare_page(start())
+    assert "nothing to compare" in texts(at.info)

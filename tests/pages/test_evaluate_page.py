@@ -1,0 +1,177 @@
+"""The Evaluate page with AppTest: a sweep from the sample folder, uploads, a collection, failures, exports."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from rag import pipeline
+from rag.chunking.chunker import ChunkSettings
+from rag.embeddings import get_embedder
+from rag.evaluation.squad import import_squad
+from rag.store.open import open_store
+from ui import nav
+
+ROOT = Path(__file__).resolve().parents[2]
+TIMEOUT = 180
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch, shared_data):
+    samples = tmp_path / "samples"
+    samples.mkdir()
+    (samples / "xquad.json").write_bytes((shared_data / "xquad-de/xquad.de.dev.json").read_bytes())
+    monkeypatch.setenv("RAG_QDRANT_PATH", str(tmp_path / "qdrant"))
+    monkeypatch.setenv("RAG_EMBEDDER", "fake:32")
+    monkeypatch.setenv("RAG_SAMPLE_DIR", str(samples))
+    monkeypatch.setenv("RAG_EMBEDDING_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("QDRANT_URL", raising=False)
+    monkeypatch.delenv("RAG_COLLECTION", raising=False)
+    return tmp_path
+
+
+def plain(text: str) -> str:
+    """Return Markdown-escaped page text without its backslashes."""
+    return text.replace("\\", "")
+
+
+def evaluate_page() -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    at.run()
+    at.switch_page(nav.EVALUATE.path)
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def set_grid(at: AppTest, sizes: str, overlaps: str, ks: str, modes: list[str] | None = None) -> None:
+    if modes is not None:
+        at.multiselect(key="evaluate_modes").set_value(modes)
+    at.text_input(key="evaluate_sizes").set_value(sizes)
+    at.text_input(key="evaluate_overlaps").set_value(overlaps)
+    at.text_input(key="evaluate_ks").set_value(ks)
+    next(b for b in at.button if b.label == "Run the sweep").click()
+    at.run()
+    assert not at.exception, at.exception
+
+
+def test_sweep_of_sample_squad_articles_with_failures_and_exports(env):
+    at = evaluate_page()
+    assert at.title[0].value == "Evaluate"
+    at.radio(key="evaluate_query_from").set_value("Sample folder")
+    at.run()
+    assert at.selectbox(key="evaluate_sample").value.name == "xquad.json"
+    at.number_input(key="evaluate_articles").set_value(2)
+    at.run()
+    assert at.radio(key="evaluate_documents_from_squad").value == "The SQuAD articles"
+    set_grid(at, "100,200", "0,150", "1,5")
+    assert not at.error, [e.value for e in at.error]
+    best = plain(at.success[0].value)
+    assert best.startswith("Best by mrr@5: chunk") and "chunks of" in best
+    table = at.dataframe[0].value
+    assert list(zip(table["chunk_size"], table["overlap"], strict=True)) == [(100, 0), (200, 0), (200, 150)]
+    assert {"hit@1", "hit@5", "mrr@5", "ndcg@5", "chunks", "mean_tokens"} <= set(table.columns)
+    assert any("overlap 150" in plain(c.value) and "skipped" in c.value for c in at.caption)  # 100/150 left out
+    assert len(at.get("vega_lite_chart")) == 4  # hit@k, heatmap, times, where the answer ranked
+    assert [b.label for b in at.get("download_button")] == ["Results as CSV", "Results as JSON (with every query)"]
+    # the heatmap follows the chosen metric
+    at.selectbox(key="evaluate_metric").set_value("hit")
+    at.run()
+    assert plain(at.success[0].value).startswith("Best by hit@5")
+    # failures: pick one and see the chunk that should have been found
+    failures = at.dataframe[1].value
+    assert len(failures) > 0 and {"query", "rank", "score", "top score", "expected"} <= set(failures.columns)
+    assert all(r is None or r != r or r > 5 for r in failures["rank"])  # none was found in the top 5
+    at.session_state["evaluate_failures"] = {"selection": {"rows": [0], "columns": [], "cells": []}}
+    at.run()
+    assert not at.exception, at.exception
+    shown = [c.value for c in at.code]
+    answer = failures["answer"][0]
+    assert len(shown) >= 2 and any(answer[:3] in text for text in shown[:-1])
+    assert any("the answer starts at character" in plain(c.value) for c in at.caption)
+
+
+def test_uploaded_query_set_and_documents(env):
+    imported = import_squad((env / "samples/xquad.json").read_bytes(), articles=2)
+    lines = "\n".join(json.dumps(q, ensure_ascii=False) for q in imported.queries[:20])
+    at = evaluate_page()
+    at.file_uploader(key="evaluate_query_file").upload("set.jsonl", lines.encode(), "application/json")
+    at.run()
+    at.radio(key="evaluate_documents_from").set_value("Upload documents")
+    at.run()
+    at.file_uploader(key="evaluate_document_files").set_value(
+        [(d.filename, d.text.encode(), "text/plain") for d in imported.documents])
+    at.run()
+    set_grid(at, "150", "0,30", "1,3")
+    assert not at.error, [e.value for e in at.error]
+    assert len(at.dataframe[0].value) == 2
+    assert "20 queries on 2 documents" in " ".join(plain(c.value) for c in at.caption)
+
+
+def test_bad_query_set_and_unknown_documents_are_explained(env):
+    store = open_store(path=str(env / "qdrant"))
+    pipeline.ingest([pipeline.SourceFile("a.txt", "Ein kurzer Text über Köln.".encode())], "documents",
+                    ChunkSettings(50, 0), get_embedder("fake:32"), store=store)
+    at = evaluate_page()
+    at.file_uploader(key="evaluate_query_file").upload("set.jsonl", b'{"query": "a"}\n', "application/json")
+    at.run()
+    assert "set.jsonl line 1" in plain(at.error[0].value)
+    at.file_uploader(key="evaluate_query_file").set_value(
+        ("set.jsonl", b'{"query": "x", "document": "b.txt"}\n', "application/json"))
+    at.run()
+    assert not at.error
+    assert at.radio(key="evaluate_documents_from").value == "A collection"
+    set_grid(at, "50", "0", "1")
+    assert "'b.txt' (line 1)" in plain(at.error[0].value) and "a.txt" in plain(at.error[0].value)
+
+
+def test_sweep_over_a_collections_documents(env):
+    store = open_store(path=str(env / "qdrant"))
+    imported = import_squad((env / "samples/xquad.json").read_bytes(), articles=2)
+    files = [pipeline.SourceFile(d.filename, d.text.encode()) for d in imported.documents]
+    pipeline.ingest(files, "documents", ChunkSettings(300, 30), get_embedder("fake:32"), store=store)
+    at = evaluate_page()
+    lines = "\n".join(json.dumps(q, ensure_ascii=False) for q in imported.queries)
+    at.file_uploader(key="evaluate_query_file").upload("set.jsonl", lines.encode(), "application/json")
+    at.run()
+    assert at.selectbox(key="evaluate_collection").value == "documents"
+    set_grid(at, "80,160", "0", "1,10")
+    assert not at.error, [e.value for e in at.error]
+    table = at.dataframe[0].value
+    assert list(table["chunk_size"]) == [80, 160] and table["chunks"][0] > table["chunks"][1]
+    assert table["hit@10"].max() > table["hit@1"].min()
+
+
+def test_search_modes_are_a_sweep_dimension(env):
+    at = evaluate_page()
+    at.radio(key="evaluate_query_from").set_value("Sample folder")
+    at.run()
+    at.number_input(key="evaluate_articles").set_value(1)
+    at.run()
+    assert at.multiselect(key="evaluate_modes").value == ["hybrid-convex"]  # the app's default search
+    set_grid(at, "100,200", "0", "1,5", modes=["dense", "sparse", "hybrid-dbsf"])
+    assert not at.error, [e.value for e in at.error]
+    table = at.dataframe[0].value
+    assert list(zip(table["chunk_size"], table["mode"], strict=True)) == [
+        (100, "dense"), (100, "sparse"), (100, "hybrid-dbsf"), (200, "dense"), (200, "sparse"), (200, "hybrid-dbsf")]
+    best = plain(at.success[0].value)
+    assert best.startswith("Best by mrr@5: chunk_size") and " search (mrr@5" in best
+    assert any(m in best for m in ("dense search", "sparse search", "hybrid-dbsf search"))
+    assert any("modes dense, sparse, hybrid-dbsf" in plain(c.value) for c in at.caption)
+    charts = at.get("vega_lite_chart")
+    assert len(charts) == 4 and "facet" in charts[0].proto.spec and "facet" in charts[1].proto.spec
+    # where the answer ranked: one row (configuration and mode) at a time, with a threshold line
+    rows = at.selectbox(key="evaluate_rank_config").options
+    assert len(rows) == 6 and "chunk_size 200, overlap 0, sparse search" in [plain(r) for r in rows]
+    at.selectbox(key="evaluate_rank_config").set_value("chunk_size 200, overlap 0, sparse search")
+    at.number_input(key="evaluate_threshold").set_value(5.0)
+    at.run()
+    assert not at.exception, at.exception
+    assert '"threshold"' in at.get("vega_lite_chart")[3].proto.spec
+    assert any("the threshold would cut" in plain(c.value) for c in at.caption)
+    # no mode chosen: said, and nothing runs
+    set_grid(at, "100", "0", "1", modes=[])
+    assert "at least one search mode" in plain(at.error[0].value)

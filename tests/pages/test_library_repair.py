@@ -1,0 +1,122 @@
+"""Upload says when a file replaces a document of the same name; the Library repairs an interrupted ingest."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag.store.open import open_store
+from tests.pages.conftest import button, plain, results, start, texts, upload
+from ui import nav
+
+POLICY_V1 = "# Richtlinie\n\nPasswörter müssen zwölf Zeichen lang sein.\n"
+POLICY_V2 = "# Richtlinie\n\nPasswörter müssen vierzehn Zeichen lang sein.\n"
+
+
+def upload_text(at, name: str, text: str, keep: bool | None = None):
+    at.file_uploader[0].set_value([(name, text.encode(), "text/markdown")])
+    at.run()
+    if keep is not None:
+        at.checkbox(key="keep_versions").set_value(keep).run()
+    button(at, "Ingest").click().run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_upload_says_a_file_replaces_its_old_version_before_it_happens(app_env):
+    at = upload_text(start(), "policy.md", POLICY_V1)
+    at.file_uploader[0].set_value([("policy.md", POLICY_V2.encode(), "text/markdown")])
+    at.run()
+    assert "'policy.md' (1 chunks) is already in 'documents': ingesting replaces the old version" in plain(
+        texts(at.warning))
+    button(at, "Ingest").click().run()
+    assert results(at)["policy.md"]["status"] == "ingested"
+    store = open_store(path=str(app_env / "qdrant"))
+    (document,) = store.documents("documents")
+    assert "vierzehn" in store.document_chunks("documents", document.document_id)[0].content
+
+
+def test_keep_both_versions_keeps_the_old_one(app_env):
+    at = upload_text(start(), "policy.md", POLICY_V1)
+    upload_text(at, "policy.md", POLICY_V2, keep=True)
+    assert len(open_store(path=str(app_env / "qdrant")).documents("documents")) == 2
+
+
+def test_same_content_under_another_name_is_skipped_in_words(app_env):
+    at = upload_text(start(), "policy.md", POLICY_V1)
+    upload_text(at, "kopie.md", POLICY_V1)
+    assert results(at)["kopie.md"]["status"] == "skipped"
+    assert "same content as 'policy.md'" in plain(texts(at.info) + texts(at.error) + texts(at.warning))
+
+
+@pytest.fixture
+def interrupted(app_env, shared_data, monkeypatch):
+    """A PDF in the Library whose second ingest (other settings) died after writing its chunks, before its commit."""
+    at = upload(start(), shared_data, "pdfs/hausarbeit-jura.pdf")
+    store = open_store(path=str(app_env / "qdrant"))
+    from rag import pipeline
+    from rag.chunking.chunker import ChunkSettings
+    from rag.embeddings import get_embedder
+    from ui import resources
+
+    def crash(*args, **kwargs):
+        raise SystemExit("killed")  # not a StoreError: nothing is rolled back, as after kill -9
+
+    (document,) = store.documents("documents")
+    with monkeypatch.context() as patch, pytest.raises(SystemExit):
+        patch.setattr(store, "commit_generation", crash)
+        pipeline.reingest([document.document_id], "documents", ChunkSettings(150, 20), get_embedder("fake"),
+                          store=store, archive=resources.archive(store))
+    resources.store_changed()  # another process wrote: the app's listings are read again
+    at.switch_page(nav.LIBRARY.path).run()
+    return at, store
+
+
+def test_library_marks_an_interrupted_document_and_ingests_it_again(interrupted):
+    at, store = interrupted
+    assert "not stored completely" in texts(at.warning)
+    assert list(at.dataframe[0].value["complete"]) == ["NO"]
+    at.session_state["library_table"] = {"selection": {"rows": [0], "columns": [], "cells": []}}
+    at.run()
+    assert not at.exception, at.exception
+    assert "its earlier complete version stays searchable" in plain(texts(at.warning))
+    assert "chunk_size 150, overlap 20" in texts(at.caption)
+    button(at, "Ingest 'hausarbeit-jura.pdf' again").click().run()
+    assert not at.exception, at.exception
+    (document,) = store.documents("documents")
+    assert document.complete and (document.chunk_size, document.overlap) == (150, 20)
+    assert store.registry("documents") == {}
+
+
+def test_library_deletes_what_an_interrupted_ingest_left(interrupted):
+    at, store = interrupted
+    before = store.documents("documents")[0]
+    at.session_state["library_table"] = {"selection": {"rows": [0], "columns": [], "cells": []}}
+    at.run()
+    button(at, "Delete what the interrupted ingest left").click().run()
+    (document,) = store.documents("documents")
+    assert document.complete and document.chunk_size == before.chunk_size and document.interrupted == 0
+    assert list(at.dataframe[0].value["complete"]) == ["yes"]
+
+
+def test_an_upload_over_the_limit_is_refused_by_its_size(app_env, monkeypatch):
+    monkeypatch.setenv("RAG_MAX_FILE_MB", "0.001")
+    at = start()
+    at.file_uploader[0].set_value([("gross.md", b"Wort " * 1000, "text/markdown"),
+                                   ("klein.md", b"# Klein\n\nText.", "text/markdown")])
+    at.run()
+    button(at, "Ingest").click().run()
+    rows = results(at)
+    assert rows["gross.md"]["status"] == "failed" and "; the limit is" in rows["gross.md"]["message"]
+    assert rows["klein.md"]["status"] == "ingested"
+
+
+def test_a_new_collection_gets_the_language_and_prompts_chosen_on_upload(app_env):
+    at = start()
+    assert at.text_input(key="upload_query_prompt").value == ""  # the fake model wants none
+    at.selectbox(key="upload_language").set_value("de")
+    at.text_input(key="upload_query_prompt").set_value("Frage: ")
+    at.text_input(key="upload_document_prompt").set_value("Text: ")
+    upload_text(at, "policy.md", POLICY_V1)
+    meta = open_store(path=str(app_env / "qdrant")).collection_meta("documents")
+    assert (meta["language"], meta["query_prompt"], meta["document_prompt"]) == ("de", "Frage: ", "Text: ")
+    assert not any(t.key == "upload_query_prompt" for t in at.text_input)  # the collection exists now: its own

@@ -1,0 +1,91 @@
+"""Who may change where the data lives and which servers are used, and which key goes where (AppTest)."""
+
+from __future__ import annotations
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.pages.conftest import APP, start, texts
+
+SECRET = "sk-operator-secret-0123456789"
+
+
+def labels(at) -> list[str]:
+    return [t.label for t in at.sidebar.text_input]
+
+
+def test_without_ui_settings_visitors_cannot_change_locations_or_servers(app_env, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    at = start()
+    assert not {"Folder", "Server URL", "Ollama host", "OpenAI-compatible base URL", "OpenAI API key"} & set(labels(at))
+    assert "Set by the operator" in texts(at.sidebar.caption)
+    ollama, openai, key = at.session_state["workspace"].servers
+    assert (openai, key) == ("https://api.openai.com/v1", SECRET)  # the operator's pair, to its own URL
+    assert SECRET not in str(at._tree)
+
+
+@pytest.fixture
+def editable(app_env, monkeypatch):
+    monkeypatch.setenv("RAG_UI_SETTINGS", "1")
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://llm.operator:8000")
+    return app_env
+
+
+def test_a_typed_base_url_gets_no_configured_key(editable):
+    at = start()
+    assert {"Folder", "Ollama host", "OpenAI-compatible base URL", "OpenAI API key"} <= set(labels(at))
+    assert at.session_state["workspace"].servers[1:] == ("http://llm.operator:8000", SECRET)
+    at.text_input(key="openai_base_url").set_value("http://visitor.example:9000").run()
+    assert at.session_state["workspace"].servers[1:] == ("http://visitor.example:9000", "")
+    at.text_input(key="openai_api_key").set_value("visitor-key").run()
+    assert at.session_state["workspace"].servers[2] == "visitor-key"
+    at.text_input(key="openai_base_url").set_value("http://LLM.operator:8000/").run()  # the same URL, written otherwise
+    at.text_input(key="openai_api_key").set_value("").run()
+    assert at.session_state["workspace"].servers[2] == SECRET
+    assert SECRET not in str(at._tree)
+
+
+def test_a_typed_qdrant_server_gets_no_configured_key(editable, monkeypatch):
+    monkeypatch.setenv("QDRANT_API_KEY", SECRET)
+    monkeypatch.setattr("ui.resources.open_store", lambda **kw: (_ for _ in ()).throw(AssertionError(kw)))
+    sent = {}
+
+    def record(kind, target, api_key=""):
+        sent[target] = api_key
+        from rag.errors import StoreUnavailableError
+
+        raise StoreUnavailableError("recorded")
+
+    monkeypatch.setattr("ui.resources.store", record)
+    at = start()
+    at.radio(key="location_kind").set_value("server").run()
+    at.text_input(key="qdrant_url").set_value("http://visitor.example:6333").run()
+    assert sent["http://visitor.example:6333"] == ""
+    monkeypatch.setenv("QDRANT_URL", "http://qdrant.operator:6333")
+    at.text_input(key="qdrant_url").set_value("http://qdrant.operator:6333").run()
+    assert sent["http://qdrant.operator:6333"] == SECRET
+
+
+@pytest.mark.parametrize("folder", ["/tmp/rag-outside", "../outside", "/etc"])
+def test_a_folder_outside_the_data_root_is_refused_and_not_created(editable, folder):
+    at = start()
+    at.text_input(key="qdrant_path").set_value(folder).run()
+    assert "outside the data root" in texts(at.sidebar.error)
+    assert not (editable.parent / "outside").exists() and not __import__("os").path.exists("/tmp/rag-outside")
+
+
+def test_a_folder_inside_the_data_root_is_opened(editable):
+    at = start()
+    at.text_input(key="qdrant_path").set_value("zweiter-speicher").run()
+    assert not at.sidebar.error
+    assert (editable / "zweiter-speicher").is_dir()
+    assert at.session_state["workspace"].location == str(editable / "zweiter-speicher")
+
+
+def test_a_model_folder_outside_the_data_root_is_refused(app_env):
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.session_state["embedder_spec"] = "local:/usr/lib"  # as if typed: the box accepts new options
+    at.run()
+    assert "outside the data root" in texts(at.sidebar.error)
+    assert at.session_state["workspace"].spec == "fake"

@@ -1,0 +1,99 @@
+"""Fusions of hybrid search: specs, the convex combination, weighted RRF in the engine, tuning the weight."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from rag import pipeline
+from rag.embeddings import get_embedder
+from rag.errors import InvalidSettingsError
+from rag.evaluation.fusion_tuning import WEIGHTS, tune_fusion
+from rag.evaluation.queries import load_query_set
+from rag.evaluation.squad import import_squad, sweep_input
+from rag.store.fusion import DEFAULT_FUSION, Fusion, convex, parse_fusion
+from rag.store.open import open_store
+from tests.conftest import run
+
+
+@pytest.mark.parametrize("spec,fusion", [("rrf", Fusion()), ("RRF:k=10:w=0.7", Fusion("rrf", 0.7, 10)),
+                                         ("dbsf", Fusion("dbsf")), ("convex:w=0.6", Fusion("convex", 0.6)),
+                                         ("convex:w=0.5", Fusion("convex"))])
+def test_specs_parse_and_print_back(spec: str, fusion: Fusion):
+    assert parse_fusion(spec) == fusion and parse_fusion(fusion.spec) == fusion
+    assert parse_fusion(DEFAULT_FUSION).spec == DEFAULT_FUSION
+
+
+@pytest.mark.parametrize("bad", ["sum", "convex:w=1.5", "rrf:k=0", "rrf:k=2.5", "dbsf:w=0.3", "convex:x=1", "rrf:w=a"])
+def test_bad_specs_say_what_is_allowed(bad: str):
+    with pytest.raises(InvalidSettingsError):
+        parse_fusion(bad)
+
+
+def test_convex_combination_normalises_each_list():
+    dense = [("a", 0.9), ("b", 0.7), ("c", 0.5)]
+    keyword = [("c", 12.0), ("d", 6.0), ("a", 2.0)]
+    fused = dict(convex(dense, keyword, 0.6))
+    assert fused == pytest.approx({"a": 0.6 * 1 + 0.4 * 0, "b": 0.6 * 0.5, "c": 0.6 * 0 + 0.4 * 1,
+                                   "d": 0.4 * 0.4})
+    assert [i for i, _ in convex(dense, keyword, 1.0)][:3] == ["a", "b", "c"]  # all dense
+    assert [i for i, _ in convex(dense, keyword, 0.0)][:3] == ["c", "d", "a"]  # all keywords
+    assert convex([], [("x", 3.0)], 0.5) == [("x", 0.5)]
+
+
+@pytest.fixture(scope="module")
+def xquad(shared_data):
+    documents, queries = sweep_input(import_squad((shared_data / "xquad-de/xquad.de.dev.json").read_bytes(),
+                                                  articles=3))
+    store, fake = open_store(":memory:"), get_embedder("fake:32")
+    files = [pipeline.SourceFile(d.title, d.text.encode()) for d in documents]
+    pipeline.ingest(files, "x", pipeline.ChunkSettings(120, 20), fake, store=store)
+    return store, fake, queries
+
+
+def test_convex_and_weighted_rrf_search_explain_their_scores(xquad):
+    store, fake, queries = xquad
+    query = queries[0].text
+    convex_hits = pipeline.search(query, "x", 8, store=store, embedder=fake, fusion="convex:w=0.6")
+    assert all(h.score_kind == "convex" and 0 <= h.score <= 1 for h in convex_hits)
+    assert [h.score for h in convex_hits] == sorted((h.score for h in convex_hits), reverse=True)
+    assert all(h.dense_rank is not None or h.sparse_rank is not None for h in convex_hits)
+    dense_only = pipeline.search(query, "x", 8, store=store, embedder=fake, fusion="convex:w=1")
+    plain = pipeline.search(query, "x", 8, store=store, embedder=fake, mode="dense")
+    assert [h.chunk_id for h in dense_only] == [h.chunk_id for h in plain]
+    weighted = pipeline.search(query, "x", 8, store=store, embedder=fake, fusion="rrf:w=0.9")
+    assert weighted and all(h.score_kind == "rrf" for h in weighted)
+    above = pipeline.search(query, "x", 8, 0.5, store=store, embedder=fake, fusion="convex")
+    assert all(h.score >= 0.5 for h in above)
+
+
+def test_tuning_picks_a_weight_and_cross_validates_it(xquad):
+    store, fake, queries = xquad
+    tuning = tune_fusion(queries, "x", fake, store=store, ks=[1, 5, 10])
+    assert set(tuning.by_weight) == set(WEIGHTS) and tuning.best.method == "convex"
+    assert tuning.by_weight[tuning.best.weight] == max(tuning.by_weight.values())
+    assert 0 <= tuning.cv_metric <= 1 and len(tuning.cv_weights) == tuning.folds == 5
+    assert tuning.cv_metric <= tuning.by_weight[tuning.best.weight] + 1e-9  # held out can only do as well
+    assert tune_fusion(queries, "x", fake, store=store, ks=[1, 5, 10]).to_json() == tuning.to_json()  # seeded
+
+
+def test_eval_tune_fusion_saves_the_collections_default(shared_data, tmp_path, capsys):
+    imported = import_squad((shared_data / "xquad-de/xquad.de.dev.json").read_bytes(), articles=2)
+    from rag.evaluation.squad import write_import
+
+    write_import(imported, tmp_path / "docs")
+    store = str(tmp_path / "q")
+    files = sorted(str(p) for p in (tmp_path / "docs").glob("*.txt"))
+    assert run(capsys, "ingest", *files, "--collection", "x", "--embedder", "fake:32", "--store", store)[0] == 0
+    queries = str(tmp_path / "docs/queries.jsonl")
+    code, out, _ = run(capsys, "eval", queries, "--collection", "x", "--store", store, "--tune-fusion", "--save",
+                       "--json")
+    data = json.loads(out)
+    assert code == 0 and data["saved"] and data["best"].startswith("convex")
+    assert len(load_query_set((tmp_path / "docs/queries.jsonl").read_bytes())) == data["queries"]
+    opened = open_store(path=store)
+    try:
+        assert pipeline.search_defaults(opened, "x", None, None) == ("hybrid", data["best"])
+    finally:
+        opened.close()

@@ -1,0 +1,153 @@
+"""Generations: a write is searchable whole or not at all; edited files replace their old version by title."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rag import pipeline
+from rag.chunking.chunker import ChunkSettings
+from rag.embeddings import get_embedder
+from rag.errors import StoreError
+from rag.store.archive import DocumentArchive
+from rag.store.open import open_store
+from rag.store.versions import REGISTRY_ID, WRITING
+from tests.conftest import TEXT, HashEmbedder, ingest, make_chunks, make_document
+
+
+@pytest.fixture
+def store():
+    return open_store(":memory:")
+
+
+@pytest.fixture
+def embedder() -> HashEmbedder:
+    return HashEmbedder()
+
+
+def search_titles(store, embedder, query: str = "Passwörter Zeichen") -> list[str]:
+    vector = embedder.embed_query([query])[0]
+    return [h.document_title for h in store.search("documents", vector, embedder, top_k=50)]
+
+
+def test_a_write_in_progress_is_hidden_and_listed_as_incomplete(store, embedder, monkeypatch):
+    ingest(store, embedder, make_document(TEXT[:120], "doc-b", "kurz.md"))
+    real_upsert, seen = store.client.upsert, {}
+
+    def observing_upsert(collection, points, **kwargs):
+        real_upsert(collection, points, **kwargs)
+        if not seen:  # after the first batch of the second document: what does a reader see now?
+            seen["titles"] = search_titles(store, embedder)
+            seen["documents"] = {d.title: d.complete for d in store.documents("documents")}
+            seen["ids"] = len(store.point_ids("documents"))
+
+    monkeypatch.setattr(store.client, "upsert", observing_upsert)
+    count, _ = ingest(store, embedder, make_document())
+    assert set(seen["titles"]) == {"kurz.md"}
+    assert seen["documents"] == {"kurz.md": True, "richtlinie.md": False}
+    assert seen["ids"] == len(store.document_chunks("documents", "doc-b"))
+    assert set(search_titles(store, embedder)) == {"kurz.md", "richtlinie.md"}
+    assert all(d.complete for d in store.documents("documents")) and store.registry("documents") == {}
+    assert store.collections()[0].points == count + len(store.document_chunks("documents", "doc-b"))
+
+
+def test_failed_write_removes_its_chunks_and_its_registry_entry(store, embedder, monkeypatch):
+    real_upsert = store.client.upsert
+    calls = []
+
+    def failing(collection, points, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:  # the registry is created by the first upsert, the first chunk batch is the second
+            raise ValueError("disk full")
+        return real_upsert(collection, points, **kwargs)
+
+    monkeypatch.setattr(store.client, "upsert", failing)
+    with pytest.raises(StoreError, match="disk full.*Nothing of 'richtlinie.md' was changed"):
+        ingest(store, embedder, make_document())
+    assert store.documents("documents") == [] and store.registry("documents") == {}
+
+
+def test_an_edited_file_replaces_its_old_version(store, embedder):
+    ingest(store, embedder, make_document(TEXT, "v1", "policy.md"))
+    ingest(store, embedder, make_document(TEXT.replace("zwölf", "vierzehn"), "v2", "policy.md"))
+    (document,) = store.documents("documents")
+    assert (document.document_id, document.title) == ("v2", "policy.md")
+    contents = " ".join(h.content for h in store.search("documents", embedder.embed_documents(["Zeichen"])[0], embedder,
+                                                          top_k=50))
+    assert "vierzehn" in contents and "zwölf" not in contents
+
+
+def test_keep_versions_keeps_both(store, embedder):
+    ingest(store, embedder, make_document(TEXT, "v1", "policy.md"))
+    document = make_document(TEXT.replace("zwölf", "vierzehn"), "v2", "policy.md")
+    chunks = make_chunks(document, 60)
+    store.upsert_document("documents", document, chunks, embedder.embed_documents([c.content for c in chunks]),
+                          ChunkSettings(60, 0, "tokens"), embedder, keep_versions=True)
+    assert sorted(d.document_id for d in store.documents("documents")) == ["v1", "v2"]
+
+
+def test_plan_says_what_an_ingest_will_do(store, embedder):
+    _, settings = ingest(store, embedder, make_document(TEXT, "v1", "policy.md"))
+    assert store.plan_ingest("documents", make_document(TEXT, "v1", "policy.md"), settings).unchanged
+    renamed = store.plan_ingest("documents", make_document(TEXT, "v1", "other.md"), settings)
+    assert renamed.duplicate_of == "policy.md" and not renamed.replaces
+    edited = store.plan_ingest("documents", make_document("neu", "v2", "policy.md"), settings)
+    assert [d.document_id for d in edited.replaces] == ["v1"]
+    assert store.plan_ingest("documents", make_document("neu", "v2", "policy.md"), settings, keep_versions=True
+                             ).replaces == ()
+    assert store.plan_ingest("nowhere", make_document(), settings) == type(edited)()
+
+
+def test_pipeline_skips_same_content_under_a_new_name_and_keeps_the_old_title(shared_data, store):
+    fake = get_embedder("fake:32")
+    data = (shared_data / "pdfs" / "crazyones.pdf").read_bytes()
+    (first,) = pipeline.ingest([pipeline.SourceFile("crazyones.pdf", data)], embedder=fake, store=store)
+    (second,) = pipeline.ingest([pipeline.SourceFile("renamed.pdf", data)], embedder=fake, store=store)
+    assert first.status == "ingested" and second.status == "skipped"
+    assert "same content as 'crazyones.pdf'" in second.error
+    assert [d.title for d in store.documents("documents")] == ["crazyones.pdf"]
+    (again,) = pipeline.ingest([pipeline.SourceFile("crazyones.pdf", data)], embedder=fake, store=store)
+    assert again.status == "unchanged" and again.chunks == first.chunks
+
+
+def test_legacy_points_without_generation_are_replaced(store, embedder):
+    """Collections written before generations existed: their points have none, and are still replaced."""
+    ingest(store, embedder, make_document(TEXT, "v1", "policy.md"))
+    ids = store.point_ids("documents")
+    store.client.delete_payload("documents", ["generation"], points=ids)
+    store.client.delete("documents", [REGISTRY_ID])
+    assert store.documents("documents")[0].complete
+    ingest(store, embedder, make_document(TEXT + " Neu.", "v2", "policy.md"))
+    assert [d.document_id for d in store.documents("documents")] == ["v2"]
+    assert not set(ids) & set(store.point_ids("documents"))
+
+
+def test_interrupted_write_before_any_chunk_is_listed_and_deletable(store, embedder):
+    ingest(store, embedder, make_document(TEXT[:100], "doc-b", "kurz.md"))
+    store.begin_generation("documents", "doc-a", "richtlinie.md", {"chunk_size": 60})
+    listed = {d.title: d for d in store.documents("documents")}
+    assert not listed["richtlinie.md"].complete and listed["richtlinie.md"].chunks == 0
+    assert {e["state"] for e in store.registry("documents").values()} == {WRITING}
+    assert store.delete_document("documents", "doc-a", only_interrupted=True) == 0
+    assert [d.title for d in store.documents("documents")] == ["kurz.md"] and store.registry("documents") == {}
+
+
+def test_reingest_from_the_archive_applies_new_settings(shared_data, store, tmp_path):
+    fake = get_embedder("fake:32")
+    archive = DocumentArchive(tmp_path / "documents")
+    data = (shared_data / "pdfs" / "hausarbeit-jura.pdf").read_bytes()
+    (result,) = pipeline.ingest([pipeline.SourceFile("hausarbeit-jura.pdf", data)], embedder=fake, store=store,
+                                archive=archive)
+    saved = archive.load(result.document_id)
+    assert saved is not None and saved.title == "hausarbeit-jura.pdf" and len(saved.pages) == result.pages
+    (again,) = pipeline.reingest([result.document_id], "documents", ChunkSettings(120, 20), fake, store=store,
+                                 archive=archive)
+    assert again.ok and again.chunks > result.chunks
+    (document,) = store.documents("documents")
+    assert (document.chunk_size, document.overlap, document.chunks) == (120, 20, again.chunks)
+
+
+def test_empty_vectors_shape_checked(store, embedder):
+    with pytest.raises(StoreError):
+        store.upsert_document("documents", make_document(), make_chunks(make_document(), 60),
+                              np.zeros((1, 3), dtype=np.float32), ChunkSettings(), embedder)
