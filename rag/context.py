@@ -4,21 +4,33 @@ Each included chunk is one block: a one-line header `[Quelle N: title — headin
 newline, then the chunk text as it is (the text is data: nothing in it is interpreted). Blocks are joined
 by `separator`. The whole string is counted with rag.tokens, never the sum of its parts, because BPE
 merges across the joins.
+
+When a block does not fit, `overflow` decides (as the original pipeline: "truncate if needed"):
+  truncate  (default) the block is cut at the last sentence end (else word end) that fits, marked with
+            TRUNCATION_MARK, and the context ends there;
+  skip      the block is left out and the next, smaller one may still fit (greedy fill);
+  stop      the context ends before the block.
+Every chunk left out is listed in `dropped` with its reason; a cut chunk in `truncated`.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from rag.chunking import tokens
+from rag.errors import InvalidSettingsError
 
 if TYPE_CHECKING:
     from rag.store.records import Hit
 
 CHAT_MAX_TOKENS = 3000
 GENERATION_MAX_TOKENS = 5000
+OVERFLOWS = ("truncate", "skip", "stop")
+DEFAULT_OVERFLOW = "truncate"
+TRUNCATION_MARK = " …"
+_SENTENCE_END = re.compile(r"[.!?…:;][\"'»«“”)\]]*(?=\s)")
 MIN_REMAINDER_CHARS = 30  # a trimmed overlap remainder this long is worth keeping ...
 MIN_REMAINDER_SHARE = 0.2  # ... or one this large a share of its chunk
 
@@ -33,12 +45,13 @@ class Source:
     page_end: int | None
     score: float | None
     chunk_index: int | None
+    truncated: bool = False  # the block holds only the start of the chunk (overflow "truncate")
 
 
 @dataclass(frozen=True)
 class Dropped:
     hit: Hit
-    reason: str  # "over budget" | "duplicate" | "overlaps source N"
+    reason: str  # "over budget" | "budget full" | "duplicate" | "overlaps source N" | for a cut chunk: how much
 
 
 @dataclass(frozen=True)
@@ -47,8 +60,10 @@ class Context:
     token_count: int  # == tokens.count(text) <= max_tokens
     max_tokens: int
     sources: list[Source]  # sources[i].number == i + 1, the N in the block headers
-    included: list[Hit]  # in context order; a chunk trimmed for overlap carries the trimmed content/span
+    included: list[Hit]  # in context order; a chunk trimmed for overlap or cut carries the content it has here
     dropped: list[Dropped]
+    truncated: list[Dropped] = field(default_factory=list)  # chunks cut to fit, with what was kept
+    overflow: str = DEFAULT_OVERFLOW
 
     def to_dict(self) -> dict[str, Any]:
         """Return the context as JSON-ready data: text, counts, sources, included and dropped hits."""
@@ -59,6 +74,8 @@ class Context:
             "sources": [_jsonable(asdict(s)) for s in self.sources],
             "included": [_hit_dict(h) for h in self.included],
             "dropped": [{"reason": d.reason, "hit": _hit_dict(d.hit)} for d in self.dropped],
+            "truncated": [{"reason": d.reason, "hit": _hit_dict(d.hit)} for d in self.truncated],
+            "overflow": self.overflow,
         }
 
 
@@ -144,46 +161,89 @@ def _deduplicate(hit: Hit, included: list[Hit], originals: list[Hit]) -> tuple[H
 
 
 def build_context(
-    hits: list[Hit], max_tokens: int = CHAT_MAX_TOKENS, label: str = "Quelle", separator: str = "\n\n---\n\n"
+    hits: list[Hit],
+    max_tokens: int = CHAT_MAX_TOKENS,
+    label: str = "Quelle",
+    separator: str = "\n\n---\n\n",
+    overflow: str = DEFAULT_OVERFLOW,
 ) -> Context:
     """Return the context: hits by score, each under a numbered header, never over max_tokens.
 
-    Greedy: every hit in score order (hits without score keep their order, after scored ones) is tried
-    once; it stays only if the assembled string still fits, so a small chunk can follow a dropped large
-    one. Overlapping chunks of one document are cut to their new part or dropped; duplicates dropped.
+    Every hit in score order (hits without score keep their order, after scored ones) is tried once.
+    Overlapping chunks of one document are cut to their new part or dropped; duplicates dropped. A block
+    that does not fit is handled by `overflow` (see the module's docstring).
     """
+    if overflow not in OVERFLOWS:
+        raise InvalidSettingsError(f"Unknown overflow policy '{overflow}'. Use one of: {', '.join(OVERFLOWS)}.")
     ordered = sorted(hits, key=lambda h: (h.score is None, -(h.score or 0.0)))
     text, count = "", 0
     included: list[Hit] = []
     originals: list[Hit] = []
-    sources: list[Source] = []
     dropped: list[Dropped] = []
+    truncated: list[Dropped] = []
+    full = False
     for hit in ordered:
+        if full:
+            dropped.append(Dropped(hit, "budget full"))
+            continue
         piece, reason = _deduplicate(hit, included, originals)
         if piece is None:
             dropped.append(Dropped(hit, reason))
             continue
-        number = len(included) + 1
-        block = header(number, piece, label) + "\n" + piece.content
-        candidate = text + separator + block if text else block
-        # counted from the text so far plus the new block: a budget of many chunks is not re-encoded per chunk
-        candidate_count = tokens.count_joined(text, count, separator + block) if text else tokens.count(block)
-        if candidate_count > max_tokens:
+        head = header(len(included) + 1, piece, label) + "\n"
+        joint = separator if text else ""
+        fits = _fits(text, count, joint + head + piece.content, max_tokens)
+        if fits is None and overflow == "truncate":
+            cut = _truncate(text, count, joint + head, piece, max_tokens)
+            if cut is not None:
+                piece, fits = cut
+                truncated.append(Dropped(hit, f"cut to fit: {len(piece.content) - len(TRUNCATION_MARK)} of "
+                                              f"{len(hit.content)} characters kept"))
+        if fits is None:
             dropped.append(Dropped(hit, "over budget"))
+            full = overflow != "skip"
             continue
-        text, count = candidate, candidate_count
+        text, count = text + joint + head + piece.content, fits
         included.append(piece)
         originals.append(hit)
-        sources.append(
-            Source(
-                number,
-                piece.document_title,
-                piece.document_id,
-                piece.heading_path,
-                piece.page_start,
-                piece.page_end,
-                piece.score,
-                piece.chunk_index,
-            )
-        )
-    return Context(text, count, max_tokens, sources, included, dropped)
+        full = bool(truncated) and truncated[-1].hit is hit
+    sources = [_source(number, piece, truncated=any(d.hit is hit for d in truncated))
+               for number, (piece, hit) in enumerate(zip(included, originals, strict=True), 1)]
+    return Context(text, count, max_tokens, sources, included, dropped, truncated, overflow)
+
+
+def _source(number: int, piece: Hit, truncated: bool) -> Source:
+    return Source(number, piece.document_title, piece.document_id, piece.heading_path, piece.page_start,
+                  piece.page_end, piece.score, piece.chunk_index, truncated)
+
+
+def _fits(text: str, count: int, addition: str, max_tokens: int) -> int | None:
+    """Return the token count of text + addition if it is within max_tokens, else None."""
+    # counted from the text so far plus the addition: a budget of many chunks is not re-encoded per chunk
+    total = tokens.count_joined(text, count, addition) if text else tokens.count(addition)
+    return total if total <= max_tokens else None
+
+
+def _truncate(text: str, count: int, lead: str, piece: Hit, max_tokens: int) -> tuple[Hit, int] | None:
+    """Return (piece cut to its longest start that fits, marked, and the new count), or None when none fits.
+
+    The cut lies at a sentence end when one fits, else at a word end; found by bisection over those ends.
+    """
+    content = piece.content
+    sentences = [m.end() for m in _SENTENCE_END.finditer(content)]
+    words = [m.start() for m in re.finditer(r"(?<=\S)\s", content)]
+    for ends in (sentences, words):
+        best, low, high = None, 0, len(ends) - 1
+        while low <= high:
+            middle = (low + high) // 2
+            kept = content[: ends[middle]].rstrip() + TRUNCATION_MARK
+            total = _fits(text, count, lead + kept, max_tokens)
+            if total is None:
+                high = middle - 1
+            else:
+                best, low = (kept, total), middle + 1
+        if best is not None:
+            kept, total = best
+            end = None if piece.start is None else piece.start + len(kept) - len(TRUNCATION_MARK)
+            return replace(piece, content=kept, end=end), total
+    return None

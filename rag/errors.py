@@ -13,6 +13,12 @@ RagError                          base: pages and the CLI catch this and show st
 │   ├── EmbedderUnavailableError  server unreachable, timed out, or kept failing
 │   ├── ModelNotFoundError        the server does not have that model
 │   └── EmbedderAuthError         API key missing or refused (the key is never printed)
+├── LLMError                      the chat model or its server failed
+│   ├── UnknownLLMError           an --llm spec that no provider takes (says the valid forms)
+│   ├── LLMUnavailableError       server unreachable, timed out, or kept failing
+│   ├── LLMModelNotFoundError     the server does not have that model
+│   ├── LLMAuthError              API key missing or refused (the key is never printed)
+│   └── ContextWindowError        the prompt does not fit the model's context window
 ├── StoreError                    Qdrant failed
 │   ├── StoreUnavailableError     server down, or the embedded folder is locked by another process
 │   ├── CollectionNotFoundError   no such collection
@@ -93,6 +99,30 @@ class ModelNotFoundError(EmbeddingError):
 
 
 class EmbedderAuthError(EmbeddingError):
+    pass
+
+
+class LLMError(RagError):
+    pass
+
+
+class UnknownLLMError(LLMError):
+    pass
+
+
+class LLMUnavailableError(LLMError):
+    pass
+
+
+class LLMModelNotFoundError(LLMError):
+    pass
+
+
+class LLMAuthError(LLMError):
+    pass
+
+
+class ContextWindowError(LLMError):
     pass
 
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from rag import chunking
 from rag.chunking import ChunkSettings
-from rag.context import CHAT_MAX_TOKENS, Context, build_context
+from rag.context import CHAT_MAX_TOKENS, DEFAULT_OVERFLOW, Context, build_context
 from rag.documents.loader import SourceFile, load_document
 from rag.documents.model import Document
 from rag.embeddings import get_embedder
@@ -352,8 +352,10 @@ def retrieve(
     mode: str | None = None,
     fusion: str | None = None,
     include_toc: bool = False,
+    overflow: str = DEFAULT_OVERFLOW,
 ) -> Context:
-    """Return the context an LLM would receive for query: search (in mode), then build_context under max_tokens."""
+    """Return the context an LLM would receive for query: search (in mode), then build_context under max_tokens
+    (overflow: what happens to a chunk that does not fit, rag.context)."""
     hits = search(query, collection, top_k, score_threshold, document_ids, store=store, embedder=embedder,
                   mode=mode, fusion=fusion, include_toc=include_toc)
-    return build_context(hits, max_tokens=max_tokens, label=label, separator=separator)
+    return build_context(hits, max_tokens=max_tokens, label=label, separator=separator, overflow=overflow)

@@ -227,3 +227,51 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
     code = main(list(argv))
     out, err = capsys.readouterr()
     return code, out, err
+
+
+class FakeChatServer:
+    """A chat server on loopback (real HTTP): Ollama's /api/chat as NDJSON and OpenAI's /v1/chat/completions as
+    server-sent events, both streamed in pieces; it records every request (path, headers, JSON body)."""
+
+    def __init__(self, answer: str = "Die Frist beträgt drei Monate [Quelle 1]. Siehe auch [Quelle 9]."):
+        import http.server
+        import json as json_module
+        import threading
+
+        self.answer, self.requests = answer, []
+        server = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802 (the http.server API)
+                body = json_module.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                server.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
+                words = [w + " " for w in server.answer.split(" ")]
+                self.send_response(200)
+                self.end_headers()
+                for word in words:
+                    if self.path == "/api/chat":
+                        line = {"message": {"role": "assistant", "content": word}, "done": False}
+                        self.wfile.write(json_module.dumps(line).encode() + b"\n")
+                    else:
+                        event = {"choices": [{"delta": {"content": word}}]}
+                        self.wfile.write(b"data: " + json_module.dumps(event).encode() + b"\n\n")
+                    self.wfile.flush()
+                self.wfile.write(b'{"done": true}\n' if self.path == "/api/chat" else b"data: [DONE]\n\n")
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def chat_server():
+    server = FakeChatServer()
+    yield server
+    server.close()

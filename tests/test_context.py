@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rag.chunking import tokens
-from rag.context import CHAT_MAX_TOKENS, GENERATION_MAX_TOKENS, build_context, header
+from rag.context import CHAT_MAX_TOKENS, GENERATION_MAX_TOKENS, OVERFLOWS, TRUNCATION_MARK, build_context, header
+from rag.errors import InvalidSettingsError
 from rag.store.records import Hit
 
 SEPARATOR = "\n\n---\n\n"
@@ -123,15 +125,18 @@ def test_hits_without_offsets_are_deduplicated_on_content_only() -> None:
 
 
 def test_budget_below_one_header_gives_empty_context() -> None:
-    context = build_context([hit("Kurz.", 0.9), hit("Auch kurz.", 0.8, "b")], max_tokens=4)
+    hits = [hit("Kurz.", 0.9), hit("Auch kurz.", 0.8, "b")]
+    context = build_context(hits, max_tokens=4, overflow="skip")
     assert (context.text, context.token_count, context.sources, context.included) == ("", 0, [], [])
     assert [d.reason for d in context.dropped] == ["over budget", "over budget"]
+    context = build_context(hits, max_tokens=4)  # truncate: not even the header fits, so the context ends
+    assert context.text == "" and [d.reason for d in context.dropped] == ["over budget", "budget full"]
 
 
 def test_small_chunk_fits_after_a_large_one_was_dropped() -> None:
     large = hit("Lange Ausführungen über Authentifizierung. " * 60, 0.9, "a")
     small = hit("Kurzer Hinweis.", 0.5, "b", "b.md")
-    context = build_context([large, small], max_tokens=50)
+    context = build_context([large, small], max_tokens=50, overflow="skip")
     assert [s.document_id for s in context.sources] == ["b"] and context.sources[0].number == 1
     assert [(d.hit, d.reason) for d in context.dropped] == [(large, "over budget")]
     assert context.text == "[Quelle 1: b.md]\nKurzer Hinweis."
@@ -146,7 +151,7 @@ def test_document_text_is_data() -> None:
 def test_to_dict_is_json() -> None:
     context = build_context([hit("Inhalt eins.", 0.9, heading=("A",)), hit("Inhalt eins.", 0.1, "b")], 100)
     data = json.loads(json.dumps(context.to_dict()))
-    assert set(data) == {"text", "token_count", "max_tokens", "sources", "included", "dropped"}
+    assert set(data) == {"text", "token_count", "max_tokens", "sources", "included", "dropped", "truncated", "overflow"}
     assert data["sources"][0]["heading_path"] == ["A"] and data["sources"][0]["number"] == 1
     assert data["included"][0]["payload"] == {"content": "Inhalt eins."}
     assert data["dropped"][0]["reason"] == "duplicate" and data["max_tokens"] == 100
@@ -186,7 +191,7 @@ def test_budget_is_exact_and_greedy(texts: list[str], max_tokens: int) -> None:
         hit(t, 1.0 - i / 100, f"d{i}", f"Datei-{i}.md", heading=("Kapitel Ä",), pages=(i + 1, i + 2))
         for i, t in enumerate(texts)
     ]
-    context = build_context(hits, max_tokens=max_tokens)
+    context = build_context(hits, max_tokens=max_tokens, overflow="skip")
     assert context.token_count == tokens.count(context.text) <= max_tokens
     assert len(context.included) + len(context.dropped) == len(hits)
     for dropped in context.dropped:
@@ -195,7 +200,7 @@ def test_budget_is_exact_and_greedy(texts: list[str], max_tokens: int) -> None:
         assert dropped.reason == "over budget"
         position = hits.index(dropped.hit)
         before = [h for h in hits[:position] if h in context.included]
-        assert build_context([*before, dropped.hit], max_tokens=10**9).token_count > max_tokens
+        assert build_context([*before, dropped.hit], max_tokens=10**9, overflow="skip").token_count > max_tokens
 
 
 def test_real_text_overlapping_chunks(shared_data: Path) -> None:
@@ -209,7 +214,7 @@ def test_real_text_overlapping_chunks(shared_data: Path) -> None:
         hit(text[s + 50 : s + 600], scores[i] - 0.001, "asvs", "asvs-de-V2.md", start=s + 50, index=100 + i)
         for i, (s, _) in enumerate(spans)
     ]
-    context = build_context(hits, max_tokens=CHAT_MAX_TOKENS)
+    context = build_context(hits, max_tokens=CHAT_MAX_TOKENS, overflow="skip")
     assert context.token_count == tokens.count(context.text) <= CHAT_MAX_TOKENS
     assert context.token_count > CHAT_MAX_TOKENS - 400  # budget well used
     included = sorted(context.included, key=lambda h: h.start)
@@ -238,7 +243,7 @@ def test_overlapping_spans_never_repeat_text(
         start, end = sorted((int(a * len(text)), int(b * len(text))))
         if end > start:
             hits.append(hit(text[start:end], score, "doc", start=start, index=i))
-    context = build_context(hits, max_tokens=max_tokens)
+    context = build_context(hits, max_tokens=max_tokens, overflow="skip")
     assert context.token_count == tokens.count(context.text) <= max_tokens
     assert len(context.included) + len(context.dropped) == len(hits)
     pieces = sorted(context.included, key=lambda h: h.start)
@@ -247,3 +252,57 @@ def test_overlapping_spans_never_repeat_text(
     numbers = range(1, len(context.sources) + 1)
     allowed = {"over budget", "duplicate"} | {f"overlaps source {n}" for n in numbers}
     assert {d.reason for d in context.dropped} <= allowed
+
+
+SENTENCES = " ".join(f"Satz {n} erklärt, wie die Kündigungsfrist im Abschnitt {n} berechnet wird." for n in range(60))
+
+
+def test_truncate_keeps_the_best_chunk_cut_at_a_sentence_and_then_stops() -> None:
+    best = hit(SENTENCES, 0.9, "a", "vertrag.pdf")  # about 1100 tokens
+    small = hit("Kurzer Hinweis.", 0.5, "b", "b.md")
+    assert tokens.count(best.content) > 600
+    context = build_context([best, small], max_tokens=400)
+    assert [s.document_id for s in context.sources] == ["a"] and context.sources[0].truncated
+    assert context.text.startswith("[Quelle 1: vertrag.pdf]\nSatz 0 erklärt")
+    assert context.text.endswith("berechnet wird. …")  # at a sentence end, marked
+    assert context.token_count == tokens.count(context.text) and 380 < context.token_count <= 400
+    kept = context.included[0]
+    assert kept.content[: -len(TRUNCATION_MARK)] == best.content[: len(kept.content) - len(TRUNCATION_MARK)]
+    [cut] = context.truncated
+    assert cut.hit is best and cut.reason.startswith("cut to fit: ") and f"of {len(best.content)}" in cut.reason
+    assert [(d.hit, d.reason) for d in context.dropped] == [(small, "budget full")]
+    assert context.to_dict()["sources"][0]["truncated"] is True
+
+
+def test_truncate_cuts_at_a_word_when_no_sentence_end_fits() -> None:
+    words = hit(" ".join(["Authentifizierungsverfahren"] * 400), 0.9)
+    context = build_context([words], max_tokens=60)
+    assert context.text.endswith("Authentifizierungsverfahren …") and context.token_count <= 60
+    assert context.sources[0].truncated
+
+
+def test_stop_ends_the_context_at_the_first_block_that_does_not_fit() -> None:
+    first = hit("Erster Treffer.", 0.9, "a")
+    large = hit(SENTENCES, 0.8, "b")
+    small = hit("Kurzer Hinweis.", 0.5, "c")
+    context = build_context([first, large, small], max_tokens=200, overflow="stop")
+    assert [s.document_id for s in context.sources] == ["a"]
+    assert [(d.hit, d.reason) for d in context.dropped] == [(large, "over budget"), (small, "budget full")]
+    skipped = build_context([first, large, small], max_tokens=200, overflow="skip")
+    assert [s.document_id for s in skipped.sources] == ["a", "c"]
+
+
+def test_an_unknown_overflow_policy_is_refused() -> None:
+    with pytest.raises(InvalidSettingsError, match="truncate, skip, stop"):
+        build_context([hit("Text.", 0.9)], overflow="cut")
+
+
+@settings(max_examples=100, deadline=None)
+@given(texts=st.lists(german_text, min_size=1, max_size=8, unique=True), max_tokens=st.integers(1, 600),
+       overflow=st.sampled_from(OVERFLOWS))
+def test_every_policy_keeps_the_budget_exact(texts: list[str], max_tokens: int, overflow: str) -> None:
+    hits = [hit(t, 1.0 - i / 100, f"d{i}", f"Datei-{i}.md") for i, t in enumerate(texts)]
+    context = build_context(hits, max_tokens=max_tokens, overflow=overflow)
+    assert context.token_count == tokens.count(context.text) <= max_tokens
+    assert len(context.included) + len(context.dropped) == len(hits)
+    assert len(context.truncated) <= (1 if overflow == "truncate" else 0)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from rag import pipeline
 from rag.cli.chunk import common
-from rag.context import CHAT_MAX_TOKENS
+from rag.context import CHAT_MAX_TOKENS, DEFAULT_OVERFLOW, GENERATION_MAX_TOKENS, OVERFLOWS, Context
 from rag.embeddings import EMBEDDER_SPECS
 from rag.errors import DocumentNotFoundError, RagError
 from rag.store.archive import DocumentArchive, default_archive_dir
@@ -152,16 +152,35 @@ def run_context(args: argparse.Namespace) -> int:
     args.mode, args.fusion = pipeline.search_defaults(store, args.collection, args.mode, args.fusion)
     context = pipeline.retrieve(args.query, args.collection, args.top_k, args.max_tokens, store=store,
                                 embedder=query_embedder(args, store), score_threshold=args.threshold,
-                                label=args.label, mode=args.mode, fusion=args.fusion, include_toc=args.include_toc)
+                                label=args.label, mode=args.mode, fusion=args.fusion, include_toc=args.include_toc,
+                                overflow=args.overflow)
     if args.json:
         dump(context.to_dict())
         return 0
     print(context.text)
+    print_context_summary(context)
+    return 0
+
+
+def print_context_summary(context: Context) -> None:
+    """Print to stderr how full the context is and every chunk that was cut or left out, with why."""
     print(f"\n{context.token_count} of {context.max_tokens} tokens, {len(context.included)} chunks included, "
-          f"{len(context.dropped)} dropped", file=sys.stderr)
+          f"{len(context.truncated)} cut, {len(context.dropped)} dropped", file=sys.stderr)
+    for cut in context.truncated:
+        print(f"  cut {cut.hit.document_title} #{cut.hit.chunk_index}: {cut.reason}", file=sys.stderr)
     for dropped in context.dropped:
         print(f"  dropped {dropped.hit.document_title} #{dropped.hit.chunk_index}: {dropped.reason}", file=sys.stderr)
-    return 0
+
+
+def add_context_options(parser: argparse.ArgumentParser, default_tokens: int = CHAT_MAX_TOKENS) -> None:
+    default = f"default {default_tokens}" if default_tokens else "default: by --preset"
+    parser.add_argument("--max-tokens", type=common.positive_int(1), default=default_tokens or None,
+                        help=f"token budget of the context ({default}; {CHAT_MAX_TOKENS} chat, "
+                        f"{GENERATION_MAX_TOKENS} content generation)")
+    parser.add_argument("--overflow", choices=OVERFLOWS, default=DEFAULT_OVERFLOW,
+                        help="a chunk that does not fit: truncate it at a sentence and stop (default), skip it and "
+                        "try the next, or stop")
+    parser.add_argument("--label", default="Quelle", help="source label in the headers (default Quelle)")
 
 
 def run_collections(args: argparse.Namespace) -> int:
@@ -293,10 +312,8 @@ def register(commands: argparse._SubParsersAction) -> None:
     search.set_defaults(run=run_search)
 
     context = commands.add_parser("context", parents=[parent], help="the context an LLM would receive")
-    add_query_options(context, "print text, token_count, sources, included, dropped")
-    context.add_argument("--max-tokens", type=common.positive_int(1), default=CHAT_MAX_TOKENS,
-                         help=f"token budget (default {CHAT_MAX_TOKENS}; 5000 for content generation)")
-    context.add_argument("--label", default="Quelle", help="source label in the headers (default Quelle)")
+    add_query_options(context, "print text, token_count, sources, included, dropped, truncated")
+    add_context_options(context)
     context.set_defaults(run=run_context)
 
     collections = commands.add_parser("collections", parents=[parent], help="list collections")

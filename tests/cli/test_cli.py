@@ -197,3 +197,41 @@ def test_ingest_records_prompts_and_search_uses_them(tmp_path, capsys):
         opened.close()
     code, _, err = run(capsys, "ingest", str(doc), "--store", store, "--document-prompt", "Other: ")
     assert code == 1 and "document prompt 'Text: '" in err
+
+
+def test_answer_streams_the_llm_and_reports_its_citations(tmp_path, capsys, monkeypatch, chat_server):
+    doc = tmp_path / "vertrag.md"
+    doc.write_text("# § 5 Kündigung\n\nDie Kündigungsfrist beträgt drei Monate zum Quartalsende.\n", encoding="utf-8")
+    store = str(tmp_path / "q")
+    assert run(capsys, "ingest", str(doc), "--embedder", "fake:16", "--store", store)[0] == 0
+    monkeypatch.setenv("OLLAMA_HOST", chat_server.url)
+    code, out, err = run(capsys, "answer", "Wie lang ist die Kündigungsfrist?", "--store", store,
+                         "--llm", "ollama:llama3.1", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["answer"] == "Die Frist beträgt drei Monate [Quelle 1]. Siehe auch [Quelle 9]."
+    assert data["citations"] == [{"number": 1, "document_title": "vertrag.md", "document_id": data["context"]
+                                  ["sources"][0]["document_id"], "chunk_index": 0, "heading_path": ["§ 5 Kündigung"],
+                                  "page_start": 1, "page_end": 1}]
+    assert data["unknown_citations"] == [9] and data["model"] == "ollama:llama3.1" and data["preset"] == "chat"
+    assert data["context"]["text"].startswith("[Quelle 1: vertrag.md — § 5 Kündigung")
+    [request] = chat_server.requests
+    assert request["path"] == "/api/chat" and request["body"]["model"] == "llama3.1"
+    system, user = request["body"]["messages"]
+    assert data["context"]["text"] in user["content"] and "Frage: Wie lang ist die Kündigungsfrist?" in user["content"]
+    assert data["prompt_tokens"] == tokens.count(system["content"]) + tokens.count(user["content"])
+    code, out, err = run(capsys, "answer", "Wie lang ist die Kündigungsfrist?", "--store", store, "--llm",
+                         "ollama:llama3.1", "--preset", "generation")
+    assert code == 0 and out.strip() == data["answer"]
+    assert "cited: [Quelle 1] vertrag.md" in err and "cited but not in the context: 9" in err
+    assert chat_server.requests[-1]["body"]["messages"][0]["content"].startswith("Du schreibst Texte")
+
+
+def test_answer_without_a_reachable_llm_is_one_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("RAG_LLM", raising=False)
+    code, _, err = run(capsys, "answer", "Frist?", "--store", str(tmp_path / "q"))
+    assert code == 1 and err.startswith("error: No LLM is configured. Give --llm ollama:<model>")
+    monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")
+    code, _, err = run(capsys, "answer", "Frist?", "--store", str(tmp_path / "q"), "--llm", "ollama:llama3.1",
+                       "--mode", "sparse")
+    assert code == 1 and err.count("\n") == 1

@@ -1,0 +1,162 @@
+"""rag.generation.llm: Ollama and OpenAI-compatible chat, streamed, over httpx.MockTransport for every failure."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+
+from rag.embeddings.http import RetryPolicy
+from rag.errors import LLMAuthError, LLMError, LLMModelNotFoundError, LLMUnavailableError, UnknownLLMError
+from rag.generation.llm import OllamaChat, OpenAIChat, get_llm
+
+MESSAGES = [{"role": "system", "content": "Sei knapp."}, {"role": "user", "content": "Frage?"}]
+NO_WAIT = RetryPolicy(retries=2, sleep=lambda seconds: None)
+
+
+def ollama_lines(*pieces: str) -> bytes:
+    lines = [{"message": {"role": "assistant", "content": p}, "done": False} for p in pieces]
+    return "\n".join(json.dumps(x) for x in [*lines, {"message": {"content": ""}, "done": True}]).encode()
+
+
+def openai_events(*pieces: str) -> bytes:
+    events = [f"data: {json.dumps({'choices': [{'delta': {'content': p}}]})}\n\n" for p in pieces]
+    return ("".join(events) + "data: [DONE]\n\n").encode()
+
+
+def client(handler) -> httpx.Client:
+    return httpx.Client(transport=httpx.MockTransport(handler))
+
+
+def test_ollama_streams_the_answer_from_api_chat():
+    seen = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append((request.url.path, json.loads(request.content)))
+        return httpx.Response(200, content=ollama_lines("Drei ", "Monate [Quelle 1]."))
+
+    llm = OllamaChat("llama3.1", host="http://ollama.test:11434", client=client(handler))
+    assert list(llm.stream(MESSAGES)) == ["Drei ", "Monate [Quelle 1]."]
+    assert seen == [("/api/chat", {"model": "llama3.1", "messages": MESSAGES, "stream": True})]
+    assert llm.model_id == "ollama:llama3.1"
+
+
+def test_openai_streams_server_sent_events_and_sends_the_configured_key(monkeypatch):
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://llm.test/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-geheim-1234")
+    seen = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append((str(request.url), request.headers.get("authorization")))
+        return httpx.Response(200, content=openai_events("Die Frist ", "beträgt drei Monate."))
+
+    llm = get_llm("openai:gpt-4o-mini", client=client(handler))
+    assert llm.complete(MESSAGES) == "Die Frist beträgt drei Monate."
+    assert seen == [("http://llm.test/v1/chat/completions", "Bearer sk-geheim-1234")]
+    assert "geheim" not in repr(llm)
+
+
+def test_the_configured_key_never_goes_to_another_url(monkeypatch):
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://llm.test/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-geheim-1234")
+    headers = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        headers.append(request.headers.get("authorization"))
+        return httpx.Response(401, json={"error": {"message": "missing key"}})
+
+    llm = OpenAIChat("gpt-4o-mini", base_url="http://visitor.test/v1", client=client(handler), retry=NO_WAIT)
+    with pytest.raises(LLMAuthError, match="OPENAI_API_KEY goes only to the URL in OPENAI_BASE_URL") as caught:
+        llm.complete(MESSAGES)
+    assert headers == [None] and "geheim" not in str(caught.value)
+
+
+def test_a_refused_key_is_never_printed(monkeypatch):
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(401, json={"error": {"message": "Incorrect API key provided: sk-falsch-9876"}})
+
+    llm = OpenAIChat("gpt-4o-mini", base_url="http://llm.test/v1", api_key="sk-falsch-9876", client=client(handler))
+    with pytest.raises(LLMAuthError, match="Check the API key") as caught:
+        llm.complete(MESSAGES)
+    assert "sk-falsch-9876" not in str(caught.value)
+
+
+def test_a_server_that_is_down_is_retried_then_said_in_one_line():
+    calls = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        calls.append(1)
+        raise httpx.ConnectError("Connection refused")
+
+    llm = OllamaChat("llama3.1", host="http://ollama.test:11434", client=client(handler), retry=NO_WAIT)
+    with pytest.raises(LLMUnavailableError, match=r"Could not reach Ollama at http://ollama.test:11434 .*3 attempts"):
+        llm.complete(MESSAGES)
+    assert len(calls) == 3
+
+
+def test_a_5xx_is_retried_and_the_answer_still_comes():
+    answers = iter([httpx.Response(503, json={"error": "loading"}), httpx.Response(200, content=ollama_lines("Ja."))])
+    llm = OllamaChat("llama3.1", host="http://o.test:1", client=client(lambda r: next(answers)), retry=NO_WAIT)
+    assert llm.complete(MESSAGES) == "Ja."
+
+
+def test_an_unknown_model_says_how_to_get_it():
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(404, json={"error": "model 'lama3' not found, try pulling it first"})
+
+    llm = OllamaChat("lama3", host="http://o.test:1", client=client(handler))
+    with pytest.raises(LLMModelNotFoundError, match="ollama pull lama3"):
+        llm.complete(MESSAGES)
+
+
+def test_a_prompt_too_long_for_the_server_is_its_own_message():
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(400, json={"error": {"message": "This model's maximum context length is 8192 tokens"}})
+
+    llm = OpenAIChat("gpt-4", base_url="http://llm.test/v1", api_key="", client=client(handler))
+    with pytest.raises(LLMError, match="prompt is too long .* Lower the context's token budget"):
+        llm.complete(MESSAGES)
+
+
+def test_a_failure_after_text_arrived_is_not_retried():
+    calls = []
+
+    class Broken(httpx.SyncByteStream):
+        def __iter__(self):
+            yield ollama_lines("Erster Teil. ").split(b"\n")[0] + b"\n"
+            raise httpx.ReadError("connection reset")
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        calls.append(1)
+        return httpx.Response(200, stream=Broken())
+
+    llm = OllamaChat("llama3.1", host="http://o.test:1", client=client(handler), retry=NO_WAIT)
+    pieces = []
+    with pytest.raises(LLMUnavailableError):
+        for piece in llm.stream(MESSAGES):
+            pieces.append(piece)
+    assert pieces == ["Erster Teil. "] and len(calls) == 1
+
+
+def test_an_error_line_in_the_stream_stops_with_its_message():
+    body = json.dumps({"message": {"content": "Hal"}, "done": False}) + "\n" + json.dumps({"error": "out of memory"})
+    llm = OllamaChat("llama3.1", host="http://o.test:1", client=client(lambda r: httpx.Response(200, content=body)))
+    with pytest.raises(LLMError, match="stopped with an error: out of memory"):
+        llm.complete(MESSAGES)
+
+
+@pytest.mark.parametrize("spec", ["", "claude:opus", "ollama:", "openai"])
+def test_a_missing_or_malformed_spec_says_the_valid_forms(spec, monkeypatch):
+    monkeypatch.delenv("RAG_LLM", raising=False)
+    with pytest.raises(UnknownLLMError, match="ollama:"):
+        get_llm(spec)
+
+
+def test_a_malformed_host_is_one_line():
+    from rag.errors import InvalidSettingsError
+
+    with pytest.raises(InvalidSettingsError):
+        OllamaChat("llama3.1", host="http://[::1")
