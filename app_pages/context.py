@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from rag.context import CHAT_MAX_TOKENS, GENERATION_MAX_TOKENS, build_context
+from rag.context import CHAT_MAX_TOKENS, DEFAULT_OVERFLOW, GENERATION_MAX_TOKENS, OVERFLOWS, build_context
 from ui import nav, state, workspace
 from ui.parts import context as parts
 from ui.parts.context import parse_separator, show_separator
@@ -46,18 +46,26 @@ preset_column.segmented_control("Budget preset", list(PRESETS), format_func=lamb
                                 key=state.CONTEXT_PRESET, on_change=_apply_preset, persist_state="session")
 max_tokens = slider_column.slider("max_tokens", 200, 16000, step=100, key=state.MAX_TOKENS, on_change=_custom,
                                   persist_state="session")
-label_column, separator_column = st.columns([1, 2])
+label_column, separator_column, overflow_column = st.columns([1, 1.4, 1.4])
 label = label_column.text_input("Source label", key=state.SOURCE_LABEL, persist_state="session")
 typed = separator_column.text_input("Separator between chunks", key=state.SEPARATOR, persist_state="session",
                                     help=r"Write a line break as \n and a tab as \t.")
+overflow = overflow_column.segmented_control(
+    "A chunk that does not fit", OVERFLOWS, default=DEFAULT_OVERFLOW, key=state.OVERFLOW, persist_state="session",
+    help="truncate: cut it at a sentence, mark the cut with …, and stop; skip: leave it out and try the next, "
+    "smaller ones; stop: end the context before it.") or DEFAULT_OVERFLOW
 
-context = build_context(run.outcome.hits, max_tokens=max_tokens, label=label.strip() or "Quelle",
-                        separator=parse_separator(typed))
+label = label.strip() or "Quelle"
+context = build_context(run.outcome.hits, max_tokens=max_tokens, label=label, separator=parse_separator(typed),
+                        overflow=overflow)
 parts.budget_bar(context)
-a, b, c = st.columns(3)
+a, b, c, d = st.columns(4)
 a.metric("included chunks", len(context.included))
-b.metric("dropped chunks", len(context.dropped))
-c.metric("sources", len({s.document_id for s in context.sources}), help="distinct documents")
+b.metric("cut to fit", len(context.truncated))
+c.metric("dropped chunks", len(context.dropped))
+documents = len({s.document_id for s in context.sources})
+d.metric("sources", len(context.sources), help="numbered blocks in the context", delta=f"from {documents} document(s)",
+         delta_color="off", delta_arrow="off")
 
 st.subheader("What the LLM receives")
 st.code(context.text or "(empty: not even the first chunk fits the budget)", language=None, wrap_lines=True,
@@ -74,4 +82,6 @@ if context.dropped:
 else:
     st.caption("Nothing was dropped: every hit fits the budget.")
 st.subheader("Sources")
-st.code(parts.sources_text(context, label.strip() or "Quelle") or "(none)", language=None, wrap_lines=True)
+st.code(parts.sources_text(context, label) or "(none)", language=None, wrap_lines=True)
+st.subheader("Ask the LLM")
+parts.ask(ws, context, run.query, label)

@@ -28,6 +28,11 @@ def md(text: str) -> str:
     return _MD_SPECIAL.sub(r"\\\1", " ".join(str(text).split()))
 
 
+def md_lines(text: str) -> str:
+    """Return text escaped like md() line by line, its line breaks and paragraphs kept (an LLM's answer)."""
+    return "  \n".join(_MD_SPECIAL.sub(r"\\\1", line) for line in str(text).split("\n"))
+
+
 def heading_label(path: Sequence[str]) -> str:
     return " › ".join(path) if path else "—"
 

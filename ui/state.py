@@ -63,6 +63,13 @@ CONTEXT_PRESET = "context_preset"
 MAX_TOKENS = "max_tokens"
 SOURCE_LABEL = "source_label"
 SEPARATOR = "separator"
+OVERFLOW = "context_overflow"  # what build_context does with a chunk that does not fit
+LLM_SPEC = "llm_spec"  # the chat model of "Ask the LLM"
+LLM_PRESET = "llm_preset"
+LLM_QUESTION = "llm_question"
+LLM_SYSTEM = "llm_system"  # the prompt templates as edited on the page
+LLM_USER = "llm_user"
+ANSWER = "llm_answer"  # (context text, Answer) of the last question asked
 
 
 def get(key: str, default: Any = None) -> Any:

@@ -116,3 +116,26 @@ def test_deep_link_on_a_fresh_server_opens_the_page_with_its_sidebar(app_server,
     settle(page)
     assert page.get_by_test_id("stException").count() == 0
     assert "KeyError" not in page.inner_text("body")
+
+
+def test_ask_the_llm_answer_links_its_citations_to_the_source_blocks(app_server, page, shot, shared_data, chat_server):
+    server = app_server(RAG_EMBEDDER="fake", RAG_LLM="ollama:llama3.1", OLLAMA_HOST=chat_server.url)
+    page.goto(server.url)
+    upload(page, shared_data / PDF)
+    go(page, "Search")
+    search(page, "Wie zitiert man Literatur?")
+    page.get_by_text(re.compile(r"5 hit\(s\) for")).wait_for()
+    page.get_by_role("link", name="Preview the LLM context for these hits").click()
+    page.get_by_role("heading", name="Ask the LLM").wait_for()
+    page.get_by_role("button", name="Ask the LLM").click()
+    link = page.get_by_role("link", name="Quelle 1", exact=True)
+    link.wait_for()
+    assert link.get_attribute("href").endswith("#quelle-1")
+    page.get_by_text("which the context does not have").wait_for()
+    settle(page)
+    link.scroll_into_view_if_needed()
+    shot("09-context-answer")
+    link.click()
+    page.wait_for_timeout(500)
+    assert page.get_by_role("heading", name=re.compile(r"^Quelle 1: hausarbeit-jura\.pdf")).is_visible()
+    shot("10-context-answer-source")

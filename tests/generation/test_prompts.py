@@ -9,7 +9,7 @@ import pytest
 from rag.chunking import tokens
 from rag.context import build_context
 from rag.errors import ContextWindowError, InvalidSettingsError
-from rag.generation.citations import cited_numbers, citations
+from rag.generation.citations import citations, cited_numbers
 from rag.generation.prompts import Template, build_prompt, check_window, context_window, load_template
 from rag.store.records import Hit
 

@@ -1,17 +1,29 @@
-"""The parts of the Context page: budget bar, the exact text, included and dropped chunks, sources, downloads."""
+"""The parts of the Context page: budget bar, the exact text, included and dropped chunks, sources, downloads,
+and "Ask the LLM": the answer streamed in as plain text, then with each [Quelle N] linked to its source block."""
 
 from __future__ import annotations
 
 import json
+import os
+import re
 
 import pandas as pd
 import streamlit as st
 
 from rag.chunking import tokens
 from rag.context import Context
+from rag.errors import RagError
+from rag.generation.answer import Answer, answer_with
+from rag.generation.citations import cited_numbers
+from rag.generation.llm import get_llm
+from rag.generation.prompts import PRESETS, Template, question_language, template_for
 from rag.store.records import Hit
-from ui import render
-from ui.workspace import SearchRun
+from ui import errors, render, state
+from ui.render import md
+from ui.workspace import SearchRun, Workspace
+
+NO_LLM = ("No LLM is configured. The operator sets one with RAG_LLM=ollama:<model> (Ollama on OLLAMA_HOST) or "
+          "RAG_LLM=openai:<model> (OPENAI_BASE_URL and OPENAI_API_KEY), or type a model above, e.g. ollama:llama3.1.")
 
 
 def parse_separator(typed: str) -> str:
@@ -40,7 +52,8 @@ def included_frame(context: Context, hits: list[Hit]) -> pd.DataFrame:
                      "document": hit.document_title, "heading path": render.heading_label(hit.heading_path),
                      "pages": render.pages_label(hit.page_start, hit.page_end), "chunk": hit.chunk_index,
                      "tokens": tokens.count(hit.content),
-                     "trimmed": bool(original and len(hit.content) < len(original.content))})
+                     "trimmed": bool(original and len(hit.content) < len(original.content)) and not source.truncated,
+                     "cut to fit": source.truncated})
     return pd.DataFrame(rows)
 
 
@@ -75,3 +88,84 @@ def downloads(context: Context, run: SearchRun) -> None:
     row.download_button("Download .json", json.dumps(data, ensure_ascii=False, indent=2),
                           file_name="context.json", mime="application/json", icon=":material/data_object:",
                           key="download_json")
+
+
+def anchor(label: str, number: int) -> str:
+    return f"{re.sub(r'[^a-z0-9]+', '-', label.lower()).strip('-') or 'source'}-{number}"
+
+
+def linked_answer(text: str, label: str, numbers: set[int]) -> str:
+    """Return the answer as escaped Markdown in which every citation of a known source links to its block."""
+    text = text.strip()
+    names = "|".join(re.escape(x) for x in dict.fromkeys((label, "Quelle", "Source")))
+    pattern = re.compile(rf"\[\s*(?:{names})\s+\d+(?:[^\]\n]{{0,80}})?\]", re.IGNORECASE)
+    out, cursor = [], 0
+    for match in pattern.finditer(text):
+        out.append(render.md_lines(text[cursor : match.start()]) if match.start() > cursor else "")
+        found = cited_numbers(match.group(0), label)
+        links = [f"[{md(label)} {n}](#{anchor(label, n)})" if n in numbers else f"{md(label)} {n} (not in the context)"
+                 for n in found]
+        out.append("\\[" + ", ".join(links) + "\\]" if links else render.md_lines(match.group(0)))
+        cursor = match.end()
+    out.append(render.md_lines(text[cursor:]))
+    return "".join(out)
+
+
+def ask(ws: Workspace, context: Context, question: str, label: str) -> None:
+    """Draw "Ask the LLM": model, preset, editable prompt; on click stream the answer, then its citations."""
+    state.default(state.LLM_SPEC, os.environ.get("RAG_LLM", ""))
+    left, middle = st.columns([1.4, 1])
+    spec = left.text_input("LLM", key=state.LLM_SPEC, placeholder="ollama:llama3.1 or openai:gpt-4o-mini",
+                           help="The chat model; its server is the sidebar's Ollama host or OpenAI-compatible URL.")
+    preset = middle.segmented_control("Prompt", PRESETS, default="chat", key=state.LLM_PRESET) or "chat"
+    asked = st.text_area("Question or task", question, key=state.LLM_QUESTION, height=68)
+    default = template_for(preset, question_language(asked, context.text))
+    with st.expander("Prompt template (system text and user text with {context} and {question})"):
+        system = st.text_area("System", default.system, key=f"{state.LLM_SYSTEM}-{preset}", height=110)
+        user = st.text_area("User", default.user, key=f"{state.LLM_USER}-{preset}", height=90)
+    if st.button("Ask the LLM", icon=":material/forum:", key="ask_llm", disabled=not context.text):
+        if not spec.strip():
+            st.info(NO_LLM)
+            return
+        template = None if (system, user) == (default.system, default.user) else Template(system, user)
+        shown, pieces = st.empty(), []
+
+        def on_text(piece: str) -> None:
+            pieces.append(piece)
+            shown.text("".join(pieces))  # plain text while it streams: the answer may quote documents
+
+        ollama, openai, key = ws.servers
+        try:
+            llm = get_llm(spec, host=ollama or None, base_url=openai or None, api_key=key if openai else None)
+            with st.spinner(f"Asking {md(spec)}…"):
+                result = answer_with(llm, asked, context, preset, template, label, on_text=on_text)
+        except RagError as error:
+            shown.empty()
+            errors.show(error)
+            return
+        shown.empty()
+        state.put(state.ANSWER, (context.text, result))
+    kept = state.get(state.ANSWER)
+    if kept and kept[0] == context.text:
+        show_answer(kept[1], label)
+
+
+def show_answer(result: Answer, label: str) -> None:
+    """Draw the answer with linked citations, what it cited, never cited, or cited without a source."""
+    st.markdown("**Answer** " + f"· {md(result.model)} · {result.prompt.token_count:,} prompt tokens of "
+                f"{result.context_window:,}")
+    numbers = {s.number for s in result.context.sources}
+    with st.container(border=True):
+        st.markdown(linked_answer(result.text, label, numbers) or "(empty answer)")
+    cited = result.citations
+    if cited.unknown:
+        st.warning(md(f"The answer cites {', '.join(f'{label} {n}' for n in cited.unknown)}, which the context "
+                      "does not have: those claims have no source here."))
+    if cited.unused:
+        st.caption(md(f"Never cited: {', '.join(f'{label} {s.number}' for s in cited.unused)}."))
+    if not cited.cited:
+        st.caption("The answer cites no source.")
+    for source, hit in zip(result.context.sources, result.context.included, strict=True):
+        title = f"{label} {source.number}: {source.document_title}" + (" (cited)" if source in cited.cited else "")
+        st.subheader(md(title), anchor=anchor(label, source.number))
+        st.code(hit.content, language=None, wrap_lines=True)
