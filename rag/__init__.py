@@ -6,8 +6,8 @@
     rag.ingest([rag.SourceFile("policy.pdf", path=Path("policy.pdf"))], "documents", embedder=embedder, store=store)
     context = rag.retrieve("Wie lang ist die Kündigungsfrist?", "documents", embedder, store=store)
 
-The stages are packages: documents (extract), chunking, embeddings, store (Qdrant, search), then context.py;
-pipeline.py runs them. reports/ and evaluation/ measure what they do; cli/ is `python -m rag`. Every error a
+The stages are packages: documents (extract), chunking, embeddings, store (Qdrant, search), then context.py
+and, optionally, generation (prompt, LLM, citations); pipeline.py runs them. reports/ and evaluation/ measure what they do; cli/ is `python -m rag`. Every error a
 user can cause is a RagError (rag.errors) whose message says what to do.
 
 Names load on first use, so `import rag` stays cheap (a PDF worker process never loads Qdrant's client).
@@ -26,6 +26,9 @@ _EXPORTS = {
     "rag.store": ("DEFAULT_COLLECTION", "CollectionInfo", "DocumentInfo", "Hit", "Store", "open_store"),
     "rag.context": ("CHAT_MAX_TOKENS", "GENERATION_MAX_TOKENS", "Context", "build_context"),
     "rag.pipeline": ("IngestResult", "Progress", "embedder_for", "ingest", "reingest", "retrieve", "search"),
+    "rag.generation.prompts": ("Prompt", "build_prompt"),
+    "rag.generation.llm": ("get_llm",),
+    "rag.generation.answer": ("Answer", "answer_with"),
     "rag.errors": ("DocumentError", "EmbeddingError", "InvalidSettingsError", "QueryError", "QuerySetError",
                    "RagError", "StoreError"),
 }
@@ -61,5 +64,8 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time the names l
         RagError,
         StoreError,
     )
+    from rag.generation.answer import Answer, answer_with
+    from rag.generation.llm import get_llm
+    from rag.generation.prompts import Prompt, build_prompt
     from rag.pipeline import IngestResult, Progress, embedder_for, ingest, reingest, retrieve, search
     from rag.store import DEFAULT_COLLECTION, CollectionInfo, DocumentInfo, Hit, Store, open_store
