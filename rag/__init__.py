@@ -7,8 +7,9 @@
     context = rag.retrieve("Wie lang ist die Kündigungsfrist?", "documents", embedder, store=store)
 
 The stages are packages: documents (extract), chunking, embeddings, store (Qdrant, search), then context.py
-and, optionally, generation (prompt, LLM, citations); pipeline.py runs them. reports/ and evaluation/ measure what they do; cli/ is `python -m rag`. Every error a
-user can cause is a RagError (rag.errors) whose message says what to do.
+and, optionally, generation (prompt, LLM, citations); pipeline.py runs them. reports/ and evaluation/
+measure what they do; cli/ is `python -m rag`. Every error a user can cause is a RagError (rag.errors)
+whose message says what to do.
 
 Names load on first use, so `import rag` stays cheap (a PDF worker process never loads Qdrant's client).
 """
