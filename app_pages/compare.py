@@ -10,6 +10,7 @@ from rag.evaluation.compare import Side
 from rag.evaluation.metrics import parse_ks
 from rag.evaluation.modes import parse_mode
 from rag.evaluation.queries import load_query_set
+from rag.evaluation.sweep import is_sweep_collection
 from rag.store.fusion import DEFAULT_FUSION
 from ui import errors, nav, state, workspace
 from ui.parts import compare as parts
@@ -21,12 +22,14 @@ st.title("Compare")
 st.caption("One query or a query set on two sides: two collections (chunkings, embedders) or two search modes. "
            "Which chunks both find, which only one finds, how ranks move.")
 
-infos = {c.name: c for c in ws.collections if c.points}
+with_sweeps = st.toggle("Include sweep collections", key="compare_sweeps",
+                        help="The collections the Evaluate page made, one per chunking: compare two of them.")
+infos = {c.name: c for c in workspace.pickable(ws, sweeps=with_sweeps) if c.points}
 if not infos:
     st.info("There is nothing to compare yet.")
     st.page_link(nav.UPLOAD.path, label="Upload documents", icon=":material/upload_file:")
     st.stop()
-names = sorted(infos, key=lambda n: (n != ws.collection, n.startswith("sweep-"), n))
+names = sorted(infos, key=lambda n: (n != ws.collection, is_sweep_collection(n), n))
 
 
 def side_picker(letter: str, column, collection: str, mode: str) -> Side:
@@ -53,7 +56,7 @@ def side_picker(letter: str, column, collection: str, mode: str) -> Side:
 
 
 first = names[0]
-second = next((n for n in names if n != first and not n.startswith("sweep-")), first)
+second = next((n for n in names if n != first and not is_sweep_collection(n)), first)
 default_b = (first, f"hybrid-{DEFAULT_FUSION}") if infos[first].sparse else (second, "dense")
 left, right = st.columns(2)
 sides = side_picker("A", left, first, "dense"), side_picker("B", right, *default_b)

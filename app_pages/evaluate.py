@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from rag.errors import RagError
+from rag.evaluation.sweep import SWEEP_PREFIX
 from rag.store.fusion import DEFAULT_FUSION
 from ui import errors, workspace
 from ui.parts import evaluate as parts
@@ -33,7 +34,7 @@ with st.form("evaluate_grid", border=False):
     modes = st.multiselect("Search modes", list(COMPARED_MODES), default=[f"hybrid-{DEFAULT_FUSION}"],
                            key="evaluate_modes", help=parts.MODE_HELP)
     st.caption(f"Embedder: {md(ws.spec)} (from the sidebar). Each configuration gets its own collection "
-               f"(`{parts.SWEEP_PREFIX}…`), searched in every chosen mode and reused on the next run; embeddings are "
+               f"(`{SWEEP_PREFIX}…`), searched in every chosen mode and reused on the next run; embeddings are "
                "cached.")
     submitted = st.form_submit_button("Run the sweep", type="primary", icon=":material/play_arrow:")
 

@@ -12,6 +12,7 @@ from ui.render import md
 
 ws = workspace.current()
 st.title("Library")
+parts.sweeps(ws)
 
 documents = workspace.documents_or_stop(
     ws, f"The collection '{md(ws.collection)}' is empty: nothing was ingested into it yet.")

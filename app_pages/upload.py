@@ -40,13 +40,13 @@ overlap = middle.number_input("overlap (tokens)", 0, 4096, DEFAULT_OVERLAP, step
                               help="Tokens a chunk shares with the one before.")
 strategy = right.segmented_control("strategy", STRATEGIES, default="structure", key="upload_strategy",
                                    help=STRATEGY_HELP) or "structure"
-names = [c.name for c in ws.collections]
+names = [c.name for c in workspace.pickable(ws)]
 options = list(dict.fromkeys([*names, ws.collection])) + [NEW]
 state.default(state.UPLOAD_TARGET, ws.collection)
 if state.get(state.UPLOAD_TARGET) not in options:
     state.put(state.UPLOAD_TARGET, ws.collection)
 target = target_column.selectbox("Target collection", options, key=state.UPLOAD_TARGET,
-                                 format_func=lambda n: "＋ New collection…" if n == NEW else n)
+                                 format_func=lambda n: "+ New collection…" if n == NEW else n)
 if target == NEW:
     target = target_column.text_input("New collection name", key=state.UPLOAD_NEW_TARGET).strip()
 

@@ -8,6 +8,7 @@ import streamlit as st
 
 from rag.embeddings import LOCAL_MODEL_NAMES, parse_spec
 from rag.errors import RagError
+from rag.evaluation.sweep import is_sweep_collection
 from rag.settings import OLLAMA, OPENAI, QDRANT, display_url, folder_inside_data_root, openai_base_url
 from rag.store.client import Store
 from rag.store.records import CollectionInfo
@@ -127,7 +128,11 @@ def _openai_key(url: str, typed: str) -> str:
 
 
 def _collection(infos: list[CollectionInfo]) -> str:
-    names = [c.name for c in infos]
+    """Draw the collection picker; the collections sweeps made join it only when asked (a group of their own)."""
+    sweeps = [c.name for c in infos if is_sweep_collection(c.name)]
+    current = state.get(state.COLLECTION_CHOICE)
+    show_sweeps = bool(sweeps) and (state.get(state.SHOW_SWEEPS) or current in sweeps)
+    names = [c.name for c in infos if not is_sweep_collection(c.name)] + (sweeps if show_sweeps else [])
     points = {c.name: c.points for c in infos}
     pending = state.get(state.PENDING_COLLECTION)
     if pending:
@@ -141,10 +146,14 @@ def _collection(infos: list[CollectionInfo]) -> str:
 
     def label(name: str) -> str:
         if name == NEW:
-            return "＋ New collection…"
+            return "+ New collection…"  # an ASCII plus: the full-width one is a missing glyph in Debian's fonts
         return f"{name} · {points[name]:,} chunks" if name in points else f"{name} · new"
 
     choice = st.selectbox("Collection", options, format_func=label, key=state.COLLECTION_CHOICE)
+    if sweeps:
+        st.toggle(f"Show the {len(sweeps)} sweep collections", key=state.SHOW_SWEEPS,
+                  help="Collections the Evaluate page made, one per chunking: kept for the next sweep, deleted "
+                  "from the Library.")
     if choice != NEW:
         return choice
     name = st.text_input("Name of the new collection", key=state.NEW_COLLECTION, placeholder="e.g. vertraege")

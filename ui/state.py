@@ -24,6 +24,7 @@ WORKSPACE = "workspace"  # ui.workspace.Workspace of this run, for the pages
 INGEST_RESULTS = "ingest_results"  # list[IngestResult] of the last ingest
 LOCKED_FILES = "locked_files"  # filename -> bytes of encrypted PDFs waiting for a password
 UPLOAD_TARGET = "upload_target"
+SHOW_SWEEPS = "show_sweeps"  # the sidebar lists the collections sweeps made
 UPLOAD_NEW_TARGET = "upload_new_target"
 UPLOADER_ROUND = "uploader_round"  # bumped to clear the file uploader after an ingest
 UPLOAD_LANGUAGE = "upload_language"  # keyword language of a new collection (rag.keywords)

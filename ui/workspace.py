@@ -8,6 +8,7 @@ import streamlit as st
 
 from rag.embeddings import Embedder
 from rag.errors import RagError
+from rag.evaluation.sweep import is_sweep_collection
 from rag.reports.hits import SearchOutcome
 from rag.store.client import Store
 from rag.store.records import CollectionInfo, DocumentInfo, Hit
@@ -97,9 +98,15 @@ def documents_or_stop(workspace: Workspace, empty_message: str) -> list[Document
         st.stop()
 
 
+def pickable(workspace: Workspace, sweeps: bool = False) -> list[CollectionInfo]:
+    """Return the collections a picker offers: not those a sweep made (unless sweeps, or one is the current)."""
+    return [c for c in workspace.collections
+            if sweeps or not is_sweep_collection(c.name) or c.name == workspace.collection]
+
+
 def collections_or_stop(workspace: Workspace, nothing_message: str) -> list[str]:
-    """Return the names of the collections that hold chunks; when none does, say so and stop the page."""
-    names = [c.name for c in workspace.collections if c.points]
+    """Return the names of the pickable collections that hold chunks; when none does, say so and stop the page."""
+    names = [c.name for c in pickable(workspace) if c.points]
     if not names:
         st.info(nothing_message)
         st.page_link(nav.UPLOAD.path, label="Upload documents", icon=":material/upload_file:")

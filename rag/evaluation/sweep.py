@@ -70,6 +70,22 @@ def grid(chunk_sizes: Iterable[int], overlaps: Iterable[int], strategy: str = "s
     return configs, skipped
 
 
+SWEEP_PREFIX = "sweep-"
+
+
+def is_sweep_collection(name: str) -> bool:
+    """Return True for a collection a sweep made (named by collection_name)."""
+    return name.startswith(SWEEP_PREFIX)
+
+
+def sweep_groups(names: Sequence[str]) -> dict[str, list[str]]:
+    """Return the sweep collections among names grouped per sweep (its document set's hash), in name order."""
+    groups: dict[str, list[str]] = {}
+    for name in sorted(n for n in names if is_sweep_collection(n)):
+        groups.setdefault(name[len(SWEEP_PREFIX):].split("-")[0], []).append(name)
+    return groups
+
+
 def collection_name(document_ids: Iterable[str], config: SweepConfig, model_id: str) -> str:
     """Return the collection of a configuration: sweep-<hash of the sorted ids>-cs<size>-ov<overlap>-<vector>."""
     digest = hashlib.sha256("\n".join(sorted(set(document_ids))).encode()).hexdigest()[:8]

@@ -175,3 +175,24 @@ def test_search_modes_are_a_sweep_dimension(env):
     # no mode chosen: said, and nothing runs
     set_grid(at, "100", "0", "1", modes=[])
     assert "at least one search mode" in plain(at.error[0].value)
+
+
+def test_sweep_collections_stay_out_of_the_pickers_and_go_as_one_sweep(env):
+    at = evaluate_page()
+    at.radio(key="evaluate_query_from").set_value("Sample folder")
+    at.run()
+    at.number_input(key="evaluate_articles").set_value(1)
+    at.run()
+    set_grid(at, "100,200", "0", "1,5", modes=["dense"])
+    at.switch_page(nav.UPLOAD.path).run()  # the sidebar on a new page reads the store again
+    picker = at.sidebar.selectbox(key="collection_choice")
+    assert not [o for o in picker.options if "sweep-" in o], picker.options
+    at.sidebar.toggle(key="show_sweeps").set_value(True).run()
+    assert len([o for o in at.sidebar.selectbox(key="collection_choice").options if "sweep-" in o]) == 2
+    at.switch_page(nav.LIBRARY.path).run()
+    assert "Sweep collections: 2 from 1 sweep(s)" in [plain(e.label) for e in at.expander]
+    at.button(key="confirm_delete_sweep").click().run()
+    assert not at.exception, at.exception
+    from rag.store.open import open_store
+
+    assert not [c.name for c in open_store(path=str(env / "qdrant")).collections() if c.name.startswith("sweep-")]

@@ -23,6 +23,7 @@ from rag.evaluation.sweep import (
     SweepResult,
     collection_documents,
     grid,
+    is_sweep_collection,
     load_documents,
     parse_sizes,
     query_set_paths,
@@ -35,7 +36,6 @@ from ui.render import md
 from ui.workspace import Workspace
 
 RESULT = "evaluate_result"  # the last SweepResult of this session
-SWEEP_PREFIX = "sweep-"
 MODE_HELP = ("Each mode is a row per configuration, searched in the same collection: dense = embeddings, "
              "sparse = BM25 keywords, hybrid = both lists fused: convex (normalised scores added), rrf (by rank), "
              "dbsf (by scores normalised by their spread).")
@@ -79,7 +79,7 @@ def read_documents(ws: Workspace, squad_documents: list[Document] | None) -> Cal
     if how == "The SQuAD articles":
         return lambda: squad_documents
     if how == "A collection":
-        names = [c.name for c in ws.collections if c.points and not c.name.startswith(SWEEP_PREFIX)]
+        names = [c.name for c in ws.collections if c.points and not is_sweep_collection(c.name)]
         if not names:
             right.info("No collection holds documents yet. Upload documents here or on the Upload page.")
             return None

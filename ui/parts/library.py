@@ -1,12 +1,15 @@
-"""The Library's repair of a document that an interrupted ingest left incomplete: delete the rest, or ingest again."""
+"""The pieces of the Library: the repair of a document an interrupted ingest left incomplete (delete the rest, or
+ingest again), and the collections sweeps made, deleted one whole sweep at a time."""
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
 from rag import pipeline
 from rag.chunking.chunker import DEFAULT_CHUNK_SIZE, ChunkSettings
 from rag.errors import RagError
+from rag.evaluation.sweep import sweep_groups
 from rag.store.records import DocumentInfo
 from ui import errors, resources
 from ui.render import md
@@ -49,3 +52,35 @@ def repair(workspace: Workspace, document: DocumentInfo) -> None:
         resources.store_changed()
         st.toast(f"Deleted {removed} chunks left by the interrupted ingest of {md(document.title)}.")
         st.rerun()
+
+
+def sweeps(ws: Workspace) -> None:
+    """Draw the collections sweeps made, one row per sweep, and delete a whole sweep with one confirmation."""
+    points = {c.name: c.points for c in ws.collections}
+    groups = sweep_groups(list(points))
+    if not groups:
+        return
+    total = sum(len(names) for names in groups.values())
+    with st.expander(f"Sweep collections: {total} from {len(groups)} sweep(s)", icon=":material/science:"):
+        st.dataframe(pd.DataFrame([
+            {"sweep": key, "collections": len(names), "chunks": sum(points[n] for n in names),
+             "configurations": ", ".join(n.split("-", 2)[2] for n in names)}
+            for key, names in groups.items()
+        ]), hide_index=True, width="stretch")
+        key = st.selectbox("Sweep", list(groups), key="library_sweep",
+                           format_func=lambda k: f"{k} · {len(groups[k])} collections")
+        names = groups[key]
+        with st.popover(f"Delete sweep {key} ({len(names)} collections)", icon=":material/delete_sweep:"):
+            st.write(f"Delete the {len(names)} collections of sweep {key} ({sum(points[n] for n in names):,} chunks)? "
+                     "The next sweep over the same documents builds them again; cached embeddings are kept.")
+            if st.button("Yes, delete the sweep", type="primary", key="confirm_delete_sweep"):
+                deleted = 0
+                try:
+                    for name in names:
+                        ws.store.delete_collection(name)
+                        deleted += 1
+                except RagError as error:
+                    errors.show(error)
+                resources.store_changed()
+                st.toast(f"Deleted {deleted} of {len(names)} collections of sweep {key}.")
+                st.rerun()
