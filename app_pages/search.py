@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import time
-
 import streamlit as st
 
 from rag import pipeline
 from rag.errors import RagError
-from rag.reports import hits as hit_report
 from rag.store.fusion import Fusion, parse_fusion
 from rag.store.search import FUSIONS, MODES
 from ui import errors, nav, state, workspace
 from ui.parts import search as parts
 from ui.render import MODE_LABELS, md
-from ui.workspace import SearchRun
 
 MODE_HELP = ("Dense: embedding similarity (cosine). Keyword: BM25 on the words, good for names, numbers and "
              "§ references. Hybrid: both lists fused.")
@@ -63,41 +59,33 @@ fusion = Fusion(method, round(weight, 2), default_fusion.k).spec
 if not keyword_search:
     st.caption("This collection has no keyword (BM25) vectors, so only dense search works; ingest the documents "
                "again into a new collection for keyword and hybrid search.")
-with st.form("search_form", border=False):
-    query = st.text_input("Query", key=state.QUERY, persist_state="session",
-                          placeholder="e.g. Welche Schriftgröße verwendet die Klasse?")
-    left, middle, right = st.columns([1.2, 1, 1.6])
-    top_k = left.slider("top_k", 1, 50, 5, key=state.TOP_K, persist_state="session")
-    use_threshold = middle.checkbox("Score threshold", key=state.USE_THRESHOLD, persist_state="session")
-    threshold = middle.number_input("minimum score", 0.0, None, 0.3, 0.01, key=state.THRESHOLD,
-                                    persist_state="session", label_visibility="collapsed",
-                                    help="On the mode's own scale: cosine (0–1), BM25, or the fused score.")
-    document_ids = right.multiselect("Only these documents", list(titles), format_func=titles.get,
-                                     key=state.DOCUMENT_FILTER, placeholder="all documents")
-    include_toc = right.checkbox("Include tables of contents", key=state.INCLUDE_TOC, persist_state="session",
-                                 help="Chunks that list headings with page numbers match every question and answer "
-                                      "none; they are left out unless this is on.")
-    submitted = st.form_submit_button("Search", type="primary", icon=":material/search:")
-
-if submitted:
-    try:
-        started = time.perf_counter()
-        embedder = ws.embedder()
-        with st.spinner("Searching… (the local model loads once, about 12 s)"):
-            hits = pipeline.search(query, ws.collection, top_k, None, list(document_ids) or None,
-                                   store=ws.store, embedder=embedder, mode=mode, fusion=fusion,
-                                   include_toc=include_toc)
-    except RagError as error:
-        errors.show(error)
-    else:
-        limit = threshold if use_threshold else None
-        outcome = hit_report.apply_threshold(hits, top_k, limit)
-        state.put(state.SEARCH, SearchRun(query, ws.collection, ws.location, top_k, limit, tuple(document_ids), hits,
-                                          outcome, embedder.model_id, time.perf_counter() - started, mode, fusion))
+with st.form("search_form", border=False):  # the query is searched on Enter or Search; the controls act at once
+    query_column, button_column = st.columns([6, 1], vertical_alignment="bottom")
+    query = query_column.text_input("Query", key=state.QUERY, persist_state="session",
+                                    placeholder="e.g. Welche Schriftgröße verwendet die Klasse?")
+    submitted = button_column.form_submit_button("Search", type="primary", icon=":material/search:", width="stretch")
+left, middle, right = st.columns([1.2, 1, 1.6])
+top_k = left.slider("top_k", 1, 50, 5, key=state.TOP_K, persist_state="session")
+scale = parts.threshold_scale(mode, method)
+use_threshold = middle.checkbox(f"Score threshold ({scale.name})", key=state.USE_THRESHOLD, persist_state="session")
+threshold = middle.number_input("minimum score", 0.0, scale.maximum, scale.default, scale.step, format=scale.format,
+                                key=f"{state.THRESHOLD}-{scale.name}", persist_state="session",
+                                label_visibility="collapsed", help=scale.help)
+document_ids = right.multiselect("Only these documents", list(titles), format_func=titles.get,
+                                 key=state.DOCUMENT_FILTER, placeholder="all documents")
+include_toc = right.checkbox("Include tables of contents", key=state.INCLUDE_TOC, persist_state="session",
+                             help="Chunks that list headings with page numbers match every question and answer "
+                                  "none; they are left out unless this is on.")
+controls = (top_k, threshold if use_threshold else None, tuple(document_ids), mode, fusion, include_toc)
+last = workspace.last_search(ws)
+if submitted or (last is not None and last.settings() != controls):  # after the first search, controls act at once
+    found = parts.run_search(ws, query if submitted else last.query, *controls)
+    if found is not None:
+        state.put(state.SEARCH, found)
 
 run = workspace.last_search(ws)
 if run is None:
-    st.caption("Type a query and press Search.")
+    st.caption("Type a query and press Enter or Search; then top_k, the mode and the filters act at once.")
     st.stop()
 how = {"dense": md(run.model_id), "sparse": "keyword search (BM25)", "hybrid": f"hybrid ({run.fusion})"}[run.mode]
 st.caption(f"{len(run.outcome.hits)} hit(s) for “{md(run.query)}” in {run.seconds:.2f} s · {how}"

@@ -301,6 +301,7 @@ def search(
     mode: str | None = None,
     fusion: str | None = None,
     include_toc: bool = False,
+    query_vector: np.ndarray | None = None,
 ) -> list[Hit]:
     """Return the top_k chunks of collection for query, best first, each hit's scores explained.
 
@@ -308,7 +309,8 @@ def search(
     embedding needed), "hybrid" fuses both lists (fusion: a spec of rag.fusion). None means the
     collection's default: hybrid with its saved fusion (else DEFAULT_FUSION) when it has keyword vectors,
     else dense. score_threshold applies to the mode's own score. Tables of contents are left out unless
-    include_toc. store: default open_store().
+    include_toc. store: default open_store(). query_vector: the query's embedding when the caller has it
+    (as embedder.embed_query gives it), so changing top_k or the mode embeds nothing again.
     """
     store = store if store is not None else open_store()
     mode, fusion = search_defaults(store, collection, mode, fusion)
@@ -323,7 +325,7 @@ def search(
                            "search has nothing to match. Add content words, or use dense or hybrid search.")
         return store.search(collection, mode="sparse", query_text=query, **options)
     embedder = embedder or embedder_for(store, collection)
-    vector = embedder.embed_query([query])[0]
+    vector = query_vector if query_vector is not None else embedder.embed_query([query])[0]
     return store.search(collection, vector, embedder, mode=mode, fusion=fusion, query_text=query, **options)
 
 

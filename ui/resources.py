@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import threading
 
+import numpy as np
 import streamlit as st
 
 from rag.chunking.chunker import Chunk, chunk_document
@@ -43,6 +44,12 @@ def embedder(spec: str, ollama_host: str = "", openai_base_url: str = "", openai
     if provider == "openai":  # an explicit key ("" = none): the embedder never falls back to OPENAI_API_KEY
         options |= {"base_url": openai_base_url or None, "api_key": openai_api_key}
     return get_embedder(spec, **options)
+
+
+@st.cache_data(show_spinner=False, max_entries=512)
+def query_vector(_embedder: Embedder, model: tuple[str, str], query: str) -> np.ndarray:
+    """Return the query's embedding, once per (model id, query prompt) and query text for the whole server."""
+    return _embedder.embed_query([query])[0]
 
 
 def archive(store: Store) -> DocumentArchive:

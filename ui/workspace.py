@@ -77,6 +77,11 @@ class SearchRun:
     seconds: float
     mode: str = "dense"  # "dense" | "sparse" | "hybrid"
     fusion: str = "rrf"
+    include_toc: bool = False
+
+    def settings(self) -> tuple:
+        """Return what the controls set (the query aside): a change of any of them searches again."""
+        return self.top_k, self.threshold, self.document_ids, self.mode, self.fusion, self.include_toc
 
 
 def current() -> Workspace:

@@ -15,6 +15,8 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from rag import pipeline
 from rag.embeddings.base import Embedder
 from rag.evaluation.metrics import Evaluation
@@ -112,11 +114,13 @@ def score_distribution(
     threshold: float | None = None,
     document_ids: list[str] | None = None,
     cap: int = SCORE_CAP,
+    query_vector: np.ndarray | None = None,
 ) -> ScoreDistribution:
     """Return the scores of query over every chunk of collection (at most cap), with the top_k and threshold cuts.
 
     One search with top_k = min(chunks, cap) and no threshold, in the given mode; errors as pipeline.search
-    (empty query, unknown mode, a keyword mode on a collection without keyword vectors, ...).
+    (empty query, unknown mode, a keyword mode on a collection without keyword vectors, ...). query_vector:
+    the query's embedding when the caller has it (pipeline.search).
     """
     if document_ids:
         wanted = set(document_ids)
@@ -125,7 +129,7 @@ def score_distribution(
         total = collection_info(store, collection).points
     limit = max(1, min(total, cap))
     hits = pipeline.search(query, collection, limit, None, document_ids, store=store, embedder=embedder, mode=mode,
-                           fusion=fusion)
+                           fusion=fusion, query_vector=query_vector)
     scores = [h.score for h in hits if h.score is not None]
     kind = next((h.score_kind for h in hits if h.score_kind), None)
     return distribution_of(scores, top_k, threshold, total, cap, query=query, collection=collection, mode=mode,

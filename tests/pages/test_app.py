@@ -203,7 +203,7 @@ def test_search_says_when_the_threshold_removed_everything_and_when_top_k_is_too
     at.switch_page(nav.SEARCH.path).run()
     at.button_group(key="search_mode").set_value("dense").run()  # cosine: 0.99 is far above any hit
     at.checkbox(key="use_threshold").check()
-    at.number_input(key="threshold").set_value(0.99)
+    at.number_input(key="threshold-cosine").set_value(0.99)
     search(at, "crazy ones misfits", top_k=30)
     warnings = texts(at.warning)
     assert "fewer than top_k = 30" in warnings and "removed all" in warnings
@@ -361,3 +361,27 @@ def test_every_page_file_is_in_the_navigation_and_every_link_names_one():
     typed = [str(p.relative_to(ROOT)) for folder in ("app_pages", "ui") for p in (ROOT / folder).rglob("*.py")
              if re.search(r"""(page_link|switch_page|st\.Page)\(\s*["']""", p.read_text(encoding="utf-8"))]
     assert typed == [], "link to pages through ui.nav, not a typed path"
+
+
+def test_after_the_first_search_the_controls_act_at_once_and_the_query_is_embedded_once(app_env, shared_data,
+                                                                                         monkeypatch):
+    from rag.embeddings.base import PromptedEmbedder
+
+    calls = []
+    original = PromptedEmbedder.embed_query
+    monkeypatch.setattr(PromptedEmbedder, "embed_query", lambda self, texts: calls.append(list(texts)) or
+                        original(self, texts))
+    at = upload(start(), shared_data, PDF)
+    at.switch_page(nav.SEARCH.path).run()
+    search(at, "Welche Schriftgröße nutzt die Klasse hier")  # a query no other test embeds (the cache is global)
+    assert "5 hit(s)" in texts(at.caption)
+    at.slider(key="top_k").set_value(8).run()  # no Search press
+    assert "8 hit(s)" in texts(at.caption) and len(at.dataframe[0].value) == 8
+    at.button_group(key="search_mode").set_value("dense").run()
+    caption = texts(at.caption)
+    assert "8 hit(s) for “Welche Schriftgröße nutzt die Klasse hier”" in caption and "fake" in caption
+    at.button_group(key="search_mode").set_value("sparse").run()
+    assert "keyword search (BM25)" in texts(at.caption)
+    assert at.checkbox(key="use_threshold").label == "Score threshold (BM25)"
+    assert at.number_input(key="threshold-BM25").value == 2.0 and at.number_input(key="threshold-BM25").step == 0.5
+    assert calls.count(["Welche Schriftgröße nutzt die Klasse hier"]) == 1  # hybrid, top_k, dense: one embedding

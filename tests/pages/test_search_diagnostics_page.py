@@ -67,7 +67,7 @@ def test_dbsf_and_dense_hits_say_which_query_words_they_hold(app_env, shared_dat
 def test_score_distribution_draws_the_threshold_and_the_top_k_cut(app_env, shared_data):
     at = search_page(shared_data)
     at.checkbox(key="use_threshold").check()
-    at.number_input(key="threshold").set_value(0.2)
+    at.number_input(key="threshold-cosine").set_value(0.2)
     search(at, QUERY, top_k=3)
     expected = score_distribution(QUERY, "documents", store=_store(at), embedder=get_embedder("fake"), top_k=3,
                                   threshold=0.2)
@@ -108,7 +108,7 @@ def test_closing_the_distribution_skips_its_search(app_env, shared_data):
 def test_a_threshold_that_removes_every_hit_still_shows_the_distribution(app_env, shared_data):
     at = search_page(shared_data)
     at.checkbox(key="use_threshold").check()
-    at.number_input(key="threshold").set_value(0.99)
+    at.number_input(key="threshold-cosine").set_value(0.99)
     search(at, QUERY)
     assert "removed all" in texts(at.warning)
     assert "0 chunks reach the threshold 0.99 · the search returns 0" in plain(texts(at.caption))

@@ -4,10 +4,14 @@ threshold cuts drawn on both, so a threshold can be chosen by eye)."""
 
 from __future__ import annotations
 
+import time
+from dataclasses import dataclass
+
 import altair as alt
 import pandas as pd
 import streamlit as st
 
+from rag import pipeline
 from rag.embeddings import Embedder
 from rag.errors import RagError
 from rag.reports import hits as hit_report
@@ -21,6 +25,55 @@ from ui.render import md
 from ui.workspace import SearchRun, Workspace
 
 EMPTY_CELL = "—"
+
+
+@dataclass(frozen=True)
+class ThresholdScale:
+    name: str
+    default: float
+    step: float
+    maximum: float | None
+    format: str
+    help: str
+
+
+SCALES = {
+    "cosine": ThresholdScale("cosine", 0.3, 0.01, 1.0, "%.2f", "Cosine similarity, 0–1: a chunk scoring less is cut."),
+    "bm25": ThresholdScale("BM25", 2.0, 0.5, None, "%.1f", "BM25 keyword score, 0 and up; it grows with the number "
+                           "and rarity of the query words a chunk holds."),
+    "convex": ThresholdScale("convex", 0.3, 0.01, 1.0, "%.2f", "Weighted sum of the normalised dense and keyword "
+                             "scores, 0–1."),
+    "rrf": ThresholdScale("RRF", 0.01, 0.001, 1.0, "%.3f", "Reciprocal-rank score: about 1/(60 + rank) per list; "
+                          "0.016 is a first rank in one list."),
+    "dbsf": ThresholdScale("DBSF", 0.3, 0.01, None, "%.2f", "Sum of the scores normalised by their spread (about "
+                           "0–1 per list)."),
+}
+
+
+def threshold_scale(mode: str, fusion_method: str) -> ThresholdScale:
+    """Return the scale of the score the threshold applies to in mode (hybrid: the fusion's)."""
+    return SCALES["bm25" if mode == "sparse" else "cosine" if mode == "dense" else fusion_method]
+
+
+def run_search(ws: Workspace, query: str, top_k: int, threshold: float | None, document_ids: tuple[str, ...],
+               mode: str, fusion: str, include_toc: bool) -> SearchRun | None:
+    """Return the search as the page shows it (the query embedded once per text), or None after its error."""
+    started = time.perf_counter()
+    try:
+        embedder = ws.embedder()
+        with st.spinner("Searching… (the local model loads once, about 12 s)"):
+            vector = None
+            if mode != "sparse" and query.strip():
+                vector = resources.query_vector(embedder, (embedder.model_id, embedder.query_prompt), query)
+            hits = pipeline.search(query, ws.collection, top_k, None, list(document_ids) or None, store=ws.store,
+                                   embedder=embedder, mode=mode, fusion=fusion, include_toc=include_toc,
+                                   query_vector=vector)
+    except RagError as error:
+        errors.show(error)
+        return None
+    outcome = hit_report.apply_threshold(hits, top_k, threshold)
+    return SearchRun(query, ws.collection, ws.location, top_k, threshold, document_ids, hits, outcome,
+                     embedder.model_id, time.perf_counter() - started, mode, fusion, include_toc)
 PUNCTUATION = "\"'.,;:!?()[]{}«»„“”‚‘’"
 
 
@@ -183,8 +236,12 @@ def _distribution(_store: Store, _embedder: Embedder | None, key: tuple, query: 
                   fusion: str, top_k: int, threshold: float | None,
                   document_ids: tuple[str, ...]) -> ScoreDistribution:
     """Return the distribution; key names the store, its state and the embedder (location, changes, model)."""
+    vector = None
+    if _embedder is not None and mode != "sparse" and query.strip():
+        vector = resources.query_vector(_embedder, (_embedder.model_id, _embedder.query_prompt), query)
     return score_distribution(query, collection, store=_store, embedder=_embedder, mode=mode, fusion=fusion,
-                              top_k=top_k, threshold=threshold, document_ids=list(document_ids) or None)
+                              top_k=top_k, threshold=threshold, document_ids=list(document_ids) or None,
+                              query_vector=vector)
 
 
 def _rules(dist: ScoreDistribution, axis: str) -> list[alt.Chart]:
