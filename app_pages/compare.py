@@ -10,6 +10,7 @@ from rag.evaluation.compare import Side
 from rag.evaluation.metrics import parse_ks
 from rag.evaluation.modes import parse_mode
 from rag.evaluation.queries import load_query_set
+from rag.evaluation.squad import squad_queries
 from rag.evaluation.sweep import is_sweep_collection
 from rag.store.fusion import DEFAULT_FUSION
 from ui import errors, nav, state, workspace
@@ -72,9 +73,11 @@ if source == "query":
                             placeholder="e.g. Welche Schriftgröße verwendet die Klasse?")
     top_k = cut.slider("top_k per side", 1, 50, 10, key="compare_top_k")
 else:
-    file = what.file_uploader("Query set (.jsonl, .csv)", type=["jsonl", "csv"], key="compare_query_file",
+    file = what.file_uploader("Query set (.jsonl, .csv) or SQuAD-style .json", type=["jsonl", "csv", "json"],
+                              key="compare_query_file",
                               help='One query per line with the document it should find, e.g. {"query": "...", '
-                                   '"document": "report.pdf", "answer": "..."}.')
+                                   '"document": "report.pdf", "answer": "..."}; or a SQuAD/XQuAD file whose '
+                                   "articles the collections hold (as `rag import-squad` writes them).")
     ks = cut.text_input("k values", "1,3,5,10", key="compare_ks")
 
 if go.button("Compare", type="primary", icon=":material/compare_arrows:", key="compare_button",
@@ -87,7 +90,8 @@ if go.button("Compare", type="primary", icon=":material/compare_arrows:", key="c
             st.info("Upload a query set first.")
         else:
             cuts = parse_ks(ks)
-            queries = load_query_set(file.getvalue(), file.name)
+            read = squad_queries if file.name.lower().endswith(".json") else load_query_set
+            queries = read(file.getvalue(), file.name)
             with st.spinner(f"Evaluating {len(queries)} queries on both sides…"):
                 state.put(state.COMPARE, parts.run_query_set(ws, sides, queries, file.name, cuts))
     except RagError as error:

@@ -59,7 +59,10 @@ mode = mode_column.selectbox("Hits from", modes, format_func=MODE_LABELS.get, ke
 search = parse_mode(mode)
 try:
     embedder = ws.embedder()
-    with st.spinner("Projecting the embeddings…"):
+    count = min(ws.points, sample)
+    with st.spinner(f"Projecting {count:,} embeddings with {METHOD_LABELS[method]}…" + (
+            " (t-SNE and UMAP take seconds per thousand points; the first run also loads their package)"
+            if method != "pca" else ""), show_time=True):
         emap = parts.compute(ws.store, embedder, (ws.location, resources.version(), embedder.model_id),
                                  ws.collection, ws.points, sample, method, query or None, top_k, search.mode,
                                  search.fusion)

@@ -33,6 +33,11 @@ def md_lines(text: str) -> str:
     return "  \n".join(_MD_SPECIAL.sub(r"\\\1", line) for line in str(text).split("\n"))
 
 
+def heading_tail(path: Sequence[str], levels: int = 2) -> str:
+    """Return the last levels of a heading path ("… › 2.1 Methoden › Auswahl"): the end says most in a narrow column."""
+    return heading_label(path) if len(path) <= levels else "… › " + " › ".join(path[-levels:])
+
+
 def heading_label(path: Sequence[str]) -> str:
     return " › ".join(path) if path else "—"
 

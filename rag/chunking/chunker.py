@@ -33,8 +33,8 @@ class Chunk:
     content: str  # == document.text[start:end]
     token_count: int  # exact cl100k count of content
     heading_path: tuple[str, ...]  # heading titles from the top level down
-    page_start: int  # 1-based
-    page_end: int
+    page_start: int | None  # 1-based; None for text and Markdown, which have no pages
+    page_end: int | None
     start: int
     end: int
     flags: tuple[str, ...] = ()  # "toc": a table of contents (rag.toc), kept visible, left out of searches
@@ -70,6 +70,7 @@ def chunk_document(
         for start, end in _sections(document):
             spans.extend(_split_section(index, start, end, chunk_size, overlap))
     paths = _heading_paths(document)
+    paged = document.kind == "pdf" or len(document.pages) > 1  # text and Markdown: one "page", no page numbers
     path_starts = [start for start, _ in paths]
     heading_starts = set(path_starts)
     return [
@@ -81,8 +82,8 @@ def chunk_document(
             heading_path=paths[k][1]
             if (k := bisect.bisect_right(path_starts, _path_anchor(document.text, a, b, heading_starts)) - 1) >= 0
             else (),
-            page_start=document.page_at(a),
-            page_end=document.page_at(b - 1),
+            page_start=document.page_at(a) if paged else None,
+            page_end=document.page_at(b - 1) if paged else None,
             start=a,
             end=b,
             flags=(TOC,) if is_table_of_contents(document.text[a:b]) else (),

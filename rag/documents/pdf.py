@@ -273,7 +273,8 @@ def _open_pdf(data: bytes, name: str, password: str | None) -> pypdf.PdfReader:
             name,
             wrong_password=True,
         )
-    raise EncryptedDocumentError(f"'{name}' is encrypted. Enter its password and upload it again.", name)
+    raise EncryptedDocumentError(f"'{name}' is encrypted and opens only with its password. Enter its password "
+                                 "(in the app's password field, or --password on the command line).", name)
 
 
 def _empty_user_password(reader: pypdf.PdfReader) -> bool:

@@ -179,3 +179,8 @@ def write_import(result: SquadImport, out: str | Path) -> list[Path]:
         raise InvalidSettingsError(
             f"Cannot write to {folder}: {error.strerror or error}. Choose a writable folder.") from error
     return [*paths, queries]
+
+
+def squad_queries(data: bytes, name: str) -> list[Query]:
+    """Return the query set of a SQuAD-style file: each question with its article's file name and answer span."""
+    return sweep_input(import_squad(data, name))[1]

@@ -212,9 +212,9 @@ def test_answer_streams_the_llm_and_reports_its_citations(tmp_path, capsys, monk
     assert data["answer"] == "Die Frist beträgt drei Monate [Quelle 1]. Siehe auch [Quelle 9]."
     assert data["citations"] == [{"number": 1, "document_title": "vertrag.md", "document_id": data["context"]
                                   ["sources"][0]["document_id"], "chunk_index": 0, "heading_path": ["§ 5 Kündigung"],
-                                  "page_start": 1, "page_end": 1}]
+                                  "page_start": None, "page_end": None}]  # Markdown has no pages
     assert data["unknown_citations"] == [9] and data["model"] == "ollama:llama3.1" and data["preset"] == "chat"
-    assert data["context"]["text"].startswith("[Quelle 1: vertrag.md — § 5 Kündigung")
+    assert data["context"]["text"].startswith("[Quelle 1: vertrag.md — § 5 Kündigung]\n")  # no "S. 1"
     [request] = chat_server.requests
     assert request["path"] == "/api/chat" and request["body"]["model"] == "llama3.1"
     system, user = request["body"]["messages"]

@@ -32,7 +32,8 @@ def test_upload_page_has_its_widgets_and_a_first_run_guide(app_env, shared_data)
     assert at.selectbox(key="upload_target").value == "documents"
     assert button(at, "Ingest").disabled
     assert "The store is empty" in texts(at.markdown)
-    assert "RAG_SAMPLE_DIR" in texts(at.warning)  # the configured sample folder does not exist
+    assert "No sample documents here" in texts(at.info) and "RAG_SAMPLE_DIR" in texts(at.info)  # no such folder
+    assert at.sidebar.selectbox(key="collection_choice").options[-1] == "+ New collection…"  # ASCII: a real glyph
     assert [s.label for s in at.sidebar.selectbox][:2] == ["Collection", "Embedder"]
 
 
@@ -242,6 +243,8 @@ def test_context_preview_builds_the_exact_text_with_budget_label_and_downloads(a
     assert set(dropped["reason"]) == {"budget full"}  # truncate (the default): one chunk cut, then the end
     assert at.dataframe[0].value["cut to fit"].tolist()[-1] and at.code[0].value.endswith(" …")
     assert "600 tokens used" in at.get("progress")[0].proto.text.replace(",", "")
+    sources = next(m for m in at.metric if m.label == "sources")
+    assert int(sources.value) == len(at.dataframe[0].value) and sources.delta == "from 1 document(s)"
     at.button_group(key="context_overflow").set_value("skip").run()
     assert "over budget" in set(at.dataframe[1].value["reason"]) and not at.code[0].value.endswith(" …")
 

@@ -164,3 +164,21 @@ def test_a_collection_from_before_keyword_search_offers_dense_only(app_env, shar
 def test_nothing_to_compare_points_to_upload(app_env):
     at = compare_page(start())
     assert "nothing to compare" in texts(at.info)
+
+
+def test_a_squad_file_is_a_query_set_too(app_env, shared_data):
+    from rag.evaluation.squad import import_squad, squad_queries
+
+    raw = json.loads((shared_data / "xquad-de/xquad.de.dev.json").read_text(encoding="utf-8"))
+    small = json.dumps({"version": raw.get("version", "1.1"), "data": raw["data"][:1]}, ensure_ascii=False).encode()
+    store = open_store(path=str(app_env / "qdrant"))
+    articles = [pipeline.SourceFile(d.filename, d.text.encode("utf-8")) for d in import_squad(small, "x.json").documents]
+    pipeline.ingest(articles, "documents", ChunkSettings(200, 0), get_embedder("fake"), store=store)
+    store.close()
+    at = compare_page(start())
+    at.button_group(key="compare_source").set_value("query set").run()
+    at.file_uploader(key="compare_query_file").set_value([("xquad-1.json", small, "application/json")]).run()
+    button(at, "Compare").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert len(at.dataframe[1].value) <= len(squad_queries(small, "xquad-1.json"))
+    assert "hit@1" in list(at.dataframe[0].value["metric"])

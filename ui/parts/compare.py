@@ -79,7 +79,7 @@ def side_frame(rows: Sequence[HitRow], letter: str) -> pd.DataFrame:
     other = "B" if letter == "A" else "A"
     return pd.DataFrame([{"#": r.rank, "found": f"both {move(r.shift)}" if r.shared else f"only {letter}",
                           f"in {other}": r.other_rank, "score": r.hit.score, "document": r.hit.document_title,
-                          "chunk": r.hit.chunk_index, "heading": render.heading_label(r.hit.heading_path),
+                          "chunk": r.hit.chunk_index, "heading": render.heading_tail(r.hit.heading_path),
                           "start of text": render.preview(r.hit.content, 120)} for r in rows],
                         columns=["#", "found", f"in {other}", "score", "document", "chunk", "heading",
                                  "start of text"]).astype({f"in {other}": "Int64", "chunk": "Int64"})
@@ -116,7 +116,8 @@ def _side_table(run: CompareRun, letter: str) -> list[int]:
             "score": st.column_config.NumberColumn(width=52, help=f"{side.mode.label} score, on its own scale"),
             "document": st.column_config.TextColumn(width=160),
             "chunk": st.column_config.NumberColumn(width=48),
-            "heading": st.column_config.TextColumn(width=200),
+            "heading": st.column_config.TextColumn(width=240, help="the end of the heading path; the hit below shows "
+                                                   "all of it"),
             "start of text": st.column_config.TextColumn(width="large")})
     return selection.selection.rows if selection else []
 

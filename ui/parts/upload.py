@@ -191,7 +191,9 @@ def _password_form(workspace: Workspace, name: str) -> None:
     data, collection, settings = state.get(state.LOCKED_FILES)[name]
     result = next((r for r in state.get(state.INGEST_RESULTS, []) if r.filename == name), None)
     with st.form(key=f"password-{name}"):
-        st.warning(md(result.error if result and result.error else f"'{name}' is encrypted."))
+        wrong = bool(result and result.error and "password" in result.error and "wrong" in result.error)
+        st.warning(md(result.error) if wrong else f"'{md(name)}' is encrypted. Type its password here: the file is "
+                   "kept, nothing needs to be uploaded again.")
         password = st.text_input(f"Password for {md(name)}", type="password")
         submitted = st.form_submit_button("Open and ingest", type="primary")
         if submitted and run([SourceFile(name, data, password)], workspace, collection, settings):
@@ -204,7 +206,8 @@ def sample_section(workspace: Workspace, folder: Path | None, settings: ChunkSet
         st.caption("Set RAG_SAMPLE_DIR to a folder of PDF, Markdown or text files to offer sample documents here.")
         return
     if not folder.is_dir():
-        st.warning(f"The sample folder {md(str(folder))} (RAG_SAMPLE_DIR) does not exist.")
+        st.info(f"No sample documents here: the folder {md(str(folder))} does not exist. Point RAG_SAMPLE_DIR at a "
+                "folder of PDF, Markdown or text files to offer them in one click, or drop files above.")
         return
     paths = samples.sample_paths(folder)
     st.caption(f"{len(paths)} sample file(s) in {md(str(folder))}: " + ", ".join(md(p.name) for p in paths[:12])
