@@ -172,7 +172,8 @@ def test_a_squad_file_is_a_query_set_too(app_env, shared_data):
     raw = json.loads((shared_data / "xquad-de/xquad.de.dev.json").read_text(encoding="utf-8"))
     small = json.dumps({"version": raw.get("version", "1.1"), "data": raw["data"][:1]}, ensure_ascii=False).encode()
     store = open_store(path=str(app_env / "qdrant"))
-    articles = [pipeline.SourceFile(d.filename, d.text.encode("utf-8")) for d in import_squad(small, "x.json").documents]
+    imported = import_squad(small, "x.json").documents
+    articles = [pipeline.SourceFile(d.filename, d.text.encode("utf-8")) for d in imported]
     pipeline.ingest(articles, "documents", ChunkSettings(200, 0), get_embedder("fake"), store=store)
     store.close()
     at = compare_page(start())
