@@ -12,12 +12,18 @@ from rag.reports.scores import rank_rows
 RANK_COLOURS = ["#2f9e44", "#f59f00", "#f76707", "#e03131"]  # rank 1, 2–3, 4–5, deeper: strong enough on white
 
 
-def per_mode(chart: alt.Chart | alt.LayerChart, result: SweepResult) -> alt.Chart | alt.FacetChart:
-    """Return chart as it is for one search mode, else one panel per mode side by side (same scales)."""
+FULL_WIDTH = 700  # pixels of the main column on a 1280 px window beside the sidebar (facets are drawn full width)
+
+
+def per_mode(chart: alt.Chart | alt.LayerChart, result: SweepResult, width: int = FULL_WIDTH
+             ) -> alt.Chart | alt.FacetChart:
+    """Return chart as it is for one search mode, else one panel per mode side by side (same scales), the panels
+    sized to fit width with the legend below them, where it cannot be pushed out of view."""
     if len(result.modes) < 2:
         return chart
-    return chart.properties(width=max(160, 560 // len(result.modes))).facet(
-        column=alt.Column("mode:N", sort=result.modes, title=None))
+    panel = max(150, (width - 40 * len(result.modes)) // len(result.modes))
+    return chart.properties(width=panel).facet(column=alt.Column("mode:N", sort=result.modes, title=None)
+                                               ).configure_legend(orient="bottom", direction="horizontal")
 
 
 def hit_chart(result: SweepResult) -> alt.Chart:
@@ -28,7 +34,9 @@ def hit_chart(result: SweepResult) -> alt.Chart:
         x=alt.X("k:Q", scale=alt.Scale(domain=[0, result.ks[-1]]), axis=alt.Axis(values=list(result.ks))),
         y=alt.Y("hit:Q", title="hit@k", scale=alt.Scale(domain=[0, 1])),
         color=alt.Color("chunk_size:O", scale=alt.Scale(scheme="viridis")),
-        strokeDash=alt.StrokeDash("overlap:O"),
+        strokeDash=alt.StrokeDash("overlap:O", legend=alt.Legend(symbolType="stroke", symbolSize=400,
+                                                                 symbolStrokeColor="#444", symbolStrokeWidth=2,
+                                                                 symbolFillColor="transparent")),  # dashes, not dots
         detail=["chunk_size:O", "overlap:O", "mode:N"],
         tooltip=["chunk_size", "overlap", "mode", "k", alt.Tooltip("hit:Q", format=".3f")],
     ).properties(height=300)

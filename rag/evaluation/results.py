@@ -67,6 +67,7 @@ class ConfigResult:
     reused: bool  # the collection already held these chunks: nothing embedded or indexed
     embedded: int  # chunks the embedder had to embed (the rest came from the cache); 0 in later mode rows
     mode: SearchMode = field(default_factory=SearchMode)
+    cut_share: float = 0.0  # share of chunks longer than the model reads: their ends are never embedded
 
     @property
     def metrics(self) -> dict[str, float]:
@@ -87,6 +88,7 @@ class ConfigResult:
                 "strategy": self.config.strategy, "mode": self.mode.mode, "fusion": self.mode.fusion_used,
                 "collection": self.collection, "chunks": self.chunks, "mean_tokens": round(self.mean_tokens, 1),
                 "metrics": dict(self.metrics), "reused": self.reused, "embedded": self.embedded,
+                "cut_by_model": round(self.cut_share, 4),
                 "seconds": {k: round(v, 3) for k, v in self.seconds.items()},
                 "total_seconds": round(self.total_seconds, 3)}
 
@@ -124,8 +126,24 @@ class SweepResult:
             return "No configuration was run."
         hit = f"hit@{self.ks[-1]}"
         also = f", {hit} {best.metrics[hit]:.3f}" if hit != metric else ""
-        return (f"Best by {metric}: {best.label} ({metric} {best.metrics[metric]:.3f}{also}; "
-                f"{best.chunks} chunks of {best.mean_tokens:.0f} tokens on average).")
+        words = (f"Best by {metric}: {best.label} ({metric} {best.metrics[metric]:.3f}{also}; "
+                 f"{best.chunks} chunks of {best.mean_tokens:.0f} tokens on average).")
+        if best.cut_share > 0:
+            words += (f" But {best.cut_share:.0%} of its chunks are longer than {self.embedder} reads: their ends are "
+                      "never embedded, so dense search cannot find what they say there.")
+        return words
+
+    def notes(self) -> list[str]:
+        """Return what a reader of the metrics must know: configurations whose hit@k is 1 by construction."""
+        notes, seen = [], set()
+        k = self.ks[-1]
+        for row in self.results:
+            if row.config in seen or row.chunks > k:
+                continue
+            seen.add(row.config)
+            notes.append(f"{row.config.label}: {row.chunks} chunks, at most k = {k}: every chunk is returned, so "
+                         f"hit@{k} and recall@{k} are 1 by construction, not by retrieval.")
+        return notes
 
     def to_json(self, per_query: bool = False) -> dict:
         """Return the whole sweep: embedder, date, ks, modes, the rows (each query's outcome if asked), the best."""
@@ -141,7 +159,7 @@ class SweepResult:
         """Return one flat row per configuration and mode (for CSV): settings, embedder, date, metrics, times."""
         return [{"chunk_size": r.config.chunk_size, "overlap": r.config.overlap, "strategy": r.config.strategy,
                  "mode": r.mode.label, "embedder": self.embedder, "created_at": self.created_at, "chunks": r.chunks,
-                 "mean_tokens": round(r.mean_tokens, 1), **r.metrics,
+                 "mean_tokens": round(r.mean_tokens, 1), "cut_by_model": round(r.cut_share, 4), **r.metrics,
                  **{f"{stage}_seconds": round(r.seconds[stage], 3) for stage in STAGES},
                  "total_seconds": round(r.total_seconds, 3), "collection": r.collection}
                 for r in self.results]

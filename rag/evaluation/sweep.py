@@ -266,6 +266,7 @@ def _search_modes(built: _Built, queries, query_vectors, embedder, store, ks, mo
     """Return one row per mode: search the built collection once per mode at the largest k and score it."""
     label, rows = built.config.label, []
     mean = statistics.fmean(c.token_count for c in built.chunks) if built.chunks else 0.0
+    cut = cut_share(built.chunks, embedder)
     for done, mode in enumerate(modes):
         reusing = f" (reusing '{built.name}')" if built.reused else ""
         stage("searching", done, len(modes), f"{label}: searching {len(queries)} queries, {mode.label}{reusing}")
@@ -275,9 +276,17 @@ def _search_modes(built: _Built, queries, query_vectors, embedder, store, ks, mo
         evaluation = evaluate(queries, hits, ks)
         seconds["searching"] = time.perf_counter() - clock
         rows.append(ConfigResult(built.config, built.name, evaluation, len(built.chunks), mean, seconds,
-                                 built.reused, built.embedded if done == 0 else 0, mode))
+                                 built.reused, built.embedded if done == 0 else 0, mode, cut))
     stage("done", 1, 1, f"{label}: done")
     return rows
+
+
+def cut_share(chunks: Sequence[Chunk], embedder: Embedder | None) -> float:
+    """Return the share of chunks longer than the embedder reads (0 for one that reads long chunks in windows)."""
+    limit = getattr(embedder, "max_input_tokens", None)
+    if not chunks or limit is None or not hasattr(embedder, "count_tokens") or getattr(embedder, "windowed", False):
+        return 0.0
+    return sum(embedder.count_tokens(c.content) > limit for c in chunks) / len(chunks)
 
 
 def _holds(store: Store, name: str, chunks: dict[str, list[Chunk]], config: SweepConfig, embedder: Embedder,

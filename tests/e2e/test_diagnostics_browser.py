@@ -112,3 +112,36 @@ def test_search_compare_and_map_views(app_server, page, shot, sample_folder, tmp
     page.get_by_text(re.compile(r"colour: \d+ top-level headings")).wait_for()
     settle(page)
     shot("36-embedding-map-headings")
+
+
+def test_evaluate_with_three_modes_keeps_charts_and_legends_on_screen(app_server, page, shot, tmp_path, shared_data):
+    samples = tmp_path / "squad"
+    samples.mkdir()
+    shutil.copy(shared_data / "xquad-de/xquad.de.dev.json", samples / "xquad.json")
+    server = app_server(RAG_EMBEDDER="fake", RAG_SAMPLE_DIR=str(samples), RAG_EMBEDDING_CACHE=str(tmp_path / "c"))
+    page.goto(server.url + "/evaluate")
+    page.get_by_role("heading", name="Evaluate", level=1).wait_for()
+    page.get_by_text("Sample folder").click()
+    settle(page)
+    page.get_by_label("SQuAD articles to use", exact=True).fill("1")
+    page.get_by_label("SQuAD articles to use", exact=True).press("Enter")
+    settle(page)
+    page.get_by_label("chunk_size values").fill("100,200")
+    page.get_by_label("overlap values").fill("0,50")
+    modes = page.get_by_test_id("stMultiSelect")
+    for mode in ("dense", "sparse"):
+        modes.click()
+        page.get_by_role("option", name=mode, exact=True).click()
+    page.keyboard.press("Escape")
+    page.get_by_role("button", name="Run the sweep").click()
+    page.get_by_text(re.compile("Best by mrr@10")).wait_for(timeout=120_000)
+    settle(page)
+    charts = page.locator("[data-testid='stVegaLiteChart']")
+    charts.first.scroll_into_view_if_needed()
+    page.wait_for_timeout(500)
+    shot("40-evaluate-three-modes")
+    main = page.get_by_test_id("stMainBlockContainer").bounding_box()
+    for index in range(2):  # hit@k and the heatmap: one panel per mode, inside the page, legends included
+        box = charts.nth(index).bounding_box()
+        assert box["x"] + box["width"] <= main["x"] + main["width"] + 2, (index, box, main)
+        assert charts.nth(index).locator("svg g.mark-group.role-legend, .role-legend").count() >= 1

@@ -287,3 +287,25 @@ def test_sweep_command_with_modes(shared_data, tmp_path, capsys):
     with pytest.raises(SystemExit) as usage:
         main([*argv[:-3], "--mode", "dense,bm25"])
     assert usage.value.code == 2 and "unknown search mode 'bm25'" in capsys.readouterr().err
+
+
+def test_the_share_cut_by_the_model_and_hit_at_k_by_construction_are_said(xquad):
+    documents, queries = xquad
+    small = get_embedder("fake:32")
+    small.max_input_tokens = 256  # a model that reads 256 tokens, like all-MiniLM-L6-v2
+    result = run_sweep(documents, queries, [SweepConfig(200, 0), SweepConfig(4000, 0)], small,
+                       store=open_store(":memory:"), cache=EmbeddingCache(), ks=[1, 10])
+    short, long = result.results
+    assert short.cut_share == 0.0 and long.to_json()["cut_by_model"] == long.cut_share
+    assert long.cut_share == pytest.approx(
+        np.mean([small.count_tokens(c.content) > 256 for d in documents for c in chunk_document(d, 4000, 0)]))
+    assert long.cut_share > 0.5 and {row["cut_by_model"] for row in result.table()} == {0.0, round(long.cut_share, 4)}
+    only_long = run_sweep(documents, queries, [SweepConfig(4000, 0)], small, store=open_store(":memory:"),
+                          cache=EmbeddingCache(), ks=[1, 10])
+    assert f"But {long.cut_share:.0%} of its chunks are longer than fake:32 reads" in only_long.summary()
+    assert "longer than" not in run_sweep(documents, queries, [SweepConfig(200, 0)], small, store=open_store(
+        ":memory:"), cache=EmbeddingCache(), ks=[1, 10]).summary()
+    assert long.chunks <= 10 < short.chunks  # each article is one 4000-token chunk
+    assert result.notes() == [f"chunk_size 4000, overlap 0: {long.chunks} chunks, at most k = 10: every chunk is "
+                              "returned, so hit@10 and recall@10 are 1 by construction, not by retrieval."]
+    assert long.metrics["hit@10"] == 1.0

@@ -198,6 +198,8 @@ def results(ws: Workspace, result: SweepResult) -> None:
     k = right.selectbox("k", result.ks, index=len(result.ks) - 1, key="evaluate_k")
     chosen = f"{metric}@{k}"
     st.success(md(result.summary(chosen)))
+    for note in result.notes():
+        st.info(md(note), icon=":material/info:")
     for note in result.skipped:
         st.caption(md(note))
     st.dataframe(pd.DataFrame(result.table()).drop(columns=["embedder", "created_at", "collection"]).round(3),
@@ -205,13 +207,14 @@ def results(ws: Workspace, result: SweepResult) -> None:
     st.caption(f"{result.queries} queries on {len(result.documents)} documents · {md(result.embedder)} · "
                f"modes {md(', '.join(result.modes))} · {md(result.created_at)} · queries embedded in "
                f"{result.query_seconds:.1f} s. Scores are on each mode's own scale (cosine, BM25, fused).")
-    chart_left, chart_right = st.columns(2)
+    several = len(result.modes) > 1  # a panel per mode: each chart gets the page's whole width
+    chart_left, chart_right = (st.container(), st.container()) if several else st.columns(2)
     with chart_left:
-        st.subheader("hit@k by configuration" + (" and mode" if len(result.modes) > 1 else ""))
-        st.altair_chart(charts.hit_chart(result), width="stretch")
+        st.subheader("hit@k by configuration" + (" and mode" if several else ""))
+        st.altair_chart(charts.hit_chart(result), width="content" if several else "stretch")
     with chart_right:
         st.subheader(f"{chosen}: chunk_size × overlap")
-        st.altair_chart(charts.heatmap(result, chosen), width="stretch")
+        st.altair_chart(charts.heatmap(result, chosen), width="content" if several else "stretch")
     st.subheader("Time per configuration")
     st.altair_chart(charts.time_chart(result), width="stretch")
     st.subheader("Where the answer ranked")
