@@ -71,7 +71,7 @@ if st.button(label, type="primary", disabled=not ready, icon=":material/play_arr
 if not target:
     st.caption("Name the new collection to ingest.")
 
-parts.show_results(ws)
+parts.show_jobs(ws)
 
 if not ws.store_empty:
     with st.expander("Sample documents"):

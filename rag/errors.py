@@ -26,6 +26,7 @@ RagError                          base: pages and the CLI catch this and show st
 │   ├── EmbedderMismatchError     the collection was made by another embedder or dimension
 │   └── SparseVectorsMissingError no keyword (sparse) vectors: re-ingest for sparse/hybrid search
 ├── EmbeddingCacheError           the embedding cache file cannot be read or written
+├── IngestCancelled               the user cancelled an ingest before this file was stored
 ├── InvalidSettingsError          a setting (environment, flag, field, chunk_size, k, mode) is malformed or not
 │   │                             allowed; also a ValueError, so argparse and callers of a parser keep working
 │   └── MissingPackageError       an optional package (e.g. umap-learn) is needed and not installed
@@ -148,6 +149,10 @@ class EmbedderMismatchError(StoreError):
 
 class SparseVectorsMissingError(StoreError):
     """The collection has no RAG Lab keyword (sparse) vectors: sparse and hybrid search cannot run."""
+
+
+class IngestCancelled(RagError):
+    """The ingest was cancelled before this file was stored; the files stored before it stay."""
 
 
 class EmbeddingCacheError(RagError):

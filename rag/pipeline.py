@@ -16,7 +16,14 @@ from rag.documents.loader import SourceFile, load_document
 from rag.documents.model import Document
 from rag.embeddings import get_embedder
 from rag.embeddings.base import Embedder
-from rag.errors import DocumentError, EmbedderMismatchError, EncryptedDocumentError, QueryError, RagError
+from rag.errors import (
+    DocumentError,
+    EmbedderMismatchError,
+    EncryptedDocumentError,
+    IngestCancelled,
+    QueryError,
+    RagError,
+)
 from rag.store.archive import DocumentArchive
 from rag.store.client import DEFAULT_COLLECTION, Store
 from rag.store.fusion import DEFAULT_FUSION
@@ -82,6 +89,7 @@ def ingest(
     keep_versions: bool = False,
     archive: DocumentArchive | None = None,
     language: str | None = None,
+    cancel: Callable[[], bool] | None = None,
 ) -> list[IngestResult]:
     """Return one result per file; a bad file is reported and the others go on.
 
@@ -92,7 +100,9 @@ def ingest(
     before anything is embedded. archive, when given, keeps each document for re-ingesting later.
     language: keyword analysis of a new collection, "auto" (default: detected per document), "de", "en" or
     "none" (rag.keywords); an existing collection keeps its own. store: default open_store() (RAG_QDRANT_PATH /
-    QDRANT_URL, else ./data/qdrant).
+    QDRANT_URL, else ./data/qdrant). cancel: asked before each file and embedding batch; once it says True, the
+    file at hand and every later one end as IngestCancelled, never inside the store stage (a file is stored
+    whole or not at all).
     """
     chunking.validate_settings(settings)
     store = store if store is not None else open_store()
@@ -102,6 +112,8 @@ def ingest(
     results = []
     for index, file in enumerate(files):
         def report(stage: str, done: int = 0, total: int = 1, i=index, f=file) -> None:
+            if cancel is not None and stage in ("extract", "chunk", "embed") and cancel():
+                raise IngestCancelled(f"'{f.name}' was cancelled before it was stored: nothing of it is searchable.")
             if progress:
                 progress(Progress(i, len(files), f.name, stage, done, total))
 
@@ -189,6 +201,7 @@ class _Job:
             settings = self.settings
             chunks = chunking.chunk_document(document, settings.chunk_size, settings.overlap, settings.strategy)
             stage = _lap(result, stage, "embed", started)
+            self.report(stage, 0, len(chunks))  # said before the first batch: it may wait for the model to load
             vectors = embed_chunks([c.content for c in chunks], self.embedder,
                                    lambda done: self.report("embed", done, len(chunks)))
             stage = _lap(result, stage, "store", started)

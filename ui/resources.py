@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from collections.abc import Callable
 
 import numpy as np
 import streamlit as st
@@ -82,6 +83,16 @@ def version() -> int:
 def store_changed() -> None:
     """Drop cached listings: the next read sees the store as it is now."""
     _changes()["count"] += 1
+
+
+def change_hook() -> Callable[[], None]:
+    """Return store_changed for a thread outside any script run (an ingest job): it holds the counter itself."""
+    counter = _changes()
+
+    def changed() -> None:
+        counter["count"] += 1
+
+    return changed
 
 
 @st.cache_data(ttl=LISTING_TTL, max_entries=32, show_spinner=False)

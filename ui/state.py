@@ -30,6 +30,8 @@ UPLOADER_ROUND = "uploader_round"  # bumped to clear the file uploader after an 
 UPLOAD_LANGUAGE = "upload_language"  # keyword language of a new collection (rag.keywords)
 UPLOAD_QUERY_PROMPT = "upload_query_prompt"  # prompts of a new collection's embedder
 UPLOAD_DOCUMENT_PROMPT = "upload_document_prompt"
+MY_JOBS = "my_jobs"  # ids of the ingest jobs this session started (ui.jobs)
+ADOPTED_JOBS = "adopted_jobs"  # ... whose results this session has followed
 KEEP_VERSIONS = "keep_versions"  # keep a document of the same name instead of replacing it
 
 # chunks

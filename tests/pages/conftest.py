@@ -5,11 +5,35 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
 from streamlit.testing.v1 import AppTest
+
+from ui import jobs
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = str(ROOT / "app.py")
 PDF = "pdfs/hausarbeit-jura.pdf"
+JOB_TIMEOUT = 300
+
+
+@pytest.fixture(autouse=True)
+def ingest_jobs_end_before_the_page_is_read(monkeypatch, request):
+    """After a script run that queued an ingest job, wait for the job (it runs in ui.jobs' worker thread, as in
+    the app) and run the page once more, the way the page's live progress would redraw it. A test marked
+    live_jobs sees the jobs as they run."""
+    if request.node.get_closest_marker("live_jobs"):
+        return
+    original = AppTest._run
+
+    def run(self, widget_state=None, timeout=None):
+        result = original(self, widget_state, timeout)
+        queue = jobs.jobs_queue()
+        if not queue.wait_idle(0):
+            assert queue.wait_idle(JOB_TIMEOUT), "an ingest job did not end"
+            result = AppTest.run(self)  # fresh widget states: a clicked button is not clicked again
+        return result
+
+    monkeypatch.setattr(AppTest, "_run", run)
 
 
 def start(page: str | None = None) -> AppTest:

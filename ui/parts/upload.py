@@ -1,4 +1,5 @@
-"""Ingest with a progress bar per file and stage, then the per-file results (and password retries)."""
+"""The pieces of the Upload page: ingest jobs with a live progress bar per file and stage, then what each job
+stored (and password retries), the settings of a new collection, the sample documents."""
 
 from __future__ import annotations
 
@@ -8,13 +9,12 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from rag import pipeline
 from rag.chunking.chunker import ChunkSettings
 from rag.documents import samples
 from rag.documents.loader import SourceFile, check_size
 from rag.errors import DocumentError, RagError
 from rag.pipeline import IngestResult, Progress
-from ui import errors, nav, resources, state
+from ui import errors, jobs, nav, resources, state
 from ui.render import md
 from ui.workspace import Workspace
 
@@ -99,49 +99,78 @@ def new_collection_options(workspace: Workspace, collection: str) -> tuple[str |
 
 def run(files: Sequence[SourceFile], workspace: Workspace, collection: str, settings: ChunkSettings,
         keep_versions: bool = False, language: str | None = None, prompts: tuple[str, str] | None = None) -> bool:
-    """Ingest files into collection with live progress; keep the results (and locked files) in the session.
+    """Queue an ingest job of files into collection (it runs in the app's process, on after a reload).
 
     Return False (with the error shown) when nothing could start, e.g. the embedder is unavailable.
     """
     if not files:
         return False
-    bars = [st.progress(0.0, text=f"{md(f.name)}: waiting") for f in files]
-
-    def on_progress(progress: Progress) -> None:
-        bars[progress.file_index].progress(fraction(progress), text=describe(progress))
-
     try:
         embedder = workspace.embedder_for(collection, prompts)
-        with st.spinner("Working… (the local model loads once, about 12 s)"):
-            results = pipeline.ingest(files, collection, settings, embedder, store=workspace.store,
-                                      progress=on_progress, keep_versions=keep_versions,
-                                      archive=resources.archive(workspace.store), language=language)
     except RagError as error:
         errors.show(error)
         return False
-    finally:
-        resources.store_changed()
-    _remember(files, results, collection, settings)
+    job = jobs.jobs_queue(resources.change_hook()).submit(
+        list(files), collection, settings, embedder, workspace.store, workspace.location,
+        archive=resources.archive(workspace.store), keep_versions=keep_versions, language=language)
+    state.put(state.MY_JOBS, [*state.get(state.MY_JOBS, []), job.id])
     return True
 
 
-def _remember(files: Sequence[SourceFile], results: list[IngestResult], collection: str,
-              settings: ChunkSettings) -> None:
-    """Store results for display; keep the bytes of encrypted files so a password can be tried."""
-    locked = state.get(state.LOCKED_FILES, {})
-    for file, result in zip(files, results, strict=True):
-        if result.needs_password:
-            locked[file.name] = (file.read(), collection, settings)
-        else:
-            locked.pop(file.name, None)
-    state.put(state.LOCKED_FILES, locked)
-    previous = {r.filename: r for r in state.get(state.INGEST_RESULTS, [])}
-    previous.update({r.filename: r for r in results})
-    state.put(state.INGEST_RESULTS, list(previous.values()))
-    done = [r for r in results if r.ok]
-    if done:
-        state.put(state.CHUNKS_DOCUMENT, done[-1].document_id)
-        state.put(state.PENDING_COLLECTION, collection)
+def show_jobs(workspace: Workspace) -> None:
+    """Draw the jobs of this store: the running and waiting ones live, then what the last ones stored."""
+    queue = jobs.jobs_queue(resources.change_hook())
+    listed = queue.jobs(workspace.location)
+    if any(job.active for job in listed):
+        _live(workspace.location)
+    finished = [job for job in listed if not job.active][:5]
+    _adopt(finished)
+    retried: set[tuple[str, str]] = set()  # (collection, file) a newer job ingested again: no older password form
+    for number, job in enumerate(finished):
+        with st.expander(md(job.summary()), expanded=number == 0, icon=_ICONS[job.status]):
+            show_results(workspace, job, retried)
+        retried |= {(job.collection, name) for name in job.names}
+
+
+_ICONS = {"done": ":material/check_circle:", "failed": ":material/error:", "cancelled": ":material/cancel:",
+          "queued": ":material/schedule:", "running": ":material/sync:"}
+
+
+@st.fragment(run_every=1.0)
+def _live(location: str) -> None:
+    """Draw the progress of the jobs that wait or run, once a second; when none is left, redraw the whole page."""
+    queue = jobs.jobs_queue()
+    active = [job for job in queue.jobs(location) if job.active]
+    if not active:
+        st.rerun()
+    st.subheader("Ingesting")
+    for job in reversed(active):
+        head, stop = st.columns([4, 1], vertical_alignment="center")
+        head.markdown(f"**{md(job.summary())}**")
+        if stop.button("Cancel", key=f"cancel-job-{job.id}", icon=":material/cancel:",
+                       disabled=job.cancel_requested, help="Stops before the next file or embedding batch; files "
+                       "already stored stay, nothing is left half-stored."):
+            queue.cancel(job.id)
+        for index, name in enumerate(job.names):
+            progress = job.progress.get(index)
+            if progress is None:
+                st.progress(0.0, text=f"{md(name)}: waiting")
+            else:
+                st.progress(fraction(progress), text=describe(progress))
+
+
+def _adopt(finished: list[jobs.IngestJob]) -> None:
+    """For the jobs this session started and that ended since: open the last stored document and its collection."""
+    mine, adopted = set(state.get(state.MY_JOBS, [])), set(state.get(state.ADOPTED_JOBS, []))
+    new = [job for job in reversed(finished) if job.id in mine and job.id not in adopted]
+    for job in new:
+        done = [r for r in job.results if r.ok]
+        if done:
+            state.put(state.CHUNKS_DOCUMENT, done[-1].document_id)
+            state.put(state.PENDING_COLLECTION, job.collection)
+    state.put(state.ADOPTED_JOBS, sorted(adopted | {job.id for job in new}))
+    if new:  # the sidebar was drawn before the job ended: draw it again with what the job stored
+        st.rerun()
 
 
 def results_frame(results: Sequence[IngestResult]) -> pd.DataFrame:
@@ -158,12 +187,14 @@ def results_frame(results: Sequence[IngestResult]) -> pd.DataFrame:
     return frame.astype({"pages": "Int64", "characters": "Int64", "chunks": "Int64"})
 
 
-def show_results(workspace: Workspace) -> None:
-    """Draw the last ingest's results: a table, the errors in words, notes, and password retries."""
-    results = state.get(state.INGEST_RESULTS, [])
+def show_results(workspace: Workspace, job: jobs.IngestJob, retried: set[tuple[str, str]] = frozenset()) -> None:
+    """Draw what a job did: a table, the errors in words, notes, and password retries for encrypted files (not
+    for those a newer job in retried took again)."""
+    if job.error:
+        st.error(md(job.error))
+    results = job.results
     if not results:
         return
-    st.subheader("Results")
     ok = sum(r.ok for r in results)
     st.caption(f"{ok} of {len(results)} file(s) ingested.")
     st.dataframe(results_frame(results), hide_index=True, width="stretch", placeholder="–",
@@ -175,28 +206,28 @@ def show_results(workspace: Workspace) -> None:
                                 "seconds": st.column_config.NumberColumn(format="%.2f s", width=75),
                                 "message": st.column_config.TextColumn(width="large")})
     for result in results:
-        if result.error and result.skipped:
+        if result.error and (result.skipped or result.error_type == "IngestCancelled"):
             st.info(md(result.error))
         elif result.error and not result.needs_password:
             st.error(md(result.error))
         for note in result.notes:
             st.warning(f"{md(result.filename)}: {md(note)}")
-    for name in state.get(state.LOCKED_FILES, {}):
-        _password_form(workspace, name)
+    for file, result in zip(job.files, results, strict=False):
+        if result.needs_password and file.data is not None and (job.collection, file.name) not in retried:
+            _password_form(workspace, job, file, result)
     if ok:
         st.page_link(nav.CHUNKS.path, label="See how they were chunked", icon=":material/view_agenda:")
 
 
-def _password_form(workspace: Workspace, name: str) -> None:
-    data, collection, settings = state.get(state.LOCKED_FILES)[name]
-    result = next((r for r in state.get(state.INGEST_RESULTS, []) if r.filename == name), None)
-    with st.form(key=f"password-{name}"):
-        wrong = bool(result and result.error and "password" in result.error and "wrong" in result.error)
+def _password_form(workspace: Workspace, job: jobs.IngestJob, file: SourceFile, result: IngestResult) -> None:
+    name = file.name
+    with st.form(key=f"password-{job.id}-{name}"):
+        wrong = bool(result.error and "password" in result.error and "wrong" in result.error)
         st.warning(md(result.error) if wrong else f"'{md(name)}' is encrypted. Type its password here: the file is "
                    "kept, nothing needs to be uploaded again.")
         password = st.text_input(f"Password for {md(name)}", type="password")
         submitted = st.form_submit_button("Open and ingest", type="primary")
-        if submitted and run([SourceFile(name, data, password)], workspace, collection, settings):
+        if submitted and run([SourceFile(name, file.data, password)], workspace, job.collection, job.settings):
             st.rerun()
 
 

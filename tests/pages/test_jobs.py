@@ -1,0 +1,81 @@
+"""Ingest jobs (ui.jobs): owned by the app's process, one writer at a time, cancelled between files and batches,
+seen from a fresh session (a reload, a second tab) while they run and after they ended."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from rag.chunking import ChunkSettings
+from rag.documents import SourceFile
+from rag.embeddings import get_embedder
+from rag.store.open import open_store
+from tests.pages.conftest import button, plain, start, texts
+from ui import jobs
+
+TEXT = "# Frist\n\n" + "Die Kündigungsfrist beträgt drei Monate zum Quartalsende. " * 40
+
+
+class Gated:
+    """The fake embedder, held at its embedding call number `hold` until released (a model that takes its time)."""
+
+    def __init__(self, hold: int = 1):
+        self.inner, self.gate, self.waiting = get_embedder("fake:16"), threading.Event(), threading.Event()
+        self.hold, self.calls = hold, 0
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def embed_documents(self, texts):
+        self.calls += 1
+        if self.calls >= self.hold:
+            self.waiting.set()
+            assert self.gate.wait(60), "the test never released the embedder"
+        return self.inner.embed_documents(texts)
+
+
+def files(*names: str) -> list[SourceFile]:
+    return [SourceFile(name, TEXT.replace("Frist", f"Frist {name}").encode()) for name in names]
+
+
+def test_jobs_run_one_at_a_time_and_a_cancel_keeps_what_was_stored(tmp_path):
+    store = open_store(path=str(tmp_path / "q"))
+    queue, embedder = jobs.JobQueue(), Gated(hold=2)  # a.md passes; b.md's embedding waits for the test
+    first = queue.submit(files("a.md", "b.md"), "documents", ChunkSettings(), embedder, store, "here")
+    second = queue.submit(files("c.md"), "documents", ChunkSettings(), embedder, store, "here")
+    assert embedder.waiting.wait(30)
+    assert (first.status, second.status) == ("running", "queued")  # never two writers at once
+    assert first.progress[1].stage == "embed" and first.progress[1].done == 0  # said before the batch ends
+    queue.cancel(second.id)
+    queue.cancel(first.id)
+    embedder.gate.set()  # b.md's batch returns; the cancel stops it before its store stage
+    assert queue.wait_idle(60)
+    assert second.status == "cancelled" and second.results == []
+    assert first.status == "cancelled" and [r.ok for r in first.results] == [True, False]
+    assert first.results[1].error_type == "IngestCancelled" and "nothing of it is searchable" in first.results[1].error
+    assert first.summary().startswith("Cancelled: 1 of 2 file(s) stored in 'documents'")
+    stored = {d.title: d for d in store.documents("documents")}
+    assert list(stored) == ["a.md"] and stored["a.md"].complete  # whole, and nothing of b.md or c.md
+    store.close()
+
+
+@pytest.mark.live_jobs
+def test_a_fresh_session_sees_the_running_job_and_then_what_it_stored(app_env):
+    store = open_store(path=str(app_env / "qdrant"))
+    embedder = Gated()
+    queue = jobs.jobs_queue()
+    job = queue.submit(files("vertrag.md"), "documents", ChunkSettings(), embedder, store, store.location)
+    assert embedder.waiting.wait(30)
+    at = start()  # a new session: as after a reload, or from another tab
+    assert "Ingesting into 'documents': 0 of 1 file(s) done" in plain(texts(at.markdown))
+    assert [b for b in at.button if b.key == f"cancel-job-{job.id}"]
+    assert any(plain(p.proto.text) == "vertrag.md: embedding 0/3 chunks" for p in at.get("progress")), [
+        p.proto.text for p in at.get("progress")]
+    embedder.gate.set()
+    assert queue.wait_idle(60)
+    at = start()
+    assert [plain(e.label) for e in at.expander if plain(e.label).startswith("Done: 1 of 1 file(s) stored in "
+                                                                              "'documents'")]
+    assert at.dataframe[0].value["file"].tolist() == ["vertrag.md"]
+    assert button(at, "Ingest").disabled

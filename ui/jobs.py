@@ -1,0 +1,170 @@
+"""Ingest jobs owned by the app's process, not by a browser tab: they run on after a reload, and every tab sees them.
+
+One worker thread runs the jobs one after another, so two writers never meet in a store. A job keeps its
+files' bytes until it has run, its progress, and its results (what was stored, skipped or failed, and why).
+Cancelling stops a job between files and embedding batches, never inside the store stage: every file is
+stored whole or not at all.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from rag import pipeline
+from rag.chunking import ChunkSettings
+from rag.documents import SourceFile
+from rag.embeddings.base import Embedder
+from rag.errors import RagError
+from rag.store.archive import DocumentArchive
+from rag.store.client import Store
+
+log = logging.getLogger(__name__)
+KEPT = 20  # finished jobs listed per process
+STATUSES = ("queued", "running", "done", "failed", "cancelled")
+
+
+@dataclass
+class IngestJob:
+    id: int
+    files: list[SourceFile]
+    collection: str
+    location: str  # the store's folder or URL: a page lists the jobs of its own store
+    settings: ChunkSettings
+    embedder: Embedder
+    store: Store
+    archive: DocumentArchive | None = None
+    keep_versions: bool = False
+    language: str | None = None
+    status: str = "queued"
+    progress: dict[int, pipeline.Progress] = field(default_factory=dict)  # file index -> its last progress
+    results: list[pipeline.IngestResult] = field(default_factory=list)
+    error: str | None = None  # why the whole job failed (the embedder could not start, ...)
+    submitted: float = field(default_factory=time.time)
+    started: float | None = None
+    finished: float | None = None
+    cancel_requested: bool = False
+
+    @property
+    def active(self) -> bool:
+        return self.status in ("queued", "running")
+
+    @property
+    def names(self) -> list[str]:
+        return [f.name for f in self.files]
+
+    def summary(self) -> str:
+        """Return the job in one line: what it did to which collection, or what it is doing."""
+        count = len(self.files)
+        if self.status == "queued":
+            return f"Waiting: {count} file(s) for '{self.collection}'"
+        if self.status == "running":
+            done = sum(p.stage in ("done", "error") for p in self.progress.values())
+            return f"Ingesting into '{self.collection}': {done} of {count} file(s) done"
+        stored = sum(r.ok for r in self.results)
+        took = f" in {self.finished - self.started:.0f} s" if self.finished and self.started else ""
+        if self.status == "failed":
+            return f"Failed: {self.error}"
+        word = "Cancelled" if self.status == "cancelled" else "Done"
+        return f"{word}: {stored} of {count} file(s) stored in '{self.collection}'{took}"
+
+
+class JobQueue:
+    def __init__(self, on_change: Callable[[], None] | None = None):
+        self._jobs: list[IngestJob] = []
+        self._lock = threading.Lock()
+        self._waiting: queue.Queue[IngestJob] = queue.Queue()
+        self._ids = itertools.count(1)
+        self._idle = threading.Event()
+        self._idle.set()
+        self.on_change = on_change
+        threading.Thread(target=self._work, name="ingest-jobs", daemon=True).start()
+
+    def submit(self, files: list[SourceFile], collection: str, settings: ChunkSettings, embedder: Embedder,
+               store: Store, location: str, **options) -> IngestJob:
+        job = IngestJob(next(self._ids), list(files), collection, location, settings, embedder, store, **options)
+        with self._lock:
+            self._jobs.append(job)
+            self._idle.clear()
+        self._waiting.put(job)
+        return job
+
+    def jobs(self, location: str | None = None) -> list[IngestJob]:
+        """Return the jobs (of one store location), newest first."""
+        with self._lock:
+            return [j for j in reversed(self._jobs) if location is None or j.location == location]
+
+    def cancel(self, job_id: int) -> None:
+        for job in self.jobs():
+            if job.id == job_id and job.active:
+                job.cancel_requested = True
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Return True once no job is queued or running (False when timeout passed first)."""
+        return self._idle.wait(timeout)
+
+    def _work(self) -> None:
+        while True:
+            job = self._waiting.get()
+            if job.cancel_requested:
+                job.status, job.finished = "cancelled", time.time()
+            else:
+                self._run(job)
+            with self._lock:
+                finished = [j for j in self._jobs if not j.active]
+                for old in finished[:-KEPT]:
+                    self._jobs.remove(old)
+                if self._waiting.empty():
+                    self._idle.set()
+
+    def _run(self, job: IngestJob) -> None:
+        job.status, job.started = "running", time.time()
+
+        def on_progress(progress: pipeline.Progress) -> None:
+            job.progress[progress.file_index] = progress
+
+        try:
+            job.results = pipeline.ingest(job.files, job.collection, job.settings, job.embedder, store=job.store,
+                                          progress=on_progress, keep_versions=job.keep_versions,
+                                          archive=job.archive, language=job.language,
+                                          cancel=lambda: job.cancel_requested)
+            job.status = "cancelled" if job.cancel_requested else "done"
+        except RagError as error:
+            job.status, job.error = "failed", str(error)
+        except Exception as error:  # a bug: said in the job, logged in full, and the worker goes on
+            log.exception("ingest job %s failed", job.id)
+            job.status, job.error = "failed", f"unexpected error ({type(error).__name__}: {error}); this is a bug"
+        finally:
+            job.finished = time.time()
+            for index, (file, result) in enumerate(zip(job.files, job.results, strict=False)):
+                job.files[index] = _kept(file, result)
+            if self.on_change is not None:
+                self.on_change()
+
+
+def _kept(file: SourceFile, result: pipeline.IngestResult) -> SourceFile:
+    """Return what a finished job keeps of a file: its bytes only when a password retry needs them."""
+    if not result.needs_password:
+        return SourceFile(file.name, size=file.size)
+    try:
+        return SourceFile(file.name, file.read())
+    except RagError:  # a sample file that went away: nothing to retry with
+        return SourceFile(file.name)
+
+
+_QUEUE: JobQueue | None = None
+_QUEUE_LOCK = threading.Lock()
+
+
+def jobs_queue(on_change: Callable[[], None] | None = None) -> JobQueue:
+    """Return the process's job queue (made on first use; on_change runs after every job)."""
+    global _QUEUE
+    with _QUEUE_LOCK:
+        if _QUEUE is None:
+            _QUEUE = JobQueue(on_change)
+        return _QUEUE
