@@ -53,9 +53,9 @@ with table_tab:
     parts.chunk_table(reports, info.chunk_size, embedder.model_id)
 with text_tab:
     document = resources.stored_document(chunks, key, document_id, info.title, "text")
-    parts.document_view(document, chunks)
+    parts.document_view(document, chunks, embedder)
     st.caption("Rebuilt from the stored chunks: whitespace between chunks is shown as line breaks.")
 with tuning_tab:
-    parts.tuning_view(document, info, reports, embedder, key)
+    parts.tuning_view(ws, document, info, reports, embedder, key)
 with tree_tab:
     parts.tree_view(chunks, reports)

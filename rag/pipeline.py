@@ -132,11 +132,13 @@ def reingest(
     archive: DocumentArchive,
     source: str | None = None,
     progress: ProgressCallback | None = None,
+    cancel: Callable[[], bool] | None = None,
 ) -> list[IngestResult]:
     """Return one result per document: chunked again with settings and written to collection.
 
     The text comes from the archive; a document ingested before the archive existed is rebuilt from its
-    stored chunks in `source` (default: collection), which is exact for the text the chunks cover.
+    stored chunks in `source` (default: collection), which is exact for the text the chunks cover. cancel:
+    as for ingest.
     """
 
     chunking.validate_settings(settings)
@@ -151,6 +153,8 @@ def reingest(
         title = info.title if info else document_id[:12]
 
         def report(stage: str, done: int = 0, total: int = 1, i=index, t=title) -> None:
+            if cancel is not None and stage in ("extract", "chunk", "embed") and cancel():
+                raise IngestCancelled(f"'{t}' was cancelled before it was stored: its earlier version stays.")
             if progress:
                 progress(Progress(i, len(ids), t, stage, done, total))
 

@@ -49,6 +49,9 @@ class IngestJob:
     started: float | None = None
     finished: float | None = None
     cancel_requested: bool = False
+    document_ids: list[str] = field(default_factory=list)  # a re-ingest of stored documents (files is empty)
+    titles: list[str] = field(default_factory=list)  # ... their titles
+    source: str | None = None  # ... the collection they are read from (default: collection)
 
     @property
     def active(self) -> bool:
@@ -56,11 +59,11 @@ class IngestJob:
 
     @property
     def names(self) -> list[str]:
-        return [f.name for f in self.files]
+        return [f.name for f in self.files] or self.titles
 
     def summary(self) -> str:
         """Return the job in one line: what it did to which collection, or what it is doing."""
-        count = len(self.files)
+        count = len(self.names)
         if self.status == "queued":
             return f"Waiting: {count} file(s) for '{self.collection}'"
         if self.status == "running":
@@ -88,6 +91,18 @@ class JobQueue:
     def submit(self, files: list[SourceFile], collection: str, settings: ChunkSettings, embedder: Embedder,
                store: Store, location: str, **options) -> IngestJob:
         job = IngestJob(next(self._ids), list(files), collection, location, settings, embedder, store, **options)
+        with self._lock:
+            self._jobs.append(job)
+            self._idle.clear()
+        self._waiting.put(job)
+        return job
+
+    def submit_reingest(self, document_ids: list[str], titles: list[str], collection: str, settings: ChunkSettings,
+                        embedder: Embedder, store: Store, location: str, archive: DocumentArchive,
+                        source: str | None = None) -> IngestJob:
+        """Queue stored documents to be chunked again with settings and written to collection."""
+        job = IngestJob(next(self._ids), [], collection, location, settings, embedder, store, archive=archive,
+                        document_ids=list(document_ids), titles=list(titles), source=source)
         with self._lock:
             self._jobs.append(job)
             self._idle.clear()
@@ -129,10 +144,15 @@ class JobQueue:
             job.progress[progress.file_index] = progress
 
         try:
-            job.results = pipeline.ingest(job.files, job.collection, job.settings, job.embedder, store=job.store,
-                                          progress=on_progress, keep_versions=job.keep_versions,
-                                          archive=job.archive, language=job.language,
-                                          cancel=lambda: job.cancel_requested)
+            if job.document_ids:
+                job.results = pipeline.reingest(job.document_ids, job.collection, job.settings, job.embedder,
+                                                store=job.store, archive=job.archive, source=job.source,
+                                                progress=on_progress, cancel=lambda: job.cancel_requested)
+            else:
+                job.results = pipeline.ingest(job.files, job.collection, job.settings, job.embedder,
+                                              store=job.store, progress=on_progress,
+                                              keep_versions=job.keep_versions, archive=job.archive,
+                                              language=job.language, cancel=lambda: job.cancel_requested)
             job.status = "cancelled" if job.cancel_requested else "done"
         except RagError as error:
             job.status, job.error = "failed", str(error)

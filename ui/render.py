@@ -95,8 +95,11 @@ def source_chart(frame: pd.DataFrame, score_title: str = "score (cosine)") -> al
     return alt.hconcat(hits, scores).resolve_scale(y="shared")
 
 
-def chunked_text_html(text: str, parts: Sequence[Segment], first: int, last: int) -> str:
-    """Return the escaped text of chunks first..last with a badge where each chunk starts and overlap marked."""
+def chunked_text_html(text: str, parts: Sequence[Segment], first: int, last: int,
+                      unread: dict[int, int] | None = None) -> str:
+    """Return the escaped text of chunks first..last with a badge where each chunk starts and overlap marked;
+    unread maps a chunk to the offset where its model stops reading: text no chunk reads is struck through."""
+    unread = unread or {}
     shown = [p for p in parts if any(first <= i <= last for i in p.chunks)]
     if not shown:
         return ""
@@ -110,21 +113,34 @@ def chunked_text_html(text: str, parts: Sequence[Segment], first: int, last: int
             if index not in started and first <= index <= last:
                 started.add(index)
                 pieces.append(f'<span class="rl-badge">#{index}</span>')
-        body = html.escape(text[part.start : part.end])
-        if len(part.chunks) >= 2:
-            shared = ", ".join(f"#{i}" for i in part.chunks)
-            pieces.append(f'<mark class="rl-overlap" title="overlap of chunks {shared}">{body}</mark>')
-        elif part.chunks:
-            pieces.append(f'<span style="background:{CHUNK_COLOURS[part.chunks[0] % 2]}">{body}</span>')
-        else:
-            pieces.append(body)
+        # the text is read up to `stop` by at least one of its chunks; after it, by none of them
+        stop = max((unread.get(i, part.end) for i in part.chunks), default=part.end)
+        stop = min(max(stop, part.start), part.end)
+        pieces.append(_piece(text[part.start : stop], part.chunks))
+        if stop < part.end:
+            pieces.append(f'<span class="rl-cut" title="the model never reads this">{html.escape(text[stop:part.end])}'
+                          "</span>")
     return f'{_DOC_STYLE}<div class="rl-doc">{"".join(pieces)}</div>'
+
+
+def _piece(text: str, chunks: Sequence[int]) -> str:
+    """Return escaped text marked as overlap (two or more chunks), as its chunk's colour, or plain (none)."""
+    body = html.escape(text)
+    if not body:
+        return ""
+    if len(chunks) >= 2:
+        shared = ", ".join(f"#{i}" for i in chunks)
+        return f'<mark class="rl-overlap" title="overlap of chunks {shared}">{body}</mark>'
+    if chunks:
+        return f'<span style="background:{CHUNK_COLOURS[chunks[0] % 2]}">{body}</span>'
+    return body
 
 
 _DOC_STYLE = (
     "<style>.rl-doc{white-space:pre-wrap;font-family:ui-monospace,monospace;font-size:0.85rem;line-height:1.55;"
     "max-height:560px;overflow-y:auto;padding:0.75rem;border:1px solid #ddd;border-radius:0.5rem}"
     f".rl-overlap{{background:{OVERLAP_COLOUR};padding:0;border-bottom:2px solid #d9a400}}"
+    ".rl-cut{background:#eee;color:#888;text-decoration:line-through;text-decoration-color:#bbb}"
     ".rl-badge{display:inline-block;font-size:0.7rem;font-weight:600;color:#fff;background:#4c78a8;"
     "border-radius:0.3rem;padding:0 0.3rem;margin:0 0.2rem 0 0.1rem;font-family:sans-serif}</style>"
 )
@@ -137,5 +153,7 @@ def legend_html() -> str:
         '<span style="background:#4c78a8;color:#fff;border-radius:0.3rem;padding:0 0.3rem">#n</span> chunk n starts'
         f' &nbsp; <span style="background:{CHUNK_COLOURS[0]};padding:0 0.3rem">even</span>'
         f' <span style="background:{CHUNK_COLOURS[1]};padding:0 0.3rem">odd chunk</span>'
-        f' &nbsp; <span style="background:{OVERLAP_COLOUR};padding:0 0.3rem">overlap</span> (text in two chunks)</div>'
+        f' &nbsp; <span style="background:{OVERLAP_COLOUR};padding:0 0.3rem">overlap</span> (text in two chunks)'
+        ' &nbsp; <span style="background:#eee;color:#888;text-decoration:line-through;padding:0 0.3rem">cut off</span>'
+        " (the model never reads it)</div>"
     )

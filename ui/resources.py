@@ -14,6 +14,7 @@ from rag.chunking.chunker import Chunk, chunk_document
 from rag.documents.model import Document
 from rag.embeddings import Embedder, get_embedder, parse_spec
 from rag.errors import RagError
+from rag.reports import chunks as chunk_report
 from rag.store import rebuild
 from rag.store.archive import DocumentArchive, default_archive_dir
 from rag.store.client import Store
@@ -51,6 +52,12 @@ def embedder(spec: str, ollama_host: str = "", openai_base_url: str = "", openai
 def query_vector(_embedder: Embedder, model: tuple[str, str], query: str) -> np.ndarray:
     """Return the query's embedding, once per (model id, query prompt) and query text for the whole server."""
     return _embedder.embed_query([query])[0]
+
+
+@st.cache_data(show_spinner=False, max_entries=4096)
+def unread_start(_embedder: Embedder, model_id: str, text: str) -> int | None:
+    """Return where the model stops reading a chunk's text (rag.reports.chunks.unread_start), once per text."""
+    return chunk_report.unread_start(text, _embedder)
 
 
 def archive(store: Store) -> DocumentArchive:

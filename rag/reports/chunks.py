@@ -6,6 +6,7 @@ read back from the store is a Hit with score None, so every function here takes 
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -231,3 +232,20 @@ def heading_tree(chunks: Sequence[ChunkLike]) -> list[HeadingNode]:
         tokens_ = sum(token_count(c) for c in group)
         nodes.append(HeadingNode(path, indexes, tokens_, min(pages, default=None), max(pages, default=None)))
     return nodes
+
+
+def unread_start(text: str, embedder: object) -> int | None:
+    """Return where in text the model stops reading (a character offset at a word start), or None when it reads
+    all of it (or reads long chunks in windows). Found by bisection over word starts with the model's count."""
+    limit = getattr(embedder, "max_input_tokens", None)
+    if limit is None or getattr(embedder, "windowed", False) or embedder.count_tokens(text) <= limit:
+        return None
+    starts = [m.start() for m in re.finditer(r"(?<=\s)\S", text)]
+    low, high, best = 0, len(starts) - 1, 0
+    while low <= high:
+        middle = (low + high) // 2
+        if embedder.count_tokens(text[: starts[middle]].rstrip()) <= limit:
+            best, low = starts[middle], middle + 1
+        else:
+            high = middle - 1
+    return best

@@ -388,3 +388,28 @@ def test_after_the_first_search_the_controls_act_at_once_and_the_query_is_embedd
     assert at.checkbox(key="use_threshold").label == "Score threshold (BM25)"
     assert at.number_input(key="threshold-BM25").value == 2.0 and at.number_input(key="threshold-BM25").step == 0.5
     assert calls.count(["Welche Schriftgröße nutzt die Klasse hier"]) == 1  # hybrid, top_k, dense: one embedding
+
+
+def test_tuned_settings_are_applied_as_a_job_and_the_unread_part_is_struck_through(app_env, shared_data,
+                                                                                    monkeypatch):
+    from rag.embeddings.fake import FakeEmbedder
+    from rag.store.open import open_store
+
+    monkeypatch.setattr(FakeEmbedder, "max_input_tokens", 128)  # a model that reads 128 tokens of a 350-token chunk
+    at = upload(start(), shared_data, PDF)
+    at.switch_page(nav.CHUNKS.path).run()
+    document_html = "".join(h.proto.body for h in at.get("html"))
+    assert 'class="rl-cut"' in document_html and "the struck-through text is never embedded" in texts(at.caption)
+    at.slider(key="tune_size").set_value(200).run()
+    boundaries = [h.proto.body for h in at.get("html") if "rl-badge" in h.proto.body]
+    assert len(boundaries) == 2  # the stored chunks and the new ones
+    assert boundaries[1].count('class="rl-badge"') > boundaries[0].count('class="rl-badge"')
+    at.radio(key="apply_target").set_value("a new collection").run()
+    assert at.text_input(key="apply_collection").value == "documents-200"
+    at.button(key="apply_run").click().run()  # queued as a job; the page tests wait for it
+    assert not at.exception, at.exception
+    store = open_store(path=str(app_env / "qdrant"))
+    [document] = store.documents("documents-200")
+    assert (document.chunk_size, document.overlap, document.complete) == (200, 50, True)
+    assert document.chunks == int(next(d.value for d in at.dataframe if "change" in d.value).iloc[0, 2])
+    assert [d.chunk_size for d in store.documents("documents")] == [350]  # the source stays as it was

@@ -183,3 +183,28 @@ def test_sample_files_are_found_recursively_without_license_files(tmp_path):
     for name in names:
         (tmp_path / name).write_bytes(b"x")
     assert [f.name for f in samples.sample_files(tmp_path)] == ["a.pdf", "b.md", "c.txt"]
+
+
+def test_unread_start_is_the_last_word_start_the_model_still_reads():
+    from rag.embeddings import get_embedder
+
+    model = get_embedder("fake:8")
+    model.max_input_tokens = 30
+    text = " ".join(f"Wort{n}" for n in range(200))
+    offset = chunk_report.unread_start(text, model)
+    assert offset is not None and text[offset - 1] == " "
+    assert model.count_tokens(text[:offset].rstrip()) <= 30 < model.count_tokens(text[: text.index(" ", offset)])
+    assert chunk_report.unread_start("Kurz.", model) is None
+    model.windowed = True  # a model that reads long chunks in windows reads everything
+    assert chunk_report.unread_start(text, model) is None
+
+
+def test_unread_text_is_struck_through_only_where_no_chunk_reads_it():
+    from ui import render
+
+    text = "aaaa bbbb cccc dddd"
+    parts = chunk_report.segments(len(text), [(0, 0, 14), (1, 10, 19)])
+    html = render.chunked_text_html(text, parts, 0, 1, {0: 5, 1: 15})
+    assert '<span class="rl-cut" title="the model never reads this">bbbb </span>' in html  # chunk 0 stops at 5
+    assert '<mark class="rl-overlap" title="overlap of chunks #0, #1">cccc</mark>' in html  # chunk 1 reads it
+    assert '<span class="rl-cut" title="the model never reads this">dddd</span>' in html

@@ -7,15 +7,16 @@ from collections.abc import Sequence
 import pandas as pd
 import streamlit as st
 
-from rag.chunking.chunker import DEFAULT_CHUNK_SIZE, STRATEGIES, ChunkSettings, validate_settings
+from rag.chunking.chunker import DEFAULT_CHUNK_SIZE, STRATEGIES, Chunk, ChunkSettings, validate_settings
 from rag.documents.model import Document
 from rag.embeddings import Embedder
 from rag.errors import RagError
 from rag.reports import chunks as chunk_report
 from rag.reports.chunks import ChunkReport, FlagSummary
 from rag.store.records import DocumentInfo, Hit
-from ui import errors, render, resources
+from ui import errors, jobs, nav, render, resources
 from ui.render import md
+from ui.workspace import Workspace
 
 MAX_SHOWN_CHUNKS = 40  # the document view renders at most this many chunks at once
 
@@ -92,9 +93,12 @@ def chunk_table(reports: Sequence[ChunkReport], chunk_size: int | None, model_id
         st.code(report.content, language=None, wrap_lines=True, height=260)
 
 
-def document_view(document: Document, chunks: Sequence[Hit]) -> None:
-    """Draw the document with chunk boundaries and overlapping text marked (escaped, never Markdown)."""
-    spans = [(c.chunk_index or 0, start, end) for c, start, end in _located(chunks)]
+def document_view(document: Document, chunks: Sequence[Hit | Chunk], embedder: Embedder | None = None,
+                  key: str = "shown_chunks") -> None:
+    """Draw the document with chunk boundaries and overlapping text marked (escaped, never Markdown), and the
+    part of each chunk the embedder never reads struck through."""
+    located = _located(chunks)
+    spans = [(c.chunk_index or 0, start, end) for c, start, end in located]
     if not spans:
         st.info("These chunks carry no offsets (the collection was not made by RAG Lab), so they cannot be "
                 "placed in the document.")
@@ -105,18 +109,28 @@ def document_view(document: Document, chunks: Sequence[Hit]) -> None:
                f"({shared / max(len(document.text), 1):.0%}) lie in two chunks (overlap).")
     first, last = 0, len(spans) - 1
     if len(spans) > MAX_SHOWN_CHUNKS:
-        first, last = st.slider("Chunks shown", 0, len(spans) - 1, (0, MAX_SHOWN_CHUNKS - 1), key="shown_chunks")
+        first, last = st.slider("Chunks shown", 0, len(spans) - 1, (0, MAX_SHOWN_CHUNKS - 1), key=key)
+    unread = {}
+    if embedder is not None:
+        for chunk, start, _ in located:
+            if first <= (chunk.chunk_index or 0) <= last:
+                offset = resources.unread_start(embedder, embedder.model_id, chunk.content)
+                if offset is not None:
+                    unread[chunk.chunk_index or 0] = start + offset
+    if unread:
+        st.caption(f"{len(unread)} shown chunk(s) are longer than {md(embedder.model_id)} reads: the struck-through "
+                   "text is never embedded, so dense search cannot find it there.")
     st.html(render.legend_html())
     parts = chunk_report.segments(len(document.text), spans)
-    st.html(render.chunked_text_html(document.text, parts, first, last))
+    st.html(render.chunked_text_html(document.text, parts, first, last, unread))
 
 
-def _located(chunks: Sequence[Hit]) -> list[tuple[Hit, int, int]]:
+def _located(chunks: Sequence[Hit | Chunk]) -> list[tuple[Hit | Chunk, int, int]]:
     return [(c, c.start, c.end) for c in chunks if c.start is not None and c.end is not None]
 
 
-def tuning_view(document: Document, info: DocumentInfo, stored: Sequence[ChunkReport], embedder: Embedder,
-                key: tuple) -> None:
+def tuning_view(ws: Workspace, document: Document, info: DocumentInfo, stored: Sequence[ChunkReport],
+                embedder: Embedder, key: tuple) -> None:
     """Draw sliders that re-chunk the document on the fly, stored settings beside the new ones."""
     size0, overlap0, strategy0 = info.chunk_size or DEFAULT_CHUNK_SIZE, info.overlap or 0, info.strategy or "structure"
     left, middle, right = st.columns([2, 2, 1.4])
@@ -142,7 +156,35 @@ def tuning_view(document: Document, info: DocumentInfo, stored: Sequence[ChunkRe
         column.altair_chart(render.token_histogram(frame, chunk_size, domain=(0, top)), width="stretch")
     with st.expander(f"The {len(new)} new chunks"):
         st.dataframe(reports_frame(new), hide_index=True, width="stretch")
-    st.caption("Nothing is re-embedded here. To use the new settings, upload the file again with them.")
+    with st.expander("The new boundaries in the text", icon=":material/segment:"):
+        document_view(document, chunks, embedder, key="tune_shown_chunks")
+    st.caption("Nothing is re-embedded while you tune.")
+    apply_settings(ws, info, ChunkSettings(size, overlap, strategy))
+
+
+def apply_settings(ws: Workspace, info: DocumentInfo, settings: ChunkSettings) -> None:
+    """Offer to re-ingest this document, or every document of the collection, with settings, as a job."""
+    with st.popover(f"Apply {settings.chunk_size} / {settings.overlap} / {settings.strategy}…",
+                    icon=":material/published_with_changes:"):
+        scope = st.radio("Documents", ["this document", "every document of the collection"], key="apply_scope")
+        target = st.radio("Into", ["this collection (replaces the chunks)", "a new collection"], key="apply_target")
+        name = ws.collection
+        if target == "a new collection":
+            name = st.text_input("Name of the new collection", f"{ws.collection}-{settings.chunk_size}",
+                                 key="apply_collection").strip()
+        documents = [info] if scope == "this document" else [d for d in ws.documents() if d.complete]
+        if st.button(f"Re-ingest {len(documents)} document(s) into '{md(name)}'", type="primary", key="apply_run",
+                     disabled=not name):
+            try:
+                embedder = ws.embedder_for(name)
+            except RagError as error:
+                errors.show(error)
+                return
+            jobs.jobs_queue(resources.change_hook()).submit_reingest(
+                [d.document_id for d in documents], [d.title for d in documents], name, settings, embedder,
+                ws.store, ws.location, resources.archive(ws.store), source=ws.collection)
+            st.success(f"Queued: {len(documents)} document(s) into '{md(name)}'. The Upload page shows the progress.")
+            st.page_link(nav.UPLOAD.path, label="Follow it on Upload", icon=":material/upload_file:")
 
 
 def comparison_frame(stored: Sequence[ChunkReport], new: Sequence[ChunkReport], size0: int, size: int,
