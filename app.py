@@ -13,6 +13,13 @@ from rag.errors import RagError
 from rag.settings import check_environment
 from ui import errors, nav, resources, sidebar, state
 
+st.set_page_config(page_title="RAG Lab", page_icon=":material/biotech:", layout="wide")
+# Denser than Streamlit's defaults: analysts compare numbers, so less air above the title and smaller metrics.
+st.html(
+    "<style>[data-testid='stMainBlockContainer']{padding-top:2.2rem;padding-bottom:3rem}"
+    "[data-testid='stMetricValue']{font-size:1.6rem}</style>"
+)
+
 
 def navigation():
     """Return the app's navigation: every page of ui.nav, grouped by section."""

@@ -50,8 +50,9 @@ def heatmap(result: SweepResult, metric: str) -> alt.Chart:
     base = alt.Chart().encode(x=alt.X("overlap:O"), y=alt.Y("chunk_size:O", sort="descending"))
     cells = base.mark_rect().encode(color=alt.Color("value:Q", title=metric, scale=alt.Scale(scheme="blues")),
                                     tooltip=["chunk_size", "overlap", "mode", alt.Tooltip("value:Q", format=".3f")])
+    middle = (frame["value"].min() + frame["value"].max()) / 2 if len(frame) else 0.5  # the colour scale's middle
     text = base.mark_text(fontSize=13).encode(text=alt.Text("value:Q", format=".3f"),
-                                              color=alt.condition(alt.datum.value > 0.5, alt.value("white"),
+                                              color=alt.condition(alt.datum.value > middle, alt.value("white"),
                                                                   alt.value("black")))
     chart = alt.layer(cells, text, data=frame).properties(height=60 + 45 * frame["chunk_size"].nunique())
     return per_mode(chart, result)

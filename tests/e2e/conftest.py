@@ -22,7 +22,8 @@ ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
 LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                "--disable-component-update", "--disable-sync", "--no-first-run"]
-VIEWPORT = {"width": 1280, "height": 800}
+_SIZE = os.environ.get("RAG_VIEWPORT", "1280x800").split("x")  # e.g. RAG_VIEWPORT=1920x1080 for a look at a wide screen
+VIEWPORT = {"width": int(_SIZE[0]), "height": int(_SIZE[1])}
 _CONTENT_HEIGHT = """() => Math.max(...Array.from(document.querySelectorAll(
     '[data-testid="stMainBlockContainer"], [data-testid="stMain"]')).map(e => e.scrollHeight))"""
 START_TIMEOUT = 90  # seconds for `streamlit run` to answer /_stcore/health

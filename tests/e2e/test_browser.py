@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import go, search, settle
+from tests.e2e.conftest import VIEWPORT, go, search, settle
 
 pytestmark = pytest.mark.e2e
 PDF = "pdfs/hausarbeit-jura.pdf"
@@ -26,6 +26,9 @@ def test_upload_chunks_search_context_with_fake_embedder(app_server, page, shot,
     server = app_server(RAG_EMBEDDER="fake")
     page.goto(server.url)
     page.get_by_text("Start here").wait_for()
+    main = page.get_by_test_id("stMainBlockContainer").bounding_box()
+    assert main["width"] > VIEWPORT["width"] - 500, main  # the wide layout: tables get the window, not 736 px
+    assert "RAG Lab" in page.title()
     shot("01-first-run")
 
     upload(page, shared_data / PDF)

@@ -413,3 +413,14 @@ def test_tuned_settings_are_applied_as_a_job_and_the_unread_part_is_struck_throu
     assert (document.chunk_size, document.overlap, document.complete) == (200, 50, True)
     assert document.chunks == int(next(d.value for d in at.dataframe if "change" in d.value).iloc[0, 2])
     assert [d.chunk_size for d in store.documents("documents")] == [350]  # the source stays as it was
+
+
+def test_markdown_hits_have_no_page_and_an_encrypted_pdf_asks_for_the_password_here(app_env, shared_data):
+    at = upload(start(), shared_data, "markdown/asvs-de-Using-ASVS.md", "pdfs/encrypted-file.pdf")
+    form = [w for w in at.warning if "is encrypted. Type its password here" in plain(w.value)]
+    assert form and "upload it again" not in texts(at.warning)
+    at.switch_page(nav.SEARCH.path).run()
+    search(at, "Wie benutzt man den ASVS?")
+    assert set(at.dataframe[0].value["pages"]) == {""}
+    assert not [e.label for e in at.main.expander if " · p. " in plain(e.label)]
+
