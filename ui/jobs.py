@@ -91,11 +91,7 @@ class JobQueue:
     def submit(self, files: list[SourceFile], collection: str, settings: ChunkSettings, embedder: Embedder,
                store: Store, location: str, **options) -> IngestJob:
         job = IngestJob(next(self._ids), list(files), collection, location, settings, embedder, store, **options)
-        with self._lock:
-            self._jobs.append(job)
-            self._idle.clear()
-        self._waiting.put(job)
-        return job
+        return self._enqueue(job)
 
     def submit_reingest(self, document_ids: list[str], titles: list[str], collection: str, settings: ChunkSettings,
                         embedder: Embedder, store: Store, location: str, archive: DocumentArchive,
@@ -103,10 +99,13 @@ class JobQueue:
         """Queue stored documents to be chunked again with settings and written to collection."""
         job = IngestJob(next(self._ids), [], collection, location, settings, embedder, store, archive=archive,
                         document_ids=list(document_ids), titles=list(titles), source=source)
-        with self._lock:
+        return self._enqueue(job)
+
+    def _enqueue(self, job: IngestJob) -> IngestJob:
+        with self._lock:  # listed, not idle and waiting in one step: wait_idle never sees a job half-queued
             self._jobs.append(job)
             self._idle.clear()
-        self._waiting.put(job)
+            self._waiting.put(job)
         return job
 
     def jobs(self, location: str | None = None) -> list[IngestJob]:
@@ -134,7 +133,7 @@ class JobQueue:
                 finished = [j for j in self._jobs if not j.active]
                 for old in finished[:-KEPT]:
                     self._jobs.remove(old)
-                if self._waiting.empty():
+                if not any(j.active for j in self._jobs):
                     self._idle.set()
 
     def _run(self, job: IngestJob) -> None:

@@ -55,8 +55,9 @@ def query_vector(_embedder: Embedder, model: tuple[str, str], query: str) -> np.
 
 
 @st.cache_data(show_spinner=False, max_entries=4096)
-def unread_start(_embedder: Embedder, model_id: str, text: str) -> int | None:
-    """Return where the model stops reading a chunk's text (rag.reports.chunks.unread_start), once per text."""
+def unread_start(_embedder: Embedder, model_id: str, limit: int, text: str) -> int | None:
+    """Return where the model stops reading a chunk's text (rag.reports.chunks.unread_start), once per model,
+    input limit and text."""
     return chunk_report.unread_start(text, _embedder)
 
 

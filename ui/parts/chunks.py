@@ -114,7 +114,7 @@ def document_view(document: Document, chunks: Sequence[Hit | Chunk], embedder: E
     if embedder is not None:
         for chunk, start, _ in located:
             if first <= (chunk.chunk_index or 0) <= last:
-                offset = resources.unread_start(embedder, embedder.model_id, chunk.content)
+                offset = resources.unread_start(embedder, embedder.model_id, embedder.max_input_tokens, chunk.content)
                 if offset is not None:
                     unread[chunk.chunk_index or 0] = start + offset
     if unread:
