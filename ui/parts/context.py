@@ -119,10 +119,12 @@ def ask(ws: Workspace, context: Context, question: str, label: str) -> None:
                            help="The chat model; its server is the sidebar's Ollama host or OpenAI-compatible URL.")
     preset = middle.segmented_control("Prompt", PRESETS, default="chat", key=state.LLM_PRESET) or "chat"
     asked = st.text_area("Question or task", question, key=state.LLM_QUESTION, height=68)
-    default = template_for(preset, question_language(asked, context.text))
-    with st.expander("Prompt template (system text and user text with {context} and {question})"):
-        system = st.text_area("System", default.system, key=f"{state.LLM_SYSTEM}-{preset}", height=110)
-        user = st.text_area("User", default.user, key=f"{state.LLM_USER}-{preset}", height=90)
+    language = question_language(asked, context.text)
+    default = template_for(preset, language)
+    with st.expander(f"Prompt template ({'German' if language == 'de' else 'English'}, by the question: the system "
+                     "text, and the user text with {context} and {question})"):
+        system = st.text_area("System", default.system, key=f"{state.LLM_SYSTEM}-{preset}-{language}", height=110)
+        user = st.text_area("User", default.user, key=f"{state.LLM_USER}-{preset}-{language}", height=90)
     if st.button("Ask the LLM", icon=":material/forum:", key="ask_llm", disabled=not context.text):
         if not spec.strip():
             st.info(NO_LLM)
