@@ -140,7 +140,6 @@ def reingest(
     stored chunks in `source` (default: collection), which is exact for the text the chunks cover. cancel:
     as for ingest.
     """
-
     chunking.validate_settings(settings)
     ids = list(document_ids)
     embedder = embedder or embedder_for(store, collection)
@@ -154,7 +153,8 @@ def reingest(
 
         def report(stage: str, done: int = 0, total: int = 1, i=index, t=title) -> None:
             if cancel is not None and stage in ("extract", "chunk", "embed") and cancel():
-                raise IngestCancelled(f"'{t}' was cancelled before it was stored: its earlier version stays.")
+                raise IngestCancelled(f"'{t}' was cancelled before it was stored: nothing of this re-ingest "
+                                      "was written.")
             if progress:
                 progress(Progress(i, len(ids), t, stage, done, total))
 
