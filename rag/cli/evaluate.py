@@ -119,9 +119,16 @@ def run_tune_fusion(args: argparse.Namespace, queries, store) -> int:
     return 0
 
 
+def with_interval(evaluation: Evaluation, name: str) -> str:
+    """Return a metric as "0.812 ±0.031": the half-width of its 95 % bootstrap interval over the queries."""
+    low, high = evaluation.intervals[name]
+    return f"{evaluation.metrics[name]:.3f} ±{(high - low) / 2:.3f}"
+
+
 def print_metrics(evaluation: Evaluation) -> None:
-    rows = [[str(k), *(f"{evaluation.metrics[f'{m}@{k}']:.3f}" for m in METRICS)] for k in evaluation.ks]
+    rows = [[str(k), *(with_interval(evaluation, f"{m}@{k}") for m in METRICS)] for k in evaluation.ks]
     common.print_table(rows, ["k", *METRICS])
+    print("± half the 95 % bootstrap interval over the queries")
 
 
 def failure_k(ks: tuple[int, ...]) -> int:
@@ -211,7 +218,8 @@ def print_sweep(result: SweepResult) -> None:
     deepest = result.ks[-1]
     metrics = [f"hit@{k}" for k in result.ks] + [f"{m}@{deepest}" for m in ("recall", "mrr", "ndcg")]
     rows = [[str(r.config.chunk_size), str(r.config.overlap), r.mode.label, str(r.chunks), f"{r.mean_tokens:.0f}",
-             *(f"{r.metrics[m]:.3f}" for m in metrics), f"{r.total_seconds:.1f} s" + (" (reused)" if r.reused else "")]
+             *(with_interval(r.evaluation, m) for m in metrics),
+             f"{r.total_seconds:.1f} s" + (" (reused)" if r.reused else "")]
             for r in result.results]
     common.print_table(rows, ["chunk_size", "overlap", "mode", "chunks", "mean tokens", *metrics, "time"])
     print(f"\n{result.queries} queries, {len(result.documents)} documents, {result.embedder}; "

@@ -19,11 +19,15 @@ The set's metrics are the means over its queries. Search once with the largest k
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from rag.errors import InvalidSettingsError
+from rag.evaluation.intervals import bootstrap_intervals
 from rag.evaluation.queries import Query, squeezed
 from rag.store.records import Hit
 
@@ -68,9 +72,21 @@ class Evaluation:
         missed = [o for o in self.per_query if o.rank is None or o.rank > k]
         return sorted(missed, key=lambda o: (o.rank is not None, -(o.rank or 0)))
 
+    def per_query_values(self) -> np.ndarray:
+        """Return one row per query of its metric values, in the order of `metrics`."""
+        names = list(self.metrics)
+        rows = [query_metrics(o.covers, len(o.query.documents), self.ks) for o in self.per_query]
+        return np.array([[row[name] for name in names] for row in rows], dtype=np.float64).reshape(-1, len(names))
+
+    @functools.cached_property
+    def intervals(self) -> dict[str, tuple[float, float]]:
+        """Return each metric's 95 % bootstrap interval over the queries (rag.evaluation.intervals)."""
+        return bootstrap_intervals(self.per_query_values(), list(self.metrics))
+
     def to_json(self) -> dict:
-        """Return {"queries", "metrics", "per_query"} as `python -m rag eval --json` prints it."""
+        """Return {"queries", "metrics", "intervals", "per_query"} as `python -m rag eval --json` prints it."""
         return {"queries": len(self.per_query), "ks": list(self.ks), "metrics": dict(self.metrics),
+                "intervals": {k: list(v) for k, v in self.intervals.items()},
                 "per_query": [o.to_json() for o in self.per_query]}
 
 

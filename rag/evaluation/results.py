@@ -87,7 +87,9 @@ class ConfigResult:
         return {"chunk_size": self.config.chunk_size, "overlap": self.config.overlap,
                 "strategy": self.config.strategy, "mode": self.mode.mode, "fusion": self.mode.fusion_used,
                 "collection": self.collection, "chunks": self.chunks, "mean_tokens": round(self.mean_tokens, 1),
-                "metrics": dict(self.metrics), "reused": self.reused, "embedded": self.embedded,
+                "metrics": dict(self.metrics),
+                "intervals": {k: list(v) for k, v in self.evaluation.intervals.items()},
+                "reused": self.reused, "embedded": self.embedded,
                 "cut_by_model": round(self.cut_share, 4),
                 "seconds": {k: round(v, 3) for k, v in self.seconds.items()},
                 "total_seconds": round(self.total_seconds, 3)}

@@ -237,11 +237,13 @@ def test_eval_command_json_and_table(tmp_path, capsys):
     data = json.loads(capsys.readouterr().out)
     assert data["queries"] == 3 and set(data["metrics"]) == set(metric_names((1, 2)))
     assert data["metrics"]["hit@1"] == 1.0 and [q["rank"] for q in data["per_query"]] == [1, 1, 1]
+    assert data["intervals"]["hit@1"] == [1.0, 1.0] and set(data["intervals"]) == set(data["metrics"])
     assert data["per_query"][0]["retrieved"][0]["document_title"] == "berlin.txt"
     assert (tmp_path / "cache" / "embeddings.sqlite").exists()
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "hit" in out and "ndcg" in out and "0 of 3 queries have no relevant chunk in the top 5" in out
+    assert "1.000 ±0.000" in out and "95 % bootstrap interval" in out
     queries.write_text('{"query": "a", "document": "paris.txt"}\n', encoding="utf-8")
     assert main(argv) == 1
     assert "paris.txt" in capsys.readouterr().err

@@ -71,6 +71,7 @@ def test_sweep_of_sample_squad_articles_with_failures_and_exports(env):
     assert not at.error, [e.value for e in at.error]
     best = plain(at.success[0].value)
     assert best.startswith("Best by mrr@5: chunk") and "chunks of" in best
+    assert any("95 % bootstrap interval" in plain(c.value) for c in at.caption)
     table = at.dataframe[0].value
     assert list(zip(table["chunk_size"], table["overlap"], strict=True)) == [(100, 0), (200, 0), (200, 150)]
     assert {"hit@1", "hit@5", "mrr@5", "ndcg@5", "chunks", "mean_tokens"} <= set(table.columns)

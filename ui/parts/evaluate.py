@@ -198,6 +198,11 @@ def results(ws: Workspace, result: SweepResult) -> None:
     k = right.selectbox("k", result.ks, index=len(result.ks) - 1, key="evaluate_k")
     chosen = f"{metric}@{k}"
     st.success(md(result.summary(chosen)))
+    best = result.best(chosen)
+    if best is not None:
+        low, high = best.evaluation.intervals[chosen]
+        st.caption(f"{chosen} of the best: {best.metrics[chosen]:.3f}, 95 % bootstrap interval {low:.3f}–{high:.3f} "
+                   f"over its {result.queries} queries: on another set of questions like these, expect it there.")
     for note in result.notes():
         st.info(md(note), icon=":material/info:")
     for note in result.skipped:
