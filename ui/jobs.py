@@ -181,9 +181,11 @@ _QUEUE_LOCK = threading.Lock()
 
 
 def jobs_queue(on_change: Callable[[], None] | None = None) -> JobQueue:
-    """Return the process's job queue (made on first use; on_change runs after every job)."""
+    """Return the process's job queue (made on first use); on_change, when given, runs after every job from now on."""
     global _QUEUE
     with _QUEUE_LOCK:
         if _QUEUE is None:
             _QUEUE = JobQueue(on_change)
+        elif on_change is not None:
+            _QUEUE.on_change = on_change
         return _QUEUE
