@@ -15,6 +15,7 @@ message names the variable and says what to do.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -211,3 +212,23 @@ def check_environment(source: Mapping[str, str] | None = None) -> None:
                 problems.append(str(error))
     if problems:
         raise InvalidSettingsError(" ".join(problems))
+
+
+_KEY_LIKE = re.compile(r"\b(sk|key)-[A-Za-z0-9_\-*.]{4,}")
+
+
+def redact_key(text: str, key: str = "") -> str:
+    """Return a server's message with the key sent (and anything shaped like an API key) masked."""
+    if key:
+        text = text.replace(key, "***")
+    return _KEY_LIKE.sub(r"\1-***", text)
+
+
+def openai_key_hint(key_sent: str) -> str:
+    """Return what to do after an OpenAI-compatible server refused a request, by which key (if any) was sent."""
+    if key_sent:
+        return "Check the API key (it is not shown here)."
+    if os.environ.get("OPENAI_API_KEY", "").strip():
+        return ("No API key was sent: OPENAI_API_KEY goes only to the URL in OPENAI_BASE_URL; set OPENAI_BASE_URL "
+                "to this server to use it, or give a key with this URL.")
+    return "No API key was sent: set OPENAI_API_KEY."

@@ -17,7 +17,6 @@ cl100k (`tokens_exact = True`), an estimate for any other model.
 from __future__ import annotations
 
 import os
-import re
 from typing import Any
 
 import httpx
@@ -31,7 +30,7 @@ from rag.embeddings.http import (
     server_message,
 )
 from rag.errors import EmbedderAuthError, EmbeddingError, ModelNotFoundError
-from rag.settings import OPENAI, configured_key, openai_base_url
+from rag.settings import OPENAI, configured_key, openai_base_url, openai_key_hint, redact_key
 
 DEFAULT_BASE_URL = OPENAI.default_url
 OPENAI_MAX_INPUT_TOKENS = 8191
@@ -41,7 +40,6 @@ KNOWN_DIMENSIONS: dict[str, int] = {
     "text-embedding-3-large": 3072,
     "text-embedding-ada-002": 1536,
 }
-_KEY_LIKE = re.compile(r"\b(sk|key)-[A-Za-z0-9_\-*.]{4,}")
 
 
 class OpenAIEmbedder(HttpEmbedder):
@@ -97,9 +95,7 @@ class OpenAIEmbedder(HttpEmbedder):
         return {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
 
     def _redact(self, text: str) -> str:
-        if self._api_key:
-            text = text.replace(self._api_key, "***")
-        return _KEY_LIKE.sub(r"\1-***", text)
+        return redact_key(text, self._api_key)
 
     def _payload(self, texts: list[str]) -> dict[str, Any]:
         return {"model": self.model, "input": texts}
@@ -120,13 +116,7 @@ class OpenAIEmbedder(HttpEmbedder):
         status = response.status_code
         detail = self._redact(server_message(response))
         if status in (401, 403):
-            if self._api_key:
-                hint = "Check the API key (it is not shown here)."
-            elif os.environ.get("OPENAI_API_KEY", "").strip():
-                hint = ("No API key was sent: OPENAI_API_KEY goes only to the URL in OPENAI_BASE_URL; set "
-                        "OPENAI_BASE_URL to this server to use it, or give a key with this URL.")
-            else:
-                hint = "No API key was sent: set OPENAI_API_KEY."
+            hint = openai_key_hint(self._api_key)
             raise EmbedderAuthError(f"{self._where()} refused the API key (HTTP {status}: {detail}). {hint}")
         if status in (400, 404) and _is_missing_model(response, detail):
             raise ModelNotFoundError(

@@ -17,7 +17,7 @@ import httpx
 
 from rag.embeddings.http import RetryPolicy, server_message, shorten
 from rag.errors import LLMAuthError, LLMError, LLMModelNotFoundError, LLMUnavailableError, UnknownLLMError
-from rag.settings import OPENAI, configured_key, ollama_base_url, openai_base_url
+from rag.settings import OPENAI, configured_key, ollama_base_url, openai_base_url, openai_key_hint, redact_key
 
 LLM_SPECS = ("ollama:<model>", "openai:<model>")
 CONNECT_TIMEOUT = 10.0
@@ -167,7 +167,7 @@ class OpenAIChat(ChatModel):
         return {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
 
     def _redact(self, text: str) -> str:
-        return text.replace(self._api_key, "***") if self._api_key else text
+        return redact_key(text, self._api_key)
 
     def _payload(self, messages: list[dict[str, str]]) -> dict[str, Any]:
         return {"model": self.model, "messages": messages, "stream": True}
@@ -186,12 +186,7 @@ class OpenAIChat(ChatModel):
                 yield piece
 
     def _key_hint(self) -> str:
-        if self._api_key:
-            return "Check the API key (it is not shown here)."
-        if os.environ.get("OPENAI_API_KEY", "").strip():
-            return ("No API key was sent: OPENAI_API_KEY goes only to the URL in OPENAI_BASE_URL; set OPENAI_BASE_URL "
-                    "to this server to use it.")
-        return "No API key was sent: set OPENAI_API_KEY."
+        return openai_key_hint(self._api_key)
 
     def _model_hint(self) -> str:
         return f"Check the name after 'openai:'; {self.base_url}/models lists the server's models."
