@@ -28,15 +28,16 @@ class Citations:
         }
 
 
+def citation_spans(answer: str, label: str = "Quelle") -> list[tuple[int, int, list[int]]]:
+    """Return (start, end, numbers) of every citation in the answer, in order."""
+    labels = "|".join(re.escape(x) for x in dict.fromkeys((label, "Quelle", "Quellen", "Source", "Sources")))
+    return [(m.start(), m.end(), [int(n) for n in _NUMBER.findall(m.group(1))])
+            for m in re.finditer(_CITE.format(labels=labels), answer, re.IGNORECASE)]
+
+
 def cited_numbers(answer: str, label: str = "Quelle") -> list[int]:
     """Return the source numbers the answer cites, in order of first mention."""
-    labels = "|".join(re.escape(x) for x in dict.fromkeys((label, "Quelle", "Quellen", "Source", "Sources")))
-    numbers: list[int] = []
-    for match in re.finditer(_CITE.format(labels=labels), answer, re.IGNORECASE):
-        for number in map(int, _NUMBER.findall(match.group(1))):
-            if number not in numbers:
-                numbers.append(number)
-    return numbers
+    return list(dict.fromkeys(n for _, _, numbers in citation_spans(answer, label) for n in numbers))
 
 
 def citations(answer: str, context: Context, label: str = "Quelle") -> Citations:

@@ -14,7 +14,7 @@ from rag.chunking import tokens
 from rag.context import Context
 from rag.errors import RagError
 from rag.generation.answer import Answer, answer_with
-from rag.generation.citations import cited_numbers
+from rag.generation.citations import citation_spans
 from rag.generation.llm import get_llm
 from rag.generation.prompts import PRESETS, Template, question_language, template_for
 from rag.store.records import Hit
@@ -97,16 +97,12 @@ def anchor(label: str, number: int) -> str:
 def linked_answer(text: str, label: str, numbers: set[int]) -> str:
     """Return the answer as escaped Markdown in which every citation of a known source links to its block."""
     text = text.strip()
-    names = "|".join(re.escape(x) for x in dict.fromkeys((label, "Quelle", "Source")))
-    pattern = re.compile(rf"\[\s*(?:{names})\s+\d+(?:[^\]\n]{{0,80}})?\]", re.IGNORECASE)
     out, cursor = [], 0
-    for match in pattern.finditer(text):
-        out.append(render.md_lines(text[cursor : match.start()]) if match.start() > cursor else "")
-        found = cited_numbers(match.group(0), label)
+    for start, end, found in citation_spans(text, label):
         links = [f"[{md(label)} {n}](#{anchor(label, n)})" if n in numbers else f"{md(label)} {n} (not in the context)"
                  for n in found]
-        out.append("\\[" + ", ".join(links) + "\\]" if links else render.md_lines(match.group(0)))
-        cursor = match.end()
+        out += [render.md_lines(text[cursor:start]), "\\[" + ", ".join(links) + "\\]"]
+        cursor = end
     out.append(render.md_lines(text[cursor:]))
     return "".join(out)
 
