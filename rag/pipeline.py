@@ -63,6 +63,7 @@ class IngestResult:
     error: str | None = None  # the message to show when not ok
     error_type: str | None = None  # the error class name, e.g. "EncryptedDocumentError"
     needs_password: bool = False  # the file is encrypted: ask for (another) password and retry
+    wrong_password: bool = False  # ... and the password given did not open it
     skipped: bool = False  # not written, on purpose (same content already there under another name); see error
     unchanged: bool = False  # already in the collection with these settings: nothing was embedded or written
     replaced: tuple[str, ...] = ()  # titles of the documents (earlier versions) this one replaced
@@ -220,6 +221,7 @@ class _Job:
         except RagError as error:
             result.error, result.error_type = str(error), type(error).__name__
             result.needs_password = isinstance(error, EncryptedDocumentError)
+            result.wrong_password = result.needs_password and error.wrong_password
             self.report("error")
         except Exception as error:  # a bug must not cost the user the other files; it is logged in full
             log.exception("ingesting %s failed at %s", name, stage)

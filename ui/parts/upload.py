@@ -222,9 +222,9 @@ def show_results(workspace: Workspace, job: jobs.IngestJob, retried: set[tuple[s
 def _password_form(workspace: Workspace, job: jobs.IngestJob, file: SourceFile, result: IngestResult) -> None:
     name = file.name
     with st.form(key=f"password-{job.id}-{name}"):
-        wrong = bool(result.error and "password" in result.error and "wrong" in result.error)
-        st.warning(md(result.error) if wrong else f"'{md(name)}' is encrypted. Type its password here: the file is "
-                   "kept, nothing needs to be uploaded again.")
+        asked = (f"'{md(name)}' is encrypted. Type its password here: the file is kept, nothing needs to be "
+                 "uploaded again.")
+        st.warning(md(result.error) if result.wrong_password else asked)
         password = st.text_input(f"Password for {md(name)}", type="password")
         submitted = st.form_submit_button("Open and ingest", type="primary")
         if submitted and run([SourceFile(name, file.data, password)], workspace, job.collection, job.settings):
