@@ -72,16 +72,26 @@ class Evaluation:
         missed = [o for o in self.per_query if o.rank is None or o.rank > k]
         return sorted(missed, key=lambda o: (o.rank is not None, -(o.rank or 0)))
 
-    def per_query_values(self) -> np.ndarray:
-        """Return one row per query of its metric values, in the order of `metrics`."""
+    @functools.cached_property
+    def _values(self) -> np.ndarray:
         names = list(self.metrics)
         rows = [query_metrics(o.covers, len(o.query.documents), self.ks) for o in self.per_query]
         return np.array([[row[name] for name in names] for row in rows], dtype=np.float64).reshape(-1, len(names))
 
+    def per_query_values(self) -> np.ndarray:
+        """Return one row per query of its metric values, in the order of `metrics`."""
+        return self._values.copy()
+
+    def values(self, metric: str) -> np.ndarray:
+        """Return one metric's value per query, in query order (for paired tests: rag.evaluation.paired)."""
+        if metric not in self.metrics:
+            raise KeyError(f"no metric {metric!r}; measured: {', '.join(self.metrics)}")
+        return self._values[:, list(self.metrics).index(metric)].copy()
+
     @functools.cached_property
     def intervals(self) -> dict[str, tuple[float, float]]:
         """Return each metric's 95 % bootstrap interval over the queries (rag.evaluation.intervals)."""
-        return bootstrap_intervals(self.per_query_values(), list(self.metrics))
+        return bootstrap_intervals(self._values, list(self.metrics))
 
     def to_json(self) -> dict:
         """Return {"queries", "metrics", "intervals", "per_query"} as `python -m rag eval --json` prints it."""

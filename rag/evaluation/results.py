@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from rag.chunking.chunker import ChunkSettings
 from rag.evaluation.metrics import Evaluation
 from rag.evaluation.modes import SearchMode
+from rag.evaluation.paired import ALPHA, PairedDifference, format_p, paired_difference
 
 STAGES = ("chunking", "embedding", "indexing", "searching")  # the time split of every configuration
 
@@ -27,6 +28,11 @@ class SweepConfig:
     @property
     def settings(self) -> ChunkSettings:
         return ChunkSettings(self.chunk_size, self.overlap, self.strategy)
+
+    @property
+    def short(self) -> str:
+        """Return the configuration as analysts write it, e.g. "400/50" (with the strategy if not structure)."""
+        return f"{self.chunk_size}/{self.overlap}" + (f" {self.strategy}" if self.strategy != "structure" else "")
 
     @property
     def label(self) -> str:
@@ -82,6 +88,11 @@ class ConfigResult:
         """Return the row in words, e.g. "chunk_size 400, overlap 50, hybrid-rrf search"."""
         return f"{self.config.label}, {self.mode.label} search"
 
+    @property
+    def short(self) -> str:
+        """Return the row as analysts write it, e.g. "400/50 hybrid-rrf"."""
+        return f"{self.config.short} {self.mode.label}"
+
     def to_json(self) -> dict:
         """Return one row of the sweep: configuration, mode, metrics, chunk count, mean tokens and times."""
         return {"chunk_size": self.config.chunk_size, "overlap": self.config.overlap,
@@ -120,6 +131,57 @@ class SweepResult:
         hit = f"hit@{self.ks[-1]}"
         return max(self.results, key=lambda r: (r.metrics[metric], r.metrics[hit], -r.chunks), default=None)
 
+    def paired(self, row: ConfigResult, metric: str | None = None) -> PairedDifference:
+        """Return row minus the best row on metric, paired over the sweep's queries (rag.evaluation.paired)."""
+        metric = metric or self.default_metric()
+        best = self.best(metric)
+        return paired_difference(best.evaluation.values(metric), row.evaluation.values(metric))
+
+    def ties(self, metric: str | None = None) -> list[tuple[ConfigResult, PairedDifference]]:
+        """Return the rows a paired test cannot tell apart from the best at ALPHA, closest first, with the test."""
+        metric = metric or self.default_metric()
+        best = self.best(metric)
+        tested = [(row, self.paired(row, metric)) for row in self.results if row is not best]
+        return sorted([(row, test) for row, test in tested if test.tied], key=lambda pair: -pair[1].difference)
+
+    def tie_summary(self, metric: str | None = None) -> str:
+        """Return best and ties in words, e.g. "400/0 dense and 200/50 dense are indistinguishable on ..."."""
+        metric = metric or self.default_metric()
+        best = self.best(metric)
+        if best is None:
+            return ""
+        ties = self.ties(metric)
+        on = f"on these {self.queries} queries (paired test, {ALPHA:.0%} level)"
+        if len(self.results) == 1:
+            return f"Only one configuration was run: {best.short}; nothing to compare it with."
+        if not ties:
+            return (f"{best.short} is the best by {metric}, and every other configuration is worse {on}: "
+                    "the difference is unlikely to be chance.")
+        names: list[str] = []
+        for name in [best.short] + [row.short for row, _ in ties]:
+            names.append(f"{name} (again)" if name in names else name)
+        shown = _listed(names)
+        row, test = ties[0]
+        lead, low, high = (0.0 - v for v in (test.difference, test.high, test.low))  # 0.0 - v: no "-0.000"
+        words = (f"{shown} are indistinguishable by {metric} {on}: {best.short} is ahead of {row.short} by "
+                 f"{lead:.3f} (95 % interval {low:.3f} to {high:.3f}, p = {format_p(test.p_value)}).")
+        return " ".join([words, *self._tie_breakers(best, [row for row, _ in ties])])
+
+    @staticmethod
+    def _tie_breakers(best: ConfigResult, ties: list[ConfigResult]) -> list[str]:
+        """Return what may decide among tied rows: chunks the model reads whole, smaller chunks."""
+        rows = [best, *ties]
+        notes = []
+        whole = [r for r in ties if r.cut_share == 0]
+        if best.cut_share > 0 and whole:
+            notes.append(f"{whole[0].short} embeds every chunk fully ({best.cut_share:.0%} of {best.short}'s chunks "
+                         "are cut by the model).")
+        smallest = min(rows, key=lambda r: r.mean_tokens)
+        if smallest is not best and smallest.mean_tokens < 0.8 * best.mean_tokens:
+            notes.append(f"{smallest.short} has the smallest chunks ({smallest.mean_tokens:.0f} tokens on average, "
+                         f"{best.short} {best.mean_tokens:.0f}): more of them fit a context budget.")
+        return notes
+
     def summary(self, metric: str | None = None) -> str:
         """Return the best row in words, e.g. "Best by mrr@10: chunk_size 400, overlap 50, dense search (...)"."""
         metric = metric or self.default_metric()
@@ -148,14 +210,19 @@ class SweepResult:
         return notes
 
     def to_json(self, per_query: bool = False) -> dict:
-        """Return the whole sweep: embedder, date, ks, modes, the rows (each query's outcome if asked), the best."""
-        best = self.best()
+        """Return the whole sweep: embedder, date, ks, modes, the rows (each query's outcome if asked), the best
+        and its ties (rows as in "configs", each with "paired": its difference from the best)."""
+        best, metric = self.best(), self.default_metric()
         configs = [r.to_json() | ({"per_query": r.evaluation.to_json()["per_query"]} if per_query else {})
                    for r in self.results]
+        ties = [row.to_json() | {"paired": test.to_json()} for row, test in self.ties(metric)] if best else []
         return {"embedder": self.embedder, "created_at": self.created_at, "ks": list(self.ks), "modes": self.modes,
                 "queries": self.queries, "documents": self.documents, "query_seconds": round(self.query_seconds, 3),
                 "skipped": self.skipped, "configs": configs,
-                "best": best.to_json() | {"by": self.default_metric()} if best else None}
+                "best": best.to_json() | {"by": metric} if best else None, "ties": ties,
+                "tie_test": {"by": metric, "alpha": ALPHA, "test": "paired sign-flip permutation test over the "
+                             "queries; interval: paired bootstrap of the difference (tie minus best)"},
+                "tie_summary": self.tie_summary(metric)}
 
     def table(self) -> list[dict]:
         """Return one flat row per configuration and mode (for CSV): settings, embedder, date, metrics, times."""
@@ -165,3 +232,10 @@ class SweepResult:
                  **{f"{stage}_seconds": round(r.seconds[stage], 3) for stage in STAGES},
                  "total_seconds": round(r.total_seconds, 3), "collection": r.collection}
                 for r in self.results]
+
+
+def _listed(names: list[str], most: int = 5) -> str:
+    """Return "a, b and c" (beyond most names: "a, b, c, d and 3 more")."""
+    if len(names) > most:
+        return ", ".join(names[: most - 1]) + f" and {len(names) - most + 1} more"
+    return ", ".join(names[:-1]) + f" and {names[-1]}"

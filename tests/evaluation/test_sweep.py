@@ -196,6 +196,9 @@ def test_sweep_command(shared_data, tmp_path, capsys):
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert out.count("(reused)") == 3 and "Best by mrr@5: chunk_size" in out
+    assert "are indistinguishable by mrr@5" in out or "every other configuration is worse" in out
+    marks = [line.split()[-1] for line in out.splitlines() if line.strip().endswith((" best", " tie"))]
+    assert marks.count("best") == 1 and marks.count("tie") == len(data["ties"])
     assert main([*argv[:4], "--chunk-size", "100", "--overlap", "100", "--store", str(tmp_path / "q")]) == 1
     assert "No configuration is left" in capsys.readouterr().err
 
