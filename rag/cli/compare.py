@@ -27,6 +27,7 @@ from rag.evaluation.compare import (
 )
 from rag.evaluation.metrics import DEFAULT_KS, METRICS
 from rag.evaluation.modes import MODE_NAMES
+from rag.evaluation.paired import format_p
 from rag.evaluation.queries import load_query_set
 from rag.store.client import Store
 from rag.store.fusion import DEFAULT_FUSION
@@ -44,9 +45,13 @@ JSON_HELP = """\
 A query set (--queries):
   {"queries", "ks", "a": {"collection", "mode", "fusion", "embedder", "metrics"}, "b": {...},
    "deltas": {"hit@5": B minus A, ...}, "changes": {"better": n, "worse": n, "same": n},
+   "paired": {"hit@5": {"difference", "interval": [low, high], "p_value", "queries", "tied"}, ...},
+   "verdict": the paired difference of mrr at the deepest k in words,
    "per_query": [{"query", "line", "rank_a", "rank_b", "rank_change", "score_a", "score_b", "score_change",
                   "change", "deltas": {metric at the deepest k: B minus A}}]}
   rank_*: rank of the first relevant chunk (null: not within the deepest k); change: better/worse/same by rank.
+  paired: B minus A over the same queries; interval: paired bootstrap (95 %); p_value: sign-flip permutation
+  test; tied: p_value >= 0.05, the query set cannot tell A and B apart.
 """
 
 
@@ -132,8 +137,12 @@ def print_evaluations(sides: tuple[Side, Side], comparison: EvaluationComparison
     print(f"{len(comparison.per_query)} queries; A = {side_label(sides[0])}, B = {side_label(sides[1])}\n")
     deepest = comparison.ks[-1]
     keys = [f"hit@{k}" for k in comparison.ks] + [f"{m}@{deepest}" for m in METRICS if m != "hit"]
+    paired = comparison.paired
     common.print_table([[key, f"{comparison.metrics_a[key]:.3f}", f"{comparison.metrics_b[key]:.3f}",
-                      f"{comparison.deltas[key]:+.3f}"] for key in keys], ["metric", "A", "B", "B - A"])
+                         f"{comparison.deltas[key]:+.3f}", f"{paired[key].low:+.3f} to {paired[key].high:+.3f}",
+                         format_p(paired[key].p_value)] for key in keys],
+                       ["metric", "A", "B", "B - A", "95 % interval", "p"])
+    print(f"\n{comparison.verdict()}")
     print(f"\nB better on {comparison.count('better')} queries, worse on {comparison.count('worse')}, "
           f"the same on {comparison.count('same')} (by the rank of the first relevant chunk).")
     changed = sorted((q for q in comparison.per_query if q.change != "same"),

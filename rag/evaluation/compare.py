@@ -23,6 +23,7 @@ from rag.embeddings.cache import EmbeddingCache
 from rag.errors import InvalidSettingsError, QuerySetError
 from rag.evaluation.metrics import Evaluation, QueryOutcome, query_metrics
 from rag.evaluation.modes import MODE_NAMES, SearchMode, parse_mode
+from rag.evaluation.paired import ALPHA, PairedDifference, paired_difference
 from rag.evaluation.queries import Query
 from rag.store.client import Store
 from rag.store.records import Hit
@@ -131,6 +132,23 @@ class EvaluationComparison:
     metrics_b: dict[str, float]
     deltas: dict[str, float]  # B minus A of every common metric
     per_query: tuple[QueryDelta, ...] = field(default=())
+    paired: dict[str, PairedDifference] = field(default_factory=dict)  # B minus A per metric, paired over queries
+
+    @property
+    def main_metric(self) -> str:
+        """Return the metric the verdict is about: MRR at the deepest common k."""
+        return f"mrr@{self.ks[-1]}"
+
+    def verdict(self, metric: str | None = None) -> str:
+        """Return the paired difference on metric in words, and whether the query set can tell A and B apart."""
+        metric = metric or self.main_metric
+        test = self.paired[metric]
+        if test.tied:
+            return (f"B - A: {test.words(metric)}. On these {test.queries} queries A and B are indistinguishable "
+                    f"(paired test, {ALPHA:.0%} level).")
+        better = "B" if test.difference > 0 else "A"
+        return (f"B - A: {test.words(metric)}. {better} is better on these {test.queries} queries; a difference this "
+                f"large is unlikely to be chance (paired test, {ALPHA:.0%} level).")
 
     def count(self, change: str) -> int:
         """Return how many queries changed that way ("better", "worse", "same")."""
@@ -140,6 +158,8 @@ class EvaluationComparison:
         return {"queries": len(self.per_query), "ks": list(self.ks), "metrics_a": self.metrics_a,
                 "metrics_b": self.metrics_b, "deltas": self.deltas,
                 "changes": {c: self.count(c) for c in ("better", "worse", "same")},
+                "paired": {key: test.to_json() for key, test in self.paired.items()},
+                "verdict": self.verdict() if self.paired else None,
                 "per_query": [q.to_json() for q in self.per_query]}
 
 
@@ -174,7 +194,8 @@ def compare_evaluations(a: Evaluation, b: Evaluation) -> EvaluationComparison:
     keys = [key for key in a.metrics if key in b.metrics and int(key.split("@")[1]) in ks]
     per_query = tuple(_query_delta(x, y, ks[-1]) for x, y in zip(a.per_query, b.per_query, strict=True))
     return EvaluationComparison(ks, {k: a.metrics[k] for k in keys}, {k: b.metrics[k] for k in keys},
-                                {k: b.metrics[k] - a.metrics[k] for k in keys}, per_query)
+                                {k: b.metrics[k] - a.metrics[k] for k in keys}, per_query,
+                                {k: paired_difference(a.values(k), b.values(k)) for k in keys})
 
 
 @dataclass(frozen=True)

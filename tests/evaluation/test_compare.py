@@ -74,10 +74,30 @@ def test_compare_evaluations_by_hand():
     assert "hit@5" not in c.deltas
     data = c.to_json()
     assert data["changes"] == {"better": 2, "worse": 1, "same": 0} and data["per_query"][1]["rank_change"] == -1
+    assert c.paired["mrr@3"].difference == pytest.approx(1 / 3) and set(data["paired"]) == set(data["deltas"])
+    assert data["paired"]["mrr@3"]["tied"] and "indistinguishable" in data["verdict"]  # 3 queries prove nothing
     with pytest.raises(RagError, match="different query sets"):
         compare_evaluations(first, evaluate(queries[:2], [[], []], [1]))
     with pytest.raises(RagError, match="share no k"):
         compare_evaluations(first, evaluate(queries, [[], [], []], [10]))
+
+
+def _side(found: list[bool]):
+    queries = [Query(f"q{i}", ("A",)) for i in range(len(found))]
+    return evaluate(queries, [[hit("A" if f else "X", 0, 10)] for f in found], [1])
+
+
+def test_a_query_set_comparison_has_a_paired_difference_with_interval_and_p_value():
+    a, b = _side([i % 2 == 0 for i in range(60)]), _side([True] * 60)  # B finds 30 answers more, loses none
+    c = compare_evaluations(a, b)
+    test = c.paired["hit@1"]
+    assert test.difference == pytest.approx(0.5) and 0.35 < test.low < 0.5 < test.high < 0.65
+    assert test.p_value < 0.001 and not test.tied
+    assert c.verdict("hit@1").startswith("B - A: hit@1 +0.500 (95 % interval")
+    assert "B is better on these 60 queries" in c.verdict("hit@1")
+    same = compare_evaluations(a, _side([i % 2 == 1 for i in range(60)]))  # as many found, other queries
+    assert same.paired["hit@1"].difference == 0.0 and same.paired["hit@1"].p_value == pytest.approx(1.0)
+    assert "indistinguishable" in same.verdict("hit@1")
 
 
 def test_parse_side():
@@ -137,6 +157,7 @@ def test_compare_command_query_set(two_chunkings, tmp_path, capsys):
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "B - A" in out and "mrr@3" in out and "queries" in out
+    assert "95 % interval" in out and data["verdict"] in out and set(data["paired"]) == set(data["deltas"])
     assert main(["compare", "x", "--queries", str(queries), "--a", "small", "--b", "big",
                  "--store", two_chunkings]) == 1
     assert "either QUERY" in capsys.readouterr().err

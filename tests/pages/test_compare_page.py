@@ -13,11 +13,13 @@ from rag import pipeline
 from rag.chunking.chunker import ChunkSettings
 from rag.embeddings import get_embedder
 from rag.evaluation.compare import compare_evaluations, compare_hits
+from rag.evaluation.paired import format_p
 from rag.evaluation.queries import load_query_set
 from rag.evaluation.sweep import evaluate_collection
 from rag.store.open import open_store
 from tests.pages.conftest import PDF, button, plain, start, texts, upload
 from ui import nav
+from ui.render import md
 
 QUERY = "Welche Schriftgröße verwendet die Klasse?"
 QUERY_SET = [
@@ -114,6 +116,10 @@ def test_a_query_set_shows_metric_deltas_and_per_query_changes(app_env, shared_d
     for key in table.index:
         assert table.loc[key, "B − A"] == pytest.approx(expected.deltas[key])
         assert table.loc[key, "A"] == pytest.approx(expected.metrics_a[key])
+        test = expected.paired[key]
+        assert table.loc[key, "interval"] == f"{test.low:+.3f} to {test.high:+.3f}"
+        assert table.loc[key, "p"] == format_p(test.p_value)
+    assert any(md(expected.verdict()) in m.value for m in at.markdown)
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["B better"] == str(expected.count("better")) and metrics["the same"] == str(expected.count("same"))
     changed = [q for q in expected.per_query if q.change != "same"]

@@ -16,6 +16,7 @@ import streamlit as st
 from rag.embeddings.cache import EmbeddingCache, default_cache_dir
 from rag.evaluation.compare import EvaluationComparison, HitComparison, HitRow, Side, compare_query, compare_query_set
 from rag.evaluation.metrics import METRICS
+from rag.evaluation.paired import ALPHA, format_p
 from rag.evaluation.queries import Query
 from rag.store.search import candidate_limit
 from ui import render
@@ -157,21 +158,28 @@ def metric_frame(comparison: EvaluationComparison) -> pd.DataFrame:
     deepest = comparison.ks[-1]
     keys = [f"hit@{k}" for k in comparison.ks] + [f"{m}@{deepest}" for m in METRICS if m != "hit"]
     keys = [k for k in keys if k in comparison.deltas]
+    paired = comparison.paired
     return pd.DataFrame([{"metric": k, "A": comparison.metrics_a[k], "B": comparison.metrics_b[k],
-                          "B − A": comparison.deltas[k]} for k in keys])
+                          "B − A": comparison.deltas[k], "low": paired[k].low, "high": paired[k].high,
+                          "p": paired[k].p_value} for k in keys])
 
 
 def delta_chart(frame: pd.DataFrame) -> alt.Chart:
-    """Return B − A per metric as horizontal bars, green where B is better, red where worse."""
-    data = frame.assign(direction=frame["B − A"].map(lambda d: "B better" if d > 0 else "B worse" if d < 0 else "same"))
-    return alt.Chart(data).mark_bar().encode(
-        y=alt.Y("metric:N", sort=None, title=None),
-        x=alt.X("B − A:Q", title="B − A"),
+    """Return B − A per metric as horizontal bars with their 95 % paired interval as error bars; green where B is
+    better, red where worse, grey where the query set cannot tell them apart."""
+    data = frame.assign(direction=[("same" if p >= ALPHA else "B better" if d > 0 else "B worse")
+                                   for d, p in zip(frame["B − A"], frame["p"], strict=True)])
+    tooltip = ["metric", alt.Tooltip("A:Q", format=".3f"), alt.Tooltip("B:Q", format=".3f"),
+               alt.Tooltip("B − A:Q", format="+.3f"), alt.Tooltip("low:Q", format="+.3f", title="95 % from"),
+               alt.Tooltip("high:Q", format="+.3f", title="95 % to"), alt.Tooltip("p:Q", format=".3f")]
+    base = alt.Chart(data).encode(y=alt.Y("metric:N", sort=None, title=None))
+    bars = base.mark_bar().encode(
+        x=alt.X("B − A:Q", title="B − A (bars: 95 % paired interval)"),
         color=alt.Color("direction:N", scale=alt.Scale(domain=["B better", "B worse", "same"],
                                                        range=[UP, DOWN, "#999999"]), legend=None),
-        tooltip=["metric", alt.Tooltip("A:Q", format=".3f"), alt.Tooltip("B:Q", format=".3f"),
-                 alt.Tooltip("B − A:Q", format="+.3f")],
-    ).properties(height=28 * len(frame) + 30)
+        tooltip=tooltip)
+    whiskers = base.mark_rule(color="#222222", strokeWidth=1.5).encode(x="low:Q", x2="high:Q", tooltip=tooltip)
+    return (bars + whiskers).properties(height=28 * len(frame) + 30)
 
 
 def query_frame(comparison: EvaluationComparison) -> pd.DataFrame:
@@ -197,10 +205,17 @@ def show_evaluations(run: CompareRun) -> None:
     cells[2].metric("the same", comparison.count("same"))
     frame = metric_frame(comparison)
     left, right = st.columns([1, 1.2], gap="medium")
-    left.dataframe(frame.style.format(precision=3).format("{:+.3f}", subset=["B − A"]).map(
+    shown = frame.assign(interval=[f"{lo:+.3f} to {hi:+.3f}" for lo, hi in zip(frame["low"], frame["high"],
+                                                                               strict=True)],
+                         p=frame["p"].map(format_p)).drop(columns=["low", "high"])
+    left.dataframe(shown.style.format(precision=3).format("{:+.3f}", subset=["B − A"]).map(
         lambda d: f"color: {UP if d > 0 else DOWN if d < 0 else '#666'}; font-weight: 600", subset=["B − A"]),
-        hide_index=True, width="stretch")
+        hide_index=True, width="stretch", column_config={"interval": st.column_config.TextColumn("95 % interval")})
     right.altair_chart(delta_chart(frame), width="stretch")
+    st.markdown(f"**{md(comparison.verdict())}**")
+    st.caption("Paired over the same queries: each query's B − A is what counts, so queries hard for both cancel "
+               "out. Interval: paired bootstrap; p: sign-flip permutation test. p ≥ 0.05 means this query set "
+               "cannot tell A and B apart (grey bars), not that they are equal.")
     deepest = comparison.ks[-1]
     st.subheader("Per query")
     only_changed = st.toggle("Only queries whose rank changed", value=True, key="compare_only_changed")
