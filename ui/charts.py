@@ -26,21 +26,52 @@ def per_mode(chart: alt.Chart | alt.LayerChart, result: SweepResult, width: int 
                                                ).configure_legend(orient="bottom", direction="horizontal")
 
 
-def hit_chart(result: SweepResult) -> alt.Chart:
-    """Return hit@k against k, one line per configuration: colour = chunk_size, dashes = overlap; a panel per mode."""
+def hit_chart(result: SweepResult) -> alt.LayerChart | alt.FacetChart:
+    """Return hit@k against k, one line per configuration: colour = chunk_size, dashes = overlap, bars = the 95 %
+    interval; a panel per mode."""
     frame = pd.DataFrame([{"chunk_size": r.config.chunk_size, "overlap": r.config.overlap, "mode": r.mode.label,
-                           "k": k, "hit": r.metrics[f"hit@{k}"]} for r in result.results for k in result.ks])
-    chart = alt.Chart(frame).mark_line(point=True).encode(
+                           "k": k, "hit": r.metrics[f"hit@{k}"], "low": r.evaluation.intervals[f"hit@{k}"][0],
+                           "high": r.evaluation.intervals[f"hit@{k}"][1]} for r in result.results for k in result.ks])
+    tooltip = ["chunk_size", "overlap", "mode", "k", alt.Tooltip("hit:Q", format=".3f"),
+               alt.Tooltip("low:Q", format=".3f", title="95 % from"), alt.Tooltip("high:Q", format=".3f",
+                                                                                  title="95 % to")]
+    base = alt.Chart().encode(
         x=alt.X("k:Q", scale=alt.Scale(domain=[0, result.ks[-1]]), axis=alt.Axis(values=list(result.ks))),
-        y=alt.Y("hit:Q", title="hit@k", scale=alt.Scale(domain=[0, 1])),
         color=alt.Color("chunk_size:O", scale=alt.Scale(scheme="viridis")),
+        detail=["chunk_size:O", "overlap:O", "mode:N"], tooltip=tooltip)
+    lines = base.mark_line(point=True).encode(
+        y=alt.Y("hit:Q", title="hit@k (bars: 95 % interval)", scale=alt.Scale(domain=[0, 1])),
         strokeDash=alt.StrokeDash("overlap:O", legend=alt.Legend(symbolType="stroke", symbolSize=400,
                                                                  symbolStrokeColor="#444", symbolStrokeWidth=2,
-                                                                 symbolFillColor="transparent")),  # dashes, not dots
-        detail=["chunk_size:O", "overlap:O", "mode:N"],
-        tooltip=["chunk_size", "overlap", "mode", "k", alt.Tooltip("hit:Q", format=".3f")],
-    ).properties(height=300)
-    return per_mode(chart, result)
+                                                                 symbolFillColor="transparent")))  # dashes, not dots
+    bars = base.mark_rule(opacity=0.55, strokeWidth=1.5).encode(y="low:Q", y2="high:Q")
+    return per_mode(alt.layer(lines, bars, data=frame).properties(height=300), result)
+
+
+STANDING_COLOURS = {"best": "#1c7ed6", "tie": "#74c0fc", "worse": "#adb5bd"}
+
+
+def interval_chart(result: SweepResult, metric: str) -> alt.LayerChart:
+    """Return metric per row as a dot with its 95 % interval: the best, its ties (paired test) and the rest."""
+    best = result.best(metric)
+    ties = {id(row) for row, _ in result.ties(metric)}
+    frame = pd.DataFrame([{"configuration": row_name(r), "value": r.metrics[metric],
+                           "low": r.evaluation.intervals[metric][0], "high": r.evaluation.intervals[metric][1],
+                           "standing": "best" if r is best else "tie" if id(r) in ties else "worse"}
+                          for r in result.results])
+    tooltip = ["configuration", "standing", alt.Tooltip("value:Q", format=".3f", title=metric),
+               alt.Tooltip("low:Q", format=".3f", title="95 % from"), alt.Tooltip("high:Q", format=".3f",
+                                                                                  title="95 % to")]
+    base = alt.Chart(frame).encode(y=alt.Y("configuration:N", sort=None, title="chunk_size / overlap · mode"),
+                                   tooltip=tooltip)
+    colour = alt.Color("standing:N", title=None, scale=alt.Scale(domain=list(STANDING_COLOURS),
+                                                                 range=list(STANDING_COLOURS.values())),
+                       legend=alt.Legend(orient="bottom", labelExpr="datum.label == 'tie' ? 'tied with the best' : "
+                                         "datum.label == 'worse' ? 'worse (paired test)' : datum.label"))
+    rules = base.mark_rule(strokeWidth=2).encode(x=alt.X("low:Q", title=f"{metric} (bars: 95 % interval)",
+                                                         scale=alt.Scale(zero=False)), x2="high:Q", color=colour)
+    dots = base.mark_circle(size=90, opacity=1).encode(x="value:Q", color=colour)
+    return alt.layer(rules, dots).properties(height=40 + 24 * len(result.results))
 
 
 def heatmap(result: SweepResult, metric: str) -> alt.Chart:

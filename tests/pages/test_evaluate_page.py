@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from streamlit.dataframe_util import convert_arrow_bytes_to_pandas_df
 from streamlit.testing.v1 import AppTest
 
 from rag import pipeline
@@ -76,7 +77,13 @@ def test_sweep_of_sample_squad_articles_with_failures_and_exports(env):
     assert list(zip(table["chunk_size"], table["overlap"], strict=True)) == [(100, 0), (200, 0), (200, 150)]
     assert {"hit@1", "hit@5", "mrr@5", "ndcg@5", "chunks", "mean_tokens"} <= set(table.columns)
     assert any("overlap 150" in plain(c.value) and "skipped" in c.value for c in at.caption)  # 100/150 left out
-    assert len(at.get("vega_lite_chart")) == 4  # hit@k, heatmap, times, where the answer ranked
+    result = at.session_state["evaluate_result"]
+    standing = list(table["by mrr@5"])
+    assert standing.count("best") == 1 and sum(s.startswith("tie (p = ") for s in standing) == len(result.ties())
+    assert list(table["± mrr@5"]) == [round((r.evaluation.intervals["mrr@5"][1] - r.evaluation.intervals["mrr@5"][0])
+                                            / 2, 3) for r in result.results]
+    assert any(plain(result.tie_summary("mrr@5")) in plain(m.value) for m in at.markdown)
+    assert len(at.get("vega_lite_chart")) == 5  # interval dots, hit@k, heatmap, times, where the answer ranked
     assert [b.label for b in at.get("download_button")] == ["Results as CSV", "Results as JSON (with every query)"]
     # the heatmap follows the chosen metric
     at.selectbox(key="evaluate_metric").set_value("hit")
@@ -163,7 +170,11 @@ def test_search_modes_are_a_sweep_dimension(env):
     assert any(m in best for m in ("dense search", "sparse search", "hybrid-dbsf search"))
     assert any("modes dense, sparse, hybrid-dbsf" in plain(c.value) for c in at.caption)
     charts = at.get("vega_lite_chart")
-    assert len(charts) == 4 and "facet" in charts[0].proto.spec and "facet" in charts[1].proto.spec
+    assert len(charts) == 5 and "facet" in charts[1].proto.spec and "facet" in charts[2].proto.spec
+    [values] = [convert_arrow_bytes_to_pandas_df(d.data.data) for d in charts[0].proto.datasets]
+    assert len(values) == 6 and ((values["low"] <= values["value"]) & (values["value"] <= values["high"])).all()
+    assert list(values["standing"]).count("best") == 1
+    assert '"rule"' in charts[0].proto.spec  # the interval bars beside the dots
     # where the answer ranked: one row (configuration and mode) at a time, with a threshold line
     rows = at.selectbox(key="evaluate_rank_config").options
     assert len(rows) == 6 and "chunk_size 200, overlap 0, sparse search" in [plain(r) for r in rows]
@@ -171,7 +182,7 @@ def test_search_modes_are_a_sweep_dimension(env):
     at.number_input(key="evaluate_threshold").set_value(5.0)
     at.run()
     assert not at.exception, at.exception
-    assert '"threshold"' in at.get("vega_lite_chart")[3].proto.spec
+    assert '"threshold"' in at.get("vega_lite_chart")[4].proto.spec
     assert any("the threshold would cut" in plain(c.value) for c in at.caption)
     # no mode chosen: said, and nothing runs
     set_grid(at, "100", "0", "1", modes=[])

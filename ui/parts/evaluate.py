@@ -17,6 +17,7 @@ from rag.errors import RagError
 from rag.evaluation.fusion_tuning import tune_fusion
 from rag.evaluation.metrics import METRICS, parse_ks
 from rag.evaluation.modes import parse_modes
+from rag.evaluation.paired import format_p
 from rag.evaluation.queries import Query, load_query_set
 from rag.evaluation.squad import import_squad, sweep_input
 from rag.evaluation.sweep import (
@@ -191,6 +192,18 @@ def failures(ws: Workspace, result: SweepResult) -> None:
             st.code(hit.content, language=None, wrap_lines=True)
 
 
+def table_frame(result: SweepResult, metric: str) -> pd.DataFrame:
+    """Return the sweep's table for the page: each row's standing on metric (best, tie, p) and its ± first."""
+    best, ties = result.best(metric), {id(row): test for row, test in result.ties(metric)}
+    frame = pd.DataFrame(result.table()).drop(columns=["embedder", "created_at", "collection"]).round(3)
+    standing = ["best" if r is best else f"tie (p = {format_p(ties[id(r)].p_value)})" if id(r) in ties else ""
+                for r in result.results]
+    spread = [(r.evaluation.intervals[metric][1] - r.evaluation.intervals[metric][0]) / 2 for r in result.results]
+    frame.insert(4, f"by {metric}", standing)
+    frame.insert(5, f"± {metric}", [round(v, 3) for v in spread])
+    return frame
+
+
 def results(ws: Workspace, result: SweepResult) -> None:
     """Draw the best configuration, the table, the charts, the failures and the exports."""
     left, right = st.columns([1, 1])
@@ -203,12 +216,17 @@ def results(ws: Workspace, result: SweepResult) -> None:
         low, high = best.evaluation.intervals[chosen]
         st.caption(f"{chosen} of the best: {best.metrics[chosen]:.3f}, 95 % bootstrap interval {low:.3f}–{high:.3f} "
                    f"over its {result.queries} queries: on another set of questions like these, expect it there.")
+        st.markdown(f"**{md(result.tie_summary(chosen))}**")
+        st.caption("Tied: a paired test over the same questions (each question's difference from the best; sign-"
+                   "flip permutation test) cannot tell the two apart at the 5 % level. Pick among tied "
+                   "configurations by what else matters: chunks the model reads whole, smaller contexts, speed.")
     for note in result.notes():
         st.info(md(note), icon=":material/info:")
     for note in result.skipped:
         st.caption(md(note))
-    st.dataframe(pd.DataFrame(result.table()).drop(columns=["embedder", "created_at", "collection"]).round(3),
-                 hide_index=True, width="stretch")
+    st.dataframe(table_frame(result, chosen), hide_index=True, width="stretch")
+    st.subheader(f"{chosen} with its 95 % interval")
+    st.altair_chart(charts.interval_chart(result, chosen), width="stretch")
     st.caption(f"{result.queries} queries on {len(result.documents)} documents · {md(result.embedder)} · "
                f"modes {md(', '.join(result.modes))} · {md(result.created_at)} · queries embedded in "
                f"{result.query_seconds:.1f} s. Scores are on each mode's own scale (cosine, BM25, fused).")
