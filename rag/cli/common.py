@@ -71,6 +71,26 @@ def check_path(path: str) -> Path:
     return file
 
 
+def output_file(path: str) -> Path:
+    """Return path as a Path to write to, checked before any work: UsageError if it is a folder or its folder is
+    missing."""
+    file = Path(path)
+    if file.is_dir():
+        raise UsageError(f"{path} is a folder; name the file to write, e.g. {file / 'report.html'}")
+    if not file.parent.is_dir():
+        raise UsageError(f"{path}: the folder {file.parent} does not exist; create it or choose another.")
+    return file
+
+
+def write_report(file: Path, text: str) -> None:
+    """Write text to file as UTF-8 and say so on stderr; UsageError saying why when it cannot be written."""
+    try:
+        file.write_text(text, encoding="utf-8")
+    except OSError as error:
+        raise UsageError(f"{file}: cannot write it ({error.strerror}).") from error
+    progress(f"report written to {file}")
+
+
 def progress(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 

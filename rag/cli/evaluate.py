@@ -2,9 +2,9 @@
 
     python -m rag import-squad FILE --out DIR [--articles N]
     python -m rag eval QUERIES --collection C [--mode dense|sparse|hybrid] [--fusion rrf|dbsf] [--k 1,3,5,10]
-                       [--embedder SPEC] [--json]
+                       [--embedder SPEC] [--json] [--html FILE]
     python -m rag sweep DOCS... --queries Q --chunk-size 200,400,800 --overlap 0,50,100 [--mode dense,hybrid]
-                        [--fusion rrf|dbsf] [--k ...] [--json]
+                        [--fusion rrf|dbsf] [--k ...] [--json] [--html FILE]
     python -m rag compare ...   (rag/cli_compare.py)
 
 Results go to stdout (a table, or one JSON object with --json), progress and notes to stderr.
@@ -40,6 +40,7 @@ from rag.evaluation.sweep import (
     parse_sizes,
     run_sweep,
 )
+from rag.reports.evaluation_html import evaluation_report, sweep_report
 from rag.store.fusion import DEFAULT_FUSION
 
 FAILURES_SHOWN = 10
@@ -81,6 +82,9 @@ def run_import_squad(args: argparse.Namespace) -> int:
 
 def run_eval(args: argparse.Namespace) -> int:
     queries = load_query_set(common.read_file(args.queries), args.queries)
+    if args.html and args.tune_fusion:
+        raise UsageError("--html reports an evaluation; run it without --tune-fusion.")
+    report = common.output_file(args.html) if args.html else None  # checked before the work, not after it
     store = store_of(args)
     if args.tune_fusion:
         return run_tune_fusion(args, queries, store)
@@ -88,6 +92,10 @@ def run_eval(args: argparse.Namespace) -> int:
     embedder = embedder_of(args, store, args.collection) if mode.needs_vectors else None
     evaluation = evaluate_collection(queries, args.collection, embedder, store=store, cache=cache_of(args, store),
                                      ks=args.k, mode=mode)
+    if report:
+        common.write_report(report, evaluation_report(evaluation, collection=args.collection, mode=mode.label,
+                                                      embedder=embedder.model_id if embedder else None,
+                                                      query_set=Path(args.queries).name))
     if args.json:
         dump({"collection": args.collection, "mode": mode.mode, "fusion": mode.fusion_used,
               "embedder": embedder.model_id if embedder else None} | evaluation.to_json())
@@ -194,6 +202,7 @@ class SweepReporter:
 
 
 def run_sweep_command(args: argparse.Namespace) -> int:
+    report = common.output_file(args.html) if args.html else None  # checked before the sweep, not after it
     configs, skipped = grid(args.chunk_size, args.overlap, args.strategy)
     for note in skipped:
         common.progress(f"note: {note}")
@@ -207,6 +216,8 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     modes = parse_modes(args.mode, args.fusion or DEFAULT_FUSION)
     result = run_sweep(documents, queries, configs, embedder, store=store, cache=cache_of(args, store), ks=args.k,
                        progress=SweepReporter(), skipped=skipped, modes=modes)
+    if report:
+        common.write_report(report, sweep_report(result))
     if args.json:
         dump(result.to_json())
         return 0
@@ -287,4 +298,6 @@ def add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cache", metavar="DIR", help="embedding cache folder (default: next to the store)")
     parser.add_argument("--no-cache", action="store_true", help="keep the embedding cache in memory only")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--html", metavar="FILE", help="also write one self-contained HTML report (tables, charts "
+                        "with intervals, the best and its ties, the settings) to FILE")
 

@@ -4,16 +4,19 @@ settings, the model), self-contained, hostile titles and queries only ever escap
 from __future__ import annotations
 
 import html
+import json
 import re
 from html.parser import HTMLParser
 
 import pytest
 
+from rag.cli import main
 from rag.documents.loader import load_document
 from rag.embeddings import get_embedder
 from rag.errors import InvalidSettingsError
 from rag.evaluation.metrics import METRICS, evaluate
 from rag.evaluation.queries import Query
+from rag.evaluation.squad import import_squad, write_import
 from rag.evaluation.sweep import SweepConfig, run_sweep
 from rag.reports.evaluation_html import CSP, evaluation_report, sweep_report
 from rag.store.open import open_store
@@ -151,3 +154,34 @@ def test_the_evaluation_report_has_every_metric_with_its_interval(sweep):
     assert [c.count('class="error-bar"') for c in charts] == [len(evaluation.ks), len(METRICS)]
     keywords = evaluation_report(evaluation, collection="x", mode="sparse", embedder=None, query_set="q")
     assert "none: keywords only" in keywords
+
+
+def test_html_option_of_sweep_and_eval_writes_the_report(shared_data, tmp_path, capsys):
+    imported = import_squad((shared_data / "xquad-de/xquad.de.dev.json").read_bytes(), articles=2)
+    write_import(imported, tmp_path / "docs")
+    queries = str(tmp_path / "docs/queries.jsonl")
+    store = ["--store", str(tmp_path / "q")]
+    argv = ["sweep", str(tmp_path / "docs"), "--queries", queries, "--chunk-size", "100,200", "--overlap", "0",
+            "--k", "1,5", "--embedder", "fake:32", "--mode", "dense", *store]
+    assert main([*argv, "--html", str(tmp_path / "missing/sweep.html")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "missing does not exist" in err and "searching" not in err  # before the work
+    assert main([*argv, "--json", "--html", str(tmp_path / "sweep.html")]) == 0
+    out, err = capsys.readouterr()
+    assert f"report written to {tmp_path / 'sweep.html'}" in err
+    data = json.loads(out)
+    report = (tmp_path / "sweep.html").read_text(encoding="utf-8")
+    assert_self_contained_and_escaped(report)
+    assert "fake:32" in report and f"<dd>{len(imported.queries)}</dd>" in report and '<tr class="best">' in report
+    collection = data["configs"][0]["collection"]
+    evaluation = ["eval", queries, "--collection", collection, "--k", "1,5", *store]
+    assert main([*evaluation, "--html", str(tmp_path / "eval.html")]) == 0
+    out, err = capsys.readouterr()
+    assert "mrr" in out and f"report written to {tmp_path / 'eval.html'}" in err
+    report = (tmp_path / "eval.html").read_text(encoding="utf-8")
+    assert_self_contained_and_escaped(report)
+    assert f"on {collection}</h1>" in report and "<dd>queries.jsonl</dd>" in report
+    assert main([*evaluation, "--html", str(tmp_path)]) == 1
+    assert "is a folder" in capsys.readouterr().err
+    assert main([*evaluation, "--tune-fusion", "--html", str(tmp_path / "t.html")]) == 1
+    assert "without --tune-fusion" in capsys.readouterr().err
