@@ -48,6 +48,9 @@ def hit_chart(result: SweepResult) -> alt.LayerChart | alt.FacetChart:
     return per_mode(alt.layer(lines, bars, data=frame).properties(height=300), result)
 
 
+# Charts with one band per sweep row are sized per band: a fixed height is shared with axes and legend under
+# Streamlit's fit, which left a few pixels per row and dropped the overlapping labels.
+ROW_STEP = alt.Step(28)
 STANDING_COLOURS = {"best": "#1c7ed6", "tie": "#74c0fc", "worse": "#adb5bd"}
 
 
@@ -62,8 +65,8 @@ def interval_chart(result: SweepResult, metric: str) -> alt.LayerChart:
     tooltip = ["configuration", "standing", alt.Tooltip("value:Q", format=".3f", title=metric),
                alt.Tooltip("low:Q", format=".3f", title="95 % from"), alt.Tooltip("high:Q", format=".3f",
                                                                                   title="95 % to")]
-    base = alt.Chart(frame).encode(y=alt.Y("configuration:N", sort=None, title="chunk_size / overlap · mode"),
-                                   tooltip=tooltip)
+    base = alt.Chart(frame).encode(y=alt.Y("configuration:N", sort=None, title="chunk_size / overlap · mode",
+                                         axis=alt.Axis(labelLimit=260)), tooltip=tooltip)
     colour = alt.Color("standing:N", title=None, scale=alt.Scale(domain=list(STANDING_COLOURS),
                                                                  range=list(STANDING_COLOURS.values())),
                        legend=alt.Legend(orient="bottom", labelExpr="datum.label == 'tie' ? 'tied with the best' : "
@@ -71,7 +74,7 @@ def interval_chart(result: SweepResult, metric: str) -> alt.LayerChart:
     rules = base.mark_rule(strokeWidth=2).encode(x=alt.X("low:Q", title=f"{metric} (bars: 95 % interval)",
                                                          scale=alt.Scale(zero=False)), x2="high:Q", color=colour)
     dots = base.mark_circle(size=90, opacity=1).encode(x="value:Q", color=colour)
-    return alt.layer(rules, dots).properties(height=40 + 24 * len(result.results))
+    return alt.layer(rules, dots).properties(height=ROW_STEP)
 
 
 def heatmap(result: SweepResult, metric: str) -> alt.Chart:
@@ -98,10 +101,10 @@ def time_chart(result: SweepResult) -> alt.Chart:
     frame = pd.DataFrame([{"configuration": row_name(r), "stage": stage, "seconds": seconds}
                           for r in result.results for stage, seconds in r.seconds.items()])
     return alt.Chart(frame).mark_bar().encode(
-        y=alt.Y("configuration:N", sort=None, title="chunk_size / overlap · mode"),
+        y=alt.Y("configuration:N", sort=None, title="chunk_size / overlap · mode", axis=alt.Axis(labelLimit=260)),
         x=alt.X("sum(seconds):Q", title="seconds"), color=alt.Color("stage:N", sort=None),
         tooltip=["configuration", "stage", alt.Tooltip("seconds:Q", format=".2f")],
-    ).properties(height=40 + 24 * len(result.results))
+    ).properties(height=ROW_STEP)
 
 
 def rank_chart(row: ConfigResult, threshold: float | None) -> alt.LayerChart:

@@ -50,8 +50,9 @@ class PairedDifference:
 
 
 def format_p(p: float) -> str:
-    """Return a p-value as people read it: "0.35", "0.004", "< 0.001"."""
-    return "< 0.001" if p < 0.001 else f"{p:.3f}" if p < 0.01 else f"{p:.2f}"
+    """Return a p-value as people read it: "0.35", "0.052", "0.004", "< 0.001" (three places near 0.05, so a tie at
+    0.052 never reads as "0.05")."""
+    return "< 0.001" if p < 0.001 else f"{p:.3f}" if p < 0.1 else f"{p:.2f}"
 
 
 def paired_difference(a: np.ndarray, b: np.ndarray, *, resamples: int = RESAMPLES, permutations: int = PERMUTATIONS,

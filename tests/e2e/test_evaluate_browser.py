@@ -1,0 +1,44 @@
+"""The Evaluate page in a real browser: a sweep of XQuAD articles, its ties in words and its interval charts."""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+import pytest
+
+from tests.e2e.conftest import go, settle
+
+pytestmark = pytest.mark.e2e
+
+
+def test_a_sweep_shows_best_ties_and_error_bars(app_server, page, shot, shared_data, tmp_path):
+    samples = tmp_path / "samples"
+    samples.mkdir()
+    shutil.copy(shared_data / "xquad-de/xquad.de.dev.json", samples / "xquad.json")
+    server = app_server(RAG_EMBEDDER="fake", RAG_SAMPLE_DIR=str(samples))
+    page.goto(server.url)
+    go(page, "Evaluate")
+    page.get_by_text("Sample folder", exact=True).click()
+    settle(page)
+    articles = page.get_by_role("spinbutton", name="SQuAD articles to use")
+    articles.fill("2")
+    articles.press("Enter")
+    settle(page)
+    page.get_by_label("chunk_size values").fill("100,200")
+    page.get_by_label("overlap values").fill("0,50")
+    page.get_by_label("k values").fill("1,5")
+    page.get_by_role("button", name="Run the sweep").click()
+    page.get_by_text(re.compile(r"^Best by mrr@5")).wait_for(timeout=180_000)
+    settle(page)
+    words = page.get_by_text(re.compile(r"(are indistinguishable by mrr@5|every other configuration is worse)"))
+    assert words.first.is_visible()
+    page.get_by_text("mrr@5 with its 95 % interval", exact=True).wait_for()
+    chart = page.get_by_test_id("stVegaLiteChart").first
+    chart.wait_for()
+    chart.scroll_into_view_if_needed()
+    box = chart.bounding_box()
+    assert box and box["width"] > 300 and box["height"] > 100
+    page.wait_for_timeout(500)
+    shot("40-evaluate-ties-and-intervals")
+    shot("41-evaluate-full", full_page=True)
