@@ -7,8 +7,10 @@ both cancel out, which makes it far more sensitive than comparing two intervals.
   - Its 95 % interval is a paired bootstrap: the queries are resampled with replacement, the same picks for
     both sides (RESAMPLES times, SEED, as in rag.evaluation.intervals).
   - The p-value is a sign-flip permutation test: if A and B were exchangeable, each query's difference
-    would be as likely negated; p is the share of random sign patterns whose mean difference is at least as
-    far from 0 as the one observed (two-sided, counting the observed one, so p is never 0).
+    would be as likely negated; p is the share of sign patterns whose mean difference is at least as far
+    from 0 as the one observed (two-sided). Queries with no difference cannot flip and are left out; up to
+    EXACT_UP_TO differing queries every pattern is counted (exact), beyond that PERMUTATIONS random ones
+    (counting the observed one, so p is never 0).
 Two settings are *tied* when p >= ALPHA: the query set cannot tell them apart. A tie is not a proof of
 equality; with more queries a small difference may become visible.
 """
@@ -24,6 +26,7 @@ from rag.evaluation.intervals import LEVEL, RESAMPLES, SEED
 ALPHA = 0.05
 PERMUTATIONS = 10_000
 BLOCK = 1000
+EXACT_UP_TO = 14  # nonzero differences up to which every sign pattern is counted (2**14 patterns)
 
 
 @dataclass(frozen=True)
@@ -70,10 +73,22 @@ def paired_difference(a: np.ndarray, b: np.ndarray, *, resamples: int = RESAMPLE
     picks = rng.integers(0, len(diffs), size=(resamples, len(diffs)))
     tail = (1 - level) / 2 * 100
     low, high = np.percentile(diffs[picks].mean(axis=1), [tail, 100 - tail])
-    if not diffs.any():
+    moved = diffs[diffs != 0]  # a query both sides score alike is the same under either sign
+    if len(moved) == 0:
         return PairedDifference(0.0, 0.0, 0.0, 1.0, len(diffs))
+    return PairedDifference(observed, float(low), float(high), _sign_flip_p(moved, permutations, rng), len(diffs))
+
+
+def _sign_flip_p(moved: np.ndarray, permutations: int, rng: np.random.Generator) -> float:
+    """Return the two-sided sign-flip p-value of the sum of moved (the nonzero differences): exact over every
+    sign pattern for up to EXACT_UP_TO of them, else from permutations random patterns."""
+    target = abs(moved.sum()) - 1e-9
+    if len(moved) <= EXACT_UP_TO:
+        patterns = (np.arange(2 ** len(moved))[:, None] >> np.arange(len(moved))) & 1
+        sums = (2.0 * patterns - 1.0) @ moved
+        return float(np.count_nonzero(np.abs(sums) >= target)) / len(sums)
     extreme = 0
     for block in range(0, permutations, BLOCK):  # in blocks: memory stays small for large query sets
-        signs = rng.choice(np.array([-1.0, 1.0]), size=(min(BLOCK, permutations - block), len(diffs)))
-        extreme += int(np.count_nonzero(np.abs(signs @ diffs) / len(diffs) >= abs(observed) - 1e-12))
-    return PairedDifference(observed, float(low), float(high), (extreme + 1) / (permutations + 1), len(diffs))
+        signs = rng.integers(0, 2, size=(min(BLOCK, permutations - block), len(moved)), dtype=np.int8)
+        extreme += int(np.count_nonzero(np.abs(2.0 * (signs @ moved) - moved.sum()) >= target))
+    return (extreme + 1) / (permutations + 1)  # counting the observed pattern: p is never 0

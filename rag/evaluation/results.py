@@ -43,6 +43,13 @@ class SweepConfig:
 
 @dataclass(frozen=True)
 class SweepProgress:
+    """One step of a sweep, for a progress bar: the stage, the configuration, units done, the time left.
+
+    Events come on the thread that called run_sweep, also for a configuration embedded ahead in the
+    background (rag.evaluation.sweep), so a page can draw them; with embedding ahead, events of two
+    configurations interleave, and `fraction` still only grows (the sweep passes `floor`, the share reached).
+    """
+
     stage: str  # "queries", then per configuration one of STAGES, then "done"
     config_index: int  # 0-based
     configs: int
@@ -50,16 +57,40 @@ class SweepProgress:
     done: int = 0  # units of the stage done (texts for embedding, modes for searching, 0/1 otherwise)
     total: int = 1
     message: str = ""
+    seconds_left: float | None = None  # estimate (rag.evaluation.pace); None until a rate has been measured
+    floor: float = 0.0  # the share of the sweep an earlier event reported: fraction never goes below it
 
     @property
     def fraction(self) -> float:
         """Return how much of the whole sweep is done, 0.0 - 1.0 (for a progress bar)."""
         if self.stage == "queries" or not self.configs:
-            return 0.0
+            return self.floor
         if self.stage == "done":
-            return (self.config_index + 1) / self.configs
+            return max((self.config_index + 1) / self.configs, self.floor)
         within = (STAGES.index(self.stage) + (self.done / self.total if self.total else 1.0)) / len(STAGES)
-        return min((self.config_index + within) / self.configs, 1.0)
+        return max(min((self.config_index + within) / self.configs, 1.0), self.floor)
+
+    @property
+    def time_left(self) -> str:
+        """Return the estimate in words, e.g. "about 2 min left", "about 40 s left" ("" when there is none)."""
+        if self.seconds_left is None:
+            return ""
+        seconds = max(self.seconds_left, 0.0)
+        if seconds < 10:
+            return "a few seconds left"
+        if seconds < 90:
+            return f"about {round(seconds / 10) * 10:.0f} s left"
+        minutes = round(seconds / 60)
+        if minutes < 60:
+            return f"about {minutes} min left"
+        return f"about {minutes // 60} h {minutes % 60} min left" if minutes % 60 else f"about {minutes // 60} h left"
+
+    @property
+    def status(self) -> str:
+        """Return the event in words with the texts embedded and the time left, e.g. "chunk_size 350, overlap 50:
+        embedding 40/126 · about 2 min left"."""
+        counted = f"{self.message} {self.done}/{self.total}" if self.stage == "embedding" and self.total else ""
+        return " · ".join(part for part in (counted or self.message, self.time_left) if part)
 
 
 @dataclass
@@ -116,6 +147,7 @@ class SweepResult:
     query_seconds: float  # embedding the queries, once for all configurations
     skipped: list[str] = field(default_factory=list)  # notes on configurations left out
     created_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
+    _ties: dict[str, list] = field(default_factory=dict, init=False, repr=False, compare=False)  # metric -> ties()
 
     @property
     def modes(self) -> list[str]:
@@ -140,9 +172,12 @@ class SweepResult:
     def ties(self, metric: str | None = None) -> list[tuple[ConfigResult, PairedDifference]]:
         """Return the rows a paired test cannot tell apart from the best at ALPHA, closest first, with the test."""
         metric = metric or self.default_metric()
-        best = self.best(metric)
-        tested = [(row, self.paired(row, metric)) for row in self.results if row is not best]
-        return sorted([(row, test) for row, test in tested if test.tied], key=lambda pair: -pair[1].difference)
+        if metric not in self._ties:  # a page draws them several times per run: test each row once
+            best = self.best(metric)
+            tested = [(row, self.paired(row, metric)) for row in self.results if row is not best]
+            self._ties[metric] = sorted([(row, test) for row, test in tested if test.tied],
+                                        key=lambda pair: -pair[1].difference)
+        return list(self._ties[metric])
 
     def tie_summary(self, metric: str | None = None) -> str:
         """Return best and ties in words, e.g. "400/0 dense and 200/50 dense are indistinguishable on ..."."""
