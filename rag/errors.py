@@ -32,7 +32,8 @@ RagError                          base: pages and the CLI catch this and show st
 │   └── MissingPackageError       an optional package (e.g. umap-learn) is needed and not installed
 ├── QueryError                    a query that cannot be searched: empty, only stop words, unknown mode
 ├── QuerySetError                 a query set line is malformed, points at unknown documents, or two
-│                                 evaluations cannot be compared
+│   │                             evaluations cannot be compared
+│   └── SyntheticQueriesError     no synthetic query could be made from the documents (no usable sentences)
 └── UsageError                    a command-line argument names a file that is missing or unusable
 """
 
@@ -174,6 +175,10 @@ class QueryError(RagError):
 
 class QuerySetError(RagError):
     pass
+
+
+class SyntheticQueriesError(QuerySetError):
+    """No synthetic query could be made: the documents have no usable sentences, or no LLM reply was usable."""
 
 
 class UsageError(RagError):

@@ -1,5 +1,5 @@
 """The command line: `python -m rag COMMAND` (chunk, ingest, search, context, collections, documents, delete,
-answer, import-squad, eval, sweep, compare).
+answer, import-squad, eval, sweep, compare, make-queries).
 
 A user's mistake (bad file, unknown collection, server down) prints one line to stderr and exits 1;
 a malformed command line exits 2 (argparse). Results go to stdout, progress to stderr.
@@ -10,12 +10,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from rag.cli import answer, chunk, compare, evaluate, store
+from rag.cli import answer, chunk, compare, evaluate, store, synthetic
 from rag.errors import RagError
 from rag.settings import check_environment
 
 # Every command group, in the order `--help` lists them; each module's register(subparsers) adds its commands.
-COMMAND_GROUPS = (chunk, store, answer, evaluate, compare)
+COMMAND_GROUPS = (chunk, store, answer, evaluate, compare, synthetic)
 
 
 def build_parser() -> argparse.ArgumentParser:

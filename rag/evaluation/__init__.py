@@ -4,4 +4,5 @@ queries  query sets (JSONL/CSV) and their labels     metrics  span-judged hit, r
 modes    search modes as a dimension                 sweep    grids of chunkings x modes; results: its rows
 compare  A/B of two collections or modes             fusion_tuning  the hybrid weight, cross-validated
 squad    SQuAD/XQuAD JSON -> documents and a query set
+synthetic  query sets made from the documents: rewritten sentences (sentences, rewrite) or an LLM's questions
 """

@@ -1,0 +1,115 @@
+"""The `make-queries` command: a synthetic query set (JSONL) made from documents, for `rag eval` and `rag sweep`.
+
+    python -m rag make-queries FILE... --out Q.jsonl [--count 50] [--llm SPEC] [--seed 0]
+
+Without --llm, sentences of the documents are rewritten as queries; with it, the LLM writes a question per
+passage and quotes its answer (rag.evaluation.synthetic). Each line holds query, document, answer,
+answer_start, "synthetic": true and method. A file that cannot be read is an error line and the others go on
+(exit 1 at the end, as `rag ingest`); a document without usable text (a scan, an empty file) is a note. The
+summary goes to stdout, notes and progress to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from rag.cli import common
+from rag.documents.loader import load_document
+from rag.documents.model import Document
+from rag.errors import DocumentError, EmptyDocumentError, NoTextLayerError, SyntheticQueriesError, UsageError
+from rag.evaluation.synthetic import DEFAULT_COUNT, SyntheticSet, make_queries
+from rag.generation.llm import LLM_SPECS, get_llm
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    make = commands.add_parser("make-queries", help="a synthetic query set made from documents (sentences or an LLM)")
+    make.add_argument("files", nargs="+", metavar="FILE")
+    make.add_argument("--out", required=True, metavar="Q.jsonl", help="the query set to write (JSONL)")
+    make.add_argument("--count", type=common.positive_int(1), default=DEFAULT_COUNT,
+                      help=f"queries in all, spread over the documents by their length (default {DEFAULT_COUNT})")
+    make.add_argument("--llm", metavar="SPEC", default=None,
+                      help=f"let a chat model write the questions: {', '.join(LLM_SPECS)} (default: none, sentences "
+                      "are rewritten)")
+    make.add_argument("--seed", type=int, default=0, help="which sentences are picked and how they are rewritten")
+    make.add_argument("--password", help="password for encrypted PDFs")
+    make.set_defaults(run=run_make_queries)
+
+
+def run_make_queries(args: argparse.Namespace) -> int:
+    out = output_path(args.out)
+    llm = get_llm(args.llm) if args.llm else None  # a malformed spec is said before any file is read
+    documents, failed = read_documents(args.files, args.password)
+    if not documents:
+        raise SyntheticQueriesError(f"No synthetic query could be made: none of the {len(args.files)} file(s) "
+                                    "could be read or has text (see above).")
+    progress = Progress()
+    try:
+        result = make_queries(documents, args.count, seed=args.seed, llm=llm, progress=progress)
+    finally:
+        progress.end()
+    for note in result.notes:
+        common.progress(f"note: {note}")
+    write(out, result)
+    used = sum(1 for n in result.counts().values() if n)
+    print(f"{len(result.queries)} synthetic queries ({result.method}) from {used} of {len(args.files)} file(s) "
+          f"written to {out}")
+    return 1 if failed else 0
+
+
+def output_path(out: str) -> Path:
+    """Return --out as a Path, or UsageError when its folder does not exist or it names a folder."""
+    path = Path(out)
+    if path.is_dir():
+        raise UsageError(f"--out {out} is a folder; name the file to write, e.g. {path / 'queries.jsonl'}")
+    if not path.parent.is_dir():
+        raise UsageError(f"--out {out}: the folder {path.parent} does not exist. Create it first, or write elsewhere.")
+    return path
+
+
+def read_documents(paths: list[str], password: str | None) -> tuple[list[Document], int]:
+    """Return the documents of paths and how many files failed; a failed or textless file is said on stderr."""
+    documents, failed = [], 0
+    for path in paths:
+        try:
+            documents.append(load_document(common.read_file(path), Path(path).name, password))
+        except (NoTextLayerError, EmptyDocumentError) as error:
+            common.progress(f"note: {error} No queries from it.")
+        except (DocumentError, UsageError) as error:
+            common.progress(f"error: {error}")
+            failed += 1
+    return documents, failed
+
+
+def write(path: Path, result: SyntheticSet) -> None:
+    """Write the set to path whole or not at all (a temporary file renamed over it)."""
+    text = result.jsonl()  # checks every span once more
+    partial = path.with_name(f".{path.name}.partial")
+    try:
+        partial.write_text(text, encoding="utf-8")
+        os.replace(partial, path)
+    except OSError as error:
+        partial.unlink(missing_ok=True)
+        raise UsageError(f"--out {path}: cannot write it ({error.strerror}).") from error
+
+
+class Progress:
+    """One line per LLM question on stderr (rewritten in place on a terminal)."""
+
+    def __init__(self) -> None:
+        self.tty, self.shown = sys.stderr.isatty(), False
+
+    def __call__(self, done: int, total: int, message: str) -> None:
+        line = f"[{done}/{total}] {message}"
+        self.shown = True
+        if self.tty:
+            print(f"\r\033[K{common.preview(line, 100)}", end="", file=sys.stderr, flush=True)
+        else:
+            print(line, file=sys.stderr, flush=True)
+
+    def end(self) -> None:
+        """End the rewritten line, so what follows starts on a line of its own."""
+        if self.tty and self.shown:
+            print(file=sys.stderr, flush=True)
