@@ -53,6 +53,7 @@ footer { margin-top: 30px; color: #666; font-size: 13px; }
 @page { size: A4 landscape; margin: 12mm; }
 @media print {
   body { max-width: none; padding: 0; font-size: 10.5pt; } table { font-size: 8.5pt; }
+  th, td { padding: 3px 4px; } td .pm { font-size: 7.5pt; } svg.chart { max-width: 900px; }
   * { print-color-adjust: exact; -webkit-print-color-adjust: exact; }
   h2 { break-after: avoid; } figure, table, .summary, dl.settings { break-inside: avoid; }
 }
@@ -236,7 +237,7 @@ def _failure_row(outcome: QueryOutcome, deepest: int) -> str:
     def score(value: float | None) -> str:
         return "—" if value is None else f"{value:.3f}"
 
-    top = outcome.hits[0].document_title if outcome.hits else ""
+    top = outcome.hits[0].document_title if outcome.hits else "(no hits)"
     cells = [str(outcome.rank) if outcome.rank else f"&gt;{deepest}", score(outcome.score), score(outcome.top_score)]
     texts = [outcome.query.text, ", ".join(outcome.query.documents), top]
     return ("<tr>" + "".join(f"<td>{c}</td>" for c in cells)

@@ -161,7 +161,7 @@ def dot_chart(groups: Sequence[tuple[str | None, Sequence[Estimate]]], *, axis: 
 def line_chart(series: Sequence[Series], xs: Sequence[str], *, x_axis: str, y_axis: str, title: str) -> str:
     """Return a vertical chart: each series' estimates at the xs, joined by a line, with error bars (dodged)."""
     points = [p for s in series for p in s.points]
-    legend_width = min(max([len(s.name) for s in series] + [4]) * CHAR + 56, 340)
+    legend_width = min(max(len(s.name) for s in series) * CHAR + 56, 440) if len(series) > 1 else 24  # 1: the axis
     left, right, top, height = 78, WIDTH - legend_width, 16, 400
     bottom = height - 70
     start, end = value_range([p.low for p in points], [p.high for p in points])
@@ -187,9 +187,10 @@ def line_chart(series: Sequence[Series], xs: Sequence[str], *, x_axis: str, y_ax
         for x, p in at:
             body.append(_bar(y_of(p.low), y_of(p.high), x, line.colour, False, 5))
             body.append(_dot(x, y_of(p.value), p))
-        legend_y = top + 12 + index * 26
-        body.append(f'<circle cx="{right + 28:.1f}" cy="{legend_y - 5:.1f}" r="6" fill="{line.colour}"/>')
-        body.append(_text(right + 42, legend_y, line.name))
+        if len(series) > 1:
+            legend_y = top + 12 + index * 26
+            body.append(f'<circle cx="{right + 28:.1f}" cy="{legend_y - 5:.1f}" r="6" fill="{line.colour}"/>')
+            body.append(_text(right + 42, legend_y, line.name))
     body.append(_text((left + right) / 2, bottom + 50, x_axis, anchor="middle"))
     body.append(_text(20, (top + bottom) / 2, y_axis, anchor="middle",
                       extra=f' transform="rotate(-90 20 {(top + bottom) / 2:.1f})"'))
