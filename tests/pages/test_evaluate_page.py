@@ -84,7 +84,8 @@ def test_sweep_of_sample_squad_articles_with_failures_and_exports(env):
                                             / 2, 3) for r in result.results]
     assert any(plain(result.tie_summary("mrr@5")) in plain(m.value) for m in at.markdown)
     assert len(at.get("vega_lite_chart")) == 5  # interval dots, hit@k, heatmap, times, where the answer ranked
-    assert [b.label for b in at.get("download_button")] == ["Results as CSV", "Results as JSON (with every query)"]
+    assert [b.label for b in at.get("download_button")] == ["Results as CSV", "Results as JSON (with every query)",
+                                                           "Download report (HTML)"]
     # the heatmap follows the chosen metric
     at.selectbox(key="evaluate_metric").set_value("hit")
     at.run()

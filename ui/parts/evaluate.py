@@ -31,6 +31,7 @@ from rag.evaluation.sweep import (
     relevant_chunks,
     run_sweep,
 )
+from rag.reports.evaluation_html import sweep_report
 from rag.reports.scores import rank_rows
 from ui import charts, errors, resources, settings
 from ui.render import md
@@ -246,12 +247,16 @@ def results(ws: Workspace, result: SweepResult) -> None:
     failures(ws, result)
     st.subheader("Export")
     stamp = result.created_at.replace(":", "")[:15]
-    csv_column, json_column = st.columns(2)
+    csv_column, json_column, html_column = st.columns(3)
     csv_column.download_button("Results as CSV", pd.DataFrame(result.table()).to_csv(index=False),
                                f"sweep-{stamp}.csv", "text/csv", icon=":material/table:")
     json_column.download_button("Results as JSON (with every query)",
                                 json.dumps(result.to_json(per_query=True), ensure_ascii=False, indent=1),
                                 f"sweep-{stamp}.json", "application/json", icon=":material/data_object:")
+    html_column.download_button("Download report (HTML)", lambda: sweep_report(result, chosen),  # built on click
+                                f"sweep-{stamp}.html", "text/html", icon=":material/slideshow:",
+                                help=f"One self-contained page for slides or print: tables, charts with intervals, "
+                                f"the best by {chosen} and its ties, the settings and the model.")
 
 
 # ---- tuning the fusion ------------------------------------------------------------------------------------
