@@ -9,6 +9,7 @@ from rag.evaluation.sweep import SWEEP_PREFIX
 from rag.store.fusion import DEFAULT_FUSION
 from ui import errors, workspace
 from ui.parts import evaluate as parts
+from ui.parts import synthetic
 from ui.render import COMPARED_MODES, md
 
 ws = workspace.current()
@@ -50,3 +51,5 @@ else:
     st.caption("Choose a query set, documents and a grid, then run the sweep.")
 st.divider()
 parts.tuning(ws, source[0] if source else None)
+st.divider()
+synthetic.section(ws, documents)

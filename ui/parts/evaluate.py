@@ -34,6 +34,7 @@ from rag.evaluation.sweep import (
 from rag.reports.evaluation_html import sweep_report
 from rag.reports.scores import rank_rows
 from ui import charts, errors, resources, settings
+from ui.parts import synthetic
 from ui.render import md
 from ui.workspace import Workspace
 
@@ -46,7 +47,10 @@ MODE_HELP = ("Each mode is a row per configuration, searched in the same collect
 def read_query_source() -> tuple[list[Query], list[Document] | None, str] | None:
     """Draw the query-set inputs; return (queries, documents of a SQuAD file or None, name), or None."""
     left, right = st.columns([1, 1])
-    how = left.radio("Query set", ["Upload", "Sample folder"], horizontal=True, key="evaluate_query_from")
+    how = left.radio("Query set", ["Upload", "Sample folder", synthetic.CHOICE], horizontal=True,
+                     key="evaluate_query_from")
+    if how == synthetic.CHOICE:  # made under "Make a synthetic query set" (ui.parts.synthetic)
+        return synthetic.query_source(right)
     if how == "Upload":
         file = right.file_uploader("Query set (.jsonl, .csv) or SQuAD-style .json", type=["jsonl", "csv", "json"],
                                    key="evaluate_query_file")
