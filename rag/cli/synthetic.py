@@ -20,7 +20,7 @@ from rag.cli import common
 from rag.documents.loader import load_document
 from rag.documents.model import Document
 from rag.errors import DocumentError, EmptyDocumentError, NoTextLayerError, SyntheticQueriesError, UsageError
-from rag.evaluation.synthetic import DEFAULT_COUNT, SyntheticSet, make_queries
+from rag.evaluation.synthetic import DEFAULT_COUNT, SENTENCE_BIAS, SyntheticSet, make_queries
 from rag.generation.llm import LLM_SPECS, get_llm
 
 
@@ -52,6 +52,8 @@ def run_make_queries(args: argparse.Namespace) -> int:
         progress.end()
     for note in result.notes:
         common.progress(f"note: {note}")
+    if llm is None:
+        common.progress(f"note: {SENTENCE_BIAS}")
     write(out, result)
     used = sum(1 for n in result.counts().values() if n)
     print(f"{len(result.queries)} synthetic queries ({result.method}) from {used} of {len(args.files)} file(s) "

@@ -5,8 +5,10 @@ are rotated (the last one first), function words are dropped (articles, pronouns
 single letters; negations and numbers stay, they carry meaning), about a quarter of the rest is left out (the
 query keeps at most 12 words, as typed queries do), about a third of the long words are replaced by another
 form with the same Snowball stem found in the documents ("Passwörter" -> "Passwort", "licenses" ->
-"licensed"), and the words are put in a question frame ("Was steht zu …?"). All choices come from the random
-generator passed in, so a seed reproduces them.
+"licensed"), most German compounds whose parts stand alone in the documents are split ("Benutzerpasswörter"
+-> "Passwörter Benutzer", which a keyword index of the compound does not match), and the words are put in a
+question frame ("Was steht zu …?"). All choices come from the random generator passed in, so a seed reproduces
+them.
 
 So a retriever cannot match the query to its sentence as one string, yet every content word it keeps comes from
 the sentence or its stem: what this tests is whether retrieval finds the passage from part of its own
@@ -26,6 +28,7 @@ DROP_SHARE = 0.25
 MAX_QUERY_WORDS = 12
 VARIANT_SHARE = 0.35
 MIN_VARIANT_WORD = 5  # shorter words are kept as they are
+MIN_COMPOUND, MIN_PART, SPLIT_SHARE = 9, 4, 0.7  # German compounds split into words that stand alone
 MAX_VARIANT_CHANGE = 2  # letters a form may add or lose: "public" -> "publicity" shares a stem, not a meaning
 
 _WORD = re.compile(r"\d+(?:[.,]\d+)+|[^\W_]+(?:[-'’][^\W_]+)*")
@@ -72,6 +75,7 @@ class Vocabulary:
             if language in _STEMMERS:
                 words[language].update(w for w in _WORD.findall(text) if len(w) >= MIN_VARIANT_WORD and w.isalpha())
         self._forms: dict[tuple[str, str], list[str]] = defaultdict(list)
+        self._german = {w.casefold(): w for w in words.get("de", ())}  # for compounds: the words that stand alone
         for language, counts in words.items():
             distinct = sorted(counts)
             for word, stem in zip(distinct, _stemmer(language).stem_words([w.casefold() for w in distinct]),
@@ -86,6 +90,26 @@ class Vocabulary:
         others = [w for w in self._forms.get((language, stem), ()) if w.casefold() != word.casefold()
                   and abs(len(w) - len(word)) <= MAX_VARIANT_CHANGE and _shape(w) == _shape(word)]
         return rng.choice(others) if others else word
+
+
+    def split(self, word: str) -> list[str]:
+        """Return a German compound as its head and modifier when both stand alone in the documents
+        ("Benutzerpasswörter" -> ["Passwörter", "Benutzer"]), else [word]."""
+        folded = word.casefold()
+        if len(word) < MIN_COMPOUND or not word.isalpha() or not word[0].isupper():
+            return [word]
+        for cut in range(len(word) - MIN_PART, MIN_PART - 1, -1):  # the longest head first
+            head = self._german.get(folded[cut:])
+            modifier = next((self._german[m] for m in _modifiers(folded[:cut]) if m in self._german), None)
+            if head and modifier and head[0].isupper():
+                return [head, modifier]
+        return [word]
+
+
+def _modifiers(part: str) -> list[str]:
+    """Return the forms a compound's first part may stand alone in: as it is, or without a linking s, n, en, es."""
+    return [part] + [part[: -len(link)] for link in ("s", "n", "en", "es", "e") if part.endswith(link)
+                     and len(part) - len(link) >= MIN_PART]
 
 
 def rewrite(sentence: str, language: str, rng: random.Random, vocabulary: Vocabulary | None = None) -> str | None:
@@ -105,6 +129,8 @@ def rewrite(sentence: str, language: str, rng: random.Random, vocabulary: Vocabu
     kept = [w for i, w in enumerate(words) if i not in drop]
     if vocabulary is not None:
         kept = [vocabulary.variant(w, language, rng) if rng.random() < VARIANT_SHARE else w for w in kept]
+        if language == "de":
+            kept = [part for w in kept for part in (vocabulary.split(w) if rng.random() < SPLIT_SHARE else [w])]
     query = rng.choice(_FRAMES.get(language, _FRAMES["en"])).format(" ".join(kept))
     return query if not verbatim(query, sentence) else None
 

@@ -39,6 +39,9 @@ from rag.store.keywords import detect_language
 
 DEFAULT_COUNT = 50
 SENTENCE = "sentence"
+SENTENCE_BIAS = ("Rewritten sentences keep their passage's own words, so keyword (BM25) search finds them easily: "
+                 "compare chunk sizes and overlaps within one search mode; compare modes on an LLM's questions "
+                 "(--llm) or real ones.")
 ProgressCallback = Callable[[int, int, str], None]  # (queries made, queries asked for, what is being done)
 
 

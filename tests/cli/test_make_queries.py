@@ -21,6 +21,7 @@ def test_files_in_a_query_set_out_every_span_verified(capsys, tmp_path, shared_d
     code, stdout, stderr = run(capsys, "make-queries", *files, "--out", str(out), "--count", "20")
     assert code == 0, stderr
     assert stdout.strip() == f"20 synthetic queries (sentence) from 2 of 2 file(s) written to {out}"
+    assert "keyword (BM25) search finds them easily" in stderr
     made = lines(out)
     assert len(made) == 20 and {line["document"] for line in made} == {"hausarbeit-jura.pdf",
                                                                       "asvs-de-V2-Authentication.md"}

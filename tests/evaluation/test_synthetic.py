@@ -108,6 +108,15 @@ def test_rewrite_keeps_negations_and_numbers_and_uses_other_forms_of_words():
     assert rewrite("Das ist es.", "de", __import__("random").Random(0)) is None
 
 
+def test_german_compounds_are_split_into_words_that_stand_alone():
+    vocabulary = Vocabulary([("Die Passwörter der Benutzer. Das Konto und seine Registrierung. "
+                              "Benutzerpasswörter und Kontoregistrierung.", "de")])
+    assert vocabulary.split("Benutzerpasswörter") == ["Passwörter", "Benutzer"]
+    assert vocabulary.split("Kontoregistrierung") == ["Registrierung", "Konto"]
+    assert vocabulary.split("Mehrfaktorauthentifizierung") == ["Mehrfaktorauthentifizierung"]  # parts unknown
+    assert vocabulary.split("benutzerpasswörter") == ["benutzerpasswörter"]  # not a noun
+
+
 def test_allocate_is_proportional_capped_and_spread_picks_one_per_stretch():
     assert allocate(10, [1, 1], [10, 10]) == [5, 5]
     assert allocate(10, [3, 1], [10, 10]) == [8, 2]  # 7.5 / 2.5: the larger remainder first, then by order
