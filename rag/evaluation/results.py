@@ -198,7 +198,7 @@ class SweepResult:
         shown = _listed(names)
         row, test = ties[0]
         lead, low, high = (0.0 - v for v in (test.difference, test.high, test.low))  # 0.0 - v: no "-0.000"
-        words = (f"{shown} are indistinguishable by {metric} {on}: {best.short} is ahead of {row.short} by "
+        words = (f"{shown} are indistinguishable by {metric} {on}: {best.short} is ahead of {names[1]} by "
                  f"{lead:.3f} (95 % interval {low:.3f} to {high:.3f}, p = {format_p(test.p_value)}).")
         return " ".join([words, *self._tie_breakers(best, [row for row, _ in ties])])
 
