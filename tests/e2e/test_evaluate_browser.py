@@ -1,4 +1,5 @@
-"""The Evaluate page in a real browser: a sweep of XQuAD articles, its ties in words and its interval charts."""
+"""The Evaluate page in a real browser: a sweep of XQuAD articles, its ties in words, its interval charts and the
+report it downloads."""
 
 from __future__ import annotations
 
@@ -7,12 +8,13 @@ import shutil
 
 import pytest
 
+from rag.reports.evaluation_html import CSP
 from tests.e2e.conftest import go, settle
 
 pytestmark = pytest.mark.e2e
 
 
-def test_a_sweep_shows_best_ties_and_error_bars(app_server, page, shot, shared_data, tmp_path):
+def test_a_sweep_shows_best_ties_and_error_bars_and_downloads_its_report(app_server, page, shot, shared_data, tmp_path):
     samples = tmp_path / "samples"
     samples.mkdir()
     shutil.copy(shared_data / "xquad-de/xquad.de.dev.json", samples / "xquad.json")
@@ -42,3 +44,13 @@ def test_a_sweep_shows_best_ties_and_error_bars(app_server, page, shot, shared_d
     page.wait_for_timeout(500)
     shot("40-evaluate-ties-and-intervals")
     shot("41-evaluate-full", full_page=True)
+    button = page.get_by_role("button", name=re.compile("Download report \\(HTML\\)"))
+    button.scroll_into_view_if_needed()
+    shot("52-evaluate-export-buttons")
+    with page.expect_download(timeout=60_000) as download:
+        button.click()
+    saved = tmp_path / "downloaded.html"
+    download.value.save_as(saved)
+    assert re.fullmatch(r"sweep-[0-9-]+T\d{4}\.html", download.value.suggested_filename)
+    text = saved.read_text(encoding="utf-8")
+    assert f'content="{CSP}"' in text and "<h1>Sweep: mrr@5 of " in text and '<tr class="best">' in text

@@ -6,9 +6,6 @@ Screenshots go to the test's tmp_path (and to $RAG_SCREENSHOTS when set).
 
 from __future__ import annotations
 
-import re
-import shutil
-
 import pytest
 
 from rag.documents.loader import load_document
@@ -18,7 +15,7 @@ from rag.evaluation.queries import Query
 from rag.evaluation.sweep import SweepConfig, run_sweep
 from rag.reports.evaluation_html import CSP, evaluation_report, sweep_report
 from rag.store.open import open_store
-from tests.e2e.conftest import VIEWPORT, go, settle
+from tests.e2e.conftest import VIEWPORT
 from tests.evaluation.test_sweep import xquad  # noqa: F401 (the fixture: three XQuAD articles)
 
 pytestmark = pytest.mark.e2e
@@ -126,33 +123,3 @@ def test_the_evaluation_report_file_draws_its_charts(page, shot, watched, tmp_pa
     assert page.get_by_text(QUERY).first.is_visible()  # the query nothing found, listed as text
     assert watched["errors"] == [] and watched["requests"] == [report.as_uri()]
 
-
-def test_the_evaluate_page_downloads_the_report(app_server, page, shot, shared_data, tmp_path):
-    samples = tmp_path / "samples"
-    samples.mkdir()
-    shutil.copy(shared_data / "xquad-de/xquad.de.dev.json", samples / "xquad.json")
-    server = app_server(RAG_EMBEDDER="fake", RAG_SAMPLE_DIR=str(samples))
-    page.goto(server.url)
-    go(page, "Evaluate")
-    page.get_by_text("Sample folder", exact=True).click()
-    settle(page)
-    articles = page.get_by_role("spinbutton", name="SQuAD articles to use")
-    articles.fill("2")
-    articles.press("Enter")
-    settle(page)
-    page.get_by_label("chunk_size values").fill("100,200")
-    page.get_by_label("overlap values").fill("0")
-    page.get_by_label("k values").fill("1,5")
-    page.get_by_role("button", name="Run the sweep").click()
-    page.get_by_text(re.compile(r"^Best by mrr@5")).wait_for(timeout=180_000)
-    settle(page)
-    button = page.get_by_role("button", name=re.compile("Download report \\(HTML\\)"))
-    button.scroll_into_view_if_needed()
-    shot("52-evaluate-export-buttons")
-    with page.expect_download(timeout=60_000) as download:
-        button.click()
-    saved = tmp_path / "downloaded.html"
-    download.value.save_as(saved)
-    assert re.fullmatch(r"sweep-[0-9-]+T\d{4}\.html", download.value.suggested_filename)
-    text = saved.read_text(encoding="utf-8")
-    assert f'content="{CSP}"' in text and "<h1>Sweep: mrr@5 of " in text and '<tr class="best">' in text
