@@ -35,6 +35,13 @@ _BOILERPLATE = re.compile(
     r"\bcopyright\b|\bimpressum\b|\bconfidential\b|\bvertraulich\b",
     re.IGNORECASE,
 )
+# First words that point back ("Dies zu ändern ist ein wichtiger Punkt."): out of its passage such a sentence
+# says nothing a question could ask for. Not "Das", "Es", "Sie": they start as many sentences that stand alone.
+_FIRST_WORD = re.compile(r"[^\W\d_]+")
+_ANAPHORA = frozenset(
+    "dies dieses diese dieser dadurch dazu daher damit dabei darin darauf davon deshalb deswegen "
+    "this that these those it they such thus hence therefore".split()
+)
 # Words after which a full stop does not end a sentence (German and English abbreviations).
 _ABBREVIATIONS = frozenset(
     "abb abs art aufl bd bsp bspw bzw ca cf dr etc evtl ff fig ggf hrsg inkl insb jh max min mio mr mrs ms nr "
@@ -98,6 +105,8 @@ def rejection(sentence: str) -> str | None:
         return "few letters, or garbled"
     if _BOILERPLATE.search(flat) or _FOOTNOTE.match(flat):
         return "boilerplate or a footnote"
+    if _FIRST_WORD.search(flat).group(0).casefold() in _ANAPHORA:  # a word: MIN_WORDS were found above
+        return "refers to a sentence before it"
     return None
 
 
