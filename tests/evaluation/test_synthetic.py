@@ -96,6 +96,7 @@ def test_headings_tables_code_and_fragments_are_not_sources():
     assert rejection("Dies zu ändern ist für die Zukunft sicherlich ein wichtiger Punkt.") == (
         "refers to a sentence before it")
     assert rejection("This makes the second step much easier for every reader.") is not None
+    assert rejection("2024 wurde das Gesetz grundlegend für alle Bürger geändert.") is None  # a number first
     text = ("# Richtlinie\n\n| Nr | Regel |\n|---|---|\n| 1 | Passwörter müssen mindestens zwölf Zeichen lang sein. |"
             "\n\n```\nDies ist ein Beispiel im Code, das niemals eine Frage werden darf.\n```\n")
     pool = sentence_pools([Document("d", "r.md", "markdown", (Page(1, text),), text)])[0]
