@@ -1,18 +1,20 @@
 """Sweeps: which chunk_size, overlap, top_k and search mode retrieve best on these documents, as numbers.
 
-One collection per configuration, named from it (`sweep-<8 hex of the sorted document ids>-cs400-ov50-
-<vector name>`), reused when it already holds exactly these documents chunked with those settings by this
-embedder (and, when a keyword mode is asked for, has keyword vectors), rebuilt otherwise. Chunks and queries
-go through an EmbeddingCache, so a chunk that several configurations share (or an earlier run embedded) is
-embedded once; the queries are embedded once per run. Each configuration's collection is searched in every
-mode (dense, sparse, hybrid-rrf, hybrid-dbsf: modes are query-time only), one batch request per mode at the
-largest k, and each mode is scored by rag.evaluation as a row of its own (rag.sweep_results).
+One collection per configuration (rag.evaluation.sweep_collections), reused when it already holds exactly
+these documents chunked with those settings by this embedder (and, when a keyword mode is asked for, has
+keyword vectors), rebuilt otherwise. Every configuration is chunked first, so the sweep knows its work and
+can estimate the time left (rag.evaluation.pace). Chunks and queries go through one EmbeddingCache for all
+configurations, so a chunk text that several configurations share (or an earlier run embedded) is embedded
+once per model; the queries are embedded once per run. With embed_ahead, the next configuration's chunks
+are embedded on a background thread while this one is indexed and searched (rag.evaluation.ahead). Each
+configuration's collection is searched in every mode (dense, sparse, hybrid-rrf, hybrid-dbsf: modes are
+query-time only), one batch request per mode at the largest k, and each mode is scored by rag.evaluation
+as a row of its own (rag.evaluation.results).
 """
-
 from __future__ import annotations
 
-import hashlib
 import statistics
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -26,17 +28,28 @@ from rag.documents.model import Document
 from rag.embeddings.base import Embedder
 from rag.embeddings.cache import EmbeddingCache
 from rag.errors import InvalidSettingsError, QueryError
+from rag.evaluation.ahead import Ahead, Relay
 from rag.evaluation.metrics import DEFAULT_KS, Evaluation, covered_unit, evaluate, parse_ks
 from rag.evaluation.modes import SearchMode, parse_mode, parse_modes, require_keywords
+from rag.evaluation.pace import Pace, Paced
 from rag.evaluation.queries import Query, check_spans, resolve_labels
 from rag.evaluation.results import STAGES, ConfigResult, SweepConfig, SweepProgress, SweepResult
+from rag.evaluation.sweep_collections import (
+    SWEEP_PREFIX,
+    collection_name,
+    holds_chunks,
+    index_chunks,
+    is_sweep_collection,
+    sweep_groups,
+)
 from rag.store.client import Store
 from rag.store.rebuild import document_from_chunks
-from rag.store.records import Hit, vector_name
+from rag.store.records import Hit
 
-__all__ = ["STAGES", "ConfigResult", "SweepConfig", "SweepProgress", "SweepResult", "collection_documents",
-           "collection_name", "evaluate_collection", "grid", "load_documents", "parse_sizes", "prepare_queries",
-           "query_set_paths", "relevant_chunks", "resolve_in_collection", "run_sweep", "search_queries"]
+__all__ = ["STAGES", "SWEEP_PREFIX", "ConfigResult", "SweepConfig", "SweepProgress", "SweepResult",
+           "collection_documents", "collection_name", "evaluate_collection", "grid", "is_sweep_collection",
+           "load_documents", "parse_sizes", "prepare_queries", "query_set_paths", "relevant_chunks",
+           "resolve_in_collection", "run_sweep", "search_queries", "sweep_groups"]
 
 ProgressCallback = Callable[[SweepProgress], None]
 
@@ -68,29 +81,6 @@ def grid(chunk_sizes: Iterable[int], overlaps: Iterable[int], strategy: str = "s
             else:
                 configs.append(SweepConfig(size, overlap, strategy))
     return configs, skipped
-
-
-SWEEP_PREFIX = "sweep-"
-
-
-def is_sweep_collection(name: str) -> bool:
-    """Return True for a collection a sweep made (named by collection_name)."""
-    return name.startswith(SWEEP_PREFIX)
-
-
-def sweep_groups(names: Sequence[str]) -> dict[str, list[str]]:
-    """Return the sweep collections among names grouped per sweep (its document set's hash), in name order."""
-    groups: dict[str, list[str]] = {}
-    for name in sorted(n for n in names if is_sweep_collection(n)):
-        groups.setdefault(name[len(SWEEP_PREFIX):].split("-")[0], []).append(name)
-    return groups
-
-
-def collection_name(document_ids: Iterable[str], config: SweepConfig, model_id: str) -> str:
-    """Return the collection of a configuration: sweep-<hash of the sorted ids>-cs<size>-ov<overlap>-<vector>."""
-    digest = hashlib.sha256("\n".join(sorted(set(document_ids))).encode()).hexdigest()[:8]
-    strategy = f"-{config.strategy}" if config.strategy != "structure" else ""
-    return f"sweep-{digest}-cs{config.chunk_size}-ov{config.overlap}{strategy}-{vector_name(model_id)}"
 
 
 def load_documents(files: Sequence[SourceFile]) -> list[Document]:
@@ -200,83 +190,137 @@ def run_sweep(
     progress: ProgressCallback | None = None,
     skipped: Sequence[str] = (),
     modes: Sequence[str | SearchMode] = ("dense",),
+    embed_ahead: bool = False,
 ) -> SweepResult:
     """Return one row per configuration and mode: metrics of queries on documents, chunk count, mean tokens, times.
 
     modes: "dense", "sparse", "hybrid-rrf", "hybrid-dbsf" (or SearchModes); rows come per configuration, in
-    the order of modes.
+    the order of modes. Every configuration is chunked first (and its collection checked for reuse), so the
+    progress events can say how long the sweep has left (rag.evaluation.pace); they come on the caller's thread.
+    embed_ahead: embed the next configuration's chunks on a background thread while this one is indexed and
+    searched (rag.evaluation.ahead). The rows are the same either way; a row's "embedding" seconds are then
+    the wall time its chunks took to embed next to the previous configuration's indexing and searching, so
+    the stages of a sweep add up to more than its wall time. Off by default: on a busy 2-core machine the two
+    compete for the cores (README, "Worked example").
     """
     ks, cache = parse_ks(ks), cache if cache is not None else EmbeddingCache()
     modes = parse_modes(modes)
-    report = progress or (lambda event: None)
     queries = prepare_queries(queries, documents)
+    keywords = any(m.needs_keywords for m in modes)
+    vectors_needed = any(m.needs_vectors for m in modes)
+    if progress:
+        progress(SweepProgress("chunking", 0, len(configs), None, 0, 1,
+                               f"chunking {len(documents)} documents for {len(configs)} configurations"))
+    plans = [_plan(documents, config, embedder, store, keywords) for config in configs]
+    pace = _pace(plans, [q.text for q in queries] if vectors_needed else [], modes, embed_ahead)
+    relay = Relay(progress, pace)
+
+    def stage_of(index: int) -> Callable[..., None]:
+        def stage(name: str, done: int = 0, total: int = 1, message: str = "") -> None:
+            relay(SweepProgress(name, index, len(configs), configs[index], done, total, message))
+        return stage
+
     started = time.perf_counter()
     query_vectors = None
-    if any(m.needs_vectors for m in modes):
-        report(SweepProgress("queries", 0, len(configs), None, 0, len(queries), f"embedding {len(queries)} queries"))
-        query_vectors = cache.embed([q.text for q in queries], embedder, query=True)
+    if vectors_needed:
+        relay(SweepProgress("queries", 0, len(configs), None, 0, len(queries), f"embedding {len(queries)} queries"))
+        paced = Paced(embedder, pace, None, threading.Event())
+        query_vectors = cache.embed([q.text for q in queries], paced, query=True)
     query_seconds = time.perf_counter() - started
     results = []
-    for index, config in enumerate(configs):
-        def stage(name: str, done: int = 0, total: int = 1, message: str = "", i=index, c=config) -> None:
-            report(SweepProgress(name, i, len(configs), c, done, total, message))
+    def embed(index: int, cancel: threading.Event) -> np.ndarray | None:
+        return _embed_plan(plans[index], index, embedder, cache, pace, stage_of(index), cancel)
 
-        built = _build(documents, config, embedder, store, cache, stage, any(m.needs_keywords for m in modes))
-        results.extend(_search_modes(built, queries, query_vectors, embedder, store, ks, modes, stage))
+    with Ahead(embed, len(plans), relay, embed_ahead) as ahead:
+        for index, plan in enumerate(plans):
+            vectors = ahead.result(index)
+            if vectors is not None:
+                clock = time.perf_counter()
+                stage_of(index)("indexing", message=f"{plan.config.label}: indexing {len(plan.every)} chunks in "
+                                f"'{plan.name}'")
+                index_chunks(store, plan.name, documents, plan.chunks, vectors, plan.config, embedder)
+                plan.seconds["indexing"] = time.perf_counter() - clock
+                pace.indexed(index, plan.seconds["indexing"])
+            results.extend(_search_modes(plan, queries, query_vectors, embedder, store, ks, modes, stage_of(index),
+                                         lambda mode, seconds, i=index: pace.searched(i, mode, seconds)))
     return SweepResult(results, embedder.model_id, ks, len(queries), [d.title for d in documents], query_seconds,
                        list(skipped))
 
 
 @dataclass
-class _Built:
-    """A configuration's collection, ready to search, and what building it took."""
+class _Plan:
+    """A configuration's chunks and collection, whether that collection is reused, and what building it took."""
 
     config: SweepConfig
     name: str
-    chunks: list[Chunk]
+    chunks: dict[str, list[Chunk]]  # per document id
+    every: list[Chunk]  # in document order
     seconds: dict[str, float]
     reused: bool
-    embedded: int
+    embedded: int = 0  # texts the embedder had to embed (the rest came from the cache)
 
 
-def _build(documents, config, embedder, store, cache, stage, keywords: bool) -> _Built:
-    """Return the configuration's collection: chunk, then embed + index unless the collection can be reused."""
+def _plan(documents, config, embedder, store, keywords: bool) -> _Plan:
+    """Return the configuration chunked, and whether its collection already holds these chunks (reused)."""
     name = collection_name([d.id for d in documents], config, embedder.model_id)
     seconds = dict.fromkeys(STAGES, 0.0)
     clock = time.perf_counter()
-    stage("chunking", message=f"{config.label}: chunking {len(documents)} documents")
     chunks = {d.id: chunk_document(d, config.chunk_size, config.overlap, config.strategy) for d in documents}
     seconds["chunking"] = time.perf_counter() - clock
     every = [c for d in documents for c in chunks[d.id]]
-    reused = _holds(store, name, chunks, config, embedder, keywords)
-    misses = cache.misses
-    if not reused:
-        clock = time.perf_counter()
-        vectors = cache.embed([c.content for c in every], embedder,
-                              lambda done, total: stage("embedding", done, total, f"{config.label}: embedding"))
-        seconds["embedding"] = time.perf_counter() - clock
-        clock = time.perf_counter()
-        stage("indexing", message=f"{config.label}: indexing {len(every)} chunks in '{name}'")
-        _index(store, name, documents, chunks, vectors, config, embedder)
-        seconds["indexing"] = time.perf_counter() - clock
-    return _Built(config, name, every, seconds, reused, cache.misses - misses)
+    return _Plan(config, name, chunks, every, seconds, holds_chunks(store, name, chunks, config, embedder, keywords))
 
 
-def _search_modes(built: _Built, queries, query_vectors, embedder, store, ks, modes, stage) -> list[ConfigResult]:
+def _pace(plans: Sequence[_Plan], query_texts: Sequence[str], modes: Sequence[SearchMode], ahead: bool) -> Pace:
+    """Return the Pace of a sweep: the distinct texts each built configuration adds, the characters it indexes."""
+    seen: set[str] = set()
+    embed, index = [], []
+    for plan in plans:
+        new = set() if plan.reused else {c.content for c in plan.every} - seen
+        seen |= new
+        embed.append((len(new), sum(len(t) for t in new)))
+        index.append(0 if plan.reused else sum(len(c.content) for c in plan.every))
+    return Pace(embed, index, [m.label for m in modes], query_chars=sum(len(t) for t in set(query_texts)),
+                ahead=ahead)
+
+
+def _embed_plan(plan: _Plan, index: int, embedder, cache, pace: Pace, stage, cancel) -> np.ndarray | None:
+    """Return the vectors of a configuration's chunks (None when its collection is reused), cache first."""
+    if plan.reused:
+        return None
+    label, todo = plan.config.label, [0]
+
+    def counted(done: int, total: int) -> None:  # the cache's progress: (0, texts it lacks) comes first
+        if done == 0:
+            todo[0] = total
+            pace.cached(index, total)
+            stage("embedding", 0, total, f"{label}: embedding")
+
+    paced = Paced(embedder, pace, index, cancel, lambda done: stage("embedding", done, todo[0], f"{label}: embedding"))
+    clock = time.perf_counter()
+    vectors = cache.embed([c.content for c in plan.every], paced, counted)
+    plan.seconds["embedding"], plan.embedded = time.perf_counter() - clock, paced.embedded
+    pace.finished_embedding(index)
+    return vectors
+
+
+def _search_modes(plan: _Plan, queries, query_vectors, embedder, store, ks, modes, stage, searched
+                  ) -> list[ConfigResult]:
     """Return one row per mode: search the built collection once per mode at the largest k and score it."""
-    label, rows = built.config.label, []
-    mean = statistics.fmean(c.token_count for c in built.chunks) if built.chunks else 0.0
-    cut = cut_share(built.chunks, embedder)
+    label, rows = plan.config.label, []
+    mean = statistics.fmean(c.token_count for c in plan.every) if plan.every else 0.0
+    cut = cut_share(plan.every, embedder)
     for done, mode in enumerate(modes):
-        reusing = f" (reusing '{built.name}')" if built.reused else ""
+        reusing = f" (reusing '{plan.name}')" if plan.reused else ""
         stage("searching", done, len(modes), f"{label}: searching {len(queries)} queries, {mode.label}{reusing}")
-        seconds = dict(built.seconds) if done == 0 else dict.fromkeys(STAGES, 0.0)
+        seconds = dict(plan.seconds) if done == 0 else dict.fromkeys(STAGES, 0.0)
         clock = time.perf_counter()
-        hits = search_queries(store, built.name, queries, query_vectors, embedder, ks[-1], mode)
+        hits = search_queries(store, plan.name, queries, query_vectors, embedder, ks[-1], mode)
         evaluation = evaluate(queries, hits, ks)
         seconds["searching"] = time.perf_counter() - clock
-        rows.append(ConfigResult(built.config, built.name, evaluation, len(built.chunks), mean, seconds,
-                                 built.reused, built.embedded if done == 0 else 0, mode, cut))
+        searched(mode.label, seconds["searching"])
+        rows.append(ConfigResult(plan.config, plan.name, evaluation, len(plan.every), mean, seconds,
+                                 plan.reused, plan.embedded if done == 0 else 0, mode, cut))
     stage("done", 1, 1, f"{label}: done")
     return rows
 
@@ -287,35 +331,3 @@ def cut_share(chunks: Sequence[Chunk], embedder: Embedder | None) -> float:
     if not chunks or limit is None or not hasattr(embedder, "count_tokens") or getattr(embedder, "windowed", False):
         return 0.0
     return sum(embedder.count_tokens(c.content) > limit for c in chunks) / len(chunks)
-
-
-def _holds(store: Store, name: str, chunks: dict[str, list[Chunk]], config: SweepConfig, embedder: Embedder,
-           keywords: bool = False) -> bool:
-    """Return whether collection name holds exactly these chunks (settings, embedder, keyword vectors if asked).
-
-    A stale one (other chunker, interrupted run, made before keyword vectors) is deleted: it is ours by name.
-    """
-    if not store.has_collection(name):
-        return False
-    infos = store.documents(name)
-    same = {i.document_id: i.chunks for i in infos} == {d: len(c) for d, c in chunks.items()} and all(
-        (i.chunk_size, i.overlap, i.strategy, i.embedder)
-        == (config.chunk_size, config.overlap, config.strategy, embedder.model_id)
-        for i in infos
-    )
-    if same and keywords:
-        same = store.has_keywords(name)
-    if not same:
-        store.delete_collection(name)
-    return same
-
-
-def _index(store: Store, name: str, documents: Sequence[Document], chunks: dict[str, list[Chunk]],
-           vectors: np.ndarray, config: SweepConfig, embedder: Embedder) -> None:
-    """Write each document's chunks with their rows of vectors (in document order) to collection name."""
-    row = 0
-    for document in documents:
-        count = len(chunks[document.id])
-        store.upsert_document(name, document, chunks[document.id], vectors[row : row + count], config.settings,
-                              embedder)
-        row += count

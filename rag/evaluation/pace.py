@@ -1,0 +1,164 @@
+"""How long a sweep has left, and the embedder wrapper that measures it: rates so far times the work still to do.
+
+A cold sweep is dominated by embedding, so the estimate counts the characters still to embed (each distinct
+chunk text of the configurations not yet embedded, not reused; the embedding cache may answer some of them,
+which the estimate learns once that configuration starts) at the characters per second embedded so far, plus
+the indexing left (characters at the indexing rate so far) and the searches left (at the mean time of one
+search in that mode so far). Before any document is embedded the queries' rate stands in; parts whose rate
+is still unknown count as 0, so an early estimate errs low. With embedding ahead (rag.evaluation.ahead), the
+embedding runs next to the indexing and searching: the time left is then the longer of the two, plus the
+last configuration's indexing and searching, which nothing can overlap.
+
+Pace is shared by the sweep's two threads (a lock guards it); Paced wraps the embedder for one call of
+EmbeddingCache.embed: it embeds in slices, tells the Pace each slice's characters and seconds, reports
+progress, and stops between slices once the sweep is cancelled. A slice starts at SLICE texts (about 3 s of
+the local e5 model on 2 cores) and doubles while slices take under SLICE_SECONDS, up to the cache's batch,
+so a fast HTTP embedder still gets requests of 64 texts.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from rag.embeddings.base import Embedder
+from rag.embeddings.cache import EMBED_BATCH
+
+SLICE = 8  # texts of the first embedder call: the unit of progress, of the rate, and of how soon a cancel is seen
+SLICE_SECONDS = 1.0  # a slice faster than this doubles the next one
+Clock = Callable[[], float]
+
+
+class Cancelled(Exception):
+    """The sweep stopped (an error or a cancel on the caller's thread): embedding ahead ends between slices."""
+
+
+class Pace:
+    """The sweep's rates and the work it has left; seconds_left() is the estimate (None before any rate)."""
+
+    def __init__(self, embed: Sequence[tuple[int, int]], index_chars: Sequence[int], modes: Sequence[str], *,
+                 query_chars: int = 0, ahead: bool = False):
+        """embed: per configuration (texts, characters) to embed (distinct, not embedded by an earlier one);
+        index_chars: per configuration the characters to index (0 when reused); modes: searched per configuration."""
+        self.embed_texts = [texts for texts, _ in embed]
+        self.embed_left = [chars for _, chars in embed]  # per configuration: characters still to embed (at most)
+        self.index_left = list(index_chars)  # per configuration: characters still to index
+        self.searches_left = [list(modes) for _ in embed]  # per configuration: modes still to search
+        self.query_left = query_chars
+        self.ahead = ahead
+        self._lock = threading.Lock()
+        self._embedded = [0.0, 0.0]  # document characters, seconds
+        self._queries = [0.0, 0.0]  # query characters, seconds
+        self._indexed = [0.0, 0.0]
+        self._searched: dict[str, list[float]] = {}  # mode -> [searches, seconds]
+
+    def reused(self, index: int) -> None:
+        """Configuration index's collection is reused: nothing of it is embedded or indexed."""
+        with self._lock:
+            self.embed_left[index] = self.index_left[index] = 0
+
+    def cached(self, index: int, todo: int) -> None:
+        """Configuration index has todo texts the cache lacks: only their share of the planned ones is left."""
+        with self._lock:
+            planned = self.embed_texts[index]
+            self.embed_left[index] = round(self.embed_left[index] * min(todo / planned, 1.0)) if planned else 0
+
+    def embedded(self, index: int | None, chars: int, seconds: float) -> None:
+        """Texts of configuration index (None: the queries) were embedded, chars characters in seconds."""
+        with self._lock:
+            if index is None:
+                self._queries[0] += chars
+                self._queries[1] += seconds
+                self.query_left = max(self.query_left - chars, 0)
+                return
+            self._embedded[0] += chars
+            self._embedded[1] += seconds
+            self.embed_left[index] = max(self.embed_left[index] - chars, 0)
+
+    def finished_embedding(self, index: int) -> None:
+        with self._lock:
+            self.embed_left[index] = 0
+
+    def indexed(self, index: int, seconds: float) -> None:
+        with self._lock:
+            self._indexed[0] += self.index_left[index]
+            self._indexed[1] += seconds
+            self.index_left[index] = 0
+
+    def searched(self, index: int, mode: str, seconds: float) -> None:
+        with self._lock:
+            tally = self._searched.setdefault(mode, [0.0, 0.0])
+            tally[0] += 1
+            tally[1] += seconds
+            self.searches_left[index].remove(mode)
+
+    def seconds_left(self) -> float | None:
+        """Return the estimated seconds the sweep has left; None while no rate is known for work still to do."""
+        with self._lock:
+            embed_rate = _rate(self._embedded) or _rate(self._queries)
+            index_rate = _rate(self._indexed)
+            left = sum(self.embed_left) + self.query_left
+            if left and not embed_rate or not left and not (self._searched or index_rate):
+                return None
+            embedding = left / embed_rate if left else 0.0
+            rest = [self._indexing(c, index_rate) + self._searching(c) for c in range(len(self.embed_left))]
+            if not self.ahead:
+                return embedding + sum(rest)
+            last = next((r for r in reversed(rest) if r), 0.0)
+            return max(embedding + last, sum(rest))
+
+    def _indexing(self, index: int, rate: float | None) -> float:
+        return self.index_left[index] / rate if rate else 0.0
+
+    def _searching(self, index: int) -> float:
+        means = {mode: seconds / count for mode, (count, seconds) in self._searched.items()}
+        fallback = sum(means.values()) / len(means) if means else 0.0
+        return sum(means.get(mode, fallback) for mode in self.searches_left[index])
+
+
+def _rate(tally: list[float]) -> float | None:
+    return tally[0] / tally[1] if tally[0] and tally[1] > 0 else None
+
+
+class Paced:
+    """An embedder for one EmbeddingCache.embed call: embeds in slices, timing each for the Pace, reporting
+    progress(texts embedded so far) after each slice, raising Cancelled between slices once cancel is set."""
+
+    def __init__(self, embedder: Embedder, pace: Pace, index: int | None, cancel: threading.Event,
+                 progress: Callable[[int], None] | None = None, clock: Clock = time.perf_counter):
+        self.inner, self.pace, self.index, self.cancel, self.clock = embedder, pace, index, cancel, clock
+        self.progress = progress or (lambda done: None)
+        self.model_id, self.query_prompt, self.document_prompt = (
+            embedder.model_id, embedder.query_prompt, embedder.document_prompt)
+        self.embedded = 0  # texts this call gave the embedder (the cache's misses)
+        self.slice = SLICE
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)  # dimension, max_input_tokens, ... as the wrapped embedder has them
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        return self._embed(texts, self.inner.embed_documents)
+
+    def embed_query(self, texts: Sequence[str]) -> np.ndarray:
+        return self._embed(texts, self.inner.embed_query)
+
+    def _embed(self, texts: Sequence[str], embed: Callable[[Sequence[str]], np.ndarray]) -> np.ndarray:
+        parts, start = [], 0
+        while start < len(texts):
+            if self.cancel.is_set():
+                raise Cancelled()
+            part = list(texts[start : start + self.slice])
+            clock = self.clock()
+            parts.append(np.asarray(embed(part), dtype=np.float32))
+            seconds = self.clock() - clock
+            self.pace.embedded(self.index, sum(len(t) for t in part), seconds)
+            self.embedded += len(part)
+            start += len(part)
+            self.progress(self.embedded)
+            if seconds < SLICE_SECONDS:
+                self.slice = min(self.slice * 2, EMBED_BATCH)
+        return np.vstack(parts) if parts else np.zeros((0, self.inner.dimension), dtype=np.float32)

@@ -1,0 +1,73 @@
+"""The collections of a sweep: one per configuration, named from it, reused when they hold exactly its chunks.
+
+A name is `sweep-<8 hex of the sorted document ids>-cs400-ov50-<vector name>` (with the strategy when not
+structure), so a sweep finds its own collections again, and the pickers and the Library can tell them apart.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from rag.chunking.chunker import Chunk
+from rag.documents.model import Document
+from rag.embeddings.base import Embedder
+from rag.evaluation.results import SweepConfig
+from rag.store.client import Store
+from rag.store.records import vector_name
+
+SWEEP_PREFIX = "sweep-"
+
+
+def is_sweep_collection(name: str) -> bool:
+    """Return True for a collection a sweep made (named by collection_name)."""
+    return name.startswith(SWEEP_PREFIX)
+
+
+def sweep_groups(names: Sequence[str]) -> dict[str, list[str]]:
+    """Return the sweep collections among names grouped per sweep (its document set's hash), in name order."""
+    groups: dict[str, list[str]] = {}
+    for name in sorted(n for n in names if is_sweep_collection(n)):
+        groups.setdefault(name[len(SWEEP_PREFIX):].split("-")[0], []).append(name)
+    return groups
+
+
+def collection_name(document_ids: Iterable[str], config: SweepConfig, model_id: str) -> str:
+    """Return the collection of a configuration: sweep-<hash of the sorted ids>-cs<size>-ov<overlap>-<vector>."""
+    digest = hashlib.sha256("\n".join(sorted(set(document_ids))).encode()).hexdigest()[:8]
+    strategy = f"-{config.strategy}" if config.strategy != "structure" else ""
+    return f"sweep-{digest}-cs{config.chunk_size}-ov{config.overlap}{strategy}-{vector_name(model_id)}"
+
+
+def holds_chunks(store: Store, name: str, chunks: dict[str, list[Chunk]], config: SweepConfig, embedder: Embedder,
+           keywords: bool = False) -> bool:
+    """Return whether collection name holds exactly these chunks (settings, embedder, keyword vectors if asked).
+
+    A stale one (other chunker, interrupted run, made before keyword vectors) is deleted: it is ours by name.
+    """
+    if not store.has_collection(name):
+        return False
+    infos = store.documents(name)
+    same = {i.document_id: i.chunks for i in infos} == {d: len(c) for d, c in chunks.items()} and all(
+        (i.chunk_size, i.overlap, i.strategy, i.embedder)
+        == (config.chunk_size, config.overlap, config.strategy, embedder.model_id)
+        for i in infos
+    )
+    if same and keywords:
+        same = store.has_keywords(name)
+    if not same:
+        store.delete_collection(name)
+    return same
+
+
+def index_chunks(store: Store, name: str, documents: Sequence[Document], chunks: dict[str, list[Chunk]],
+           vectors: np.ndarray, config: SweepConfig, embedder: Embedder) -> None:
+    """Write each document's chunks with their rows of vectors (in document order) to collection name."""
+    row = 0
+    for document in documents:
+        count = len(chunks[document.id])
+        store.upsert_document(name, document, chunks[document.id], vectors[row : row + count], config.settings,
+                              embedder)
+        row += count
