@@ -1,0 +1,57 @@
+"""The Evaluate page's progress bar during a sweep (AppTest): it only grows and its text says the time left."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.delta_generator import DeltaGenerator
+from streamlit.testing.v1 import AppTest
+
+from ui import nav
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def bars(tmp_path, monkeypatch, shared_data) -> list[tuple[float, str]]:
+    """Return the (value, text) of every progress-bar update the page makes (AppTest only keeps the last)."""
+    samples = tmp_path / "samples"
+    samples.mkdir()
+    (samples / "xquad.json").write_bytes((shared_data / "xquad-de/xquad.de.dev.json").read_bytes())
+    for name, value in {"RAG_QDRANT_PATH": tmp_path / "qdrant", "RAG_EMBEDDER": "fake:32", "RAG_SAMPLE_DIR": samples,
+                        "RAG_EMBEDDING_CACHE": tmp_path / "cache"}.items():
+        monkeypatch.setenv(name, str(value))
+    monkeypatch.delenv("QDRANT_URL", raising=False)
+    monkeypatch.delenv("RAG_COLLECTION", raising=False)
+    seen: list[tuple[float, str]] = []
+    original = DeltaGenerator.progress
+
+    def progress(self, value, text=None):
+        seen.append((value, text or ""))
+        return original(self, value, text=text)
+
+    monkeypatch.setattr(DeltaGenerator, "progress", progress)
+    return seen
+
+
+def test_the_sweep_progress_says_how_long_is_left(bars):
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
+    at.run()
+    at.switch_page(nav.EVALUATE.path)
+    at.run()
+    at.radio(key="evaluate_query_from").set_value("Sample folder")
+    at.run()
+    at.number_input(key="evaluate_articles").set_value(2)
+    at.run()
+    at.text_input(key="evaluate_sizes").set_value("100,200")
+    at.text_input(key="evaluate_overlaps").set_value("0")
+    at.text_input(key="evaluate_ks").set_value("1,5")
+    next(b for b in at.button if b.label == "Run the sweep").click()
+    at.run()
+    assert not at.exception and not at.error, at.exception or [e.value for e in at.error]
+    assert at.dataframe[0].value is not None  # the sweep ran
+    values = [value for value, _ in bars]
+    assert values == sorted(values) and values[-1] == 1.0
+    searching = [text for _, text in bars if ": searching" in text]
+    assert searching and all(text.rsplit(" · ", 1)[-1].endswith(" left") for text in searching)
