@@ -5,14 +5,16 @@ these documents chunked with those settings by this embedder (and, when a keywor
 keyword vectors), rebuilt otherwise. Every configuration is chunked first, so the sweep knows its work and
 can estimate the time left (rag.evaluation.pace). Chunks and queries go through one EmbeddingCache for all
 configurations, so a chunk text that several configurations share (or an earlier run embedded) is embedded
-once per model; the queries are embedded once per run. With embed_ahead, the next configuration's chunks
-are embedded on a background thread while this one is indexed and searched (rag.evaluation.ahead). Each
-configuration's collection is searched in every mode (dense, sparse, hybrid-rrf, hybrid-dbsf: modes are
-query-time only), one batch request per mode at the largest k, and each mode is scored by rag.evaluation
-as a row of its own (rag.evaluation.results).
+once per model; the queries are embedded once per run. With embed_ahead (the default on 2 cores or more),
+the next configuration's chunks are embedded on a background thread while this one is indexed and searched
+(rag.evaluation.ahead). Each configuration's collection is searched in every mode (dense, sparse,
+hybrid-rrf, hybrid-dbsf, hybrid-convex: modes are query-time only), one batch request per mode at the
+largest k, and each mode is scored by rag.evaluation as a row of its own (rag.evaluation.results).
 """
+
 from __future__ import annotations
 
+import os
 import statistics
 import threading
 import time
@@ -190,7 +192,7 @@ def run_sweep(
     progress: ProgressCallback | None = None,
     skipped: Sequence[str] = (),
     modes: Sequence[str | SearchMode] = ("dense",),
-    embed_ahead: bool = False,
+    embed_ahead: bool | None = None,
 ) -> SweepResult:
     """Return one row per configuration and mode: metrics of queries on documents, chunk count, mean tokens, times.
 
@@ -198,14 +200,15 @@ def run_sweep(
     the order of modes. Every configuration is chunked first (and its collection checked for reuse), so the
     progress events can say how long the sweep has left (rag.evaluation.pace); they come on the caller's thread.
     embed_ahead: embed the next configuration's chunks on a background thread while this one is indexed and
-    searched (rag.evaluation.ahead). The rows are the same either way; a row's "embedding" seconds are then
-    the wall time its chunks took to embed next to the previous configuration's indexing and searching, so
-    the stages of a sweep add up to more than its wall time. Off by default: on a busy 2-core machine the two
-    compete for the cores (README, "Worked example").
+    searched (rag.evaluation.ahead); None (the default) does so where there are at least 2 cores (on the
+    2-core machine a cold XQuAD sweep took 17-28 % less time: bench/sweep.py). The rows are the same either
+    way; a row's "embedding" seconds are then the wall time its chunks took to embed next to the previous
+    configuration's indexing and searching, so the stages of a sweep add up to more than its wall time.
     """
     ks, cache = parse_ks(ks), cache if cache is not None else EmbeddingCache()
     modes = parse_modes(modes)
     queries = prepare_queries(queries, documents)
+    embed_ahead = (os.cpu_count() or 1) >= 2 if embed_ahead is None else embed_ahead
     keywords = any(m.needs_keywords for m in modes)
     vectors_needed = any(m.needs_vectors for m in modes)
     if progress:

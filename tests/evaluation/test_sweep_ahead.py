@@ -100,7 +100,7 @@ def test_configurations_share_the_cache_each_distinct_text_is_embedded_once(xqua
 def test_embedding_ahead_gives_the_same_rows_and_overlaps_the_next_configuration(xquad):
     documents, queries = xquad
     plain = run_sweep(documents, queries, CONFIGS, get_embedder("fake:32"), store=open_store(":memory:"),
-                      ks=[1, 5], modes=MODES)
+                      ks=[1, 5], modes=MODES, embed_ahead=False)
     searching = threading.Event()
     second = set(chunk_texts(documents, CONFIGS[1])) - set(chunk_texts(documents, CONFIGS[0]))
     fake = Recording(get_embedder("fake:32"), wait_for=(second, searching))  # 80/20 waits until 80/0 is searched
