@@ -145,6 +145,74 @@ class SearchMixin:
         kind = fusion.method if mode == "hybrid" else "bm25" if mode == "sparse" else layout.distances.get(using or "")
         return self._run(collection, plans, mode, kind or "cosine", fusion, shared)
 
+    def search_batch_modes(
+        self,
+        collection: str,
+        modes: Sequence[tuple[str, str]],
+        vectors: np.ndarray | None,
+        embedder: Embedder | None,
+        top_k: int,
+        *,
+        query_texts: Sequence[str] | None = None,
+    ) -> list[list[list[Hit]]]:
+        """Return, per (mode, fusion) of modes, the hits of each query: what search_batch gives for each, from one
+        round trip in which the modes share their candidate lists.
+
+        A hybrid search already fetches each query's dense and keyword candidates (candidate_limit(top_k) long);
+        dense and sparse mode take their top_k from those lists, convex fusion fuses them, and only rrf and dbsf
+        add a request each (the engine fuses). An evaluation of several modes thus scans the collection once
+        per list, not once per mode. Without a hybrid mode, this is search_batch per mode.
+        """
+        fusions = [check_mode(mode, fusion) for mode, fusion in modes]
+        if not any(mode == "hybrid" for mode, _ in modes):
+            return [self.search_batch(collection, vectors, embedder, top_k, mode=mode, fusion=fusion,
+                                      query_texts=query_texts) for mode, fusion in modes]
+        matrix = self._query_matrix(vectors, "hybrid")
+        texts = self._query_texts(query_texts, "hybrid", matrix)
+        if len(matrix) == 0:
+            return [[] for _ in modes]
+        layout = self._layout(collection)
+        if not layout.sparse:
+            raise sparse_missing_error(layout, "hybrid")
+        shared = {"filter": self.search_filter(layout, None, False), "limit": max(int(top_k), 1),
+                  "score_threshold": None}
+        using = self._using(layout, matrix.shape[1], embedder, None)
+        analyzer = self._analyzer(layout)
+        engine = [(i, f) for i, ((mode, _), f) in enumerate(zip(modes, fusions, strict=True))
+                  if mode == "hybrid" and not f.fused_here]
+        requests, keyword_of = [], []
+        for vector, text in zip(matrix, texts, strict=True):
+            lists = self._plan("hybrid", Fusion("convex"), layout, using, vector, text, shared, analyzer)
+            requests.append(lists.dense)
+            keyword_of.append(lists.sparse is not None)
+            requests.extend([lists.sparse] if lists.sparse is not None else [])
+            for _, fusion in engine:
+                final = self._plan("hybrid", fusion, layout, using, vector, text, shared, analyzer).final
+                requests.append(final)
+        with self._guard(f"searching '{collection}'"):
+            responses = iter(self.client.query_batch_points(collection, requests))
+        results: list[list[list[Hit]]] = [[] for _ in modes]
+        kinds = [fusion.method if mode == "hybrid" else "bm25" if mode == "sparse" else
+                 layout.distances.get(using or "") or "cosine" for (mode, _), fusion in zip(modes, fusions,
+                                                                                            strict=True)]
+        for has_keywords in keyword_of:
+            dense_points = next(responses).points
+            keyword_points = next(responses).points if has_keywords else []
+            fused = {i: next(responses).points for i, _ in engine}
+            dense, keyword = _ranks(dense_points), _ranks(keyword_points)
+            for i, ((mode, _), fusion) in enumerate(zip(modes, fusions, strict=True)):
+                if mode == "dense":
+                    points = dense_points[:top_k]
+                elif mode == "sparse":
+                    points = keyword_points[:top_k]
+                elif fusion.fused_here:
+                    points = _fuse_here(dense_points, keyword_points, fusion, shared["limit"], None)
+                else:
+                    points = fused[i]
+                seen = (dense, keyword) if mode == "hybrid" else ({}, {})  # dense, sparse: their own fields only
+                results[i].append([_explained(p, rank, mode, kinds[i], *seen) for rank, p in enumerate(points, 1)])
+        return results
+
     @staticmethod
     def _query_matrix(vectors: np.ndarray | None, mode: str) -> np.ndarray | None:
         if mode == "sparse":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 
@@ -160,3 +161,27 @@ def test_foreign_collection_searches_dense_and_explains_sparse() -> None:
         store.search("documents", mode="sparse", query_text="Passwörter")
     with pytest.raises(SparseVectorsMissingError, match="not made by RAG Lab"):
         pipeline.search("Passwörter", "documents", store=store, mode="sparse")
+
+
+def rounded(hit):
+    """Return a hit with its scores to 6 places (the engine's fused scores differ in the 8th between requests)."""
+    six = {name: round(value, 6) for name in ("score", "dense_score", "sparse_score")
+           if (value := getattr(hit, name)) is not None}
+    return dataclasses.replace(hit, **six)
+
+
+def test_modes_searched_together_give_what_each_mode_gives_alone(shared_data) -> None:
+    store, embedder = open_store(":memory:"), HashEmbedder(16)
+    text = (shared_data / "markdown/asvs-de-V2-Authentication.md").read_text(encoding="utf-8")
+    ingest(store, embedder, make_document(text), size=400)
+    queries = ["Wie lang muss ein Passwort sein?", "Zwei-Faktor-Authentifizierung per SMS", "und oder",  # no terms
+               "Passwortrichtlinie NIST", "Wiederherstellung des Kontos"]
+    vectors = embedder.embed_query(queries)
+    modes = [("dense", "rrf"), ("sparse", "rrf"), ("hybrid", "rrf"), ("hybrid", "dbsf"), ("hybrid", "convex:w=0.4")]
+    together = store.search_batch_modes("documents", modes, vectors, embedder, 5, query_texts=queries)
+    for (mode, fusion), hits in zip(modes, together, strict=True):
+        alone = store.search_batch("documents", vectors, embedder, 5, mode=mode, fusion=fusion, query_texts=queries)
+        assert [[rounded(h) for h in row] for row in hits] == [[rounded(h) for h in row] for row in alone], mode
+    assert together[1][2] == [] and len(together[0][2]) == 5  # a query of stop words finds nothing by keywords
+    dense_only = store.search_batch_modes("documents", [("dense", "rrf")], vectors, embedder, 3, query_texts=queries)
+    assert dense_only == [store.search_batch("documents", vectors, embedder, 3)]
