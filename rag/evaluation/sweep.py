@@ -201,7 +201,7 @@ def run_sweep(
     progress events can say how long the sweep has left (rag.evaluation.pace); they come on the caller's thread.
     embed_ahead: embed the next configuration's chunks on a background thread while this one is indexed and
     searched (rag.evaluation.ahead); None (the default) does so where there are at least 2 cores (on the
-    2-core machine a cold XQuAD sweep took 17-28 % less time: bench/sweep.py). The rows are the same either
+    2-core machine a cold XQuAD sweep took 11-28 % less time: bench/sweep.py). The rows are the same either
     way; a row's "embedding" seconds are then the wall time its chunks took to embed next to the previous
     configuration's indexing and searching, so the stages of a sweep add up to more than its wall time.
     """
@@ -261,6 +261,7 @@ class _Plan:
     seconds: dict[str, float]
     reused: bool
     embedded: int = 0  # texts the embedder had to embed (the rest came from the cache)
+    cut: float = 0.0  # the share of chunks longer than the model reads
 
 
 def _plan(documents, config, embedder, store, keywords: bool) -> _Plan:
@@ -288,7 +289,12 @@ def _pace(plans: Sequence[_Plan], query_texts: Sequence[str], modes: Sequence[Se
 
 
 def _embed_plan(plan: _Plan, index: int, embedder, cache, pace: Pace, stage, cancel) -> np.ndarray | None:
-    """Return the vectors of a configuration's chunks (None when its collection is reused), cache first."""
+    """Return the vectors of a configuration's chunks (None when its collection is reused), cache first.
+
+    Everything that calls the embedder happens here, on the thread that embeds: a tokenizer (Hugging Face's
+    fast ones) may not be used by two threads at once.
+    """
+    plan.cut = cut_share(plan.every, embedder)
     if plan.reused:
         return None
     label, todo = plan.config.label, [0]
@@ -312,7 +318,6 @@ def _search_modes(plan: _Plan, queries, query_vectors, embedder, store, ks, mode
     """Return one row per mode: search the built collection once per mode at the largest k and score it."""
     label, rows = plan.config.label, []
     mean = statistics.fmean(c.token_count for c in plan.every) if plan.every else 0.0
-    cut = cut_share(plan.every, embedder)
     for done, mode in enumerate(modes):
         reusing = f" (reusing '{plan.name}')" if plan.reused else ""
         stage("searching", done, len(modes), f"{label}: searching {len(queries)} queries, {mode.label}{reusing}")
@@ -323,7 +328,7 @@ def _search_modes(plan: _Plan, queries, query_vectors, embedder, store, ks, mode
         seconds["searching"] = time.perf_counter() - clock
         searched(mode.label, seconds["searching"])
         rows.append(ConfigResult(plan.config, plan.name, evaluation, len(plan.every), mean, seconds,
-                                 plan.reused, plan.embedded if done == 0 else 0, mode, cut))
+                                 plan.reused, plan.embedded if done == 0 else 0, mode, plan.cut))
     stage("done", 1, 1, f"{label}: done")
     return rows
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+from contextlib import contextmanager
 
 import numpy as np
 import pytest
@@ -127,6 +128,50 @@ def test_embedding_ahead_gives_the_same_rows_and_overlaps_the_next_configuration
         chunk_texts(documents, CONFIGS[0])))
     assert events[-1].seconds_left == 0.0 and events[-1].time_left == "a few seconds left"
     assert not sweep_threads()
+
+
+class Tokenizing(Recording):
+    """An embedder whose tokenizer, like Hugging Face's fast ones, fails when two threads use it at once."""
+
+    max_input_tokens, windowed = 40, False
+
+    def __init__(self, inner, wait_for):
+        super().__init__(inner, wait_for)
+        self.borrowed = threading.Lock()
+
+    def count_tokens(self, text):
+        with self._borrow():
+            return len(text.split())
+
+    def embed_documents(self, texts):
+        with self._borrow():
+            return super().embed_documents(texts)
+
+    @contextmanager
+    def _borrow(self):
+        if not self.borrowed.acquire(blocking=False):
+            raise RuntimeError("Already borrowed")
+        try:
+            yield
+        finally:
+            self.borrowed.release()
+
+
+def test_the_caller_never_uses_the_embedder_while_it_embeds_ahead(xquad):
+    documents, queries = xquad
+    searching = threading.Event()
+    second = set(chunk_texts(documents, CONFIGS[1])) - set(chunk_texts(documents, CONFIGS[0]))
+    model = Tokenizing(get_embedder("fake:32"), wait_for=(second, searching))  # 80/20 embeds while 80/0 is searched
+
+    def progress(event: SweepProgress) -> None:
+        if event.stage == "searching" and event.config_index == 0:
+            searching.set()
+
+    result = run_sweep(documents, queries, CONFIGS, model, store=open_store(":memory:"), ks=[1, 5], modes=MODES,
+                       progress=progress, embed_ahead=True)
+    assert result.results[0].cut_share == pytest.approx(np.mean([len(t.split()) > 40 for t in chunk_texts(
+        documents, CONFIGS[0])]))  # the share the model cuts was counted, on the embedding thread
+    assert result.results[-1].cut_share > 0.5  # 4000-token chunks
 
 
 @pytest.mark.parametrize("ahead", [False, True])
