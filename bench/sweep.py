@@ -65,12 +65,10 @@ def report(label: str, result: SweepResult, wall: float) -> None:
     """Print a run's wall time and where it went (stages summed over configurations, searches per mode)."""
     totals = {stage: sum(r.seconds[stage] for r in result.results) for stage in STAGES}
     split = ", ".join(f"{stage} {seconds:.1f} s" for stage, seconds in totals.items())
-    per_mode = ", ".join(f"{mode} {sum(r.seconds['searching'] for r in result.results if r.mode.label == mode):.1f} s"
-                         for mode in result.modes)
     embedded = sum(r.embedded for r in result.results)
     print(f"{label}: {wall:.1f} s wall ({wall / 60:.1f} min); queries embedded {result.query_seconds:.1f} s; {split} "
-          f"(searching by mode: {per_mode}); {embedded} chunk texts embedded, {sum(r.reused for r in result.results)}"
-          f" of {len(result.results)} rows reused a collection")
+          f"(all modes of a configuration in one round trip); {embedded} chunk texts embedded, "
+          f"{sum(r.reused for r in result.results)} of {len(result.results)} rows reused a collection")
 
 
 def rank_differences(a: SweepResult, b: SweepResult) -> dict[str, int]:

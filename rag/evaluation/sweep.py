@@ -8,8 +8,9 @@ configurations, so a chunk text that several configurations share (or an earlier
 once per model; the queries are embedded once per run. With embed_ahead (the default on 2 cores or more),
 the next configuration's chunks are embedded on a background thread while this one is indexed and searched
 (rag.evaluation.ahead). Each configuration's collection is searched in every mode (dense, sparse,
-hybrid-rrf, hybrid-dbsf, hybrid-convex: modes are query-time only), one batch request per mode at the
-largest k, and each mode is scored by rag.evaluation as a row of its own (rag.evaluation.results).
+hybrid-rrf, hybrid-dbsf, hybrid-convex: modes are query-time only) at the largest k, in one round trip whose
+modes share the candidate lists (Store.search_batch_modes), and each mode is scored by rag.evaluation as a
+row of its own (rag.evaluation.results).
 """
 
 from __future__ import annotations
@@ -315,17 +316,26 @@ def _embed_plan(plan: _Plan, index: int, embedder, cache, pace: Pace, stage, can
 
 def _search_modes(plan: _Plan, queries, query_vectors, embedder, store, ks, modes, stage, searched
                   ) -> list[ConfigResult]:
-    """Return one row per mode: search the built collection once per mode at the largest k and score it."""
+    """Return one row per mode: search the built collection in every mode at the largest k, then score each.
+
+    The modes share one round trip (Store.search_batch_modes: dense and sparse are the first k of hybrid's
+    candidate lists); the first mode's row carries its seconds, every row its own scoring.
+    """
     label, rows = plan.config.label, []
     mean = statistics.fmean(c.token_count for c in plan.every) if plan.every else 0.0
-    for done, mode in enumerate(modes):
-        reusing = f" (reusing '{plan.name}')" if plan.reused else ""
-        stage("searching", done, len(modes), f"{label}: searching {len(queries)} queries, {mode.label}{reusing}")
+    reusing = f" (reusing '{plan.name}')" if plan.reused else ""
+    stage("searching", 0, 1, f"{label}: searching {len(queries)} queries, {', '.join(m.label for m in modes)}"
+          f"{reusing}")
+    clock = time.perf_counter()
+    vectors = query_vectors if any(m.needs_vectors for m in modes) else None
+    found = store.search_batch_modes(plan.name, [(m.mode, m.fusion) for m in modes], vectors, embedder, ks[-1],
+                                     query_texts=[q.text for q in queries])
+    together = time.perf_counter() - clock
+    for done, (mode, hits) in enumerate(zip(modes, found, strict=True)):
         seconds = dict(plan.seconds) if done == 0 else dict.fromkeys(STAGES, 0.0)
         clock = time.perf_counter()
-        hits = search_queries(store, plan.name, queries, query_vectors, embedder, ks[-1], mode)
         evaluation = evaluate(queries, hits, ks)
-        seconds["searching"] = time.perf_counter() - clock
+        seconds["searching"] = (together if done == 0 else 0.0) + time.perf_counter() - clock
         searched(mode.label, seconds["searching"])
         rows.append(ConfigResult(plan.config, plan.name, evaluation, len(plan.every), mean, seconds,
                                  plan.reused, plan.embedded if done == 0 else 0, mode, plan.cut))

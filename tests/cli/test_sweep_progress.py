@@ -31,5 +31,6 @@ def test_sweep_command_reports_the_time_left(shared_data, tmp_path, capsys):
     err = capsys.readouterr().err.splitlines()
     assert err[0].startswith("chunking 2 documents for 2 configurations")
     searching = [line for line in err if ": searching" in line]
-    assert len(searching) == 4 and all(" left" in line.split(" · ")[-1] for line in searching)
+    assert len(searching) == 2 and all(" left" in line.split(" · ")[-1] for line in searching)  # modes together
+    assert "queries, dense, sparse" in searching[0]
     assert err[-1].startswith("[2/2] chunk_size 200, overlap 0: done · a few seconds left")
