@@ -50,7 +50,8 @@ class SweepProgress:
     configurations interleave, and `fraction` still only grows (the sweep passes `floor`, the share reached).
     """
 
-    stage: str  # "queries", then per configuration one of STAGES, then "done"
+    stage: str  # "chunking" (config None: every configuration, first), "queries", then per configuration
+    # "embedding", "indexing", "searching" (all its modes) and "done"
     config_index: int  # 0-based
     configs: int
     config: SweepConfig | None
