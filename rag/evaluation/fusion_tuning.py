@@ -98,8 +98,9 @@ def _score(query: Query, dense: Sequence[Hit], keyword: Sequence[Hit], weight: f
            metric: str) -> float:
     """Return one query's metric when its two candidate lists are fused with weight."""
     by_id = {h.chunk_id: h for h in (*keyword, *dense)}
+    order = {i: (h.document_id, h.chunk_index or 0) for i, h in by_id.items()}  # ties as search breaks them
     fused = convex([(h.chunk_id, h.score or 0.0) for h in dense], [(h.chunk_id, h.score or 0.0) for h in keyword],
-                   weight)
+                   weight, order)
     hits = [by_id[i] for i, _ in fused[: ks[-1]]]
     covers = [covered_unit(query, h) for h in hits]
     return query_metrics(covers, len(query.documents), ks)[metric]

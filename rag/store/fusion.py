@@ -15,7 +15,7 @@ best on German and English query sets (bench/modes.py; see the README).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from qdrant_client import models
@@ -81,9 +81,14 @@ def parse_fusion(text: str | Fusion) -> Fusion:
     return Fusion(method, round(weight, 4), int(k))
 
 
-def convex(dense: Sequence[tuple[str, float]], keyword: Sequence[tuple[str, float]], weight: float
-           ) -> list[tuple[str, float]]:
-    """Return (id, fused score) best first: weight x min-max-normalised dense + (1 - weight) x keyword."""
+def convex(dense: Sequence[tuple[str, float]], keyword: Sequence[tuple[str, float]], weight: float,
+           order: Mapping[str, tuple] | None = None) -> list[tuple[str, float]]:
+    """Return (id, fused score) best first: weight x min-max-normalised dense + (1 - weight) x keyword.
+
+    Equal fused scores are common (at weight 0.5 the top of each list, missing from the other, score 0.5
+    each); they are ordered by order[id] (e.g. document and chunk index), then by id. Point ids change with
+    every ingest, so without an order the same documents could rank differently after re-ingesting.
+    """
     fused: dict[str, float] = {}
     for share, ranked in ((weight, dense), (1 - weight, keyword)):
         if not ranked:
@@ -93,4 +98,5 @@ def convex(dense: Sequence[tuple[str, float]], keyword: Sequence[tuple[str, floa
         for point, score in ranked:
             normal = (score - low) / (high - low) if high > low else 1.0
             fused[point] = fused.get(point, 0.0) + share * normal
-    return sorted(fused.items(), key=lambda item: (-item[1], item[0]))
+    order = order or {}
+    return sorted(fused.items(), key=lambda item: (-item[1], order.get(item[0], ()), item[0]))

@@ -32,7 +32,7 @@ from rag.embeddings.base import Embedder
 from rag.errors import QueryError
 from rag.store.fusion import METHODS, Fusion, convex, parse_fusion
 from rag.store.keywords import Analyzer
-from rag.store.records import Hit, Layout, hit_from_point, mismatch_error, sparse_missing_error
+from rag.store.records import Hit, Layout, hit_from_point, mismatch_error, payload_int, sparse_missing_error
 
 MODES = ("dense", "sparse", "hybrid")
 FUSIONS = METHODS  # the fusion methods; a fusion is given as a spec, e.g. "convex:w=0.6" (rag.fusion)
@@ -285,7 +285,10 @@ def _fuse_here(dense: list[Any], keyword: list[Any], fusion: Fusion, limit: int,
                ) -> list[Any]:
     """Return the top points of a convex fusion of the two candidate lists, each with its fused score."""
     by_id = {str(p.id): p for p in (*keyword, *dense)}
-    fused = convex([(str(p.id), p.score) for p in dense], [(str(p.id), p.score) for p in keyword], fusion.weight)
+    order = {i: (str((p.payload or {}).get("document_id", "")), payload_int((p.payload or {}).get("chunk_index")) or 0)
+             for i, p in by_id.items()}  # ties by document and chunk, not by the ids each ingest draws anew
+    fused = convex([(str(p.id), p.score) for p in dense], [(str(p.id), p.score) for p in keyword], fusion.weight,
+                   order)
     kept = [(i, score) for i, score in fused if threshold is None or score >= threshold][:limit]
     return [by_id[i].model_copy(update={"score": score}) for i, score in kept]
 

@@ -42,6 +42,13 @@ def test_convex_combination_normalises_each_list():
     assert convex([], [("x", 3.0)], 0.5) == [("x", 0.5)]
 
 
+def test_equal_fused_scores_follow_the_given_order_not_the_ids():
+    dense, keyword = [("id-z", 0.9), ("id-m", 0.1)], [("id-a", 7.0), ("id-m", 1.0)]  # z and a tie at 0.5
+    assert [i for i, _ in convex(dense, keyword, 0.5)][:2] == ["id-a", "id-z"]  # by id without an order
+    order = {"id-z": ("doc-1", 0), "id-a": ("doc-1", 4), "id-m": ("doc-2", 0)}
+    assert [i for i, _ in convex(dense, keyword, 0.5, order)][:2] == ["id-z", "id-a"]  # chunk 0 before chunk 4
+
+
 @pytest.fixture(scope="module")
 def xquad(shared_data):
     documents, queries = sweep_input(import_squad((shared_data / "xquad-de/xquad.de.dev.json").read_bytes(),

@@ -185,3 +185,10 @@ def test_modes_searched_together_give_what_each_mode_gives_alone(shared_data) ->
     assert together[1][2] == [] and len(together[0][2]) == 5  # a query of stop words finds nothing by keywords
     dense_only = store.search_batch_modes("documents", [("dense", "rrf")], vectors, embedder, 3, query_texts=queries)
     assert dense_only == [store.search_batch("documents", vectors, embedder, 3)]
+
+
+def test_equal_convex_scores_rank_by_document_and_chunk(known) -> None:
+    store, names = known  # at weight 0.5, A (dense top, no keyword) and E (keyword top, dense last) both fuse to 0.5
+    hits = search(store, "hybrid", fusion="convex:w=0.5")
+    assert hits[1].score == pytest.approx(hits[2].score) == pytest.approx(0.5)
+    assert [names[h.chunk_id] for h in hits[1:3]] == ["A", "E"]  # chunk 0 before chunk 4, whatever their point ids
