@@ -85,7 +85,8 @@ def same_rows(a: SweepResult, b: SweepResult) -> str:
     if not differing:
         return "yes, every query of every row ranked the same"
     return ("no: " + ", ".join(f"{row} {n} queries" for row, n in differing.items())
-            + " (hybrid-convex breaks exact ties of fused scores by point id, which each ingest draws anew)")
+            + " (the two cold runs ingest into separate stores: equal scores other than convex fusion's, which "
+            "break by document and chunk, may come back in another order)")
 
 
 class Estimates:
