@@ -39,7 +39,7 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def run_make_queries(args: argparse.Namespace) -> int:
-    out = output_path(args.out)
+    out = common.output_file(args.out)
     llm = get_llm(args.llm) if args.llm else None  # a malformed spec is said before any file is read
     documents, failed = read_documents(args.files, args.password)
     if not documents:
@@ -59,16 +59,6 @@ def run_make_queries(args: argparse.Namespace) -> int:
     print(f"{len(result.queries)} synthetic queries ({result.method}) from {used} of {len(args.files)} file(s) "
           f"written to {out}")
     return 1 if failed else 0
-
-
-def output_path(out: str) -> Path:
-    """Return --out as a Path, or UsageError when its folder does not exist or it names a folder."""
-    path = Path(out)
-    if path.is_dir():
-        raise UsageError(f"--out {out} is a folder; name the file to write, e.g. {path / 'queries.jsonl'}")
-    if not path.parent.is_dir():
-        raise UsageError(f"--out {out}: the folder {path.parent} does not exist. Create it first, or write elsewhere.")
-    return path
 
 
 def read_documents(paths: list[str], password: str | None) -> tuple[list[Document], int]:

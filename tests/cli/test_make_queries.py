@@ -70,8 +70,8 @@ def test_nothing_to_make_queries_from_is_an_error_and_writes_nothing(capsys, tmp
 def test_out_must_be_a_file_in_an_existing_folder(capsys, tmp_path, shared_data):
     document = str(shared_data / "pdfs/crazyones.pdf")
     code, _, stderr = run(capsys, "make-queries", document, "--out", str(tmp_path / "no" / "q.jsonl"))
-    assert code == 1 and stderr.strip() == (f"error: --out {tmp_path / 'no' / 'q.jsonl'}: the folder {tmp_path / 'no'} "
-                                            "does not exist. Create it first, or write elsewhere.")
+    assert code == 1 and stderr.strip() == (f"error: {tmp_path / 'no' / 'q.jsonl'}: the folder {tmp_path / 'no'} "
+                                            "does not exist; create it or choose another.")
     code, _, stderr = run(capsys, "make-queries", document, "--out", str(tmp_path))
     assert code == 1 and "is a folder" in stderr
     assert not (tmp_path / "no").exists()
