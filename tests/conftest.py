@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import os
 import re
 from collections.abc import Sequence
@@ -18,9 +19,11 @@ from qdrant_client import QdrantClient, models
 from rag import pipeline
 from rag.chunking.chunker import Chunk, ChunkSettings
 from rag.cli import main
-from rag.documents.loader import SourceFile
+from rag.documents.loader import SourceFile, load_document
 from rag.documents.model import Document, Page
 from rag.embeddings import get_embedder
+from rag.evaluation.queries import load_query_set
+from rag.evaluation.squad import import_squad
 from rag.store import legacy_keywords as sparse
 from rag.store.client import Store
 
@@ -41,6 +44,15 @@ def shared_data() -> Path:
 
 def read_shared(shared: Path, relative: str) -> bytes:
     return (shared / relative).read_bytes()
+
+@pytest.fixture(scope="module")
+def xquad(shared_data):
+    """Return (documents, queries) of the first three XQuAD articles, as RAG Lab reads them."""
+    imported = import_squad((shared_data / "xquad-de/xquad.de.dev.json").read_bytes(), articles=3)
+    documents = [load_document(d.text.encode(), d.filename) for d in imported.documents]
+    lines = "\n".join(json.dumps(q, ensure_ascii=False) for q in imported.queries)
+    return documents, load_query_set(lines, "queries.jsonl")
+
 
 
 @pytest.fixture

@@ -16,7 +16,6 @@ from rag.evaluation.sweep import SweepConfig, run_sweep
 from rag.reports.evaluation_html import CSP, evaluation_report, sweep_report
 from rag.store.open import open_store
 from tests.e2e.conftest import VIEWPORT
-from tests.evaluation.test_sweep import xquad  # noqa: F401 (the fixture: three XQuAD articles)
 
 pytestmark = pytest.mark.e2e
 TITLE = "<img src=x onerror=alert(1)>.txt"
@@ -58,7 +57,7 @@ def watched(page):
 
 
 @pytest.fixture(scope="module")
-def sweep(xquad):  # noqa: F811 (the fixture)
+def sweep(xquad):
     """Return a real sweep: 4 configurations (two identical: ties) x 3 modes, a hostile document and query."""
     documents, queries = xquad
     hostile = load_document("Ein kurzer Text über nichts Besonderes. ".encode() * 12, TITLE)

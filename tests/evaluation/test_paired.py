@@ -16,7 +16,6 @@ from rag.evaluation.results import ConfigResult, SweepConfig, SweepResult
 from rag.evaluation.sweep import run_sweep
 from rag.store.open import open_store
 from rag.store.records import Hit
-from tests.evaluation.test_sweep import xquad  # noqa: F401 (the fixture: three XQuAD articles)
 
 
 def test_identical_values_are_tied_with_p_one():
@@ -81,7 +80,7 @@ def test_a_close_row_is_a_tie_with_its_difference_and_tie_breakers():
     assert "200/0 dense has the smallest chunks" in words
 
 
-def test_a_sweep_with_two_identical_configurations_reports_them_as_tied(xquad):  # noqa: F811 (the fixture)
+def test_a_sweep_with_two_identical_configurations_reports_them_as_tied(xquad):
     documents, queries = xquad
     configs = [SweepConfig(200, 0), SweepConfig(100, 0), SweepConfig(200, 0)]
     result = run_sweep(documents, queries, configs, get_embedder("fake:16"), store=open_store(":memory:"),

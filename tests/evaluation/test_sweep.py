@@ -10,11 +10,10 @@ import pytest
 
 from rag.chunking.chunker import chunk_document
 from rag.cli import main
-from rag.documents.loader import load_document
 from rag.embeddings import get_embedder
 from rag.embeddings.cache import EmbeddingCache, default_cache_dir
 from rag.errors import QuerySetError
-from rag.evaluation.queries import Query, load_query_set
+from rag.evaluation.queries import Query
 from rag.evaluation.squad import import_squad, write_import
 from rag.evaluation.sweep import SweepConfig, collection_name, grid, parse_sizes, run_sweep
 from rag.store.open import open_store
@@ -35,14 +34,6 @@ class Counting:
         self.seen.extend(texts)
         return self.inner.embed_query(texts)
 
-
-@pytest.fixture(scope="module")
-def xquad(shared_data):
-    """Return (documents, queries) of the first three XQuAD articles, as RAG Lab reads them."""
-    imported = import_squad((shared_data / "xquad-de/xquad.de.dev.json").read_bytes(), articles=3)
-    documents = [load_document(d.text.encode(), d.filename) for d in imported.documents]
-    lines = "\n".join(json.dumps(q, ensure_ascii=False) for q in imported.queries)
-    return documents, load_query_set(lines, "queries.jsonl")
 
 
 # ---- grid and names --------------------------------------------------------------------------------------

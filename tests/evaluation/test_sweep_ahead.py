@@ -3,7 +3,6 @@ background thread with the same rows, errors and cancels as without, and the est
 
 from __future__ import annotations
 
-import json
 import threading
 from contextlib import contextmanager
 
@@ -11,13 +10,10 @@ import numpy as np
 import pytest
 
 from rag.chunking.chunker import chunk_document
-from rag.documents.loader import load_document
 from rag.embeddings import get_embedder
 from rag.errors import EmbeddingError
 from rag.evaluation.pace import SLICE, Cancelled, Pace, Paced
-from rag.evaluation.queries import load_query_set
 from rag.evaluation.results import SweepProgress
-from rag.evaluation.squad import import_squad
 from rag.evaluation.sweep import SweepConfig, run_sweep
 from rag.store.open import open_store
 
@@ -52,13 +48,6 @@ class Recording:
         self.seen.extend(texts)
         return self.inner.embed_query(texts)
 
-
-@pytest.fixture(scope="module")
-def xquad(shared_data):
-    imported = import_squad((shared_data / "xquad-de/xquad.de.dev.json").read_bytes(), articles=3)
-    documents = [load_document(d.text.encode(), d.filename) for d in imported.documents]
-    lines = "\n".join(json.dumps(q, ensure_ascii=False) for q in imported.queries)
-    return documents, load_query_set(lines, "queries.jsonl")
 
 
 def chunk_texts(documents, config) -> list[str]:

@@ -21,7 +21,6 @@ from rag.evaluation.sweep import SweepConfig, run_sweep
 from rag.reports.evaluation_html import CSP, evaluation_report, sweep_report
 from rag.store.open import open_store
 from rag.store.records import Hit
-from tests.evaluation.test_sweep import xquad  # noqa: F401 (the fixture: three XQuAD articles)
 
 TITLE = "<img src=x onerror=alert(1)>.txt"  # a document title as hostile as a file name can make it
 QUERY = "</svg><script>alert(1)</script> Wer & was?"
@@ -60,7 +59,7 @@ class Page(HTMLParser):
 
 
 @pytest.fixture(scope="module")
-def sweep(xquad):  # noqa: F811 (the fixture)
+def sweep(xquad):
     """Return a real small sweep with two identical configurations (ties) and a hostile document and query."""
     documents, queries = xquad
     hostile = load_document("Ein kurzer Text über nichts Besonderes. ".encode() * 12, TITLE)
