@@ -79,9 +79,13 @@ class Pace:
             self._embedded[1] += seconds
             self.embed_left[index] = max(self.embed_left[index] - chars, 0)
 
-    def finished_embedding(self, index: int) -> None:
+    def finished_embedding(self, index: int | None) -> None:
+        """Configuration index's texts (None: the queries) are all embedded, also when the cache held them."""
         with self._lock:
-            self.embed_left[index] = 0
+            if index is None:
+                self.query_left = 0
+            else:
+                self.embed_left[index] = 0
 
     def indexed(self, index: int, seconds: float) -> None:
         with self._lock:

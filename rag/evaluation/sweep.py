@@ -230,6 +230,7 @@ def run_sweep(
         relay(SweepProgress("queries", 0, len(configs), None, 0, len(queries), f"embedding {len(queries)} queries"))
         paced = Paced(embedder, pace, None, threading.Event())
         query_vectors = cache.embed([q.text for q in queries], paced, query=True)
+        pace.finished_embedding(None)  # cached queries are never paced: without this no estimate is ever given
     query_seconds = time.perf_counter() - started
     results = []
     def embed(index: int, cancel: threading.Event) -> np.ndarray | None:

@@ -11,6 +11,7 @@ import pytest
 
 from rag.chunking.chunker import chunk_document
 from rag.embeddings import get_embedder
+from rag.embeddings.cache import EmbeddingCache
 from rag.errors import EmbeddingError
 from rag.evaluation.pace import SLICE, Cancelled, Pace, Paced
 from rag.evaluation.results import SweepProgress
@@ -82,6 +83,17 @@ def test_configurations_share_the_cache_each_distinct_text_is_embedded_once(xqua
     firsts = [r for r in result.results if r.mode.label == "dense"]
     assert sum(r.embedded for r in firsts) == len(set(chunks)) and firsts[3].embedded == 0
     assert (fake.threads == {"MainThread"}) != ahead  # ahead, the chunks are embedded on the background thread
+
+
+def test_a_second_run_on_the_same_cache_still_says_the_time_left(xquad):
+    documents, queries = xquad
+    store, cache, fake = open_store(":memory:"), EmbeddingCache(), get_embedder("fake:32")
+    run_sweep(documents, queries, CONFIGS[:2], fake, store=store, cache=cache, ks=[1, 5], modes=MODES)
+    events = []
+    run_sweep(documents, queries, CONFIGS[:2], fake, store=open_store(":memory:"), cache=cache, ks=[1, 5],
+              modes=MODES, progress=events.append)  # every query and chunk comes from the cache
+    estimates = [e.seconds_left for e in events if e.stage in ("searching", "done")]
+    assert estimates and all(e is not None for e in estimates) and estimates[-1] == 0.0
 
 
 # ---- embedding ahead: the same sweep, overlapped --------------------------------------------------------
