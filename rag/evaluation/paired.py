@@ -17,6 +17,7 @@ equality; with more queries a small difference may become visible.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -53,9 +54,11 @@ class PairedDifference:
 
 
 def format_p(p: float) -> str:
-    """Return a p-value as people read it: "0.35", "0.052", "0.004", "< 0.001" (three places near 0.05, so a tie at
-    0.052 never reads as "0.05")."""
-    return "< 0.001" if p < 0.001 else f"{p:.3f}" if p < 0.1 else f"{p:.2f}"
+    """Return a p-value as people read it: "0.35", "0.052", "0.004", "< 0.001". Below 0.1 it has three places,
+    cut rather than rounded, so no tie (p >= ALPHA) reads below 0.05 and no other row reads "0.050"."""
+    if p < 0.001:
+        return "< 0.001"
+    return f"{math.floor(p * 1000) / 1000:.3f}" if p < 0.1 else f"{p:.2f}"
 
 
 def paired_difference(a: np.ndarray, b: np.ndarray, *, resamples: int = RESAMPLES, permutations: int = PERMUTATIONS,

@@ -191,8 +191,8 @@ class SweepResult:
         if len(self.results) == 1:
             return f"Only one configuration was run: {best.short}; nothing to compare it with."
         if not ties:
-            return (f"{best.short} is the best by {metric}, and every other configuration is worse {on}: "
-                    "the difference is unlikely to be chance.")
+            return (f"{best.short} is the best by {metric}, and every other configuration is worse {on}, each "
+                    "tested against it one by one.")
         names: list[str] = []
         for name in [best.short] + [row.short for row, _ in ties]:
             names.append(f"{name} (again)" if name in names else name)

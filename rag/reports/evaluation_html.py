@@ -125,7 +125,7 @@ def _sweep_charts(result: SweepResult, metric: str, best: ConfigResult, ties: li
 
     def note(row: ConfigResult) -> str:
         mark = marks.get(id(row), "")
-        return f"tie, p = {_p(tests[id(row)].p_value)}" if mark == "tie" else mark
+        return f"tie, p = {format_p(tests[id(row)].p_value)}" if mark == "tie" else mark
 
     groups = [(mode if len(result.modes) > 1 else None,
                [_estimate(row.evaluation, metric, row.config.short, colours[mode], note(row), row is best)
@@ -170,7 +170,7 @@ def _sweep_row(row: ConfigResult, metric: str, others: list[str], mark: str, tes
     reused = '<br><span class="pm">reused</span>' if row.reused else ""
     versus = ["—", ""] if test is None else [
         f'{test.difference:+.3f}<br><span class="pm">{test.low:+.3f} to {test.high:+.3f}</span>',
-        _p(test.p_value)]
+        format_p(test.p_value)]
     cells = [f'<td class="text">{esc(row.config.short)}{badge}</td>', f'<td class="text">{esc(row.mode.label)}</td>',
              _metric_cell(row.evaluation, metric, "chosen"), *(_metric_cell(row.evaluation, m) for m in others),
              f"<td>{row.chunks}</td>", f"<td>{row.mean_tokens:.0f}</td>", f"<td>{row.cut_share:.0%}</td>",
@@ -244,9 +244,6 @@ def _failure_row(outcome: QueryOutcome, deepest: int) -> str:
             + "".join(f'<td class="text wrap">{esc(t)}</td>' for t in texts) + "</tr>")
 
 
-def _p(p: float) -> str:
-    """Return a p-value with three decimals near ALPHA: 0.0497 is no tie and must not read "0.05"."""
-    return format_p(p) if p < 0.001 or p >= 0.1 else f"{p:.3f}"
 
 
 def _figure(svg: str, caption: str) -> str:

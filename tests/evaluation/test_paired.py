@@ -10,7 +10,7 @@ import pytest
 from rag.embeddings import get_embedder
 from rag.evaluation.metrics import evaluate
 from rag.evaluation.modes import SearchMode
-from rag.evaluation.paired import paired_difference
+from rag.evaluation.paired import format_p, paired_difference
 from rag.evaluation.queries import Query
 from rag.evaluation.results import ConfigResult, SweepConfig, SweepResult
 from rag.evaluation.sweep import run_sweep
@@ -65,6 +65,7 @@ def test_a_clearly_worse_row_is_no_tie_and_the_words_say_so():
     result = SweepResult([_row(400, 38), _row(200, 5)], "fake:8", (1,), 40, ["a.md"], 0.0)
     assert result.best().config.chunk_size == 400 and result.ties() == []
     assert "every other configuration is worse on these 40 queries" in result.tie_summary()
+    assert "each tested against it one by one" in result.tie_summary()
     assert result.to_json()["ties"] == []
 
 
@@ -100,3 +101,9 @@ def test_a_sweep_with_two_identical_configurations_reports_them_as_tied(xquad):
     for row in untied:
         assert result.paired(row).p_value < 0.05 and row.metrics[metric] < best.metrics[metric]
     assert data["tie_summary"].startswith(f"{best.short}, {best.short} (again)") and data["tie_test"]["alpha"] == 0.05
+
+
+def test_p_values_near_the_level_never_read_across_it():
+    assert format_p(500 / 10001) == "0.049"  # below 0.05: not a tie, and it does not read "0.050"
+    assert format_p(0.0502) == "0.050" and format_p(0.054) == "0.054"  # ties read 0.050 or more
+    assert (format_p(0.35), format_p(0.0004)) == ("0.35", "< 0.001")
