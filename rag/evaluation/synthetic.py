@@ -226,7 +226,7 @@ def _shortfall(sources: Sequence[Source], queries: Sequence[SyntheticQuery], cou
         return []
     used = Counter(q.document_id for q in queries)
     usable = "; ".join(f"{s.document.title}: {len(s.usable)} usable, {used[s.document.id]} used, left out: "
-                       f"{_reasons(s.rejected)}" for s in sources)
+                       f"{_reasons(s.rejected, 'none')}" for s in sources)
     return [f"Made {len(queries)} of the {count} queries asked for: the documents have no more usable {unit} "
             f"({usable})."]
 
@@ -289,8 +289,9 @@ def _distinct(documents: Sequence[Document]) -> tuple[list[Document], list[str]]
     return kept, notes
 
 
-def _reasons(counts: dict[str, int]) -> str:
-    return ", ".join(f"{reason}: {n}" for reason, n in Counter(counts).most_common() if n) or "it has no text"
+def _reasons(counts: dict[str, int], none: str = "it has no text") -> str:
+    """Return the reasons counted, most frequent first, or none when nothing was counted."""
+    return ", ".join(f"{reason}: {n}" for reason, n in Counter(counts).most_common() if n) or none
 
 
 def _quiet(done: int, total: int, message: str) -> None:

@@ -237,3 +237,11 @@ def test_replies_are_read_from_json_in_fences_and_answers_found_across_whitespac
     text = "Vorher. Passwörter müssen\nmindestens  zwölf Zeichen haben. Danach."
     assert locate("Passwörter müssen mindestens zwölf Zeichen", text, 0, len(text)) == (8, 51)
     assert locate("Vorher.", text, 5, len(text)) is None  # only inside the passage
+
+
+def test_a_short_set_says_why_without_calling_a_document_with_text_empty():
+    text = ("Passwörter müssen mindestens zwölf Zeichen lang sein und werden beim Anlegen geprüft.\n\n"
+            "Ein Konto wird nach zehn falschen Anmeldungen für eine Stunde gesperrt.")
+    made = make_queries([Document("g", "g.md", "markdown", (Page(1, text),), text)], 10)
+    [note] = [n for n in made.notes if n.startswith("Made ")]
+    assert "g.md: 2 usable, 2 used, left out: none" in note and "no text" not in note
