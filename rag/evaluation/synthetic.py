@@ -23,6 +23,7 @@ made and again when it is written.
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 from collections import Counter
@@ -78,6 +79,10 @@ class SyntheticSet:
 
     def jsonl(self) -> str:
         """Return the set as JSONL after checking every span against its document's text once more."""
+        return self._checked_jsonl
+
+    @functools.cached_property
+    def _checked_jsonl(self) -> str:  # once per set: the Evaluate page asks for it on every rerun
         texts = {d.id: d.text for d in self.documents}
         wrong = [q for q in self.queries if not _holds(texts.get(q.document_id), q.answer_start, q.answer)]
         if wrong:  # never happens unless this module has a bug; an unverified line is never written
