@@ -1,6 +1,7 @@
 """Ingest jobs owned by the app's process, not by a browser tab: they run on after a reload, and every tab sees them.
 
-One worker thread runs the jobs one after another, so two writers never meet in a store. A job keeps its
+One worker thread runs the jobs one after another, so two writers never meet in a store; other long work that
+writes (a sweep: ui.sweep_jobs) waits in the same queue as a job that runs itself (add). A job keeps its
 files' bytes until it has run, its progress, and its results (what was stored, skipped or failed, and why).
 Cancelling stops a job between files and embedding batches, never inside the store stage: every file is
 stored whole or not at all.
@@ -15,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from rag import pipeline
 from rag.chunking import ChunkSettings
@@ -27,6 +29,7 @@ from rag.store.client import Store
 log = logging.getLogger(__name__)
 KEPT = 20  # finished jobs listed per process
 STATUSES = ("queued", "running", "done", "failed", "cancelled")
+T = TypeVar("T")
 
 
 @dataclass
@@ -79,9 +82,9 @@ class IngestJob:
 
 class JobQueue:
     def __init__(self, on_change: Callable[[], None] | None = None):
-        self._jobs: list[IngestJob] = []
+        self._jobs: list = []  # IngestJobs and the jobs of add()
         self._lock = threading.Lock()
-        self._waiting: queue.Queue[IngestJob] = queue.Queue()
+        self._waiting: queue.Queue = queue.Queue()
         self._ids = itertools.count(1)
         self._idle = threading.Event()
         self._idle.set()
@@ -101,20 +104,27 @@ class JobQueue:
                         document_ids=list(document_ids), titles=list(titles), source=source)
         return self._enqueue(job)
 
-    def _enqueue(self, job: IngestJob) -> IngestJob:
+    def add(self, job: T) -> T:
+        """Queue another kind of job: it has the fields of IngestJob's life (id, location, status, started,
+        finished, cancel_requested, active) and a run() that does the work and sets how it ended."""
+        job.id = next(self._ids)
+        return self._enqueue(job)
+
+    def _enqueue(self, job: T) -> T:
         with self._lock:  # listed, not idle and waiting in one step: wait_idle never sees a job half-queued
             self._jobs.append(job)
             self._idle.clear()
             self._waiting.put(job)
         return job
 
-    def jobs(self, location: str | None = None) -> list[IngestJob]:
-        """Return the jobs (of one store location), newest first."""
+    def jobs(self, location: str | None = None, kind: type | None = IngestJob) -> list:
+        """Return the jobs of one kind (None: every kind) and store location (None: every one), newest first."""
         with self._lock:
-            return [j for j in reversed(self._jobs) if location is None or j.location == location]
+            return [j for j in reversed(self._jobs) if (location is None or j.location == location)
+                    and (kind is None or isinstance(j, kind))]
 
     def cancel(self, job_id: int) -> None:
-        for job in self.jobs():
+        for job in self.jobs(kind=None):
             if job.id == job_id and job.active:
                 job.cancel_requested = True
 
@@ -127,8 +137,10 @@ class JobQueue:
             job = self._waiting.get()
             if job.cancel_requested:
                 job.status, job.finished = "cancelled", time.time()
-            else:
+            elif isinstance(job, IngestJob):
                 self._run(job)
+            else:
+                self._run_other(job)
             with self._lock:
                 finished = [j for j in self._jobs if not j.active]
                 for old in finished[:-KEPT]:
@@ -162,6 +174,17 @@ class JobQueue:
             job.finished = time.time()
             for index, (file, result) in enumerate(zip(job.files, job.results, strict=False)):
                 job.files[index] = _kept(file, result)
+            if self.on_change is not None:
+                self.on_change()
+
+    def _run_other(self, job) -> None:
+        try:
+            job.run()
+        except Exception as error:  # a bug in the job's run(): said in the job, and the worker goes on
+            log.exception("job %s failed", job.id)
+            job.status, job.error = "failed", f"unexpected error ({type(error).__name__}: {error}); this is a bug"
+            job.finished = time.time()
+        finally:
             if self.on_change is not None:
                 self.on_change()
 

@@ -17,23 +17,23 @@ JOB_TIMEOUT = 300
 
 
 @pytest.fixture(autouse=True)
-def ingest_jobs_end_before_the_page_is_read(monkeypatch, request):
-    """After a script run that queued an ingest job, wait for the job (it runs in ui.jobs' worker thread, as in
-    the app) and run the page once more, the way the page's live progress would redraw it. A test marked
+def jobs_end_before_the_page_is_read(monkeypatch, request):
+    """After a script run that queued a job (an ingest or a sweep), wait for it (it runs in ui.jobs' worker thread,
+    as in the app) and run the page once more, the way the page's live progress would redraw it. A test marked
     live_jobs sees the jobs as they run."""
     if request.node.get_closest_marker("live_jobs"):
         return
     original = AppTest._run
 
     def newest() -> int:
-        return max((job.id for job in jobs.jobs_queue().jobs()), default=0)
+        return max((job.id for job in jobs.jobs_queue().jobs(kind=None)), default=0)
 
     def run(self, widget_state=None, timeout=None):
         before = newest()
         result = original(self, widget_state, timeout)
         queue = jobs.jobs_queue()
         if newest() != before or not queue.wait_idle(0):  # this run queued a job (it may have ended already)
-            assert queue.wait_idle(JOB_TIMEOUT), "an ingest job did not end"
+            assert queue.wait_idle(JOB_TIMEOUT), "a job did not end"
             result = AppTest.run(self)  # fresh widget states: a clicked button is not clicked again
         return result
 
