@@ -227,8 +227,12 @@ def run_sweep(
     started = time.perf_counter()
     query_vectors = None
     if vectors_needed:
-        relay(SweepProgress("queries", 0, len(configs), None, 0, len(queries), f"embedding {len(queries)} queries"))
-        paced = Paced(embedder, pace, None, threading.Event())
+        def queries_done(done: int = 0) -> None:  # after each slice: a progress callback may cancel in between
+            relay(SweepProgress("queries", 0, len(configs), None, done, len(queries),
+                                f"embedding {len(queries)} queries"))
+
+        queries_done()
+        paced = Paced(embedder, pace, None, threading.Event(), queries_done)
         query_vectors = cache.embed([q.text for q in queries], paced, query=True)
         pace.finished_embedding(None)  # cached queries are never paced: without this no estimate is ever given
     query_seconds = time.perf_counter() - started
