@@ -9,7 +9,7 @@ from rag.evaluation.sweep import SWEEP_PREFIX
 from rag.store.fusion import DEFAULT_FUSION
 from ui import errors, workspace
 from ui.parts import evaluate as parts
-from ui.parts import synthetic
+from ui.parts import evaluate_jobs, synthetic
 from ui.render import COMPARED_MODES, md
 
 ws = workspace.current()
@@ -45,6 +45,9 @@ if submitted:
     else:
         parts.run(ws, documents, source[0], sizes, overlaps, ks, strategy, modes)
 
+finished = evaluate_jobs.show(ws)  # the sweep that runs (a job: it goes on after a click or a reload)
+if finished is not None:
+    st.session_state[parts.RESULT] = finished
 if parts.RESULT in st.session_state:
     parts.results(ws, st.session_state[parts.RESULT])
 else:

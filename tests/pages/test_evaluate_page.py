@@ -1,8 +1,11 @@
-"""The Evaluate page with AppTest: a sweep from the sample folder, uploads, a collection, failures, exports."""
+"""The Evaluate page with AppTest: a sweep from the sample folder, uploads, a collection, failures, exports; the
+sweep as a job of the app's process that a click, a reload or a new tab never stops, and its Cancel."""
 
 from __future__ import annotations
 
 import json
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -12,9 +15,11 @@ from streamlit.testing.v1 import AppTest
 from rag import pipeline
 from rag.chunking.chunker import ChunkSettings
 from rag.embeddings import get_embedder
+from rag.embeddings.fake import FakeEmbedder
 from rag.evaluation.squad import import_squad
 from rag.store.open import open_store
-from ui import nav
+from ui import jobs, nav
+from ui.sweep_jobs import SweepJob
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = 180
@@ -209,3 +214,141 @@ def test_sweep_collections_stay_out_of_the_pickers_and_go_as_one_sweep(env):
     from rag.store.open import open_store
 
     assert not [c.name for c in open_store(path=str(env / "qdrant")).collections() if c.name.startswith("sweep-")]
+
+
+# ---- the sweep is a job of the app's process -----------------------------------------------------------------
+
+
+class Gate:
+    """Holds every document embedding of the fake embedder until the test opens it (a model that takes its time)."""
+
+    def __init__(self):
+        self.open, self.waiting = threading.Event(), threading.Event()
+
+
+@pytest.fixture
+def held(monkeypatch):
+    gate, original = Gate(), FakeEmbedder.embed_documents
+
+    def embed_documents(self, texts):
+        gate.waiting.set()
+        assert gate.open.wait(120), "the test never let the embedder go on"
+        return original(self, texts)
+
+    monkeypatch.setattr(FakeEmbedder, "embed_documents", embed_documents)
+    yield gate
+    gate.open.set()  # a failed test leaves no job waiting for the next one
+    assert jobs.jobs_queue().wait_idle(JOB_WAIT)
+
+
+JOB_WAIT = 180
+
+
+def until(condition, what: str) -> None:
+    """Wait until condition() holds: a guard against a hang, not a timed assertion."""
+    for _ in range(600):
+        if condition():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"{what} never happened")
+
+
+def one_article(at: AppTest) -> None:
+    at.radio(key="evaluate_query_from").set_value("Sample folder")
+    at.run()
+    at.number_input(key="evaluate_articles").set_value(1)
+    at.run()
+
+
+def newest_sweep() -> SweepJob:
+    return jobs.jobs_queue().jobs(kind=SweepJob)[0]
+
+
+def live(at: AppTest, job: SweepJob) -> tuple[str, list[str]]:
+    """Return the bold head line of the page's running sweeps and the texts of its progress bars."""
+    heads = [plain(m.value) for m in at.markdown if plain(m.value).startswith(("**Running:", "**Waiting:"))]
+    assert [b for b in at.button if b.key == f"cancel-sweep-{job.id}"], "no Cancel button for the sweep"
+    return " ".join(heads), [plain(p.proto.text) for p in at.get("progress")]
+
+
+@pytest.mark.live_jobs
+def test_a_sweep_goes_on_after_a_click_and_a_new_session_shows_its_progress_then_its_result(env, held):
+    at = evaluate_page()
+    one_article(at)
+    set_grid(at, "100,200", "0", "1,5", modes=["dense"])  # the run ends at once: the sweep is queued
+    assert held.waiting.wait(JOB_WAIT)
+    job = newest_sweep()
+    until(lambda: job.progress is not None and job.progress.stage == "embedding", "the first embedding event")
+    at.selectbox(key="evaluate_strategy").set_value("tokens")  # a click elsewhere on the page: it runs again
+    at.run()
+    assert not at.exception, at.exception
+    assert job.status == "running" and not job.cancel_requested
+    head, bars = live(at, job)
+    assert "Running: sweep of 2 configuration(s) × 1 mode(s)" in head and "0 of 2 configuration(s) done" in head
+    assert bars == [job.text] and bars[0].startswith("chunk_size 100, overlap 0: embedding 0/")
+    assert bars[0].endswith(" left")  # the time left (rag.evaluation.pace)
+    fresh = evaluate_page()  # a reload or a second tab: a new session
+    assert "evaluate_result" not in fresh.session_state and not fresh.dataframe
+    assert live(fresh, job)[0] == head
+    held.open.set()
+    assert jobs.jobs_queue().wait_idle(JOB_WAIT)
+    fresh.run()  # what the live progress does once the sweep ended
+    assert job.status == "done", job.summary()
+    assert not fresh.exception and not fresh.error, fresh.exception or [e.value for e in fresh.error]
+    table = fresh.dataframe[0].value
+    assert list(zip(table["chunk_size"], table["overlap"], strict=True)) == [(100, 0), (200, 0)]
+    assert plain(fresh.success[0].value).startswith("Best by mrr@5: chunk")
+    assert len(fresh.get("vega_lite_chart")) == 5
+    assert [b.label for b in fresh.get("download_button")] == ["Results as CSV", "Results as JSON (with every query)",
+                                                              "Download report (HTML)"]
+    assert fresh.session_state["evaluate_result"] is job.result
+    at.run()
+    assert at.session_state["evaluate_result"] is job.result and len(at.dataframe[0].value) == 2
+    assert not [p for p in at.get("progress")]  # nothing runs any more
+
+
+@pytest.mark.live_jobs
+def test_cancel_stops_the_sweep_before_it_builds_a_collection_and_the_next_one_runs(env, held):
+    at = evaluate_page()
+    one_article(at)
+    set_grid(at, "100,200", "0", "1,5", modes=["dense"])
+    assert held.waiting.wait(JOB_WAIT)
+    job = newest_sweep()
+    fresh = evaluate_page()
+    fresh.button(key=f"cancel-sweep-{job.id}").click().run()
+    assert job.cancel_requested
+    held.open.set()  # the slice under way ends; the sweep stops at its next progress event
+    assert jobs.jobs_queue().wait_idle(JOB_WAIT)
+    fresh.run()
+    assert job.status == "cancelled" and job.result is None
+    assert any(plain(i.value).startswith("Cancelled: sweep of 2 configuration(s)") for i in fresh.info)
+    assert not fresh.dataframe and "evaluate_result" not in fresh.session_state
+    assert not [c.name for c in job.store.collections() if c.name.startswith("sweep-")]
+    next(b for b in at.button if b.label == "Run the sweep").click()  # the same sweep again: it runs to its end
+    at.run()
+    assert jobs.jobs_queue().wait_idle(JOB_WAIT)
+    at.run()
+    assert newest_sweep().status == "done" and len(at.dataframe[0].value) == 2
+    assert not [i for i in at.info if plain(i.value).startswith("Cancelled")]
+
+
+@pytest.mark.live_jobs
+def test_a_sweep_waits_behind_an_ingest_job_one_writer_at_a_time(env, held):
+    at = evaluate_page()
+    at.switch_page(nav.UPLOAD.path).run()
+    at.file_uploader[0].set_value([("vertrag.txt", "Die Kündigungsfrist beträgt drei Monate. ".encode() * 50,
+                                    "text/plain")])
+    at.run()
+    next(b for b in at.button if b.label.startswith("Ingest")).click().run()
+    assert held.waiting.wait(JOB_WAIT)
+    [ingest] = jobs.jobs_queue().jobs()[:1]
+    assert ingest.status == "running"
+    at.switch_page(nav.EVALUATE.path).run()
+    one_article(at)
+    set_grid(at, "100", "0", "1,5", modes=["dense"])
+    job = newest_sweep()
+    assert job.status == "queued" and ingest.status == "running"
+    assert live(at, job)[0].startswith("**Waiting: sweep of 1 configuration(s)")
+    held.open.set()
+    assert jobs.jobs_queue().wait_idle(JOB_WAIT)
+    assert (ingest.status, job.status) == ("done", "done") and job.started >= ingest.finished

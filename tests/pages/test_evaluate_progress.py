@@ -1,21 +1,24 @@
-"""The Evaluate page's progress bar during a sweep (AppTest): it only grows and its text says the time left."""
+"""The Evaluate page's progress bar during a sweep (AppTest): it only grows and its text says the time left.
+
+The sweep is a job (ui.sweep_jobs); the bar draws its last progress event once a second, so the test records
+every event the job took, with the text the bar shows for it."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from streamlit.delta_generator import DeltaGenerator
 from streamlit.testing.v1 import AppTest
 
 from ui import nav
+from ui.sweep_jobs import SweepJob
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
 def bars(tmp_path, monkeypatch, shared_data) -> list[tuple[float, str]]:
-    """Return the (value, text) of every progress-bar update the page makes (AppTest only keeps the last)."""
+    """Return the (value, text) of the sweep job's progress bar at every event it took."""
     samples = tmp_path / "samples"
     samples.mkdir()
     (samples / "xquad.json").write_bytes((shared_data / "xquad-de/xquad.de.dev.json").read_bytes())
@@ -25,15 +28,14 @@ def bars(tmp_path, monkeypatch, shared_data) -> list[tuple[float, str]]:
     monkeypatch.delenv("QDRANT_URL", raising=False)
     monkeypatch.delenv("RAG_COLLECTION", raising=False)
     seen: list[tuple[float, str]] = []
-    original = DeltaGenerator.progress
+    original = SweepJob._progress
 
-    def progress(self, value, text=None):
-        seen.append((value, text or ""))
-        return original(self, value, text=text)
+    def progress(self, event):
+        original(self, event)
+        seen.append((self.fraction, self.text))
 
-    monkeypatch.setattr(DeltaGenerator, "progress", progress)
+    monkeypatch.setattr(SweepJob, "_progress", progress)
     return seen
-
 
 def test_the_sweep_progress_says_how_long_is_left(bars):
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
@@ -50,7 +52,7 @@ def test_the_sweep_progress_says_how_long_is_left(bars):
     next(b for b in at.button if b.label == "Run the sweep").click()
     at.run()
     assert not at.exception and not at.error, at.exception or [e.value for e in at.error]
-    assert at.dataframe[0].value is not None  # the sweep ran
+    assert at.dataframe[0].value is not None  # the sweep ran (the page tests wait for the job, then run again)
     values = [value for value, _ in bars]
     assert values == sorted(values) and values[-1] == 1.0
     searching = [text for _, text in bars if ": searching" in text]

@@ -29,13 +29,13 @@ from rag.evaluation.sweep import (
     parse_sizes,
     query_set_paths,
     relevant_chunks,
-    run_sweep,
 )
 from rag.reports.evaluation_html import sweep_report
 from rag.reports.scores import rank_rows
 from ui import charts, errors, resources, settings
-from ui.parts import synthetic
+from ui.parts import evaluate_jobs, synthetic
 from ui.render import md
+from ui.sweep_jobs import SweepJob
 from ui.workspace import Workspace
 
 RESULT = "evaluate_result"  # the last SweepResult of this session
@@ -100,32 +100,21 @@ def read_documents(ws: Workspace, squad_documents: list[Document] | None) -> Cal
 
 def run(ws: Workspace, documents: Callable[[], list[Document]], queries: list[Query], sizes: str, overlaps: str,
         ks: str, strategy: str, modes: list[str]) -> None:
-    """Load the documents, run the sweep with a progress bar and keep its result in the session."""
+    """Check the grid, then queue the sweep as a job of the app's process (ui.parts.evaluate_jobs draws it): a
+    click or a reload never stops it."""
     try:
         configs, skipped = grid(parse_sizes(sizes, "chunk sizes", 4), parse_sizes(overlaps, "overlaps", 0), strategy)
         cuts = parse_ks(ks)
         searches = parse_modes(modes)
+        embedder = ws.embedder()
     except RagError as error:
         errors.show(error)
         return
     if not configs:
         st.error("Every overlap is at least its chunk size; use smaller overlaps.")
         return
-    bar = st.progress(0.0, text="Reading the documents…")
-    try:
-        loaded = documents()
-        bar.progress(0.0, text="Embedding the queries (the local model loads once, about 12 s)…")
-        result = run_sweep(loaded, queries, configs, ws.embedder(), store=ws.store,
-                           cache=EmbeddingCache(default_cache_dir(ws.store)), ks=cuts, skipped=skipped,
-                           modes=searches, progress=lambda event: bar.progress(event.fraction, text=md(event.status)))
-    except RagError as error:
-        bar.empty()
-        errors.show(error)
-        return
-    finally:
-        resources.store_changed()  # the sweep made collections
-    bar.empty()
-    st.session_state[RESULT] = result
+    evaluate_jobs.start(SweepJob(documents, list(queries), configs, embedder, ws.store, ws.location,
+                                 EmbeddingCache(default_cache_dir(ws.store)), cuts, searches, skipped))
 
 
 def answer_ranks(result: SweepResult) -> None:

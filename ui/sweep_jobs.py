@@ -1,0 +1,135 @@
+"""Sweeps as jobs of the app's process (ui.jobs' queue), not of a browser tab's script run: a click, a reload or
+a second tab never stops one, and every tab of the same store sees its progress and then its result.
+
+A sweep writes one collection per configuration, so it waits in the queue of ingest jobs: one writer at a time.
+It reads its documents when it starts (uploads are parsed there, not in the script run that queued it), keeps
+its last progress event (with the time left, rag.evaluation.pace) and, when it ends, its SweepResult or the
+error in words. Cancel stops it at the next progress event: between embedding slices, before indexing or
+searching a configuration; the collections it finished stay, and the next run reuses them.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from rag.documents.model import Document
+from rag.embeddings.base import Embedder
+from rag.embeddings.cache import EmbeddingCache
+from rag.errors import RagError
+from rag.evaluation.modes import SearchMode
+from rag.evaluation.queries import Query
+from rag.evaluation.results import SweepConfig, SweepProgress, SweepResult
+from rag.evaluation.sweep import run_sweep
+from rag.store.client import Store
+from ui.jobs import JobQueue
+
+log = logging.getLogger(__name__)
+RESULTS_KEPT = 3  # finished sweeps per store that keep their SweepResult (each holds every query's hits)
+
+
+class SweepCancelled(Exception):
+    """Raised in the sweep's progress callback once Cancel was pressed: run_sweep stops and cleans up."""
+
+
+@dataclass
+class SweepJob:
+    documents: Callable[[], list[Document]] | None  # what reads the documents (dropped once the sweep ran)
+    queries: list[Query]
+    configs: list[SweepConfig]
+    embedder: Embedder
+    store: Store
+    location: str  # the store's folder or URL: a page lists the sweeps of its own store
+    cache: EmbeddingCache
+    ks: list[int]
+    modes: list[SearchMode]
+    skipped: list[str] = field(default_factory=list)
+    id: int = 0  # given by the queue
+    status: str = "queued"
+    step: str = "Waiting for the jobs before it"  # what it does now, when no progress event says it
+    progress: SweepProgress | None = None  # the last event: stage, share done, time left
+    result: SweepResult | None = None
+    error: str | None = None
+    submitted: float = field(default_factory=time.time)
+    started: float | None = None
+    finished: float | None = None
+    cancel_requested: bool = False
+    configs_done: int = 0
+
+    @property
+    def active(self) -> bool:
+        return self.status in ("queued", "running")
+
+    @property
+    def fraction(self) -> float:
+        """Return the share of the sweep done, 0.0-1.0 (it only grows)."""
+        return self.progress.fraction if self.progress else 0.0
+
+    @property
+    def text(self) -> str:
+        """Return the line under the progress bar: the stage and the time left."""
+        if self.progress is not None and self.status == "running":
+            return self.progress.status or self.step
+        return self.step
+
+    def summary(self) -> str:
+        """Return the sweep in one line: what it measures, and how far it is or how it ended."""
+        what = f"sweep of {len(self.configs)} configuration(s) × {len(self.modes)} mode(s), {len(self.queries)} queries"
+        if self.status == "queued":
+            return f"Waiting: {what}"
+        if self.status == "running":
+            return f"Running: {what}, {self.configs_done} of {len(self.configs)} configuration(s) done"
+        took = f" in {self.finished - self.started:.0f} s" if self.finished and self.started else ""
+        if self.status == "failed":
+            return f"Failed: {self.error}"
+        if self.status == "cancelled":
+            return (f"Cancelled: {what}. The collections of the configurations it finished stay; the next run "
+                    "reuses them.")
+        return f"Done: {what}{took}"
+
+    def run(self) -> None:
+        """Read the documents and run the sweep; set status, result or error (the queue's worker calls this)."""
+        self.status, self.started = "running", time.time()
+        try:
+            self.step = "Reading the documents…"
+            documents = self.documents() if self.documents else []
+            self._check()
+            self.step = "Embedding the queries (the local model loads once, about 12 s)…"
+            self.result = run_sweep(documents, self.queries, self.configs, self.embedder, store=self.store,
+                                    cache=self.cache, ks=self.ks, skipped=self.skipped, modes=self.modes,
+                                    progress=self._progress)
+            self.status = "done"
+        except SweepCancelled:
+            self.status = "cancelled"
+        except RagError as error:
+            self.status, self.error = "failed", str(error)
+        except Exception as error:  # a bug: said in the job, logged in full, and the worker goes on
+            log.exception("sweep job %s failed", self.id)
+            self.status, self.error = "failed", f"unexpected error ({type(error).__name__}: {error}); this is a bug"
+        finally:
+            self.finished, self.documents = time.time(), None  # uploaded files' bytes are not kept
+
+    def _progress(self, event: SweepProgress) -> None:
+        self.progress = event
+        self.configs_done += event.stage == "done"
+        self._check()
+
+    def _check(self) -> None:
+        if self.cancel_requested:
+            raise SweepCancelled()
+
+
+def submit(queue: JobQueue, job: SweepJob) -> SweepJob:
+    """Queue a sweep; the results of older sweeps of its store beyond RESULTS_KEPT are let go."""
+    queue.add(job)
+    finished = [j for j in sweeps(queue, job.location) if not j.active and j.result is not None]
+    for old in finished[RESULTS_KEPT:]:
+        old.result = None
+    return job
+
+
+def sweeps(queue: JobQueue, location: str) -> list[SweepJob]:
+    """Return the sweeps of one store, newest first."""
+    return queue.jobs(location, SweepJob)
