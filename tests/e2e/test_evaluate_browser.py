@@ -54,3 +54,31 @@ def test_a_sweep_shows_best_ties_and_error_bars_and_downloads_its_report(app_ser
     assert re.fullmatch(r"sweep-[0-9-]+T\d{4}\.html", download.value.suggested_filename)
     text = saved.read_text(encoding="utf-8")
     assert f'content="{CSP}"' in text and "<h1>Sweep: mrr@5 of " in text and '<tr class="best">' in text
+
+
+def test_a_reload_during_a_sweep_keeps_it_running_and_shows_its_result(app_server, page, shot, shared_data, tmp_path):
+    samples = tmp_path / "samples"
+    samples.mkdir()
+    shutil.copy(shared_data / "xquad-de/xquad.de.dev.json", samples / "xquad.json")
+    server = app_server(RAG_EMBEDDER="fake", RAG_SAMPLE_DIR=str(samples))
+    page.goto(server.url)
+    go(page, "Evaluate")
+    page.get_by_text("Sample folder", exact=True).click()
+    settle(page)
+    articles = page.get_by_role("spinbutton", name="SQuAD articles to use")
+    articles.fill("3")
+    articles.press("Enter")
+    settle(page)
+    page.get_by_label("chunk_size values").fill("100,150,200")
+    page.get_by_label("overlap values").fill("0")
+    page.get_by_label("k values").fill("1,5")
+    page.get_by_role("button", name="Run the sweep").click()
+    page.get_by_text(re.compile(r"^Running: sweep of 3 configuration")).wait_for(timeout=120_000)
+    assert page.get_by_role("button", name=re.compile("Cancel")).is_visible()
+    shot("43-evaluate-sweep-running")
+    page.reload()  # on main this ended the script run, and with it the sweep (a sweep that ended already: the
+    # new session shows its result all the same)
+    page.get_by_text(re.compile(r"^Best by mrr@5")).wait_for(timeout=300_000)
+    settle(page)
+    assert page.get_by_test_id("stDataFrame").first.is_visible()
+    assert page.get_by_role("button", name=re.compile("Download report \\(HTML\\)")).is_visible()
