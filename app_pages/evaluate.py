@@ -9,8 +9,9 @@ from rag.evaluation.sweep import SWEEP_PREFIX
 from rag.store.fusion import DEFAULT_FUSION
 from ui import errors, workspace
 from ui.parts import evaluate as parts
-from ui.parts import evaluate_jobs, synthetic
+from ui.parts import live_jobs, synthetic
 from ui.render import COMPARED_MODES, md
+from ui.sweep_jobs import SweepJob
 
 ws = workspace.current()
 st.title("Evaluate")
@@ -45,9 +46,10 @@ if submitted:
     else:
         parts.run(ws, documents, source[0], sizes, overlaps, ks, strategy, modes)
 
-finished = evaluate_jobs.show(ws)  # the sweep that runs (a job: it goes on after a click or a reload)
+# the sweep that runs (a job: it goes on after a click or a reload), and one that ended since
+finished = live_jobs.show(ws.location, SweepJob, parts.SWEEP_SEEN, parts.CANCEL_HELP)
 if finished is not None:
-    st.session_state[parts.RESULT] = finished
+    st.session_state[parts.RESULT] = finished.result
 if parts.RESULT in st.session_state:
     parts.results(ws, st.session_state[parts.RESULT])
 else:

@@ -267,7 +267,7 @@ def newest_sweep() -> SweepJob:
 def live(at: AppTest, job: SweepJob) -> tuple[str, list[str]]:
     """Return the bold head line of the page's running sweeps and the texts of its progress bars."""
     heads = [plain(m.value) for m in at.markdown if plain(m.value).startswith(("**Running:", "**Waiting:"))]
-    assert [b for b in at.button if b.key == f"cancel-sweep-{job.id}"], "no Cancel button for the sweep"
+    assert [b for b in at.button if b.key == f"cancel-sweepjob-{job.id}"], "no Cancel button for the sweep"
     return " ".join(heads), [plain(p.proto.text) for p in at.get("progress")]
 
 
@@ -315,7 +315,7 @@ def test_cancel_stops_the_sweep_before_it_builds_a_collection_and_the_next_one_r
     assert held.waiting.wait(JOB_WAIT)
     job = newest_sweep()
     fresh = evaluate_page()
-    fresh.button(key=f"cancel-sweep-{job.id}").click().run()
+    fresh.button(key=f"cancel-sweepjob-{job.id}").click().run()
     assert job.cancel_requested
     held.open.set()  # the slice under way ends; the sweep stops at its next progress event
     assert jobs.jobs_queue().wait_idle(JOB_WAIT)

@@ -33,12 +33,15 @@ from rag.evaluation.sweep import (
 from rag.reports.evaluation_html import sweep_report
 from rag.reports.scores import rank_rows
 from ui import charts, errors, resources, settings
-from ui.parts import evaluate_jobs, synthetic
+from ui.parts import live_jobs, synthetic
 from ui.render import md
-from ui.sweep_jobs import SweepJob
+from ui.sweep_jobs import SweepJob, submit
 from ui.workspace import Workspace
 
 RESULT = "evaluate_result"  # the last SweepResult of this session
+SWEEP_SEEN = "evaluate_sweep_seen"  # id of the newest sweep job whose result this session took
+CANCEL_HELP = ("Stops at the next embedding slice or configuration; the collections of the configurations it "
+               "finished stay and are reused by the next run.")
 MODE_HELP = ("Each mode is a row per configuration, searched in the same collection: dense = embeddings, "
              "sparse = BM25 keywords, hybrid = both lists fused: convex (normalised scores added), rrf (by rank), "
              "dbsf (by scores normalised by their spread).")
@@ -100,8 +103,8 @@ def read_documents(ws: Workspace, squad_documents: list[Document] | None) -> Cal
 
 def run(ws: Workspace, documents: Callable[[], list[Document]], queries: list[Query], sizes: str, overlaps: str,
         ks: str, strategy: str, modes: list[str]) -> None:
-    """Check the grid, then queue the sweep as a job of the app's process (ui.parts.evaluate_jobs draws it): a
-    click or a reload never stops it."""
+    """Check the grid, then queue the sweep as a job of the app's process (ui.parts.live_jobs draws it): a click
+    or a reload never stops it."""
     try:
         configs, skipped = grid(parse_sizes(sizes, "chunk sizes", 4), parse_sizes(overlaps, "overlaps", 0), strategy)
         cuts = parse_ks(ks)
@@ -113,8 +116,8 @@ def run(ws: Workspace, documents: Callable[[], list[Document]], queries: list[Qu
     if not configs:
         st.error("Every overlap is at least its chunk size; use smaller overlaps.")
         return
-    evaluate_jobs.start(SweepJob(documents, list(queries), configs, embedder, ws.store, ws.location,
-                                 EmbeddingCache(default_cache_dir(ws.store)), cuts, searches, skipped))
+    submit(live_jobs.queue(), SweepJob(documents, list(queries), configs, embedder, ws.store, ws.location,
+                                       EmbeddingCache(default_cache_dir(ws.store)), cuts, searches, skipped))
 
 
 def answer_ranks(result: SweepResult) -> None:
