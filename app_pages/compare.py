@@ -14,7 +14,9 @@ from rag.evaluation.squad import squad_queries
 from rag.evaluation.sweep import is_sweep_collection
 from rag.store.fusion import DEFAULT_FUSION
 from ui import errors, nav, state, workspace
+from ui.compare_jobs import CompareJob
 from ui.parts import compare as parts
+from ui.parts import live_jobs
 from ui.parts.compare import CompareRun, side_label
 from ui.render import COMPARED_MODES, MODE_LABELS, md
 
@@ -92,10 +94,12 @@ if go.button("Compare", type="primary", icon=":material/compare_arrows:", key="c
             cuts = parse_ks(ks)
             read = squad_queries if file.name.lower().endswith(".json") else load_query_set
             queries = read(file.getvalue(), file.name)
-            with st.spinner(f"Evaluating {len(queries)} queries on both sides…"):
-                state.put(state.COMPARE, parts.run_query_set(ws, sides, queries, file.name, cuts))
+            parts.start_query_set(ws, sides, queries, file.name, cuts)  # a job: a click or a reload never stops it
     except RagError as error:
         errors.show(error)
+compared = live_jobs.show(ws.location, CompareJob, parts.COMPARE_SEEN, parts.CANCEL_HELP)
+if compared is not None:
+    state.put(state.COMPARE, parts.query_set_run(compared))
 
 run: CompareRun | None = state.get(state.COMPARE)
 if run is None or any(s.collection not in infos for s in run.sides):

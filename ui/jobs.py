@@ -1,7 +1,8 @@
 """Ingest jobs owned by the app's process, not by a browser tab: they run on after a reload, and every tab sees them.
 
 One worker thread runs the jobs one after another, so two writers never meet in a store; other long work that
-writes (a sweep: ui.sweep_jobs) waits in the same queue as a job that runs itself (add). A job keeps its
+writes or reads a store for long (a sweep, ui.sweep_jobs; a query-set comparison, ui.compare_jobs) waits in
+the same queue as a job that runs itself (add). A job keeps its
 files' bytes until it has run, its progress, and its results (what was stored, skipped or failed, and why).
 Cancelling stops a job between files and embedding batches, never inside the store stage: every file is
 stored whole or not at all.

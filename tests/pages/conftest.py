@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import re
+import threading
+import time
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from rag.embeddings.fake import FakeEmbedder
 from ui import jobs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,6 +41,47 @@ def jobs_end_before_the_page_is_read(monkeypatch, request):
         return result
 
     monkeypatch.setattr(AppTest, "_run", run)
+
+
+class Gate:
+    """Where a held embedder waits: `waiting` is set once a call waits, `open` lets every call go on."""
+
+    def __init__(self):
+        self.open, self.waiting = threading.Event(), threading.Event()
+
+
+@pytest.fixture
+def hold(monkeypatch):
+    """Return hold(method): each call of the fake embedder's method ("embed_documents", "embed_query") then waits
+    at the Gate it returns until the test opens it (a model that takes its time). Every job ends before the
+    next test."""
+    gates = []
+
+    def held(method: str) -> Gate:
+        gate, original = Gate(), getattr(FakeEmbedder, method)
+
+        def waiting(self, texts):
+            gate.waiting.set()
+            assert gate.open.wait(JOB_TIMEOUT), "the test never let the embedder go on"
+            return original(self, texts)
+
+        monkeypatch.setattr(FakeEmbedder, method, waiting)
+        gates.append(gate)
+        return gate
+
+    yield held
+    for gate in gates:
+        gate.open.set()
+    assert jobs.jobs_queue().wait_idle(JOB_TIMEOUT), "a job did not end"
+
+
+def until(condition, what: str) -> None:
+    """Wait until condition() holds: a guard against a hang, not a timed assertion."""
+    for _ in range(600):
+        if condition():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"{what} never happened")
 
 
 def start(page: str | None = None) -> AppTest:

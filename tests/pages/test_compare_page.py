@@ -1,5 +1,6 @@
 """The Compare page with AppTest: one query on two sides (modes, collections) and a query set, checked against the
-rag functions the page calls; old collections offer dense only; bad input is an error in words."""
+rag functions the page calls; old collections offer dense only; bad input is an error in words; a query-set
+comparison is a job of the app's process that a click or a new session never stops, and its Cancel."""
 
 from __future__ import annotations
 
@@ -17,8 +18,9 @@ from rag.evaluation.paired import format_p
 from rag.evaluation.queries import load_query_set
 from rag.evaluation.sweep import evaluate_collection
 from rag.store.open import open_store
-from tests.pages.conftest import PDF, button, plain, start, texts, upload
-from ui import nav
+from tests.pages.conftest import JOB_TIMEOUT, PDF, button, plain, start, texts, until, upload
+from ui import jobs, nav
+from ui.compare_jobs import CompareJob
 from ui.render import md
 
 QUERY = "Welche Schriftgröße verwendet die Klasse?"
@@ -189,3 +191,66 @@ def test_a_squad_file_is_a_query_set_too(app_env, shared_data):
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert len(at.dataframe[1].value) <= len(squad_queries(small, "xquad-1.json"))
     assert "hit@1" in list(at.dataframe[0].value["metric"])
+
+
+# ---- a query-set comparison is a job of the app's process ----------------------------------------------------
+
+MANY = [dict(q, query=f"{q['query']} {n}") for n in range(10) for q in QUERY_SET]  # 40 queries: several slices
+
+
+def queue_comparison(at, hold):
+    """Upload MANY as the query set and press Compare with the queries' embedding held; return the gate and job."""
+    compare_page(at)
+    at.button_group(key="compare_source").set_value("query set").run()
+    data = "\n".join(json.dumps(q, ensure_ascii=False) for q in MANY).encode("utf-8")
+    at.file_uploader(key="compare_query_file").set_value([("viele.jsonl", data, "application/jsonl")]).run()
+    gate = hold("embed_query")
+    button(at, "Compare").click().run()  # the run ends at once: the comparison is queued
+    assert not at.exception, at.exception
+    job = jobs.jobs_queue().jobs(kind=CompareJob)[0]
+    until(lambda: gate.waiting.is_set() or not job.active, "the comparison's first embedding")
+    assert gate.waiting.is_set(), job.summary()
+    return gate, job
+
+
+def heads(at) -> list[str]:
+    return [plain(m.value) for m in at.markdown if plain(m.value).startswith("**Comparing ")]
+
+
+@pytest.mark.live_jobs
+def test_a_query_set_comparison_goes_on_after_a_click_and_a_new_session_shows_its_result(app_env, shared_data, hold):
+    at, queue = upload(start(), shared_data, PDF, "pdfs/crazyones.pdf"), jobs.jobs_queue()
+    assert queue.wait_idle(JOB_TIMEOUT)  # the ingest (live_jobs: nothing waits for it)
+    gate, job = queue_comparison(at, hold)
+    at.toggle(key="compare_sweeps").set_value(True).run()  # a click elsewhere: the page runs again
+    assert job.status == "running" and heads(at) == ["**Comparing 40 queries of viele.jsonl on 'documents' and "
+                                                     "'documents'**"]
+    fresh = compare_page(start())  # a reload or a second tab: a new session
+    assert heads(fresh) == heads(at) and [b for b in fresh.button if b.key == f"cancel-comparejob-{job.id}"]
+    assert [plain(p.proto.text) for p in fresh.get("progress")] == [job.text] and not fresh.dataframe
+    gate.open.set()
+    assert queue.wait_idle(JOB_TIMEOUT)
+    fresh.run()  # what the live progress does once the comparison ended
+    assert job.status == "done" and not fresh.error, job.summary()
+    table = fresh.dataframe[0].value.set_index("metric")
+    for key in table.index:
+        assert table.loc[key, "B − A"] == pytest.approx(job.result.deltas[key])
+    assert len(fresh.dataframe[1].value) <= len(MANY)
+    assert "Result for viele.jsonl" in plain(texts(fresh.caption))
+    at.run()
+    assert at.dataframe[0].value.equals(fresh.dataframe[0].value) and not at.get("progress")
+
+
+@pytest.mark.live_jobs
+def test_cancel_stops_a_query_set_comparison_between_embedding_slices(app_env, shared_data, hold):
+    at = upload(start(), shared_data, PDF, "pdfs/crazyones.pdf")
+    assert jobs.jobs_queue().wait_idle(JOB_TIMEOUT)
+    gate, job = queue_comparison(at, hold)
+    at.button(key=f"cancel-comparejob-{job.id}").click().run()
+    assert job.cancel_requested
+    gate.open.set()  # the slice under way ends; the next one is not started
+    assert jobs.jobs_queue().wait_idle(JOB_TIMEOUT)
+    at.run()
+    assert job.status == "cancelled" and job.result is None and 0 < job.embedded < len(MANY)
+    assert "Cancelled: 40 queries of viele.jsonl" in plain(texts(at.info)) and not at.dataframe
+    until(lambda: not at.get("progress"), "the page without progress")

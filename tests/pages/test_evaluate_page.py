@@ -4,8 +4,6 @@ sweep as a job of the app's process that a click, a reload or a new tab never st
 from __future__ import annotations
 
 import json
-import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -15,9 +13,9 @@ from streamlit.testing.v1 import AppTest
 from rag import pipeline
 from rag.chunking.chunker import ChunkSettings
 from rag.embeddings import get_embedder
-from rag.embeddings.fake import FakeEmbedder
 from rag.evaluation.squad import import_squad
 from rag.store.open import open_store
+from tests.pages.conftest import until
 from ui import jobs, nav
 from ui.sweep_jobs import SweepJob
 
@@ -219,38 +217,12 @@ def test_sweep_collections_stay_out_of_the_pickers_and_go_as_one_sweep(env):
 # ---- the sweep is a job of the app's process -----------------------------------------------------------------
 
 
-class Gate:
-    """Holds every document embedding of the fake embedder until the test opens it (a model that takes its time)."""
-
-    def __init__(self):
-        self.open, self.waiting = threading.Event(), threading.Event()
-
-
 @pytest.fixture
-def held(monkeypatch):
-    gate, original = Gate(), FakeEmbedder.embed_documents
-
-    def embed_documents(self, texts):
-        gate.waiting.set()
-        assert gate.open.wait(120), "the test never let the embedder go on"
-        return original(self, texts)
-
-    monkeypatch.setattr(FakeEmbedder, "embed_documents", embed_documents)
-    yield gate
-    gate.open.set()  # a failed test leaves no job waiting for the next one
-    assert jobs.jobs_queue().wait_idle(JOB_WAIT)
+def held(hold):
+    return hold("embed_documents")
 
 
 JOB_WAIT = 180
-
-
-def until(condition, what: str) -> None:
-    """Wait until condition() holds: a guard against a hang, not a timed assertion."""
-    for _ in range(600):
-        if condition():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"{what} never happened")
 
 
 def one_article(at: AppTest) -> None:

@@ -14,12 +14,14 @@ import pandas as pd
 import streamlit as st
 
 from rag.embeddings.cache import EmbeddingCache, default_cache_dir
-from rag.evaluation.compare import EvaluationComparison, HitComparison, HitRow, Side, compare_query, compare_query_set
+from rag.evaluation.compare import EvaluationComparison, HitComparison, HitRow, Side, compare_query
 from rag.evaluation.metrics import METRICS
 from rag.evaluation.paired import ALPHA, format_p
 from rag.evaluation.queries import Query
 from rag.store.search import candidate_limit
 from ui import render
+from ui.compare_jobs import CompareJob, submit
+from ui.parts import live_jobs
 from ui.parts import search as search_parts
 from ui.render import md
 from ui.workspace import Workspace
@@ -59,13 +61,21 @@ def run_query(ws: Workspace, sides: tuple[Side, Side], query: str, top_k: int) -
     return CompareRun(sides, time.perf_counter() - started, query=query, top_k=top_k, hits=hits)
 
 
-def run_query_set(ws: Workspace, sides: tuple[Side, Side], queries: Sequence[Query], name: str,
-                  ks: Sequence[int]) -> CompareRun:
-    """Return both sides' evaluations of queries, compared (RagError when a label or span does not fit)."""
-    started = time.perf_counter()
-    evaluations = compare_query_set(queries, sides, ks, store=ws.store, embedders=[_embedder(ws, s) for s in sides],
-                                    cache=EmbeddingCache(default_cache_dir(ws.store)))
-    return CompareRun(sides, time.perf_counter() - started, query_set=name, evaluations=evaluations)
+COMPARE_SEEN = "compare_job_seen"  # id of the newest query-set comparison whose result this session took
+CANCEL_HELP = "Stops between two slices of the queries' embedding; nothing is written."
+
+
+def start_query_set(ws: Workspace, sides: tuple[Side, Side], queries: Sequence[Query], name: str,
+                    ks: Sequence[int]) -> CompareJob:
+    """Queue both sides' evaluations of queries as a job of the app's process (ui.compare_jobs)."""
+    job = CompareJob(sides, list(queries), name, list(ks), [_embedder(ws, s) for s in sides], ws.store, ws.location,
+                     EmbeddingCache(default_cache_dir(ws.store)))
+    return submit(live_jobs.queue(), job)
+
+
+def query_set_run(job: CompareJob) -> CompareRun:
+    """Return a finished comparison job as the run the page draws."""
+    return CompareRun(job.sides, job.seconds, query_set=job.query_set, evaluations=job.result)
 
 
 def move(shift: int | None) -> str:

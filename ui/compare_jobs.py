@@ -1,0 +1,144 @@
+"""A query set compared on two sides as a job of the app's process (ui.jobs' queue), like a sweep
+(ui.sweep_jobs): a click, a reload or a second tab never stops it, and every tab of the store sees it.
+
+Most of its time is embedding the queries (cold, a few hundred questions on the local model take a minute), so
+each side's embedder is wrapped in rag.evaluation.pace.Paced: it embeds in slices, which give the progress and
+the time left, and Cancel stops it between two slices. The embedding cache answers the queries it already
+holds; searching and scoring both sides comes after, in seconds.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+
+from rag.embeddings.base import Embedder
+from rag.embeddings.cache import EmbeddingCache
+from rag.errors import RagError
+from rag.evaluation.compare import EvaluationComparison, Side, compare_query_set
+from rag.evaluation.pace import Cancelled, Pace, Paced
+from rag.evaluation.queries import Query
+from rag.store.client import Store
+from ui.jobs import JobQueue
+
+log = logging.getLogger(__name__)
+RESULTS_KEPT = 3  # finished comparisons per store that keep their result
+
+
+@dataclass
+class CompareJob:
+    sides: tuple[Side, Side]
+    queries: list[Query]
+    query_set: str  # its file name
+    ks: list[int]
+    embedders: list[Embedder | None]  # per side; None for keyword search, which embeds nothing
+    store: Store
+    location: str
+    cache: EmbeddingCache
+    id: int = 0  # given by the queue
+    status: str = "queued"
+    result: EvaluationComparison | None = None
+    seconds: float = 0.0
+    error: str | None = None
+    submitted: float = field(default_factory=time.time)
+    started: float | None = None
+    finished: float | None = None
+    cancel_requested: bool = False
+    embedded: int = 0  # query texts embedded so far (the cache's misses)
+    pace: Pace | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.status in ("queued", "running")
+
+    @property
+    def fraction(self) -> float:
+        """Return the share of the queries' characters embedded so far (the searches after are quick)."""
+        if self.pace is None or not self.pace_chars:
+            return 0.0
+        return 1.0 - self.pace.query_left / self.pace_chars
+
+    @property
+    def pace_chars(self) -> int:
+        models = {e.model_id for e in self.embedders if e is not None}
+        return len(models) * sum(len(t) for t in {q.text for q in self.queries})
+
+    @property
+    def text(self) -> str:
+        """Return the line under the progress bar: what it does and the time left."""
+        if self.status == "queued":
+            return "Waiting for the jobs before it"
+        if self.status != "running" or self.pace is None:
+            return ""
+        if not self.pace.query_left:
+            return "Searching both sides…"
+        seconds = self.pace.seconds_left()
+        if seconds is None:
+            return "Embedding the queries (those the cache lacks), then searching both sides…"
+        left = f"about {seconds:.0f} s left" if seconds < 90 else f"about {round(seconds / 60)} min left"
+        return f"Embedding the queries: {self.embedded} embedded · {left}"
+
+    def summary(self) -> str:
+        """Return the comparison in one line: what it compares, and how far it is or how it ended."""
+        what = f"{len(self.queries)} queries of {self.query_set} on '{self.sides[0].collection}' and " \
+               f"'{self.sides[1].collection}'"
+        if self.status == "queued":
+            return f"Waiting: {what}"
+        if self.status == "running":
+            return f"Comparing {what}"
+        if self.status == "failed":
+            return f"Failed: {self.error}"
+        if self.status == "cancelled":
+            return f"Cancelled: {what}"
+        return f"Done: {what} in {self.seconds:.1f} s"
+
+    def run(self) -> None:
+        """Embed the queries (in slices, cancellable) and evaluate both sides; set status, result or error."""
+        self.status, self.started = "running", time.time()
+        self.pace = Pace([], [], [], query_chars=self.pace_chars)
+        cancel = _Cancel(self)
+        clock = time.perf_counter()
+        try:
+            embedders = [Paced(e, self.pace, None, cancel, self._embedded) if e is not None else None
+                         for e in self.embedders]
+            self.result = compare_query_set(self.queries, self.sides, self.ks, store=self.store, embedders=embedders,
+                                            cache=self.cache)
+            self.status = "done"
+        except Cancelled:
+            self.status = "cancelled"
+        except RagError as error:
+            self.status, self.error = "failed", str(error)
+        except Exception as error:  # a bug: said in the job, logged in full, and the worker goes on
+            log.exception("compare job %s failed", self.id)
+            self.status, self.error = "failed", f"unexpected error ({type(error).__name__}: {error}); this is a bug"
+        finally:
+            self.seconds, self.finished = time.perf_counter() - clock, time.time()
+
+    def _embedded(self, done: int) -> None:  # Paced counts per side: the last side's count is the one shown
+        self.embedded = done
+
+
+class _Cancel(threading.Event):
+    """The event Paced checks between slices: set once Cancel was pressed on the job."""
+
+    def __init__(self, job: CompareJob):
+        super().__init__()
+        self.job = job
+
+    def is_set(self) -> bool:
+        return self.job.cancel_requested
+
+
+def submit(queue: JobQueue, job: CompareJob) -> CompareJob:
+    """Queue a comparison; the results of older ones of its store beyond RESULTS_KEPT are let go."""
+    queue.add(job)
+    for old in [j for j in comparisons(queue, job.location) if not j.active and j.result is not None][RESULTS_KEPT:]:
+        old.result = None
+    return job
+
+
+def comparisons(queue: JobQueue, location: str) -> list[CompareJob]:
+    """Return the query-set comparisons of one store, newest first."""
+    return queue.jobs(location, CompareJob)
