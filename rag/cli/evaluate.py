@@ -191,7 +191,7 @@ class SweepReporter:
 
     def __call__(self, event: SweepProgress) -> None:
         line = f"[{event.config_index + 1}/{event.configs}] {event.status}" if event.config else event.status
-        if event.stage == "embedding":
+        if event.stage == "embedding" or (event.stage == "queries" and event.done):  # slices of one stage
             if event.total == 0:
                 return
             if self.tty:

@@ -11,6 +11,7 @@ from rag.evaluation.squad import import_squad, write_import
 def test_reporter_lines_say_the_time_left(capsys):
     report, config = SweepReporter(), SweepConfig(350, 50)
     report(SweepProgress("queries", 0, 6, None, 0, 632, "embedding 632 queries"))
+    report(SweepProgress("queries", 0, 6, None, 8, 632, "embedding 632 queries"))  # after a slice: not said again
     report(SweepProgress("embedding", 1, 6, config, 0, 0, "chunk_size 350, overlap 50: embedding", 30.0))
     report(SweepProgress("embedding", 1, 6, config, 40, 126, "chunk_size 350, overlap 50: embedding", 150.0))
     report(SweepProgress("embedding", 1, 6, config, 126, 126, "chunk_size 350, overlap 50: embedding", 118.0))
