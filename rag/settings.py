@@ -41,6 +41,7 @@ SERVICES = (QDRANT, OPENAI, OLLAMA)
 OLLAMA_PORT = 11434
 DEFAULT_DATA_ROOT = "./data"
 LIMITS = {"RAG_MAX_FILE_MB": 200.0, "RAG_MAX_PAGES": 5000.0}
+WHOLE_LIMITS = {"RAG_MAX_PAGES"}  # a page count: 0.5 would refuse every PDF
 
 
 def check_url(url: str, what: str, *, default_scheme: bool = False, example: str = "http://localhost:6333") -> str:
@@ -185,9 +186,11 @@ def limit(variable: str, source: Mapping[str, str] | None = None) -> float:
         value = float(text)
     except ValueError:
         value = 0.0
-    if not value > 0 or value != value or value == float("inf"):
+    whole = variable in WHOLE_LIMITS
+    if not value > 0 or value != value or value == float("inf") or (whole and value != int(value)):
+        kind = "a whole number of at least 1" if whole else "a positive number"
         raise InvalidSettingsError(
-            f"{variable}='{text[:40]}' is not a positive number. Set it to e.g. {LIMITS[variable]:g}, or unset it "
+            f"{variable}='{text[:40]}' is not {kind}. Set it to e.g. {LIMITS[variable]:g}, or unset it "
             f"for the default ({LIMITS[variable]:g})."
         )
     return value

@@ -102,6 +102,14 @@ def test_invalid_limits_are_reported_not_ignored(value: str):
     assert settings.limit("RAG_MAX_PAGES", {"RAG_MAX_PAGES": " 12 "}) == 12
 
 
+@pytest.mark.parametrize("value", ["0.5", "1.5", "0"])
+def test_a_page_limit_must_be_a_whole_number(value: str):
+    """RAG_MAX_PAGES=0.5 passed the start check and then refused every PDF."""
+    with pytest.raises(InvalidSettingsError, match="whole number"):
+        settings.check_environment({"RAG_MAX_PAGES": value})
+    assert settings.limit("RAG_MAX_FILE_MB", {"RAG_MAX_FILE_MB": "0.5"}) == 0.5  # megabytes may be a fraction
+
+
 @pytest.mark.parametrize("args,env", [
     (["--qdrant-url", "htp:/x", "collections"], {}),
     (["--qdrant-url", "http://127.0.0.1:99999", "collections"], {}),
