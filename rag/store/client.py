@@ -22,6 +22,7 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
 import httpx
+import pydantic
 from qdrant_client import QdrantClient, models
 from qdrant_client.http.exceptions import ApiException, UnexpectedResponse
 
@@ -82,11 +83,15 @@ class Store(DocumentsMixin, VersionsMixin, SearchMixin):
         except RagError:
             raise
         except (ApiException, httpx.HTTPError) as e:
+            if (invalid := invalid_reply(e)) is not None:
+                raise StoreError(not_qdrant(self.location, action, invalid)) from e
             if isinstance(e, UnexpectedResponse) and e.status_code not in (None, 502, 503, 504):
                 raise StoreError(f"Qdrant at {self.location} refused {action}: {e}") from e
             raise StoreUnavailableError(
                 f"Qdrant at {self.location} did not answer while {action} ({e}). Is the server running?"
             ) from e
+        except pydantic.ValidationError as e:  # a ValueError whose text is a many-line dump of the reply
+            raise StoreError(not_qdrant(self.location, action, e)) from e
         except (ValueError, RuntimeError, OSError) as e:
             raise StoreError(f"Qdrant at {self.location} failed {action}: {e}") from e
 
@@ -244,3 +249,19 @@ class Store(DocumentsMixin, VersionsMixin, SearchMixin):
                 with self._guard(f"indexing {field} in '{name}'"):
                     self.client.create_payload_index(name, field, models.PayloadSchemaType.KEYWORD)
         return True
+
+
+def invalid_reply(error: BaseException) -> pydantic.ValidationError | None:
+    """Return the pydantic error inside a client error when the server's reply did not have Qdrant's shape."""
+    if isinstance(error, pydantic.ValidationError):
+        return error
+    source = getattr(error, "source", None)  # qdrant-client's ResponseHandlingException wraps what went wrong
+    return source if isinstance(source, pydantic.ValidationError) else None
+
+
+def not_qdrant(location: str, action: str, error: pydantic.ValidationError) -> str:
+    """Return one line saying that a server's reply was not Qdrant's, and where it first differed."""
+    first = error.errors()[0]
+    where = ".".join(str(part) for part in first["loc"] if part != "obj") or "the reply"
+    return (f"The server at {location} sent a reply that is not Qdrant's while {action} ({where}: "
+            f"{first['msg'][:80]}). Check that the URL points to a Qdrant server (version 1.16 or newer).")

@@ -13,7 +13,7 @@ from qdrant_client.http.exceptions import ApiException, UnexpectedResponse
 
 from rag.errors import InvalidSettingsError, StoreUnavailableError
 from rag.settings import QDRANT, check_url, configured_key, display_url
-from rag.store.client import DEFAULT_PATH, SERVER_TIMEOUT, Store
+from rag.store.client import DEFAULT_PATH, SERVER_TIMEOUT, Store, invalid_reply, not_qdrant
 
 LARGE_LOCAL_COLLECTION = 20_000  # points above which the embedded engine gets slow (qdrant-client's own figure)
 # qdrant-client warns about that on every load and upsert, in its words; rag says it once, with what to do
@@ -87,6 +87,8 @@ def _connect_server(url: str, api_key: str | None) -> Store:
         raise StoreUnavailableError(f"Qdrant at {shown} answered {e.status_code} {e.reason_phrase}. {hint}") from e
     except (ApiException, httpx.HTTPError, OSError, ValueError) as e:
         client.close()
+        if (invalid := invalid_reply(e)) is not None:
+            raise StoreUnavailableError(not_qdrant(shown, "listing collections", invalid)) from e
         raise StoreUnavailableError(
             f"Qdrant at {shown} cannot be reached ({_reason(e)}). Start the server, fix QDRANT_URL, "
             "or unset QDRANT_URL to use the embedded folder."
