@@ -77,22 +77,30 @@ def token_histogram(frame: pd.DataFrame, chunk_size: int | None, domain: tuple[f
     return (bars + rule + label).properties(height=CHART_HEIGHT)
 
 
-def source_chart(frame: pd.DataFrame, score_title: str = "score (cosine)") -> alt.HConcatChart:
-    """Return hits per document (bars) beside best and mean score (points), one row per document."""
-    y = alt.Y("document:N", sort=None, title=None, axis=alt.Axis(labelLimit=260))
+def source_chart(frame: pd.DataFrame, score_title: str = "score (cosine)") -> dict:
+    """Return hits per document (bars) beside best and mean score (points), one row per document (a Vega-Lite
+    spec, written out rather than built with Altair, whose validation cost more than the search it shows)."""
     height = max(60, 28 * len(frame))
-    hits = alt.Chart(frame).mark_bar(color="#4c78a8").encode(
-        y=y, x=alt.X("hits:Q", title="hits", axis=alt.Axis(tickMinStep=1)),
-        tooltip=["document", "hits", alt.Tooltip("best:Q", format=".3f"), alt.Tooltip("mean:Q", format=".3f")],
-    ).properties(height=height, width=260)
+    documents = list(frame["document"])
+    y = {"field": "document", "type": "nominal", "sort": documents, "title": None}
+    tooltip = [{"field": "document", "type": "nominal"}, {"field": "hits", "type": "quantitative"},
+               {"field": "best", "type": "quantitative", "format": ".3f"},
+               {"field": "mean", "type": "quantitative", "format": ".3f"}]
+    hits = {"data": {"name": "documents"}, "mark": {"type": "bar", "color": "#4c78a8"}, "height": height, "width": 260,
+            "encoding": {"y": {**y, "axis": {"labelLimit": 260}},
+                         "x": {"field": "hits", "type": "quantitative", "title": "hits", "axis": {"tickMinStep": 1}},
+                         "tooltip": tooltip}}
     melted = frame.melt(id_vars=["document"], value_vars=["best", "mean"], var_name="score", value_name="value")
-    scores = alt.Chart(melted).mark_point(size=90, filled=True).encode(
-        y=alt.Y("document:N", sort=list(frame["document"]), title=None, axis=None),
-        x=alt.X("value:Q", title=score_title, scale=alt.Scale(zero=False)),
-        color=alt.Color("score:N", scale=alt.Scale(range=["#e45756", "#9ecae9"]), legend=alt.Legend(orient="top")),
-        tooltip=["document", "score", alt.Tooltip("value:Q", format=".3f")],
-    ).properties(height=height, width=260)
-    return alt.hconcat(hits, scores).resolve_scale(y="shared")
+    scores = {"data": {"name": "scores"}, "mark": {"type": "point", "size": 90, "filled": True}, "height": height,
+              "width": 260, "encoding": {
+                  "y": {**y, "axis": None},
+                  "x": {"field": "value", "type": "quantitative", "title": score_title, "scale": {"zero": False}},
+                  "color": {"field": "score", "type": "nominal", "scale": {"range": ["#e45756", "#9ecae9"]},
+                            "legend": {"orient": "top"}},
+                  "tooltip": [{"field": "document", "type": "nominal"}, {"field": "score", "type": "nominal"},
+                              {"field": "value", "type": "quantitative", "format": ".3f"}]}}
+    return {"hconcat": [hits, scores], "resolve": {"scale": {"y": "shared"}},
+            "datasets": {"documents": frame, "scores": melted}}
 
 
 def chunked_text_html(text: str, parts: Sequence[Segment], first: int, last: int,
