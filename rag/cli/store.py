@@ -260,7 +260,7 @@ def add_query_options(parser: argparse.ArgumentParser, json_help: str) -> None:
 
 
 def fusion_option(text: str) -> str:
-    """Return a fusion spec after checking it (rag.fusion); a usage error names the valid forms."""
+    """Return a fusion spec after checking it (rag.store.fusion); a usage error names the valid forms."""
     try:
         return parse_fusion(text).spec
     except RagError as error:

@@ -6,7 +6,7 @@ http://localhost:11434); a URL with a scheme keeps its port (or the scheme's def
 raises InvalidSettingsError before anything is sent (rag.settings.ollama_base_url).
 
 Token counts are estimates: Ollama offers no tokenizer endpoint, so count_tokens is the cl100k count from
-rag.tokens (`tokens_exact = False`). BERT-style models such as mxbai-embed-large usually need somewhat more
+rag.chunking.tokens (`tokens_exact = False`). BERT-style models such as mxbai-embed-large usually need somewhat more
 of their own tokens than cl100k for the same German text.
 """
 

@@ -10,7 +10,7 @@ or OpenAI's API when that is unset): an embedder made for another base_url gets 
 passed with it (rag.settings.configured_key). Local servers need none. The key never appears in a message
 or repr: server messages are redacted before they are shown.
 
-Token counts come from rag.tokens (cl100k_base): exact for OpenAI's own embedding models, which use
+Token counts come from rag.chunking.tokens (cl100k_base): exact for OpenAI's own embedding models, which use
 cl100k (`tokens_exact = True`), an estimate for any other model.
 """
 

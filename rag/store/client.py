@@ -8,10 +8,10 @@ to an existing collection, so one collection serves one embedder. A collection w
 dimension, never written to. Collection metadata needs Qdrant server 1.16 or newer.
 
 Keyword search: collections made here also get a sparse vector "bm25" with Qdrant's IDF modifier; each
-point stores the BM25 term-frequency weights of its chunk (rag.sparse) and the metadata records
+point stores the BM25 term-frequency weights of its chunk (rag.store.keywords) and the metadata records
 `"sparse": "bm25"` and the analyzer. Collections made before that (and foreign ones) have no such vector:
 dense search works as before, sparse and hybrid search raise SparseVectorsMissingError (re-ingest into a
-new collection). Searching is in rag.store_search.
+new collection). Searching is in rag.store.search.
 """
 
 from __future__ import annotations
@@ -213,7 +213,7 @@ class Store(DocumentsMixin, VersionsMixin, SearchMixin):
     def _ensure_collection(self, name: str, embedder: Embedder, language: str | None = None) -> Layout:
         """Return the layout to write with; create the collection if needed, refuse mismatches.
 
-        language: the keyword language of a new collection (rag.keywords; None = "auto"); an existing
+        language: the keyword language of a new collection (rag.store.keywords; None = "auto"); an existing
         collection keeps its own, and asking for another one is an error.
         """
         vname = vector_name(embedder.model_id)

@@ -114,7 +114,7 @@ def run(ws: Workspace, documents: Callable[[], list[Document]], queries: list[Qu
     bar = st.progress(0.0, text="Reading the documents…")
     try:
         loaded = documents()
-        bar.progress(0.0, text="Embedding the queries (the local model loads once, about 12 s)…")
+        bar.progress(0.0, text="Embedding the queries (the first time, this loads the model)…")
         result = run_sweep(loaded, queries, configs, ws.embedder(), store=ws.store,
                            cache=EmbeddingCache(default_cache_dir(ws.store)), ks=cuts, skipped=skipped,
                            modes=searches, progress=lambda event: bar.progress(event.fraction, text=md(event.status)))

@@ -16,6 +16,7 @@ from rag.errors import RagError
 from rag.reports import hits as hit_report
 from rag.reports.scores import ScoreDistribution, score_distribution
 from rag.store.client import Store
+from rag.store.fusion import RRF_K
 from rag.store.keywords import Analyzer
 from rag.store.records import Hit
 from rag.store.search import candidate_limit
@@ -42,8 +43,8 @@ SCALES = {
                            "and rarity of the query words a chunk holds."),
     "convex": ThresholdScale("convex", 0.3, 0.01, 1.0, "%.2f", "Weighted sum of the normalised dense and keyword "
                              "scores, 0–1."),
-    "rrf": ThresholdScale("RRF", 0.01, 0.001, 1.0, "%.3f", "Reciprocal-rank score: about 1/(60 + rank) per list; "
-                          "0.016 is a first rank in one list."),
+    "rrf": ThresholdScale("RRF", 0.1, 0.01, 1.0, "%.3f", f"Reciprocal-rank score: 1/({RRF_K} + rank − 1) per list, "
+                          f"summed; a first rank in one list scores {1 / RRF_K:.2f}, a tenth {1 / (RRF_K + 9):.3f}."),
     "dbsf": ThresholdScale("DBSF", 0.3, 0.01, None, "%.2f", "Sum of the scores normalised by their spread (about "
                            "0–1 per list)."),
 }
@@ -60,7 +61,7 @@ def run_search(ws: Workspace, query: str, top_k: int, threshold: float | None, d
     started = time.perf_counter()
     try:
         embedder = ws.embedder()
-        with st.spinner("Searching… (the local model loads once, about 12 s)"):
+        with st.spinner("Searching… (the first search loads the model)"):
             vector = None
             if mode != "sparse" and query.strip():
                 vector = resources.query_vector(embedder, (embedder.model_id, embedder.query_prompt), query)
@@ -73,7 +74,6 @@ def run_search(ws: Workspace, query: str, top_k: int, threshold: float | None, d
     outcome = hit_report.apply_threshold(hits, top_k, threshold)
     return SearchRun(query, ws.collection, ws.location, top_k, threshold, document_ids, hits, outcome,
                      embedder.model_id, time.perf_counter() - started, mode, fusion, include_toc)
-PUNCTUATION = "\"'.,;:!?()[]{}«»„“”‚‘’"
 
 
 def notes(run: SearchRun) -> None:
