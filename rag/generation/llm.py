@@ -173,6 +173,7 @@ class OllamaChat(ChatModel):
         return {"model": self.model, "messages": messages, "stream": True}
 
     def _pieces(self, response: httpx.Response) -> Iterator[str]:
+        texted = False
         for line in response.iter_lines():
             if not line.strip():
                 continue
@@ -182,10 +183,12 @@ class OllamaChat(ChatModel):
             if not isinstance(message, dict | None) or not isinstance(piece, str | None):
                 raise self._malformed("a piece of the wrong shape", line)
             if piece:
+                texted = True
                 yield piece
             if data.get("done"):
                 return
-        raise LLMUnavailableError(f"{self._where()} ended its answer without 'done': it may be cut off. Ask again.")
+        if texted:  # no text at all is said by stream() as an empty answer
+            raise LLMUnavailableError(f"{self._where()} ended its answer without 'done': it may be cut off. Ask again.")
 
     def _model_hint(self) -> str:
         return f"Pull it with `ollama pull {self.model}`, or check the name after 'ollama:'."
@@ -204,7 +207,7 @@ class OpenAIChat(ChatModel):
 
     def __repr__(self) -> str:
         key = "set" if self._api_key else "not set"
-        return f"OpenAIChat(model={self.model!r}, base_url={self.base_url!r}, api_key={key})"
+        return f"OpenAIChat(model={self.model!r}, base_url={display_url(self.base_url)!r}, api_key={key})"
 
     def _headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
@@ -217,7 +220,7 @@ class OpenAIChat(ChatModel):
 
     def _pieces(self, response: httpx.Response) -> Iterator[str]:
         """Yield the text of each server-sent event; a line that is no event field means it is no event stream."""
-        finished = False
+        finished = texted = False
         for line in response.iter_lines():
             line = line.strip()
             if not line or line.startswith(":") or line.partition(":")[0].strip() in _SSE_FIELDS:
@@ -228,10 +231,10 @@ class OpenAIChat(ChatModel):
             if data == "[DONE]":
                 return
             piece, done = self._choice(self._line_json(data), data)
-            finished = finished or done
+            finished, texted = finished or done, texted or bool(piece)
             if piece:
                 yield piece
-        if not finished:
+        if texted and not finished:  # no text at all is said by stream() as an empty answer
             raise LLMUnavailableError(f"{self._where()} ended its answer without [DONE]: it may be cut off. "
                                       "Ask again.")
 
