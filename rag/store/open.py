@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import math
 import os
 import threading
 import warnings
@@ -70,7 +71,7 @@ def _open_folder(path: str) -> Store:
 
 
 def _connect_server(url: str, api_key: str | None) -> Store:
-    shown, seconds = display_url(url), timeout("RAG_QDRANT_TIMEOUT")
+    shown, seconds = display_url(url), math.ceil(timeout("RAG_QDRANT_TIMEOUT"))  # qdrant-client takes whole seconds
     try:
         client = QdrantClient(url=url, api_key=api_key, timeout=seconds, check_compatibility=False)
     except ValueError as e:  # qdrant-client's own URL checks
