@@ -278,3 +278,19 @@ def test_the_real_http_clients_refuse_a_backslash_url_and_send_the_key_nowhere(m
         assert OpenAIChat("m", base_url=configured.url).complete([{"role": "user", "content": "?"}]) == "Ja."
         assert [r["headers"].get("Authorization") for r in configured.requests] == [f"Bearer {KEY}"] * 2
         assert other.requests == []
+
+
+def test_the_issue_repro_in_a_real_process_sends_the_key_nowhere():
+    """`QDRANT_URL=A QDRANT_API_KEY=K rag --qdrant-url 'B\\@A' collections` sent K to B; now it is refused."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    with Recorder() as configured, Recorder() as other:
+        env = {**os.environ, "QDRANT_URL": configured.url, "QDRANT_API_KEY": KEY}
+        typed = f"{other.url}\\@{configured.url.removeprefix('http://')}"
+        done = subprocess.run([sys.executable, "-m", "rag", "--qdrant-url", typed, "collections"], env=env,
+                              cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 1 and done.stderr.startswith("error: ") and "backslash" in done.stderr
+        assert other.requests == [] and configured.requests == []

@@ -45,6 +45,7 @@ class ChatModel:
     service = "The chat server"
     hint = "Check that the server is running and its URL is right."
     url_setting = ""  # the variable that names the server's URL, for hints
+    api = "the chat API"  # what that URL must point at, for hints
 
     def __init__(self, model: str, base_url: str, endpoint: str, *, client: httpx.Client | None = None,
                  retry: RetryPolicy | None = None, read_timeout: float | None = None):
@@ -111,7 +112,7 @@ class ChatModel:
 
     def _malformed(self, what: str, line: str) -> LLMError:
         return LLMError(f"{self._where()} sent {what}: {self._redact(shorten(line))}. Check that {self.url_setting} "
-                        f"points at a {self.service.removeprefix('The ')} API.")
+                        f"points at {self.api}.")
 
     def _headers(self) -> dict[str, str]:
         return {}
@@ -164,6 +165,7 @@ class OllamaChat(ChatModel):
     provider = "ollama"
     hint = "Start it with `ollama serve`, or set OLLAMA_HOST."
     url_setting = "OLLAMA_HOST"
+    api = "Ollama itself (e.g. http://localhost:11434), not a web page or proxy login"
 
     def __init__(self, model: str, host: str | None = None, **options: Any):
         url = ollama_base_url(host if host is not None else os.environ.get("OLLAMA_HOST"))
@@ -199,6 +201,7 @@ class OpenAIChat(ChatModel):
     provider = "openai"
     hint = "Is the server running? Check OPENAI_BASE_URL."
     url_setting = "OPENAI_BASE_URL"
+    api = "an OpenAI-compatible API (its /v1 URL), not a web page or proxy login"
 
     def __init__(self, model: str, base_url: str | None = None, api_key: str | None = None, **options: Any):
         url = openai_base_url(base_url if base_url is not None else os.environ.get("OPENAI_BASE_URL"))
