@@ -31,6 +31,7 @@ from rag.store.open import open_store
 from rag.store.rebuild import document_from_chunks
 from rag.store.records import Hit
 from rag.store.search import check_mode
+from rag.urls import redact_urls
 
 log = logging.getLogger(__name__)
 EMBED_BATCH = 64  # chunks per embed call: the unit of progress reports
@@ -219,7 +220,7 @@ class _Job:
             result.ok = True
             self.report("done", len(chunks), len(chunks))
         except RagError as error:
-            result.error, result.error_type = str(error), type(error).__name__
+            result.error, result.error_type = redact_urls(str(error)), type(error).__name__
             result.needs_password = isinstance(error, EncryptedDocumentError)
             result.wrong_password = result.needs_password and error.wrong_password
             self.report("error")

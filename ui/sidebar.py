@@ -12,6 +12,7 @@ from rag.evaluation.sweep import is_sweep_collection
 from rag.settings import OLLAMA, OPENAI, QDRANT, display_url, folder_inside_data_root, openai_base_url
 from rag.store.client import Store
 from rag.store.records import CollectionInfo
+from rag.urls import redact_urls
 from ui import errors, resources, settings, state
 from ui.render import md
 from ui.workspace import Workspace
@@ -30,13 +31,13 @@ def render() -> Workspace | None:
         opened = _location()
         servers = _servers()
     if isinstance(opened, str):
-        top.error(md(opened))
+        top.error(md(redact_urls(opened)))
         return None
     store, location = opened
     try:
         infos = resources.collections(store, location, resources.version())
     except RagError as error:
-        top.error(md(str(error)))
+        top.error(md(redact_urls(str(error))))
         return None
     with top:
         collection = _collection(infos)

@@ -54,8 +54,19 @@ DEFAULT_PATH = "./data/qdrant"
 META_KEY = "rag_lab"
 SPARSE_VECTOR = "bm25"  # the keyword vector of collections made here
 UPSERT_BATCH = 256
-SERVER_TIMEOUT = 10  # seconds per request to a Qdrant server
 _WITHOUT_TEXT = models.PayloadSelectorExclude(exclude=["content", "heading_path"])
+
+
+def timed_out(error: BaseException) -> bool:
+    """Return whether a Qdrant client error is a timeout (qdrant-client wraps httpx's in its own exception)."""
+    seen: BaseException | None = error
+    for _ in range(5):
+        if seen is None:
+            return False
+        if isinstance(seen, httpx.TimeoutException | TimeoutError):
+            return True
+        seen = getattr(seen, "source", None) or seen.__cause__ or seen.__context__
+    return False
 
 
 class Store(DocumentsMixin, VersionsMixin, SearchMixin):
@@ -87,6 +98,11 @@ class Store(DocumentsMixin, VersionsMixin, SearchMixin):
                 raise StoreError(not_qdrant(self.location, action, invalid)) from e
             if isinstance(e, UnexpectedResponse) and e.status_code not in (None, 502, 503, 504):
                 raise StoreError(f"Qdrant at {self.location} refused {action}: {e}") from e
+            if timed_out(e):
+                raise StoreUnavailableError(
+                    f"Qdrant at {self.location} did not answer in time while {action}. Check that the server "
+                    "is up; raise RAG_QDRANT_TIMEOUT (seconds) if it is only slow."
+                ) from e
             raise StoreUnavailableError(
                 f"Qdrant at {self.location} did not answer while {action} ({e}). Is the server running?"
             ) from e
