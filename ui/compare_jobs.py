@@ -21,6 +21,7 @@ from rag.evaluation.compare import EvaluationComparison, Side, compare_query_set
 from rag.evaluation.pace import Cancelled, Pace, Paced
 from rag.evaluation.queries import Query
 from rag.store.client import Store
+from rag.urls import redact_urls
 from ui.jobs import JobQueue
 
 log = logging.getLogger(__name__)
@@ -109,10 +110,11 @@ class CompareJob:
         except Cancelled:
             self.status = "cancelled"
         except RagError as error:
-            self.status, self.error = "failed", str(error)
+            self.status, self.error = "failed", redact_urls(str(error))
         except Exception as error:  # a bug: said in the job, logged in full, and the worker goes on
             log.exception("compare job %s failed", self.id)
-            self.status, self.error = "failed", f"unexpected error ({type(error).__name__}: {error}); this is a bug"
+            said = f"unexpected error ({type(error).__name__}: {error}); this is a bug"
+            self.status, self.error = "failed", redact_urls(said)
         finally:
             self.seconds, self.finished = time.perf_counter() - clock, time.time()
 

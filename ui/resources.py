@@ -13,13 +13,14 @@ import streamlit as st
 from rag.chunking.chunker import Chunk, chunk_document
 from rag.documents.model import Document
 from rag.embeddings import Embedder, get_embedder, parse_spec
-from rag.errors import RagError
+from rag.errors import InvalidSettingsError, RagError
 from rag.reports import chunks as chunk_report
 from rag.store import rebuild
 from rag.store.archive import DocumentArchive, default_archive_dir
 from rag.store.client import Store
 from rag.store.open import open_store
 from rag.store.records import CollectionInfo, DocumentInfo, Hit
+from ui import settings
 
 LISTING_TTL = 30  # seconds: another process writing to the same Qdrant shows up at the latest after this
 
@@ -38,6 +39,9 @@ def embedder(spec: str, ollama_host: str = "", openai_base_url: str = "", openai
     """Return the embedder for a spec with the sidebar's host, URL and key (the key only ever the one given),
     and the (query, document) prompts of the collection it serves (None: the model's own)."""
     provider, _ = parse_spec(spec)
+    refused = settings.refused_model_folder(spec)
+    if refused:
+        raise InvalidSettingsError(refused)
     options: dict[str, str | None] = {}
     if prompts is not None:
         options |= {"query_prompt": prompts[0], "document_prompt": prompts[1]}

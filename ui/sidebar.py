@@ -6,12 +6,13 @@ from pathlib import Path
 
 import streamlit as st
 
-from rag.embeddings import LOCAL_MODEL_NAMES, parse_spec
+from rag.embeddings import parse_spec
 from rag.errors import RagError
 from rag.evaluation.sweep import is_sweep_collection
 from rag.settings import OLLAMA, OPENAI, QDRANT, display_url, folder_inside_data_root, openai_base_url
 from rag.store.client import Store
 from rag.store.records import CollectionInfo
+from rag.urls import redact_urls
 from ui import errors, resources, settings, state
 from ui.render import md
 from ui.workspace import Workspace
@@ -30,13 +31,13 @@ def render() -> Workspace | None:
         opened = _location()
         servers = _servers()
     if isinstance(opened, str):
-        top.error(md(opened))
+        top.error(md(redact_urls(opened)))
         return None
     store, location = opened
     try:
         infos = resources.collections(store, location, resources.version())
     except RagError as error:
-        top.error(md(str(error)))
+        top.error(md(redact_urls(str(error))))
         return None
     with top:
         collection = _collection(infos)
@@ -182,23 +183,14 @@ def _embedder(info: CollectionInfo | None) -> tuple[str, bool]:
 
 
 def _allowed_spec(spec: str) -> str:
-    """Return spec, unless it names a model folder outside the data root (then the operator's embedder, and why).
-
-    `local:<path>` loads files from this machine: a path typed in the browser (or read from a collection's
-    metadata) must lie inside the data root, or be the operator's own RAG_EMBEDDER.
-    """
+    """Return spec, unless it cannot be used here (then the operator's embedder, and why)."""
     try:
-        provider, argument = parse_spec(spec)
+        parse_spec(spec)
     except RagError as error:
         errors.show(error)
         return settings.embedder_spec()
-    if provider != "local" or argument.lower() in LOCAL_MODEL_NAMES or spec == settings.embedder_spec():
-        return spec
-    try:
-        folder_inside_data_root(argument, settings.data_root())
-    except RagError:
-        st.error(md(f"The model folder '{argument}' is outside the data root {settings.data_root()}; "
-                    f"using {settings.embedder_spec()}. Put the model inside the data root, or ask the operator "
-                    "to set RAG_EMBEDDER."))
+    refused = settings.refused_model_folder(spec)
+    if refused:
+        st.error(md(f"{refused} Using {settings.embedder_spec()} instead."))
         return settings.embedder_spec()
     return spec

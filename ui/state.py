@@ -21,13 +21,11 @@ OPENAI_API_KEY = "openai_api_key"
 WORKSPACE = "workspace"  # ui.workspace.Workspace of this run, for the pages
 
 # upload
-INGEST_RESULTS = "ingest_results"  # list[IngestResult] of the last ingest
-LOCKED_FILES = "locked_files"  # filename -> bytes of encrypted PDFs waiting for a password
 UPLOAD_TARGET = "upload_target"
 SHOW_SWEEPS = "show_sweeps"  # the sidebar lists the collections sweeps made
 UPLOAD_NEW_TARGET = "upload_new_target"
 UPLOADER_ROUND = "uploader_round"  # bumped to clear the file uploader after an ingest
-UPLOAD_LANGUAGE = "upload_language"  # keyword language of a new collection (rag.keywords)
+UPLOAD_LANGUAGE = "upload_language"  # keyword language of a new collection (rag.store.keywords)
 UPLOAD_QUERY_PROMPT = "upload_query_prompt"  # prompts of a new collection's embedder
 UPLOAD_DOCUMENT_PROMPT = "upload_document_prompt"
 MY_JOBS = "my_jobs"  # ids of the ingest jobs this session started (ui.jobs)
@@ -44,13 +42,13 @@ USE_THRESHOLD = "use_threshold"
 THRESHOLD = "threshold"
 DOCUMENT_FILTER = "document_filter"
 SEARCH_MODE = "search_mode"  # "dense" | "sparse" | "hybrid"
-FUSION = "fusion"  # "convex" | "rrf" | "dbsf": how hybrid search fuses (rag.fusion)
+FUSION = "fusion"  # "convex" | "rrf" | "dbsf": how hybrid search fuses (rag.store.fusion)
 FUSION_WEIGHT = "fusion_weight"  # the dense list's share (convex, rrf)
 INCLUDE_TOC = "include_toc"  # also search chunks flagged as a table of contents
 SEARCH = "search"  # ui.workspace.SearchRun of the last search
 
 # compare
-COMPARE = "compare_run"  # ui.compare_views.CompareRun of the last comparison
+COMPARE = "compare_run"  # ui.parts.compare.CompareRun of the last comparison
 COMPARE_QUERY = "compare_query"
 
 # embedding map

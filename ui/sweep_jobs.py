@@ -24,6 +24,7 @@ from rag.evaluation.queries import Query
 from rag.evaluation.results import SweepConfig, SweepProgress, SweepResult
 from rag.evaluation.sweep import run_sweep
 from rag.store.client import Store
+from rag.urls import redact_urls
 from ui.jobs import JobQueue
 
 log = logging.getLogger(__name__)
@@ -96,7 +97,7 @@ class SweepJob:
             self.step = "Reading the documents…"
             documents = self.documents() if self.documents else []
             self._check()
-            self.step = "Embedding the queries (the local model loads once, about 12 s)…"
+            self.step = "Embedding the queries (the first time, this loads the model)…"
             self.result = run_sweep(documents, self.queries, self.configs, self.embedder, store=self.store,
                                     cache=self.cache, ks=self.ks, skipped=self.skipped, modes=self.modes,
                                     progress=self._progress)
@@ -104,10 +105,11 @@ class SweepJob:
         except SweepCancelled:
             self.status = "cancelled"
         except RagError as error:
-            self.status, self.error = "failed", str(error)
+            self.status, self.error = "failed", redact_urls(str(error))
         except Exception as error:  # a bug: said in the job, logged in full, and the worker goes on
             log.exception("sweep job %s failed", self.id)
-            self.status, self.error = "failed", f"unexpected error ({type(error).__name__}: {error}); this is a bug"
+            said = f"unexpected error ({type(error).__name__}: {error}); this is a bug"
+            self.status, self.error = "failed", redact_urls(said)
         finally:
             self.finished, self.documents = time.time(), None  # uploaded files' bytes are not kept
 

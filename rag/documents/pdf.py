@@ -20,7 +20,7 @@ from concurrent.futures.process import BrokenProcessPool
 import pypdf
 
 from rag.documents.model import Page
-from rag.documents.text import BLANK_LINES, CONTROL_CHARS, SURROGATES
+from rag.documents.text import BLANK_LINES, CONTROL_CHARS, INVISIBLE_IN_WORDS, SURROGATES
 from rag.errors import (
     CorruptDocumentError,
     DocumentTooLargeError,
@@ -91,7 +91,7 @@ def clean_pdf_text(raw: str, page_number: int = 0) -> str:
     text = _GLYPH_NAMES.sub(lambda m: m.group(1).replace("_", ""), text)
     text = text.replace("\r\n", "\n").replace("\r", "\n").translate(CONTROL_CHARS)
     text = _LINE_EDGE_SPACE.sub("\n", _SPACES.sub(" ", text))
-    text = _SOFT_HYPHEN_BREAK.sub("", text).replace("\u00ad", "")
+    text = _SOFT_HYPHEN_BREAK.sub("", text).translate(INVISIBLE_IN_WORDS)
     text = _HYPHEN_BREAK.sub(_join_hyphenated, text)
     text = BLANK_LINES.sub("\n\n", text).strip()
     last_break = text.rfind("\n")

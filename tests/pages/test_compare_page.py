@@ -71,7 +71,7 @@ def test_one_query_dense_against_hybrid_side_by_side(app_env, shared_data):
     assert (side_b["found"] == "only B").sum() == len(expected.only_b)
     for row, frame_row in zip(expected.a, side_a.to_dict("records"), strict=True):
         assert frame_row["found"].startswith("both") == row.shared
-        if row.shared:  # "in B" and the arrow agree with rag.compare's shift (rank in B minus rank in A)
+        if row.shared:  # "in B" and the arrow agree with rag.evaluation.compare's shift (rank in B minus rank in A)
             assert frame_row["in B"] == row.other_rank
             arrow = frame_row["found"].removeprefix("both ")
             assert arrow == ("=" if row.shift == 0 else f"▲ {-row.shift}" if row.shift < 0 else f"▼ {row.shift}")

@@ -81,7 +81,7 @@ def chunk_table(reports: Sequence[ChunkReport], chunk_size: int | None, model_id
     )
     chart, reader = st.columns([2, 3])
     with chart:
-        st.altair_chart(render.token_histogram(frame, chunk_size), width="stretch")
+        st.vega_lite_chart(spec=render.token_histogram(frame, chunk_size), width="stretch")
     rows = selection.selection.rows if selection else []
     with reader:
         if not rows:
@@ -153,7 +153,7 @@ def tuning_view(ws: Workspace, document: Document, info: DocumentInfo, stored: S
                                                    strict=True):
         column.caption(f"Tokens per chunk, {title} settings")
         frame = pd.DataFrame({"tokens": [r.tokens for r in reports]})
-        column.altair_chart(render.token_histogram(frame, chunk_size, domain=(0, top)), width="stretch")
+        column.vega_lite_chart(spec=render.token_histogram(frame, chunk_size, domain=(0, top)), width="stretch")
     with st.expander(f"The {len(new)} new chunks"):
         st.dataframe(reports_frame(new), hide_index=True, width="stretch")
     with st.expander("The new boundaries in the text", icon=":material/segment:"):

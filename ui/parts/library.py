@@ -70,8 +70,9 @@ def sweeps(ws: Workspace) -> None:
         key = st.selectbox("Sweep", list(groups), key="library_sweep",
                            format_func=lambda k: f"{k} · {len(groups[k])} collections")
         names = groups[key]
-        with st.popover(f"Delete sweep {key} ({len(names)} collections)", icon=":material/delete_sweep:"):
-            st.write(f"Delete the {len(names)} collections of sweep {key} ({sum(points[n] for n in names):,} chunks)? "
+        with st.popover(f"Delete sweep {md(key)} ({len(names)} collections)", icon=":material/delete_sweep:"):
+            chunks = sum(points[n] for n in names)
+            st.write(f"Delete the {len(names)} collections of sweep {md(key)} ({chunks:,} chunks)? "
                      "The next sweep over the same documents builds them again; cached embeddings are kept.")
             if st.button("Yes, delete the sweep", type="primary", key="confirm_delete_sweep"):
                 deleted = 0
@@ -82,5 +83,5 @@ def sweeps(ws: Workspace) -> None:
                 except RagError as error:
                     errors.show(error)
                 resources.store_changed()
-                st.toast(f"Deleted {deleted} of {len(names)} collections of sweep {key}.")
+                st.toast(f"Deleted {deleted} of {len(names)} collections of sweep {md(key)}.")
                 st.rerun()
