@@ -40,6 +40,9 @@ keyword_search = bool(ws.info and ws.info.sparse)
 collection_column, mode_column, fusion_column = st.columns([1.4, 1.6, 1])
 collection_column.selectbox("Collection", options, key="search_collection", on_change=_switch_collection,
                             format_func=lambda n: n if n in searchable else f"{n} (empty)")
+if not ws.points:  # a collection to come, or one emptied: nothing to search, whatever its vectors
+    st.info(f"The collection '{md(ws.collection)}' holds no chunks: pick another one above, or upload documents.")
+    st.stop()
 modes = list(MODES) if keyword_search else ["dense"]
 default_mode, default_fusion = pipeline.search_defaults(ws.store, ws.collection, None, None)
 default_fusion = parse_fusion(default_fusion)
@@ -71,6 +74,7 @@ use_threshold = middle.checkbox(f"Score threshold ({scale.name})", key=state.USE
 threshold = middle.number_input("minimum score", 0.0, scale.maximum, scale.default, scale.step, format=scale.format,
                                 key=f"{state.THRESHOLD}-{scale.name}", persist_state="session",
                                 label_visibility="collapsed", help=scale.help)
+state.keep_all(state.DOCUMENT_FILTER, list(titles))  # a deleted document leaves the filter
 document_ids = right.multiselect("Only these documents", list(titles), format_func=titles.get,
                                  key=state.DOCUMENT_FILTER, placeholder="all documents")
 include_toc = right.checkbox("Include tables of contents", key=state.INCLUDE_TOC, persist_state="session",
