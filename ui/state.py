@@ -27,6 +27,7 @@ ANNOUNCED = "announced"  # toasts to show on the next run (ui.state.announce)
 
 # upload
 UPLOAD_TARGET = "upload_target"
+UPLOAD_TARGET_OF = "upload_target_of"  # the sidebar's collection when the target was last set to it
 SHOW_SWEEPS = "show_sweeps"  # the sidebar lists the collections sweeps made
 UPLOAD_NEW_TARGET = "upload_new_target"
 UPLOADER_ROUND = "uploader_round"  # bumped to clear the file uploader after an ingest

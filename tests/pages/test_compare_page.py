@@ -90,7 +90,10 @@ def test_selecting_a_hit_shows_its_text_and_why_it_was_found(app_env, shared_dat
 
 def test_two_chunkings_share_text_across_collections(app_env, shared_data):
     ingest_files(app_env, shared_data, "klein", ChunkSettings(200, 20), PDF)
-    at = compare_page(upload(start(), shared_data, PDF))
+    at = start()
+    assert at.sidebar.selectbox(key="collection_choice").value == "klein"  # a new session opens what exists
+    at.sidebar.selectbox(key="collection_choice").set_value("documents").run()
+    at = compare_page(upload(at, shared_data, PDF))
     at.selectbox(key="compare_b_collection").set_value("klein").run()
     at.selectbox(key="compare_b_mode").set_value("dense").run()
     run_query(at, top_k=5)
@@ -159,7 +162,9 @@ def test_a_collection_from_before_keyword_search_offers_dense_only(app_env, shar
     store.client.create_collection("alt", vectors_config={"fake-64": params}, metadata=meta)
     store.close()
     ingest_files(app_env, shared_data, "alt", ChunkSettings(), PDF)
-    at = compare_page(upload(start(), shared_data, PDF))
+    at = start()
+    at.sidebar.selectbox(key="collection_choice").set_value("documents").run()  # a new session opened "alt"
+    at = compare_page(upload(at, shared_data, PDF))
     at.selectbox(key="compare_a_collection").set_value("alt").run()
     assert at.selectbox(key="compare_a_mode").options == ["Dense"]
     assert "re-ingest its documents into a new collection for keyword and hybrid search" in texts(at.caption)
