@@ -67,9 +67,11 @@ st.dataframe(pd.DataFrame([
      "dimension": c.dimension}
     for c in ws.collections
 ]), hide_index=True, width="stretch")
-with st.popover(f"Delete the collection '{md(ws.collection)}'", icon=":material/delete_forever:"):
+# keyed by the collection: after a delete the next one's popover starts closed, its name field empty
+with st.popover(f"Delete the collection '{md(ws.collection)}'", icon=":material/delete_forever:",
+                key=f"delete_collection-{ws.collection}"):
     st.write(f"This deletes '{md(ws.collection)}' with {counted(ws.points, 'chunk')}. Type its name to confirm.")
-    typed = st.text_input("Collection name", key="confirm_collection_name")
+    typed = st.text_input("Collection name", key=f"confirm_collection_name-{ws.collection}")
     if st.button("Delete the collection", type="primary", disabled=typed.strip() != ws.collection,
                  key="confirm_delete_collection"):
         try:
@@ -78,6 +80,6 @@ with st.popover(f"Delete the collection '{md(ws.collection)}'", icon=":material/
             errors.show(error)
         else:
             resources.store_changed()
-            st.session_state.pop("confirm_collection_name", None)
+            st.session_state.pop(f"confirm_collection_name-{ws.collection}", None)
             state.announce(f"Deleted the collection '{md(ws.collection)}' ({counted(ws.points, 'chunk')}).")
             st.rerun()

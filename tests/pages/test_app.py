@@ -111,7 +111,7 @@ def test_library_deletes_a_collection_only_when_its_name_is_typed(app_env, share
     at.switch_page(nav.LIBRARY.path).run()
     confirm = at.button(key="confirm_delete_collection")
     assert confirm.disabled
-    at.text_input(key="confirm_collection_name").set_value("documents").run()
+    at.text_input(key="confirm_collection_name-documents").set_value("documents").run()
     at.button(key="confirm_delete_collection").click().run()
     assert not at.exception
     assert "is empty: nothing was ingested into it yet" in texts(at.info)

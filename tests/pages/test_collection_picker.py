@@ -124,7 +124,7 @@ def test_a_deleted_collection_falls_back_to_an_existing_one_with_a_toast(app_env
     ingest(at, {"delta.md": TEXTS["alpha.md"].replace("Alpha", "Delta")}, into="latex-200")
     picker(at).set_value("latex-200").run()
     at.switch_page(nav.LIBRARY.path).run()
-    at.text_input(key="confirm_collection_name").set_value("latex-200").run()
+    at.text_input(key="confirm_collection_name-latex-200").set_value("latex-200").run()
     at.button(key="confirm_delete_collection").click().run()
     assert not at.exception, at.exception
     assert picker(at).value == "documents"  # main: "latex-200" stayed chosen
