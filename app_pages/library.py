@@ -32,7 +32,8 @@ frame = pd.DataFrame([
     for d in documents
 ])
 selection = st.dataframe(frame, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
-                         key=parts.table_key(ws, documents),
+                         key=state.table_key("library_table", [ws.location, ws.collection,
+                                                               *(d.document_id for d in documents)]),
                          column_config={"chunks": st.column_config.NumberColumn(width="small"),
                                         "pages": st.column_config.NumberColumn(width="small"),
                                         "ingested": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm")})

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import hashlib
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import streamlit as st
@@ -122,6 +123,13 @@ def keep_all(key: str, options: Sequence[Any]) -> list[Any]:
     values = [v for v in st.session_state.get(key) or [] if v in options]
     st.session_state[key] = values
     return values
+
+
+def table_key(name: str, rows: Iterable[object]) -> str:
+    """Return the key of a selectable table that changes with its rows: a selection (a row index) never outlives
+    the rows it was made on, so after a delete, a new result or a filter no row points at another one."""
+    digest = hashlib.sha1("\n".join(map(str, rows)).encode()).hexdigest()[:12]
+    return f"{name}-{digest}"
 
 
 def bump(key: str) -> int:

@@ -13,7 +13,7 @@ from rag.chunking import ChunkSettings
 from rag.documents import SourceFile
 from rag.embeddings import get_embedder
 from rag.store.open import open_store
-from tests.pages.conftest import button, plain, start, texts
+from tests.pages.conftest import PDF, button, plain, select, start, table, texts, upload
 from tests.pages.test_jobs import Gated
 from ui import jobs, nav, resources
 from ui.sidebar import NEW
@@ -45,11 +45,10 @@ def picker(at):
 
 
 def select_row(at, row: int):
-    table = at.dataframe[0]
-    at.session_state[table.key] = {"selection": {"rows": [row], "columns": [], "cells": []}}
-    at.run()
+    frame = table(at, "library_table").value
+    select(at, "library_table", row)
     assert not at.exception, at.exception
-    return table.value.iloc[row]["document"]
+    return frame.iloc[row]["document"]
 
 
 def store_of(app_env):
@@ -88,6 +87,33 @@ def test_deleting_a_middle_row_selects_no_other_document(app_env):
     assert len(at.dataframe[0].value) == 2
     assert not [b for b in at.button if plain(b.label).startswith("Show the chunks of")], "another row got selected"
     assert "Select a row to open or delete that document." in texts(at.caption)
+
+
+def test_a_chunk_selection_does_not_outlive_the_rows_it_was_made_on(app_env, shared_data):
+    at = upload(start(), shared_data, PDF)
+    at.switch_page(nav.CHUNKS.path).run()
+    rows = len(table(at, "chunk_table").value)
+    select(at, "chunk_table", rows - 1)
+    assert not at.exception, at.exception
+    at.toggle(key="only_flagged").set_value(True).run()  # fewer rows: the last one's index points nowhere
+    assert not at.exception, at.exception  # main: IndexError
+    assert len(table(at, "chunk_table").value) < rows
+    assert "Select a row to read the whole chunk." in texts(at.caption)
+
+
+def test_a_compare_selection_does_not_outlive_the_comparison_it_was_made_on(app_env, shared_data):
+    at = upload(start(), shared_data, PDF)
+    at.switch_page(nav.COMPARE.path).run()
+    at.text_input(key="compare_query").set_value("Welche Schriftgröße verwendet die Klasse?")
+    at.slider(key="compare_top_k").set_value(10)
+    button(at, "Compare").click().run()
+    select(at, "compare_table_b", 9)
+    assert not at.exception, at.exception
+    at.slider(key="compare_top_k").set_value(3)
+    button(at, "Compare").click().run()
+    assert not at.exception, at.exception  # main: IndexError, row 9 of three hits
+    assert len(table(at, "compare_table_b").value) == 3
+    assert not [m for m in at.markdown if plain(m.value).startswith("**B #")]
 
 
 # ---- 2. the picker chooses by name -------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from rag.evaluation.paired import format_p
 from rag.evaluation.queries import load_query_set
 from rag.evaluation.sweep import evaluate_collection
 from rag.store.open import open_store
-from tests.pages.conftest import PDF, button, plain, start, texts, upload
+from tests.pages.conftest import PDF, button, plain, select, start, texts, upload
 from ui import nav
 from ui.render import md
 
@@ -80,8 +80,7 @@ def test_one_query_dense_against_hybrid_side_by_side(app_env, shared_data):
 
 def test_selecting_a_hit_shows_its_text_and_why_it_was_found(app_env, shared_data):
     at = run_query(compare_page(upload(start(), shared_data, PDF)))
-    at.session_state["compare_table_b"] = {"selection": {"rows": [0], "columns": [], "cells": []}}
-    at.run()
+    select(at, "compare_table_b", 0)
     top_b = at.dataframe[1].value.iloc[0]
     assert len(at.code) == 1 and at.code[0].value.strip()
     assert f"B #1** · {top_b['document']} · chunk {top_b['chunk']}" in plain(texts(at.markdown))

@@ -65,7 +65,7 @@ def chunk_table(reports: Sequence[ChunkReport], chunk_size: int | None, model_id
     frame = reports_frame(shown)
     selection = st.dataframe(
         frame, hide_index=True, width="stretch", height=min(38 + 35 * len(frame), 390), on_select="rerun",
-        selection_mode="single-row", key="chunk_table",
+        selection_mode="single-row", key=state.table_key("chunk_table", (r.content for r in shown)),
         column_config={
             "#": st.column_config.NumberColumn(width="small"),
             "tokens": st.column_config.NumberColumn(width="small", help="cl100k tokens, the unit of chunk_size"),
@@ -216,7 +216,8 @@ def tree_view(chunks: Sequence[Hit], reports: Sequence[ChunkReport]) -> None:
         for n in nodes
     ])
     selection = st.dataframe(frame, hide_index=True, width="stretch", on_select="rerun",
-                             selection_mode="single-row", key="tree_table", height=min(38 + 35 * len(frame), 420))
+                             selection_mode="single-row", height=min(38 + 35 * len(frame), 420),
+                             key=state.table_key("tree_table", (f"{n.depth} {n.title} {n.chunks}" for n in nodes)))
     rows = selection.selection.rows if selection else []
     if not rows:
         st.caption("Select a section to read its chunks.")

@@ -3,8 +3,6 @@ ingest again), and the collections sweeps made, deleted one whole sweep at a tim
 
 from __future__ import annotations
 
-import hashlib
-
 import pandas as pd
 import streamlit as st
 
@@ -16,13 +14,6 @@ from rag.store.records import DocumentInfo
 from ui import errors, resources, state
 from ui.render import counted, md
 from ui.workspace import Workspace
-
-
-def table_key(ws: Workspace, documents: list[DocumentInfo]) -> str:
-    """Return the key of the documents table: a new one whenever the list changes (a delete, an ingest, another
-    collection), so a selected row index never points at a row that moved or went away."""
-    listed = "\n".join([ws.location, ws.collection, *(d.document_id for d in documents)])
-    return "library_table-" + hashlib.sha1(listed.encode()).hexdigest()[:12]
 
 
 def repair(workspace: Workspace, document: DocumentInfo) -> None:
