@@ -74,7 +74,6 @@ use_threshold = middle.checkbox(f"Score threshold ({scale.name})", key=state.USE
 threshold = middle.number_input("minimum score", 0.0, scale.maximum, scale.default, scale.step, format=scale.format,
                                 key=f"{state.THRESHOLD}-{scale.name}", persist_state="session",
                                 label_visibility="collapsed", help=scale.help)
-state.keep_all(state.DOCUMENT_FILTER, list(titles))  # a deleted document leaves the filter
 document_ids = right.multiselect("Only these documents", list(titles), format_func=titles.get,
                                  key=state.DOCUMENT_FILTER, placeholder="all documents")
 include_toc = right.checkbox("Include tables of contents", key=state.INCLUDE_TOC, persist_state="session",

@@ -118,13 +118,6 @@ def keep(key: str, options: Sequence[Any], fallback: Any) -> Any:
     return value
 
 
-def keep_all(key: str, options: Sequence[Any]) -> list[Any]:
-    """Keep a multi-choice key to the options it still has (a deleted document leaves a filter); return them."""
-    values = [v for v in st.session_state.get(key) or [] if v in options]
-    st.session_state[key] = values
-    return values
-
-
 def table_key(name: str, rows: Iterable[object]) -> str:
     """Return the key of a selectable table that changes with its rows: a selection (a row index) never outlives
     the rows it was made on, so after a delete, a new result or a filter no row points at another one."""
