@@ -23,6 +23,7 @@ from rag.evaluation.queries import Query
 from rag.store.client import Store
 from rag.urls import redact_urls
 from ui.jobs import JobQueue
+from ui.render import counted
 
 log = logging.getLogger(__name__)
 RESULTS_KEPT = 3  # finished comparisons per store that keep their result
@@ -83,8 +84,8 @@ class CompareJob:
 
     def summary(self) -> str:
         """Return the comparison in one line: what it compares, and how far it is or how it ended."""
-        what = f"{len(self.queries)} queries of {self.query_set} on '{self.sides[0].collection}' and " \
-               f"'{self.sides[1].collection}'"
+        what = (f"{counted(len(self.queries), 'query', 'queries')} of {self.query_set} on "
+                f"'{self.sides[0].collection}' and '{self.sides[1].collection}'")
         if self.status == "queued":
             return f"Waiting: {what}"
         if self.status == "running":

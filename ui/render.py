@@ -32,6 +32,15 @@ def md_lines(text: str) -> str:
     return "  \n".join(_MD_SPECIAL.sub(r"\\\1", line) for line in str(text).split("\n"))
 
 
+def counted(count: int, word: str, words: str | None = None) -> str:
+    """Return "1 document" or "3 documents" (words: an irregular plural, "queries"), the count with thousands
+    separators."""
+    return f"{count:,} {word if count == 1 else words or word + 's'}"
+
+
+HEADING_TAIL_HELP = "the end of the heading path (… stands for the levels above it); the chunk itself shows all of it"
+
+
 def heading_tail(path: Sequence[str], levels: int = 2) -> str:
     """Return the last levels of a heading path ("… › 2.1 Methoden › Auswahl"): the end says most in a narrow column."""
     return heading_label(path) if len(path) <= levels else "… › " + " › ".join(path[-levels:])

@@ -107,6 +107,21 @@ def change_hook() -> Callable[[], None]:
     return changed
 
 
+@st.cache_resource(show_spinner=False)
+def _last_used() -> dict[str, str]:
+    return {}
+
+
+def remember_collection(location: str, name: str) -> None:
+    """Note name as the collection last chosen (or ingested into) at location, for the next new session."""
+    _last_used()[location] = name
+
+
+def last_collection(location: str) -> str | None:
+    """Return the collection last chosen at location by any session of this server process, or None."""
+    return _last_used().get(location)
+
+
 @st.cache_data(ttl=LISTING_TTL, max_entries=32, show_spinner=False)
 def collections(_store: Store, location: str, changes: int) -> list[CollectionInfo]:
     return _store.collections()

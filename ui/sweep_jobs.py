@@ -26,6 +26,7 @@ from rag.evaluation.sweep import run_sweep
 from rag.store.client import Store
 from rag.urls import redact_urls
 from ui.jobs import JobQueue
+from ui.render import counted
 
 log = logging.getLogger(__name__)
 RESULTS_KEPT = 3  # finished sweeps per store that keep their SweepResult (each holds every query's hits)
@@ -77,11 +78,12 @@ class SweepJob:
 
     def summary(self) -> str:
         """Return the sweep in one line: what it measures, and how far it is or how it ended."""
-        what = f"sweep of {len(self.configs)} configuration(s) × {len(self.modes)} mode(s), {len(self.queries)} queries"
+        what = (f"sweep of {counted(len(self.configs), 'configuration')} × {counted(len(self.modes), 'mode')}, "
+                f"{counted(len(self.queries), 'query', 'queries')}")
         if self.status == "queued":
             return f"Waiting: {what}"
         if self.status == "running":
-            return f"Running: {what}, {self.configs_done} of {len(self.configs)} configuration(s) done"
+            return f"Running: {what}, {self.configs_done} of {len(self.configs)} done"
         took = f" in {self.finished - self.started:.0f} s" if self.finished and self.started else ""
         if self.status == "failed":
             return f"Failed: {self.error}"

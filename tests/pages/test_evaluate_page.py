@@ -206,7 +206,7 @@ def test_sweep_collections_stay_out_of_the_pickers_and_go_as_one_sweep(env):
     at.sidebar.toggle(key="show_sweeps").set_value(True).run()
     assert len([o for o in at.sidebar.selectbox(key="collection_choice").options if "sweep-" in o]) == 2
     at.switch_page(nav.LIBRARY.path).run()
-    assert "Sweep collections: 2 from 1 sweep(s)" in [plain(e.label) for e in at.expander]
+    assert "Sweep collections: 2 from 1 sweep" in [plain(e.label) for e in at.expander]
     at.button(key="confirm_delete_sweep").click().run()
     assert not at.exception, at.exception
     from rag.store.open import open_store
@@ -256,7 +256,7 @@ def test_a_sweep_goes_on_after_a_click_and_a_new_session_shows_its_progress_then
     assert not at.exception, at.exception
     assert job.status == "running" and not job.cancel_requested
     head, bars = live(at, job)
-    assert "Running: sweep of 2 configuration(s) × 1 mode(s)" in head and "0 of 2 configuration(s) done" in head
+    assert "Running: sweep of 2 configurations × 1 mode, " in head and ", 0 of 2 done" in head
     assert bars == [job.text] and bars[0].startswith("chunk_size 100, overlap 0: embedding 0/")
     assert bars[0].endswith(" left")  # the time left (rag.evaluation.pace)
     fresh = evaluate_page()  # a reload or a second tab: a new session
@@ -293,7 +293,7 @@ def test_cancel_stops_the_sweep_before_it_builds_a_collection_and_the_next_one_r
     assert jobs.jobs_queue().wait_idle(JOB_WAIT)
     fresh.run()
     assert job.status == "cancelled" and job.result is None
-    assert any(plain(i.value).startswith("Cancelled: sweep of 2 configuration(s)") for i in fresh.info)
+    assert any(plain(i.value).startswith("Cancelled: sweep of 2 configurations") for i in fresh.info)
     assert not fresh.dataframe and "evaluate_result" not in fresh.session_state
     assert not [c.name for c in job.store.collections() if c.name.startswith("sweep-")]
     next(b for b in at.button if b.label == "Run the sweep").click()  # the same sweep again: it runs to its end
@@ -320,7 +320,7 @@ def test_a_sweep_waits_behind_an_ingest_job_one_writer_at_a_time(env, held):
     set_grid(at, "100", "0", "1,5", modes=["dense"])
     job = newest_sweep()
     assert job.status == "queued" and ingest.status == "running"
-    assert live(at, job)[0].startswith("**Waiting: sweep of 1 configuration(s)")
+    assert live(at, job)[0].startswith("**Waiting: sweep of 1 configuration ×")
     held.open.set()
     assert jobs.jobs_queue().wait_idle(JOB_WAIT)
     assert (ingest.status, job.status) == ("done", "done") and job.started >= ingest.finished

@@ -125,7 +125,7 @@ def hits_frame(hits: list[Hit], mode: str = "dense", query: str = "", analyzer: 
             if h.score_kind == "rrf":
                 row["fused from"] = rrf_sum(h)
         row |= {"query words in chunk": keywords(query, h, analyzer), "document": h.document_title or h.document_id,
-                "heading path": render.heading_label(h.heading_path),
+                "heading path": render.heading_tail(h.heading_path),
                 "pages": render.pages_label(h.page_start, h.page_end), "chunk": h.chunk_index}
         rows.append(row)
     return pd.DataFrame(rows)
@@ -152,7 +152,7 @@ def hit_table(hits: list[Hit], mode: str = "dense", query: str = "", top_k: int 
         "query words in chunk": st.column_config.TextColumn("query words", width=130, help=(
             "the query's words whose keyword terms occur in the chunk (stop words left out)")),
         "document": st.column_config.TextColumn(width=150),
-        "heading path": st.column_config.TextColumn(width=230),
+        "heading path": st.column_config.TextColumn(width=230, help=render.HEADING_TAIL_HELP),
         "pages": st.column_config.TextColumn(width=50),
         "chunk": st.column_config.NumberColumn(width=50),
     })
@@ -184,7 +184,7 @@ def sources(hits: list[Hit]) -> None:
     ])
     st.vega_lite_chart(spec=render.source_chart(frame, score_name(hits)), width="content")
     if len(scores) == 1:
-        st.caption(f"All {len(hits)} hits come from one document.")
+        st.caption("All hits come from one document." if len(hits) > 1 else "One hit.")
     else:
         leader = scores[0]
         st.caption(f"{len(scores)} documents; '{md(leader.title)}' has {leader.hits} of {len(hits)} hits "
