@@ -1,4 +1,4 @@
-"""The documents of a collection: list them, read their chunks, plan and write an ingest, delete them.
+"""The documents of a collection: list them, read their chunks, plan and write an ingest (deleting: versions).
 
 A document is identified by the sha256 of its file (document_id) and shown by its title (the file name).
 Writing goes through generations (rag.store_versions), so a crash never leaves a half-written document
@@ -95,7 +95,7 @@ class DocumentsMixin:
         the chunks that write left. A document with only an unfinished write is listed with those chunks.
         """
         self._layout(collection)
-        registry = self.registry(collection)
+        registry = self._collected_registry(collection)
         groups: dict[str, dict[str | None, list[dict]]] = {}
         for point in self._scroll(collection, None, _WITHOUT_TEXT):
             p = point.payload or {}
@@ -141,33 +141,22 @@ class DocumentsMixin:
     def document_chunks(self, collection: str, document_id: str) -> list[Hit]:
         """Return a document's chunks ordered by chunk_index (score None); [] for an unknown id.
 
-        The searchable version's chunks; for a document that only has an unfinished write, that write's.
+        The searchable version's chunks; for a document that only has an unfinished write, that write's (a
+        deleted or replaced version's never).
         """
         layout = self._layout(collection)
-        hidden = set() if layout.foreign else set(self.hidden_generations(collection))
+        registry = {} if layout.foreign else self.registry(collection)
+        state = {g: e.get("state") for g, e in registry.items()}
         points = list(self._scroll(collection, self._document_filter(layout, [document_id]), True))
-        visible = [p for p in points if (p.payload or {}).get("generation") not in hidden]
-        hits = [hit_from_point(p, None) for p in (visible or points)]
+        visible = [p for p in points if state.get((p.payload or {}).get("generation")) not in HIDDEN]
+        unfinished = [p for p in points if state.get((p.payload or {}).get("generation")) == WRITING]
+        hits = [hit_from_point(p, None) for p in (visible or unfinished)]
         return sorted(hits, key=lambda h: (h.chunk_index is None, h.chunk_index or 0, h.chunk_id))
 
     def _delete_ids(self, collection: str, ids: list[str]) -> None:
         for i in range(0, len(ids), UPSERT_BATCH):
             with self._guard(f"deleting points from '{collection}'"):
                 self.client.delete(collection, models.PointIdsList(points=ids[i : i + UPSERT_BATCH]), wait=True)
-
-    def delete_document(self, collection: str, document_id: str, only_interrupted: bool = False) -> int:
-        """Delete a document's chunks (every version, or only its unfinished writes); return how many points."""
-        layout = self._layout(collection)
-        registry = {} if layout.foreign else self.registry(collection)
-        unfinished = {g for g, e in registry.items()
-                      if e.get("document_id") == document_id and e.get("state") == WRITING}
-        points = list(self._scroll(collection, self._document_filter(layout, [document_id]), ["generation"]))
-        if only_interrupted:
-            points = [p for p in points if (p.payload or {}).get("generation") in unfinished]
-        self._delete_ids(collection, [str(p.id) for p in points])
-        generations = unfinished | ({(p.payload or {}).get("generation") for p in points} & set(registry))
-        self._unmark(collection, sorted(g for g in generations if g))
-        return len(points)
 
     def plan_ingest(self, collection: str, document: Document, settings: ChunkSettings, keep_versions: bool = False
                     ) -> IngestPlan:
@@ -214,6 +203,7 @@ class DocumentsMixin:
                 f"but {embedder.model_id} should give {embedder.dimension} dimensions per chunk."
             )
         layout = self._ensure_collection(collection, embedder, language)
+        self.collect(collection)  # what an interrupted delete or replacement left
         analyzer = self._analyzer(layout)
         setting = layout.meta.get("language", keywords.DEFAULT_LANGUAGE)
         doc_language = keywords.document_language(setting, document.text) if not analyzer.legacy else None
@@ -229,7 +219,7 @@ class DocumentsMixin:
         if doc_language is not None and setting == "auto":
             self._add_language(collection, doc_language)  # before the commit: queries must know it first
         old = self._generations(collection, sorted(replaced))
-        self.commit_generation(collection, generation, sorted(g for g in old if g))
+        self.commit_generation(collection, generation, sorted(g for g in old if g), document.title)
         if None in old:  # points from before generations existed: no registry entry to retire them with
             self._delete_legacy(collection, sorted(replaced))
         return len(points)

@@ -8,7 +8,7 @@ import pytest
 from rag import pipeline
 from rag.chunking.chunker import ChunkSettings
 from rag.embeddings import get_embedder
-from rag.errors import StoreError
+from rag.errors import DocumentNotFoundError, StoreError
 from rag.store.archive import DocumentArchive
 from rag.store.open import open_store
 from rag.store.versions import REGISTRY_ID, WRITING
@@ -151,3 +151,64 @@ def test_empty_vectors_shape_checked(store, embedder):
     with pytest.raises(StoreError):
         store.upsert_document("documents", make_document(), make_chunks(make_document(), 60),
                               np.zeros((1, 3), dtype=np.float32), ChunkSettings(), embedder)
+
+
+class Crash(BaseException):
+    """Stands for a kill -9 at that point: nothing after it runs, nothing catches it."""
+
+
+def crash_on_first_point_delete(store, monkeypatch):
+    real_delete = store.client.delete
+
+    def crashing(collection, selector, **kwargs):
+        raise Crash
+
+    monkeypatch.setattr(store.client, "delete", crashing)
+    return lambda: monkeypatch.setattr(store.client, "delete", real_delete)
+
+
+@pytest.mark.parametrize("legacy", [False, True])
+def test_a_delete_is_committed_by_one_registry_update_and_finished_by_the_next_listing(store, embedder, monkeypatch,
+                                                                                       legacy):
+    """Crashed after its commit, before any point was deleted: the document is gone from listings, chunks and
+    searches; the next listing deletes the rest, and the same file is ingested anew (not "unchanged")."""
+    ingest(store, embedder, make_document(TEXT[:120], "doc-b", "kurz.md"))
+    count, settings = ingest(store, embedder, make_document())
+    if legacy:  # written before generations existed: no registry entry can hide these points as they are
+        store.client.delete_payload("documents", ["generation"], points=store.point_ids("documents"))
+    restore = crash_on_first_point_delete(store, monkeypatch)
+    with pytest.raises(Crash):
+        store.delete_document("documents", "doc-a")
+    restore()
+    assert set(search_titles(store, embedder)) == {"kurz.md"}
+    assert store.document_chunks("documents", "doc-a") == []
+    assert store.collections()[0].points > len(store.document_chunks("documents", "doc-b"))  # hidden, still there
+    assert [d.title for d in store.documents("documents")] == ["kurz.md"]
+    assert store.collections()[0].points == len(store.document_chunks("documents", "doc-b"))  # the listing cleaned
+    assert store.plan_ingest("documents", make_document(), settings).unchanged is False
+    assert ingest(store, embedder, make_document())[0] == count
+    assert set(search_titles(store, embedder)) == {"kurz.md", "richtlinie.md"} and store.registry("documents") == {}
+
+
+def test_a_write_deleted_meanwhile_is_not_committed(store, embedder, monkeypatch):
+    """Another process deleted the document while it was being written: the write does not come back to life."""
+    real_upsert = store.client.upsert
+
+    def deleting_upsert(collection, points, **kwargs):
+        real_upsert(collection, points, **kwargs)
+        if any((p.payload or {}).get("generation") for p in points):  # a chunk batch, not the registry
+            monkeypatch.setattr(store.client, "upsert", real_upsert)
+            store.delete_document("documents", "doc-a", only_interrupted=True)
+
+    monkeypatch.setattr(store.client, "upsert", deleting_upsert)
+    with pytest.raises(StoreError, match="'richtlinie.md' was deleted from 'documents' while it was being written"):
+        ingest(store, embedder, make_document())
+    assert store.documents("documents") == [] and store.registry("documents") == {}
+    assert store.collections()[0].points == 0
+
+
+def test_delete_without_a_document_id_deletes_nothing(store, embedder):
+    ingest(store, embedder, make_document())
+    with pytest.raises(DocumentNotFoundError, match="No document id"):
+        store.delete_document("documents", " ")
+    assert [d.title for d in store.documents("documents")] == ["richtlinie.md"]
