@@ -24,7 +24,7 @@ from rag.errors import EmbedderMismatchError, StoreError
 from rag.store import keywords
 from rag.store.keywords import Analyzer
 from rag.store.records import DocumentInfo, Hit, Layout, hit_from_point, payload_int, point_id
-from rag.store.versions import HIDDEN, NOT_REGISTRY, WRITING, hidden_filter
+from rag.store.versions import HIDDEN, NOT_REGISTRY, RETIRED, WRITING, hidden_filter
 
 UPSERT_BATCH = 256
 _WITHOUT_TEXT = models.PayloadSelectorExclude(exclude=["content", "heading_path"])
@@ -241,7 +241,7 @@ class DocumentsMixin:
 
     def _write_points(self, collection: str, points: list[models.PointStruct], generation: str, title: str,
                       progress: Callable[[int, int], None] | None) -> None:
-        """Upsert points in batches; on failure delete what was written, then raise."""
+        """Upsert points in batches; on failure hide and delete what was written, then raise."""
         try:
             for i in range(0, len(points), UPSERT_BATCH):
                 with self._guard(f"writing chunks of '{title}' to '{collection}'"):
@@ -249,13 +249,24 @@ class DocumentsMixin:
                 if progress:
                     progress(min(i + UPSERT_BATCH, len(points)), len(points))
         except StoreError as e:
-            try:
-                self.abandon_generation(collection, generation)
-                note = f"Nothing of '{title}' was changed; try again."
-            except StoreError:  # the original failure is the one to report
-                note = (f"The chunks written so far stay hidden from searches; ingest '{title}' again once "
-                        "Qdrant works, or delete it in the Library.")
-            raise type(e)(f"{e} {note}") from e
+            raise type(e)(f"{e} {self._abandon(collection, generation, title)}") from e
+
+    def _abandon(self, collection: str, generation: str, title: str) -> str:
+        """Hide, then delete what a failed write wrote (as far as Qdrant lets it); return what the user should know."""
+        try:
+            self.retire(collection, {generation: ""})
+            return f"Nothing of '{title}' was changed; try again."
+        except StoreError:  # the original failure is the one to report
+            pass
+        try:
+            hidden = (self.registry(collection).get(generation) or {}).get("state") == RETIRED
+        except StoreError:
+            hidden = False
+        if hidden:
+            return (f"Nothing of '{title}' was changed; the chunks written so far are hidden, and the next ingest or "
+                    "listing of the collection deletes them.")
+        return (f"The chunks written so far stay hidden from searches; ingest '{title}' again once Qdrant works, "
+                "or delete what the interrupted ingest left in the Library.")
 
     @staticmethod
     def _point(document: Document, chunk: Chunk, vector: np.ndarray, settings: ChunkSettings, embedder: Embedder,

@@ -129,10 +129,6 @@ class VersionsMixin:
         self._mark(collection, {generation: {"state": LIVE}} | {g: {"state": RETIRED} for g in retired})
         self.collect(collection)
 
-    def abandon_generation(self, collection: str, generation: str) -> None:
-        """Hide a generation that failed to be written (one update), then delete its points and registry entry."""
-        self.retire(collection, {generation: ""})
-
     def retire(self, collection: str, generations: dict[str, str]) -> None:
         """Hide generations (generation -> its document_id) from listings and searches in one registry update
         (the commit of a delete), then delete their points (collect)."""
