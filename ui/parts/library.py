@@ -26,8 +26,8 @@ def repair(workspace: Workspace, document: DocumentInfo) -> None:
     st.caption(f"Ingesting again uses the settings of the interrupted ingest: chunk_size {settings.chunk_size}, "
                f"overlap {settings.overlap}, {settings.strategy}.")
     again, delete = st.columns(2)
-    if again.button(f"Ingest '{md(document.title)}' again", icon=":material/restart_alt:", key="repair_reingest",
-                    type="primary"):
+    if again.button(f"Ingest '{md(document.title)}' again", icon=":material/restart_alt:",
+                    key=f"repair_reingest_{document.document_id}", type="primary"):
         try:
             with st.spinner("Ingesting again…"):
                 (result,) = pipeline.reingest([document.document_id], workspace.collection, settings,
@@ -42,7 +42,8 @@ def repair(workspace: Workspace, document: DocumentInfo) -> None:
             st.toast(f"Stored {result.chunks} chunks of {md(document.title)}.")
             st.rerun()
         st.error(md(result.error or "The ingest failed."))
-    if delete.button("Delete what the interrupted ingest left", icon=":material/delete:", key="repair_delete"):
+    if delete.button("Delete what the interrupted ingest left", icon=":material/delete:",
+                     key=f"repair_delete_{document.document_id}"):
         try:
             removed = workspace.store.delete_document(workspace.collection, document.document_id,
                                                       only_interrupted=True)
