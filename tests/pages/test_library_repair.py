@@ -154,3 +154,17 @@ def test_a_selected_row_past_the_end_of_a_shorter_listing_selects_nothing(app_en
     at.run()
     assert not at.exception, at.exception
     assert "Select a row" in texts(at.caption)
+
+
+def test_a_store_folder_removed_under_the_running_app_is_said_not_served_from_memory(app_env):
+    import shutil
+
+    from ui import resources
+
+    at = upload_text(start(), "a.md", POLICY_V1)
+    shutil.rmtree(app_env / "qdrant")
+    resources.store_changed()
+    at.switch_page(nav.LIBRARY.path).run()
+    assert not at.exception, at.exception
+    assert "cannot open its Qdrant store" in texts(at.error) and not at.dataframe
+    assert "was removed while RAG Lab was using it" in plain(texts(at.sidebar.error))
