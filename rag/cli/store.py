@@ -203,7 +203,7 @@ def run_documents(args: argparse.Namespace) -> int:
         dump([{"title": d.title, "document_id": d.document_id, "chunks": d.chunks, "pages": d.pages,
                "chunk_size": d.chunk_size, "overlap": d.overlap, "strategy": d.strategy,
                "embedder": d.embedder, "ingested_at": d.ingested_at, "complete": d.complete,
-               "interrupted_chunks": d.interrupted} for d in infos])
+               "interrupted_chunks": d.interrupted, "missing_chunks": d.missing} for d in infos])
         return 0
     rows = [[common.preview(d.title, 40), d.document_id[:12], str(d.chunks), str(d.pages or ""),
              str(d.chunk_size or ""), str(d.overlap if d.overlap is not None else ""),
@@ -214,6 +214,9 @@ def run_documents(args: argparse.Namespace) -> int:
         print(f"\n{len(incomplete)} document(s) were not written completely (an ingest was interrupted); searches "
               "do not see those chunks. Ingest the file again to repair it, or delete it with "
               f"python -m rag delete --collection {args.collection} --document ID --interrupted")
+    if cut := [d for d in incomplete if d.missing]:
+        print(f"{len(cut)} of them lost chunks to a delete that was cut short: ingest the file again, or finish the "
+              f"delete with python -m rag delete --collection {args.collection} --document ID")
     return 0
 
 

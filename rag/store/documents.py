@@ -122,6 +122,9 @@ class DocumentsMixin:
         last_try = (registry.get(unfinished[-1]) or {}) if unfinished else {}
         tried = (last_try.get("chunk_size"), last_try.get("overlap"), last_try.get("strategy"))
         stamps = [str(p["ingested_at"]) for p in payloads if p.get("ingested_at")]
+        # a delete cut short before deletes were committed first (older versions of RAG Lab) left gaps
+        indexes = {payload_int(p.get("chunk_index")) for p in payloads if p.get("embedder")} - {None} if live else ()
+        missing = max(indexes) + 1 - len(indexes) if indexes else 0
         return DocumentInfo(
             document_id=key,
             title=str(first.get("document_title") or entry.get("title") or key),
@@ -132,10 +135,11 @@ class DocumentsMixin:
             strategy=first.get("strategy", entry.get("strategy")),
             embedder=first.get("embedder"),
             ingested_at=max(stamps) if stamps else entry.get("started_at"),
-            complete=not unfinished,
+            complete=not unfinished and not missing,
             generation=listed,
             interrupted=sum(len(versions[g]) for g in unfinished if g != listed),
             unfinished_settings=tried if None not in tried else None,
+            missing=missing,
         )
 
     def document_chunks(self, collection: str, document_id: str) -> list[Hit]:

@@ -212,3 +212,17 @@ def test_delete_without_a_document_id_deletes_nothing(store, embedder):
     with pytest.raises(DocumentNotFoundError, match="No document id"):
         store.delete_document("documents", " ")
     assert [d.title for d in store.documents("documents")] == ["richtlinie.md"]
+
+
+def test_a_document_a_delete_cut_short_before_this_fix_is_incomplete_and_ingested_anew(store, embedder):
+    """Older versions deleted points one batch at a time: a kill left the document listed complete with part of
+    its chunks, and its re-ingest was called unchanged. The gaps in its chunk_index give it away."""
+    count, settings = ingest(store, embedder, make_document())
+    chunks = store.document_chunks("documents", "doc-a")
+    store.client.delete("documents", [chunks[1].chunk_id, chunks[3].chunk_id])  # what such a kill left
+    (listed,) = store.documents("documents")
+    assert not listed.complete and listed.missing == 2 and listed.chunks == count - 2
+    assert store.plan_ingest("documents", make_document(), settings).unchanged is False
+    assert ingest(store, embedder, make_document())[0] == count
+    (listed,) = store.documents("documents")
+    assert listed.complete and listed.missing == 0 and store.collections()[0].points == count
