@@ -104,7 +104,8 @@ def test_ingest_onto_a_full_tmpfs_is_one_line(tmpfs: Path, tmp_path: Path):
     assert len(errors) == 1 and "is full" in errors[0] and "Free disk space" in errors[0]
     store = open_store(path=str(tmpfs / "qdrant"))
     try:
-        assert store.documents("documents") == []
+        # hidden and deleted, or (when the full disk kept even the registry from being updated) listed incomplete
+        assert all(not d.complete for d in store.documents("documents"))
         assert pipeline.search("Kündigungsfrist", "documents", 5, store=store, mode="sparse") == []
     finally:
         store.close()
