@@ -178,11 +178,12 @@ class VersionsMixin:
         if not document_id.strip():
             raise DocumentNotFoundError(f"No document id was given to delete from '{collection}'.")
         layout = self._layout(collection)
+        if not layout.foreign:
+            self.collect(collection)  # finish an earlier interrupted delete first
         points = list(self._scroll(collection, self._document_filter(layout, [document_id]), ["generation"]))
         if layout.foreign:
             self._delete_ids(collection, [str(p.id) for p in points])
             return len(points)
-        self.collect(collection)  # finish an earlier interrupted delete first
         generations = {g for g, e in self.registry(collection).items()
                        if e.get("document_id") == document_id and e.get("state") == WRITING}
         if only_interrupted:
