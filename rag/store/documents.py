@@ -223,9 +223,9 @@ class DocumentsMixin:
         if doc_language is not None and setting == "auto":
             self._add_language(collection, doc_language)  # before the commit: queries must know it first
         old = self._generations(collection, sorted(replaced))
+        if None in old:  # points from before generations existed get one, so that the commit retires them too
+            old = (old - {None}) | {self.tag_legacy(collection, self._legacy_ids(collection, sorted(replaced)))}
         self.commit_generation(collection, generation, sorted(g for g in old if g), document.title)
-        if None in old:  # points from before generations existed: no registry entry to retire them with
-            self._delete_legacy(collection, sorted(replaced))
         return len(points)
 
     def _generations(self, collection: str, document_ids: list[str]) -> set[str | None]:
@@ -237,11 +237,10 @@ class DocumentsMixin:
         unfinished = {g for g, e in self.registry(collection).items() if e.get("document_id") in document_ids}
         return found | unfinished
 
-    def _delete_legacy(self, collection: str, document_ids: list[str]) -> None:
+    def _legacy_ids(self, collection: str, document_ids: list[str]) -> list[str]:
         legacy = models.IsEmptyCondition(is_empty=models.PayloadField(key="generation"))
         by_id = models.FieldCondition(key="document_id", match=models.MatchAny(any=document_ids))
-        ids = [str(p.id) for p in self._scroll(collection, models.Filter(must=[by_id, legacy]), False)]
-        self._delete_ids(collection, ids)
+        return [str(p.id) for p in self._scroll(collection, models.Filter(must=[by_id, legacy]), False)]
 
     def _write_points(self, collection: str, points: list[models.PointStruct], generation: str, title: str,
                       progress: Callable[[int, int], None] | None) -> None:

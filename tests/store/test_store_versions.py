@@ -226,3 +226,17 @@ def test_a_document_a_delete_cut_short_before_this_fix_is_incomplete_and_ingeste
     assert ingest(store, embedder, make_document())[0] == count
     (listed,) = store.documents("documents")
     assert listed.complete and listed.missing == 0 and store.collections()[0].points == count
+
+
+def test_replacing_a_legacy_version_is_one_commit_too(store, embedder, monkeypatch):
+    """Crashed right after the commit of a replacement: the old points (without a generation) are already hidden."""
+    ingest(store, embedder, make_document(TEXT, "v1", "policy.md"))
+    store.client.delete_payload("documents", ["generation"], points=store.point_ids("documents"))
+    restore = crash_on_first_point_delete(store, monkeypatch)
+    with pytest.raises(Crash):
+        ingest(store, embedder, make_document(TEXT + " Neu.", "v2", "policy.md"))
+    restore()
+    vector = embedder.embed_query(["Passwörter Zeichen"])[0]
+    assert {h.document_id for h in store.search("documents", vector, embedder, top_k=50)} == {"v2"}
+    assert [d.document_id for d in store.documents("documents")] == ["v2"]
+    assert store.collections()[0].points == len(store.document_chunks("documents", "v2"))
