@@ -38,6 +38,7 @@ selection = st.dataframe(frame, hide_index=True, width="stretch", on_select="rer
                                         "pages": st.column_config.NumberColumn(width="small"),
                                         "ingested": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm")})
 rows = selection.selection.rows if selection else []
+# a row number from the previous run: the listing may have changed since (a delete, another process)
 chosen = documents[rows[0]] if rows and rows[0] < len(documents) else None
 if chosen is None:
     st.caption("Select a row to open or delete that document.")
@@ -51,7 +52,8 @@ else:
     with delete_column.popover("Delete this document", icon=":material/delete:"):
         st.write(f"Delete {counted(chosen.chunks, 'chunk')} of '{md(chosen.title)}' from '{md(ws.collection)}'? "
                  "This cannot be undone.")
-        if st.button("Yes, delete the document", type="primary", key="confirm_delete_document"):
+        # keyed by the document: a click confirms the document it was shown for, not whatever row 3 is now
+        if st.button("Yes, delete the document", type="primary", key=f"confirm_delete_document_{chosen.document_id}"):
             try:
                 deleted = ws.store.delete_document(ws.collection, chosen.document_id)
             except RagError as error:

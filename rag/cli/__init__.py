@@ -1,5 +1,5 @@
 """The command line: `python -m rag COMMAND` (chunk, ingest, search, context, collections, documents, delete,
-answer, import-squad, eval, sweep, compare, make-queries).
+delete-collection, answer, import-squad, eval, sweep, compare, make-queries).
 
 A user's mistake (bad file, unknown collection, server down) prints one line to stderr and exits 1;
 a malformed command line exits 2 (argparse). Results go to stdout, progress to stderr.

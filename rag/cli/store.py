@@ -1,4 +1,5 @@
-"""Command-line commands over the store: ingest, search, context, collections, documents, delete."""
+"""Command-line commands over the store: ingest, search, context, collections, documents, delete,
+delete-collection."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from rag import pipeline
@@ -201,7 +203,7 @@ def run_documents(args: argparse.Namespace) -> int:
         dump([{"title": d.title, "document_id": d.document_id, "chunks": d.chunks, "pages": d.pages,
                "chunk_size": d.chunk_size, "overlap": d.overlap, "strategy": d.strategy,
                "embedder": d.embedder, "ingested_at": d.ingested_at, "complete": d.complete,
-               "interrupted_chunks": d.interrupted} for d in infos])
+               "interrupted_chunks": d.interrupted, "missing_chunks": d.missing} for d in infos])
         return 0
     rows = [[common.preview(d.title, 40), d.document_id[:12], str(d.chunks), str(d.pages or ""),
              str(d.chunk_size or ""), str(d.overlap if d.overlap is not None else ""),
@@ -212,25 +214,48 @@ def run_documents(args: argparse.Namespace) -> int:
         print(f"\n{len(incomplete)} document(s) were not written completely (an ingest was interrupted); searches "
               "do not see those chunks. Ingest the file again to repair it, or delete it with "
               f"python -m rag delete --collection {args.collection} --document ID --interrupted")
+    if cut := [d for d in incomplete if d.missing]:
+        print(f"{len(cut)} of them lost chunks to a delete that was cut short: ingest the file again, or finish the "
+              f"delete with python -m rag delete --collection {args.collection} --document ID")
     return 0
 
 
 def run_delete(args: argparse.Namespace) -> int:
+    if args.interrupted and args.document is None:
+        args.parser.error("--interrupted needs --document ID: it deletes what an interrupted ingest left of one "
+                          f"document (list them with python -m rag documents --collection {args.collection})")
+    if args.all:
+        return run_delete_collection(args)
+    if args.document is None:
+        args.parser.error(f"say what to delete: --document ID (one document), or the whole collection with "
+                          f"python -m rag delete-collection {args.collection}")
     store = store_of(args)
-    if args.document:
-        matches = [d for d in store.documents(args.collection)
-                   if d.document_id == args.document or d.document_id.startswith(args.document)]
-        if len(matches) != 1:
-            found = "no document" if not matches else f"{len(matches)} documents"
-            raise DocumentNotFoundError(f"'{args.collection}' has {found} with id {args.document!r}. "
-                           f"List them with: python -m rag documents --collection {args.collection}")
-        removed = store.delete_document(args.collection, matches[0].document_id, only_interrupted=args.interrupted)
-        what = "the unfinished write of " if args.interrupted else ""
-        print(f"deleted {what}'{matches[0].title}' ({removed} chunks) from '{args.collection}'")
-    else:
-        store.delete_collection(args.collection)
-        print(f"deleted collection '{args.collection}'")
+    matches = [d for d in store.documents(args.collection)
+               if d.document_id == args.document or d.document_id.startswith(args.document)]
+    if len(matches) != 1:
+        found = "no document" if not matches else f"{len(matches)} documents"
+        raise DocumentNotFoundError(f"'{args.collection}' has {found} with id {args.document!r}. "
+                                    f"List them with: python -m rag documents --collection {args.collection}")
+    removed = store.delete_document(args.collection, matches[0].document_id, only_interrupted=args.interrupted)
+    what = "the unfinished write of " if args.interrupted else ""
+    print(f"deleted {what}'{matches[0].title}' ({removed} chunks) from '{args.collection}'")
     return 0
+
+
+def run_delete_collection(args: argparse.Namespace) -> int:
+    store_of(args).delete_collection(args.collection)
+    print(f"deleted collection '{args.collection}'")
+    return 0
+
+
+def given(what: str) -> Callable[[str], str]:
+    """Return an argparse type that refuses an empty value (an unset $ID in a script) as a usage error."""
+    def parse(value: str) -> str:
+        if not value.strip():
+            raise argparse.ArgumentTypeError(f"{what} is empty (an unset variable in a script?); give one")
+        return value
+
+    return parse
 
 
 def store_options() -> argparse.ArgumentParser:
@@ -275,7 +300,7 @@ def add_fusion(parser: argparse.ArgumentParser) -> None:
 
 def add_collection(parser: argparse.ArgumentParser, required: bool = False) -> None:
     default = None if required else os.environ.get("RAG_COLLECTION") or DEFAULT_COLLECTION
-    parser.add_argument("--collection", required=required, default=default,
+    parser.add_argument("--collection", required=required, default=default, type=given("the collection name"),
                         help="Qdrant collection" + ("" if required else f" (default {default})"))
 
 
@@ -325,10 +350,17 @@ def register(commands: argparse._SubParsersAction) -> None:
     documents.add_argument("--json", action="store_true")
     documents.set_defaults(run=run_documents)
 
-    delete = commands.add_parser("delete", parents=[parent], help="delete a document or a whole collection")
+    delete = commands.add_parser("delete", parents=[parent], help="delete a document (a collection: delete-collection)")
     add_collection(delete, required=True)
-    delete.add_argument("--document", metavar="ID", help="the document id (or a unique prefix) to delete")
+    target = delete.add_mutually_exclusive_group()
+    target.add_argument("--document", metavar="ID", type=given("the document id"),
+                        help="the document id (or a unique prefix) to delete")
+    target.add_argument("--all", action="store_true",
+                        help="delete the whole collection with every document (the same as delete-collection)")
     delete.add_argument("--interrupted", action="store_true",
                         help="with --document: delete only what an interrupted ingest left, keep the complete version")
-    delete.set_defaults(run=run_delete)
+    delete.set_defaults(run=run_delete, parser=delete)
 
+    whole = commands.add_parser("delete-collection", parents=[parent], help="delete a whole collection")
+    whole.add_argument("collection", metavar="COLLECTION", type=given("the collection name"))
+    whole.set_defaults(run=run_delete_collection)

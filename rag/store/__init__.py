@@ -1,7 +1,7 @@
 """Stage 4, store and search: Qdrant (embedded folder by default, or a server/cluster by URL).
 
 open       open_store: one cached Store per folder or URL     client     Store: collections, layout, upsert
-documents  list, plan, write and delete documents             versions   crash-safe generations of a document
+documents  list, plan and write documents                   versions   crash-safe generations; deleting documents
 search     dense, keyword and hybrid search                   fusion     how hybrid fuses the two lists
 keywords   Qdrant's BM25 vectors (stemmed, per language)      legacy_keywords  the analyzer of old collections
 records    Hit, CollectionInfo, DocumentInfo, point ids       archive    documents as read, kept by id

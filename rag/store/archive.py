@@ -9,6 +9,7 @@ A file is written to a temporary name and renamed, so a crash never leaves half 
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -51,6 +52,7 @@ class DocumentArchive:
                 "pages": [page.text for page in document.pages], "empty_pages": list(document.empty_pages),
                 "headings": [[h.title, h.level, h.start, h.source] for h in document.headings],
                 "notes": list(document.notes)}
+        handle = None
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=self.folder, suffix=".tmp",
@@ -58,6 +60,11 @@ class DocumentArchive:
                 json.dump(data, handle, ensure_ascii=False)
             os.replace(handle.name, path)
         except OSError as error:
+            if handle is not None:  # a half-written copy (a full disk) is not left behind
+                Path(handle.name).unlink(missing_ok=True)
+            if error.errno == errno.ENOSPC:
+                raise StoreError(f"The disk holding the document archive {self.folder} is full. Free disk space, "
+                                 "then try again.") from error
             raise StoreError(f"The document archive {self.folder} cannot be written ({error.strerror}). "
                            "Check that the data folder is writable.") from error
 

@@ -16,6 +16,9 @@ new collection). Searching is in rag.store.search.
 
 from __future__ import annotations
 
+import errno
+import os
+import sqlite3
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -76,6 +79,9 @@ class Store(DocumentsMixin, VersionsMixin, SearchMixin):
                  on_close: Callable[[Store], None] | None = None):
         self.client, self.location, self.local = client, location, local
         self._on_close = on_close  # rag.store.open drops the store from its cache
+        # an embedded folder removed while the client runs: sqlite goes on writing to the deleted files, and
+        # the engine serves what it holds in memory; comparing the folder's identity catches that
+        self._folder = _identity(location) if local and os.path.isabs(location) else None
         # the embedded engine is not thread-safe; Streamlit sessions run in threads
         self._lock: AbstractContextManager = threading.RLock() if local else nullcontext()
 
@@ -90,6 +96,7 @@ class Store(DocumentsMixin, VersionsMixin, SearchMixin):
         """Run client calls under the lock; turn client failures into StoreError subclasses."""
         try:
             with self._lock:
+                self._check_folder(action)
                 yield
         except RagError:
             raise
@@ -108,8 +115,29 @@ class Store(DocumentsMixin, VersionsMixin, SearchMixin):
             ) from e
         except pydantic.ValidationError as e:  # a ValueError whose text is a many-line dump of the reply
             raise StoreError(not_qdrant(self.location, action, e)) from e
-        except (ValueError, RuntimeError, OSError) as e:
+        except (sqlite3.Error, OSError) as e:  # the embedded engine's files (sqlite, meta.json)
+            if self.local:
+                raise self._disk_error(action, e) from e
             raise StoreError(f"Qdrant at {self.location} failed {action}: {e}") from e
+        except (ValueError, RuntimeError) as e:
+            raise StoreError(f"Qdrant at {self.location} failed {action}: {e}") from e
+
+    def _check_folder(self, action: str) -> None:
+        """Raise StoreUnavailableError when the embedded folder was removed or replaced since it was opened."""
+        if self._folder is not None and _identity(self.location) != self._folder:
+            raise StoreUnavailableError(
+                f"The Qdrant folder {self.location} was removed while RAG Lab was using it; {action} did not run. "
+                "Restart RAG Lab to start a new, empty store there, or choose another folder (RAG_QDRANT_PATH)."
+            )
+
+    def _disk_error(self, action: str, error: Exception) -> StoreError:
+        """Return the StoreError of a failed read or write of the embedded engine's files."""
+        full = getattr(error, "errno", None) == errno.ENOSPC or "disk is full" in str(error)
+        if full:
+            return StoreError(f"The disk holding the Qdrant folder {self.location} is full: {action} failed. "
+                              "Free disk space, then try again.")
+        return StoreError(f"Qdrant at {self.location} failed {action}: {error}. Check that the folder exists "
+                          "and is writable, or set RAG_QDRANT_PATH to another folder.")
 
     # ---- collections -------------------------------------------------------------------------
 
@@ -281,3 +309,12 @@ def not_qdrant(location: str, action: str, error: pydantic.ValidationError) -> s
     where = ".".join(str(part) for part in first["loc"] if part != "obj") or "the reply"
     return (f"The server at {location} sent a reply that is not Qdrant's while {action} ({where}: "
             f"{first['msg'][:80]}). Check that the URL points to a Qdrant server (version 1.16 or newer).")
+
+
+def _identity(folder: str) -> tuple[int, int] | None:
+    """Return (device, inode) of a folder, None when it does not exist."""
+    try:
+        found = os.stat(folder)
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino

@@ -1,4 +1,4 @@
-"""The documents of a collection: list them, read their chunks, plan and write an ingest, delete them.
+"""The documents of a collection: list them, read their chunks, plan and write an ingest (deleting: versions).
 
 A document is identified by the sha256 of its file (document_id) and shown by its title (the file name).
 Writing goes through generations (rag.store.versions), so a crash never leaves a half-written document
@@ -24,7 +24,7 @@ from rag.errors import EmbedderMismatchError, StoreError
 from rag.store import keywords
 from rag.store.keywords import Analyzer
 from rag.store.records import DocumentInfo, Hit, Layout, hit_from_point, payload_int, point_id
-from rag.store.versions import HIDDEN, NOT_REGISTRY, WRITING, hidden_filter
+from rag.store.versions import HIDDEN, NOT_REGISTRY, RETIRED, WRITING, hidden_filter
 
 UPSERT_BATCH = 256
 _WITHOUT_TEXT = models.PayloadSelectorExclude(exclude=["content", "heading_path"])
@@ -95,7 +95,7 @@ class DocumentsMixin:
         the chunks that write left. A document with only an unfinished write is listed with those chunks.
         """
         self._layout(collection)
-        registry = self.registry(collection)
+        registry = self._collected_registry(collection)
         groups: dict[str, dict[str | None, list[dict]]] = {}
         for point in self._scroll(collection, None, _WITHOUT_TEXT):
             p = point.payload or {}
@@ -122,6 +122,9 @@ class DocumentsMixin:
         last_try = (registry.get(unfinished[-1]) or {}) if unfinished else {}
         tried = (last_try.get("chunk_size"), last_try.get("overlap"), last_try.get("strategy"))
         stamps = [str(p["ingested_at"]) for p in payloads if p.get("ingested_at")]
+        # a delete cut short before deletes were committed first (older versions of RAG Lab) left gaps
+        indexes = {payload_int(p.get("chunk_index")) for p in payloads if p.get("embedder")} - {None} if live else ()
+        missing = max(indexes) + 1 - len(indexes) if indexes else 0
         return DocumentInfo(
             document_id=key,
             title=str(first.get("document_title") or entry.get("title") or key),
@@ -132,42 +135,32 @@ class DocumentsMixin:
             strategy=first.get("strategy", entry.get("strategy")),
             embedder=first.get("embedder"),
             ingested_at=max(stamps) if stamps else entry.get("started_at"),
-            complete=not unfinished,
+            complete=not unfinished and not missing,
             generation=listed,
             interrupted=sum(len(versions[g]) for g in unfinished if g != listed),
             unfinished_settings=tried if None not in tried else None,
+            missing=missing,
         )
 
     def document_chunks(self, collection: str, document_id: str) -> list[Hit]:
         """Return a document's chunks ordered by chunk_index (score None); [] for an unknown id.
 
-        The searchable version's chunks; for a document that only has an unfinished write, that write's.
+        The searchable version's chunks; for a document that only has an unfinished write, that write's (a
+        deleted or replaced version's never).
         """
         layout = self._layout(collection)
-        hidden = set() if layout.foreign else set(self.hidden_generations(collection))
+        registry = {} if layout.foreign else self.registry(collection)
+        state = {g: e.get("state") for g, e in registry.items()}
         points = list(self._scroll(collection, self._document_filter(layout, [document_id]), True))
-        visible = [p for p in points if (p.payload or {}).get("generation") not in hidden]
-        hits = [hit_from_point(p, None) for p in (visible or points)]
+        visible = [p for p in points if state.get((p.payload or {}).get("generation")) not in HIDDEN]
+        unfinished = [p for p in points if state.get((p.payload or {}).get("generation")) == WRITING]
+        hits = [hit_from_point(p, None) for p in (visible or unfinished)]
         return sorted(hits, key=lambda h: (h.chunk_index is None, h.chunk_index or 0, h.chunk_id))
 
     def _delete_ids(self, collection: str, ids: list[str]) -> None:
         for i in range(0, len(ids), UPSERT_BATCH):
             with self._guard(f"deleting points from '{collection}'"):
                 self.client.delete(collection, models.PointIdsList(points=ids[i : i + UPSERT_BATCH]), wait=True)
-
-    def delete_document(self, collection: str, document_id: str, only_interrupted: bool = False) -> int:
-        """Delete a document's chunks (every version, or only its unfinished writes); return how many points."""
-        layout = self._layout(collection)
-        registry = {} if layout.foreign else self.registry(collection)
-        unfinished = {g for g, e in registry.items()
-                      if e.get("document_id") == document_id and e.get("state") == WRITING}
-        points = list(self._scroll(collection, self._document_filter(layout, [document_id]), ["generation"]))
-        if only_interrupted:
-            points = [p for p in points if (p.payload or {}).get("generation") in unfinished]
-        self._delete_ids(collection, [str(p.id) for p in points])
-        generations = unfinished | ({(p.payload or {}).get("generation") for p in points} & set(registry))
-        self._unmark(collection, sorted(g for g in generations if g))
-        return len(points)
 
     def plan_ingest(self, collection: str, document: Document, settings: ChunkSettings, keep_versions: bool = False
                     ) -> IngestPlan:
@@ -214,6 +207,7 @@ class DocumentsMixin:
                 f"but {embedder.model_id} should give {embedder.dimension} dimensions per chunk."
             )
         layout = self._ensure_collection(collection, embedder, language)
+        self.collect(collection)  # what an interrupted delete or replacement left
         analyzer = self._analyzer(layout)
         setting = layout.meta.get("language", keywords.DEFAULT_LANGUAGE)
         doc_language = keywords.document_language(setting, document.text) if not analyzer.legacy else None
@@ -229,9 +223,9 @@ class DocumentsMixin:
         if doc_language is not None and setting == "auto":
             self._add_language(collection, doc_language)  # before the commit: queries must know it first
         old = self._generations(collection, sorted(replaced))
-        self.commit_generation(collection, generation, sorted(g for g in old if g))
-        if None in old:  # points from before generations existed: no registry entry to retire them with
-            self._delete_legacy(collection, sorted(replaced))
+        if None in old:  # points from before generations existed get one, so that the commit retires them too
+            old = (old - {None}) | {self.tag_legacy(collection, self._legacy_ids(collection, sorted(replaced)))}
+        self.commit_generation(collection, generation, sorted(g for g in old if g), document.title)
         return len(points)
 
     def _generations(self, collection: str, document_ids: list[str]) -> set[str | None]:
@@ -243,15 +237,14 @@ class DocumentsMixin:
         unfinished = {g for g, e in self.registry(collection).items() if e.get("document_id") in document_ids}
         return found | unfinished
 
-    def _delete_legacy(self, collection: str, document_ids: list[str]) -> None:
+    def _legacy_ids(self, collection: str, document_ids: list[str]) -> list[str]:
         legacy = models.IsEmptyCondition(is_empty=models.PayloadField(key="generation"))
         by_id = models.FieldCondition(key="document_id", match=models.MatchAny(any=document_ids))
-        ids = [str(p.id) for p in self._scroll(collection, models.Filter(must=[by_id, legacy]), False)]
-        self._delete_ids(collection, ids)
+        return [str(p.id) for p in self._scroll(collection, models.Filter(must=[by_id, legacy]), False)]
 
     def _write_points(self, collection: str, points: list[models.PointStruct], generation: str, title: str,
                       progress: Callable[[int, int], None] | None) -> None:
-        """Upsert points in batches; on failure delete what was written, then raise."""
+        """Upsert points in batches; on failure hide and delete what was written, then raise."""
         try:
             for i in range(0, len(points), UPSERT_BATCH):
                 with self._guard(f"writing chunks of '{title}' to '{collection}'"):
@@ -259,13 +252,24 @@ class DocumentsMixin:
                 if progress:
                     progress(min(i + UPSERT_BATCH, len(points)), len(points))
         except StoreError as e:
-            try:
-                self.abandon_generation(collection, generation)
-                note = f"Nothing of '{title}' was changed; try again."
-            except StoreError:  # the original failure is the one to report
-                note = (f"The chunks written so far stay hidden from searches; ingest '{title}' again once "
-                        "Qdrant works, or delete it in the Library.")
-            raise type(e)(f"{e} {note}") from e
+            raise type(e)(f"{e} {self._abandon(collection, generation, title)}") from e
+
+    def _abandon(self, collection: str, generation: str, title: str) -> str:
+        """Hide, then delete what a failed write wrote (as far as Qdrant lets it); return what the user should know."""
+        try:
+            self.retire(collection, {generation: ""})
+            return f"Nothing of '{title}' was changed; try again."
+        except StoreError:  # the original failure is the one to report
+            pass
+        try:
+            hidden = (self.registry(collection).get(generation) or {}).get("state") == RETIRED
+        except StoreError:
+            hidden = False
+        if hidden:
+            return (f"Nothing of '{title}' was changed; the chunks written so far are hidden, and the next ingest or "
+                    "listing of the collection deletes them.")
+        return (f"The chunks written so far stay hidden from searches; ingest '{title}' again once Qdrant works, "
+                "or delete what the interrupted ingest left in the Library.")
 
     @staticmethod
     def _point(document: Document, chunk: Chunk, vector: np.ndarray, settings: ChunkSettings, embedder: Embedder,

@@ -68,6 +68,7 @@ class DocumentInfo:
     generation: str | None = None  # the write the listed chunks come from (rag.store.versions)
     interrupted: int = 0  # chunks left by an unfinished write next to a complete version
     unfinished_settings: tuple[int, int, str] | None = None  # chunk_size, overlap, strategy of the unfinished write
+    missing: int = 0  # chunks absent from the listed version (gaps in chunk_index): a delete was cut short
 
 
 def vector_name(model_id: str) -> str:

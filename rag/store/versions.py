@@ -15,6 +15,13 @@ Searches leave out generations that are "writing" or "retired", so a reader sees
 the commit and the new one after it, never a part of either. A document whose generation is still
 "writing" after a crash is listed as incomplete (DocumentInfo.complete False); the next ingest of that
 file retires it. Points written before generations existed carry none and are always visible.
+
+Deleting a document (Store.delete_document) is the same commit without a new version:
+  1. points without a generation (written before generations existed) get a fresh one, still visible
+  2. registry: every generation of the document = retired   (one update: it is gone from listings and searches)
+  3. delete the points of the retired generations, then their registry entries
+A crash after step 2 leaves only hidden points; the next ingest, delete or listing of the collection deletes
+them (collect), and an ingest of the same file writes it anew, never finding it "unchanged".
 """
 
 from __future__ import annotations
@@ -24,6 +31,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from qdrant_client import models
+
+from rag.errors import DocumentNotFoundError, StoreError
 
 WRITING, LIVE, RETIRED = "writing", "live", "retired"
 HIDDEN = (WRITING, RETIRED)
@@ -43,7 +52,8 @@ def registry_key(generation: str) -> str:
 
 
 class VersionsMixin:
-    """The registry half of Store (it needs Store's _guard, _scroll, _delete_ids and client)."""
+    """The registry half of Store, and deleting documents through it (it needs Store's _guard, _layout, _scroll,
+    _document_filter, _delete_ids and client)."""
 
     def _registry_payload(self, collection: str) -> dict[str, Any]:
         with self._guard(f"reading the registry of '{collection}'"):
@@ -106,26 +116,85 @@ class VersionsMixin:
         self._mark(collection, {generation: entry})
         return generation
 
-    def commit_generation(self, collection: str, generation: str, replaced: list[str]) -> None:
-        """Make generation visible and retire the replaced ones in one update (step 3), then delete those (step 4)."""
+    def commit_generation(self, collection: str, generation: str, replaced: list[str], title: str = "") -> None:
+        """Make generation visible and retire the replaced ones in one update (step 3), then delete those (step 4).
+
+        StoreError when the generation is no longer being written: deleted meanwhile (by another process).
+        """
+        if (self.registry(collection).get(generation) or {}).get("state") != WRITING:
+            self.collect(collection)
+            raise StoreError(f"'{title or generation}' was deleted from '{collection}' while it was being written, "
+                             "so it was not stored. Ingest it again to store it.")
         retired = [g for g in replaced if g != generation]
         self._mark(collection, {generation: {"state": LIVE}} | {g: {"state": RETIRED} for g in retired})
         self.collect(collection)
 
-    def abandon_generation(self, collection: str, generation: str) -> None:
-        """Delete the points of a generation that failed to be written, and its registry entry."""
-        self._delete_generation(collection, generation)
-        self._unmark(collection, [generation])
+    def retire(self, collection: str, generations: dict[str, str]) -> None:
+        """Hide generations (generation -> its document_id) from listings and searches in one registry update
+        (the commit of a delete), then delete their points (collect)."""
+        if generations:
+            self._mark(collection, {g: {"state": RETIRED} | ({"document_id": d} if d else {})
+                                    for g, d in generations.items()})
+        self.collect(collection)
 
-    def collect(self, collection: str) -> None:
+    def tag_legacy(self, collection: str, ids: list[str]) -> str:
+        """Return a new generation given to points written before generations existed (they stay visible: the
+        registry does not know it), so that one registry update can retire them."""
+        generation = new_generation()
+        for i in range(0, len(ids), 256):
+            with self._guard(f"updating points of '{collection}'"):
+                self.client.set_payload(collection, {"generation": generation}, points=ids[i : i + 256], wait=True)
+        return generation
+
+    def collect(self, collection: str, registry: dict[str, dict[str, Any]] | None = None) -> None:
         """Delete the points of retired generations and forget finished entries (cleanup after a commit or crash)."""
         done = []
-        for generation, entry in self.registry(collection).items():
+        for generation, entry in (self.registry(collection) if registry is None else registry).items():
             if entry.get("state") == RETIRED:
                 self._delete_generation(collection, generation)
             if entry.get("state") in (RETIRED, LIVE):
                 done.append(generation)
         self._unmark(collection, done)
+
+    def _collected_registry(self, collection: str) -> dict[str, dict[str, Any]]:
+        """Return the registry after deleting what an interrupted delete or replacement left (best effort: those
+        points are hidden anyway, and a listing must work on a full disk)."""
+        registry = self.registry(collection)
+        if any(entry.get("state") == RETIRED for entry in registry.values()):
+            try:
+                self.collect(collection, registry)
+            except StoreError:
+                return registry
+            registry = self.registry(collection)
+        return registry
+
+    def delete_document(self, collection: str, document_id: str, only_interrupted: bool = False) -> int:
+        """Delete a document's chunks (every version, or only its unfinished writes); return how many points.
+
+        All or nothing (rag.store.versions): one registry update takes the document out of listings and
+        searches, then its points are deleted; a crash in between leaves only hidden points, deleted by the next
+        ingest, delete or listing. A foreign collection has no registry: its points are deleted one batch at a time.
+        """
+        if not document_id.strip():
+            raise DocumentNotFoundError(f"No document id was given to delete from '{collection}'.")
+        layout = self._layout(collection)
+        if not layout.foreign:
+            self.collect(collection)  # finish an earlier interrupted delete first
+        points = list(self._scroll(collection, self._document_filter(layout, [document_id]), ["generation"]))
+        if layout.foreign:
+            self._delete_ids(collection, [str(p.id) for p in points])
+            return len(points)
+        generations = {g for g, e in self.registry(collection).items()
+                       if e.get("document_id") == document_id and e.get("state") == WRITING}
+        if only_interrupted:
+            points = [p for p in points if (p.payload or {}).get("generation") in generations]
+        else:
+            generations |= {str(g) for p in points if (g := (p.payload or {}).get("generation"))}
+            legacy = [str(p.id) for p in points if not (p.payload or {}).get("generation")]
+            if legacy:
+                generations.add(self.tag_legacy(collection, legacy))
+        self.retire(collection, dict.fromkeys(sorted(generations), document_id))
+        return len(points)
 
     def _delete_generation(self, collection: str, generation: str) -> None:
         condition = models.FieldCondition(key="generation", match=models.MatchValue(value=generation))

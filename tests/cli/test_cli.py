@@ -118,7 +118,7 @@ def test_store_commands_round_trip(shared_data, tmp_path, capsys):
     assert code == 0 and "asvs-de-V2-Authentication.md" in out
     code, out, _ = run(capsys, "documents", "--collection", "t", "--store", store, "--json")
     assert [d["title"] for d in json.loads(out)] == ["hausarbeit-jura.pdf"]
-    assert run(capsys, "delete", "--collection", "t", "--store", store)[0] == 0
+    assert run(capsys, "delete-collection", "t", "--store", store) == (0, "deleted collection 't'\n", "")
     code, _, err = run(capsys, "search", "x", "--collection", "t", "--store", store, "--embedder", "fake:32")
     assert code == 1 and "'t'" in err and err.count("\n") == 1
 
@@ -235,3 +235,37 @@ def test_answer_without_a_reachable_llm_is_one_line(tmp_path, capsys, monkeypatc
     code, _, err = run(capsys, "answer", "Frist?", "--store", str(tmp_path / "q"), "--llm", "ollama:llama3.1",
                        "--mode", "sparse")
     assert code == 1 and err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [(["delete", "--collection", "t"], "delete-collection t"),
+     (["delete", "--collection", "t", "--interrupted"], "--interrupted needs --document ID"),
+     (["delete", "--collection", "t", "--document", ""], "the document id is empty"),
+     (["delete", "--collection", "t", "--document", "  "], "the document id is empty"),
+     (["delete", "--collection", "t", "--all", "--document", "abc"], "not allowed with"),
+     (["delete", "--collection", "t", "--all", "--interrupted"], "--interrupted needs --document ID"),
+     (["delete", "--collection", "", "--document", "abc"], "the collection name is empty"),
+     (["delete-collection", ""], "the collection name is empty")],
+)
+def test_deleting_a_collection_must_be_asked_for(capsys, tmp_path, argv, message):
+    """A typo or an empty $ID never deletes the collection: it is a usage error (exit 2) that says what to write."""
+    store = str(tmp_path / "q")
+    (tmp_path / "a.md").write_text("# A\n\nDie Frist beträgt drei Monate.\n", encoding="utf-8")
+    assert run(capsys, "ingest", str(tmp_path / "a.md"), "--collection", "t", "--embedder", "fake:32",
+               "--store", store)[0] == 0
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exited:
+        main([*argv, "--store", store])
+    assert exited.value.code == 2 and message in capsys.readouterr().err
+    code, out, _ = run(capsys, "documents", "--collection", "t", "--store", store, "--json")
+    assert code == 0 and [d["title"] for d in json.loads(out)] == ["a.md"]
+
+
+def test_delete_all_deletes_the_collection(capsys, tmp_path):
+    store = str(tmp_path / "q")
+    (tmp_path / "a.md").write_text("# A\n\nDie Frist beträgt drei Monate.\n", encoding="utf-8")
+    run(capsys, "ingest", str(tmp_path / "a.md"), "--collection", "t", "--embedder", "fake:32", "--store", store)
+    assert run(capsys, "delete", "--collection", "t", "--all", "--store", store)[:2] == (0, "deleted collection 't'\n")
+    code, out, _ = run(capsys, "collections", "--store", store, "--json")
+    assert json.loads(out) == []

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rag.store.open import open_store
-from tests.pages.conftest import button, plain, results, start, texts, upload
+from tests.pages.conftest import button, plain, results, select, start, texts, upload
 from ui import nav
 
 POLICY_V1 = "# Richtlinie\n\nPasswörter müssen zwölf Zeichen lang sein.\n"
@@ -120,3 +120,50 @@ def test_a_new_collection_gets_the_language_and_prompts_chosen_on_upload(app_env
     meta = open_store(path=str(app_env / "qdrant")).collection_meta("documents")
     assert (meta["language"], meta["query_prompt"], meta["document_prompt"]) == ("de", "Frage: ", "Text: ")
     assert not any(t.key == "upload_query_prompt" for t in at.text_input)  # the collection exists now: its own
+
+
+def test_a_delete_confirms_the_document_it_was_shown_for(app_env):
+    """The table's selection is a row number: when the listing changes before the click (another process added a
+    document above it), the confirmation must not delete whatever document that row holds now."""
+    at = upload_text(start(), "a.md", POLICY_V1)
+    upload_text(at, "c.md", POLICY_V2)
+    at.switch_page(nav.LIBRARY.path).run()
+    select(at, "library_table", 1)
+    confirm = button(at, "Yes, delete the document")  # shown for c.md
+    store = open_store(path=str(app_env / "qdrant"))
+    from rag import pipeline
+    from rag.chunking.chunker import ChunkSettings
+    from rag.embeddings import get_embedder
+    from ui import resources
+
+    pipeline.ingest([pipeline.SourceFile("b.md", b"# B\n\nEin anderes Dokument.\n")], "documents", ChunkSettings(),
+                    get_embedder("fake"), store=store)
+    resources.store_changed()
+    confirm.click().run()
+    assert not at.exception, at.exception
+    assert [d.title for d in store.documents("documents")] == ["a.md", "b.md", "c.md"]  # nothing deleted
+    select(at, "library_table", 1)  # the new listing's table starts unselected (ui.state.table_key)
+    button(at, "Yes, delete the document").click().run()  # now shown for b.md, which row 1 holds
+    assert [d.title for d in store.documents("documents")] == ["a.md", "c.md"]
+
+
+def test_a_selected_row_past_the_end_of_a_shorter_listing_selects_nothing(app_env):
+    at = upload_text(start(), "a.md", POLICY_V1)
+    at.switch_page(nav.LIBRARY.path).run()
+    select(at, "library_table", 3)
+    assert not at.exception, at.exception
+    assert "Select a row" in texts(at.caption)
+
+
+def test_a_store_folder_removed_under_the_running_app_is_said_not_served_from_memory(app_env):
+    import shutil
+
+    from ui import resources
+
+    at = upload_text(start(), "a.md", POLICY_V1)
+    shutil.rmtree(app_env / "qdrant")
+    resources.store_changed()
+    at.switch_page(nav.LIBRARY.path).run()
+    assert not at.exception, at.exception
+    assert "cannot open its Qdrant store" in texts(at.error) and not at.dataframe
+    assert "was removed while RAG Lab was using it" in plain(texts(at.sidebar.error))

@@ -8,7 +8,7 @@ import pytest
 from rag import pipeline
 from rag.chunking.chunker import ChunkSettings
 from rag.embeddings import get_embedder
-from rag.errors import StoreError
+from rag.errors import DocumentNotFoundError, StoreError
 from rag.store.archive import DocumentArchive
 from rag.store.open import open_store
 from rag.store.versions import REGISTRY_ID, WRITING
@@ -151,3 +151,92 @@ def test_empty_vectors_shape_checked(store, embedder):
     with pytest.raises(StoreError):
         store.upsert_document("documents", make_document(), make_chunks(make_document(), 60),
                               np.zeros((1, 3), dtype=np.float32), ChunkSettings(), embedder)
+
+
+class Crash(BaseException):
+    """Stands for a kill -9 at that point: nothing after it runs, nothing catches it."""
+
+
+def crash_on_first_point_delete(store, monkeypatch):
+    real_delete = store.client.delete
+
+    def crashing(collection, selector, **kwargs):
+        raise Crash
+
+    monkeypatch.setattr(store.client, "delete", crashing)
+    return lambda: monkeypatch.setattr(store.client, "delete", real_delete)
+
+
+@pytest.mark.parametrize("legacy", [False, True])
+def test_a_delete_is_committed_by_one_registry_update_and_finished_by_the_next_listing(store, embedder, monkeypatch,
+                                                                                       legacy):
+    """Crashed after its commit, before any point was deleted: the document is gone from listings, chunks and
+    searches; the next listing deletes the rest, and the same file is ingested anew (not "unchanged")."""
+    ingest(store, embedder, make_document(TEXT[:120], "doc-b", "kurz.md"))
+    count, settings = ingest(store, embedder, make_document())
+    if legacy:  # written before generations existed: no registry entry can hide these points as they are
+        store.client.delete_payload("documents", ["generation"], points=store.point_ids("documents"))
+    restore = crash_on_first_point_delete(store, monkeypatch)
+    with pytest.raises(Crash):
+        store.delete_document("documents", "doc-a")
+    restore()
+    assert set(search_titles(store, embedder)) == {"kurz.md"}
+    assert store.document_chunks("documents", "doc-a") == []
+    assert store.collections()[0].points > len(store.document_chunks("documents", "doc-b"))  # hidden, still there
+    assert [d.title for d in store.documents("documents")] == ["kurz.md"]
+    assert store.collections()[0].points == len(store.document_chunks("documents", "doc-b"))  # the listing cleaned
+    assert store.plan_ingest("documents", make_document(), settings).unchanged is False
+    assert ingest(store, embedder, make_document())[0] == count
+    assert set(search_titles(store, embedder)) == {"kurz.md", "richtlinie.md"} and store.registry("documents") == {}
+
+
+def test_a_write_deleted_meanwhile_is_not_committed(store, embedder, monkeypatch):
+    """Another process deleted the document while it was being written: the write does not come back to life."""
+    real_upsert = store.client.upsert
+
+    def deleting_upsert(collection, points, **kwargs):
+        real_upsert(collection, points, **kwargs)
+        if any((p.payload or {}).get("generation") for p in points):  # a chunk batch, not the registry
+            monkeypatch.setattr(store.client, "upsert", real_upsert)
+            store.delete_document("documents", "doc-a", only_interrupted=True)
+
+    monkeypatch.setattr(store.client, "upsert", deleting_upsert)
+    with pytest.raises(StoreError, match="'richtlinie.md' was deleted from 'documents' while it was being written"):
+        ingest(store, embedder, make_document())
+    assert store.documents("documents") == [] and store.registry("documents") == {}
+    assert store.collections()[0].points == 0
+
+
+def test_delete_without_a_document_id_deletes_nothing(store, embedder):
+    ingest(store, embedder, make_document())
+    with pytest.raises(DocumentNotFoundError, match="No document id"):
+        store.delete_document("documents", " ")
+    assert [d.title for d in store.documents("documents")] == ["richtlinie.md"]
+
+
+def test_a_document_a_delete_cut_short_before_this_fix_is_incomplete_and_ingested_anew(store, embedder):
+    """Older versions deleted points one batch at a time: a kill left the document listed complete with part of
+    its chunks, and its re-ingest was called unchanged. The gaps in its chunk_index give it away."""
+    count, settings = ingest(store, embedder, make_document())
+    chunks = store.document_chunks("documents", "doc-a")
+    store.client.delete("documents", [chunks[1].chunk_id, chunks[3].chunk_id])  # what such a kill left
+    (listed,) = store.documents("documents")
+    assert not listed.complete and listed.missing == 2 and listed.chunks == count - 2
+    assert store.plan_ingest("documents", make_document(), settings).unchanged is False
+    assert ingest(store, embedder, make_document())[0] == count
+    (listed,) = store.documents("documents")
+    assert listed.complete and listed.missing == 0 and store.collections()[0].points == count
+
+
+def test_replacing_a_legacy_version_is_one_commit_too(store, embedder, monkeypatch):
+    """Crashed right after the commit of a replacement: the old points (without a generation) are already hidden."""
+    ingest(store, embedder, make_document(TEXT, "v1", "policy.md"))
+    store.client.delete_payload("documents", ["generation"], points=store.point_ids("documents"))
+    restore = crash_on_first_point_delete(store, monkeypatch)
+    with pytest.raises(Crash):
+        ingest(store, embedder, make_document(TEXT + " Neu.", "v2", "policy.md"))
+    restore()
+    vector = embedder.embed_query(["Passwörter Zeichen"])[0]
+    assert {h.document_id for h in store.search("documents", vector, embedder, top_k=50)} == {"v2"}
+    assert [d.document_id for d in store.documents("documents")] == ["v2"]
+    assert store.collections()[0].points == len(store.document_chunks("documents", "v2"))

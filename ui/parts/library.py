@@ -18,16 +18,20 @@ from ui.workspace import Workspace
 
 def repair(workspace: Workspace, document: DocumentInfo) -> None:
     """Explain what an unfinished write left of document and offer to delete it or to ingest it again."""
-    kept = "its earlier complete version stays searchable" if document.interrupted else "no version is searchable"
-    st.warning(f"'{md(document.title)}' was not stored completely: {kept}. Ingest it again to repair it (from the "
-               "archive kept at ingest, no upload needed), or delete what the interrupted ingest left.")
+    if document.missing:
+        st.warning(f"'{md(document.title)}' lost {document.missing} of its chunks to a delete that was cut short. "
+                   "Ingest it again to repair it (from the archive kept at ingest), or delete the rest.")
+    else:
+        kept = "its earlier complete version stays searchable" if document.interrupted else "no version is searchable"
+        st.warning(f"'{md(document.title)}' was not stored completely: {kept}. Ingest it again to repair it (from the "
+                   "archive kept at ingest, no upload needed), or delete what the interrupted ingest left.")
     size, overlap, strategy = document.unfinished_settings or (document.chunk_size, document.overlap, document.strategy)
     settings = ChunkSettings(size or DEFAULT_CHUNK_SIZE, overlap or 0, strategy or "structure")
     st.caption(f"Ingesting again uses the settings of the interrupted ingest: chunk_size {settings.chunk_size}, "
                f"overlap {settings.overlap}, {settings.strategy}.")
     again, delete = st.columns(2)
-    if again.button(f"Ingest '{md(document.title)}' again", icon=":material/restart_alt:", key="repair_reingest",
-                    type="primary"):
+    if again.button(f"Ingest '{md(document.title)}' again", icon=":material/restart_alt:",
+                    key=f"repair_reingest_{document.document_id}", type="primary"):
         try:
             with st.spinner("Ingesting again…"):
                 (result,) = pipeline.reingest([document.document_id], workspace.collection, settings,
@@ -42,10 +46,11 @@ def repair(workspace: Workspace, document: DocumentInfo) -> None:
             state.announce(f"Stored {counted(result.chunks, 'chunk')} of {md(document.title)}.")
             st.rerun()
         st.error(md(result.error or "The ingest failed."))
-    if delete.button("Delete what the interrupted ingest left", icon=":material/delete:", key="repair_delete"):
+    label = "Delete the rest of the document" if document.missing else "Delete what the interrupted ingest left"
+    if delete.button(label, icon=":material/delete:", key=f"repair_delete_{document.document_id}"):
         try:
             removed = workspace.store.delete_document(workspace.collection, document.document_id,
-                                                      only_interrupted=True)
+                                                      only_interrupted=not document.missing)
         except RagError as error:
             errors.show(error)
             return

@@ -1,0 +1,130 @@
+"""kill -9 during `rag delete --document`: the document is there whole or gone whole, never searchable in part.
+
+A real `python -m rag delete` is SIGKILLed at chosen points: just before and just after the one registry
+update that commits the delete, and after the first, a middle and the last but one of its point deletions
+(counted where the embedded engine writes them to disk, so every point is a place a power cut could hit).
+The folder is then opened afresh, as the next process would: listings, searches, and an ingest of the file.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from rag import pipeline
+from rag.chunking.chunker import ChunkSettings
+from rag.embeddings import get_embedder
+from rag.store.client import Store
+from rag.store.open import open_store
+from rag.store.records import DocumentInfo
+from tests.store.test_crash_safety import PARAGRAPH, ROOT
+
+SETTINGS = ChunkSettings(40, 0)
+
+# Runs the CLI and kills itself (SIGKILL, as kill -9) at the KILL_AT-th point the engine deletes from disk, or
+# right before ("commit") / after ("committed") the registry point is stored with a retired generation.
+KILLER = """
+import os, pickle, signal, sys
+from qdrant_client.local import persistence
+
+where, deletes = os.environ["KILL_AT"], [0]
+real_delete, real_persist = persistence.CollectionPersistence.delete, persistence.CollectionPersistence.persist
+
+def delete(self, point_id):
+    deletes[0] += 1
+    if where.isdigit() and deletes[0] == int(where):
+        os.kill(os.getpid(), signal.SIGKILL)
+    real_delete(self, point_id)
+
+def persist(self, point):
+    commit = "retired" in repr(point.payload) and "rag_lab_registry" in (point.payload or {})
+    if commit and where == "commit":
+        os.kill(os.getpid(), signal.SIGKILL)
+    real_persist(self, point)
+    if commit and where == "committed":
+        os.kill(os.getpid(), signal.SIGKILL)
+
+persistence.CollectionPersistence.delete, persistence.CollectionPersistence.persist = delete, persist
+from rag.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def killed_delete(store: Path, killer: Path, where: str, document_id: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "KILL_AT": where}
+    return subprocess.run([sys.executable, str(killer), "--store", str(store), "delete", "--collection", "documents",
+                           "--document", document_id[:12]], capture_output=True, text=True, env=env, cwd=ROOT,
+                          timeout=300)
+
+
+@contextmanager
+def opened(folder: Path) -> Iterator[Store]:
+    """Yield a fresh client of the folder (as a new process would read it), closed afterwards."""
+    store = open_store(path=str(folder))
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def ingest(store: Store, file: Path) -> pipeline.IngestResult:
+    (result,) = pipeline.ingest([pipeline.SourceFile(file.name, None, None, file)], "documents", SETTINGS,
+                                get_embedder("fake"), store=store)
+    return result
+
+
+def titles_found(store: Store, query: str = "Kündigungsfrist Quartalsende") -> set[str]:
+    return {h.document_title for h in pipeline.search(query, "documents", 50, store=store, mode="sparse")}
+
+
+@pytest.fixture(scope="module")
+def filled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, DocumentInfo]:
+    """Return (a store holding vertrag.txt and andere.md, the file vertrag.txt, its listing entry)."""
+    folder = tmp_path_factory.mktemp("filled")
+    big = folder / "vertrag.txt"
+    big.write_text("\n\n".join(PARAGRAPH.format(n=n) for n in range(600)), encoding="utf-8")
+    other = folder / "andere.md"
+    other.write_text("# Andere\n\nDie Kündigungsfrist eines Mietvertrags ist anders geregelt.\n", encoding="utf-8")
+    with opened(folder / "qdrant") as store:
+        assert ingest(store, other).ok and ingest(store, big).ok
+        entry = next(d for d in store.documents("documents") if d.title == "vertrag.txt")
+    assert entry.complete and entry.chunks > 300
+    return folder / "qdrant", big, entry
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("where", ["commit", "committed", "1", "middle", "last"])
+def test_killed_delete_leaves_the_document_whole_or_gone(filled, tmp_path: Path, where: str):
+    source, big, before = filled
+    folder = tmp_path / "qdrant"
+    shutil.copytree(source, folder)
+    killer = tmp_path / "killer.py"
+    killer.write_text(KILLER, encoding="utf-8")
+    kill_at = {"middle": str(before.chunks // 2), "last": str(before.chunks - 1)}.get(where, where)
+
+    killed = killed_delete(folder, killer, kill_at, before.document_id)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+
+    with opened(folder) as store:
+        found = titles_found(store)
+        listed = {d.title: d for d in store.documents("documents")}
+        assert listed["andere.md"].complete
+        if where == "commit":  # killed before the commit: nothing changed
+            assert listed["vertrag.txt"] == before and "vertrag.txt" in found
+            return
+        assert "vertrag.txt" not in listed and found == {"andere.md"}  # the commit: gone from both at once
+        assert store.collections()[0].points == listed["andere.md"].chunks  # the listing deleted the hidden rest
+
+        again = ingest(store, big)
+        assert again.status == "ingested"  # never "unchanged"
+        listed = {d.title: d for d in store.documents("documents")}
+        assert listed["vertrag.txt"].complete and listed["vertrag.txt"].chunks == before.chunks
+        assert "vertrag.txt" in titles_found(store, "Quartalsende") and store.registry("documents") == {}
