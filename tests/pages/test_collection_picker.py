@@ -71,7 +71,7 @@ def test_deleting_the_last_row_clears_the_selection_instead_of_crashing(app_env)
     at.switch_page(nav.LIBRARY.path).run()
     title = select_row(at, 2)
     assert button(at, f"Show the chunks of {title}")
-    at.button(key="confirm_delete_document").click().run()
+    button(at, "Yes, delete the document").click().run()
     assert not at.exception, at.exception  # main: IndexError, the selection kept the old row index
     assert title not in set(at.dataframe[0].value["document"]) and len(at.dataframe[0].value) == 2
     assert "Select a row to open or delete that document." in texts(at.caption)
@@ -82,7 +82,7 @@ def test_deleting_a_middle_row_selects_no_other_document(app_env):
     at = ingest(start(), TEXTS)
     at.switch_page(nav.LIBRARY.path).run()
     select_row(at, 0)
-    at.button(key="confirm_delete_document").click().run()
+    button(at, "Yes, delete the document").click().run()
     assert not at.exception, at.exception
     assert len(at.dataframe[0].value) == 2
     assert not [b for b in at.button if plain(b.label).startswith("Show the chunks of")], "another row got selected"
@@ -133,7 +133,7 @@ def test_after_a_delete_the_collection_is_still_chosen_by_its_name(app_env):
     at = ingest(start(), TEXTS)
     at.switch_page(nav.LIBRARY.path).run()
     select_row(at, 1)
-    at.button(key="confirm_delete_document").click().run()
+    button(at, "Yes, delete the document").click().run()
     assert picker(at).value == "documents"
     browser_sends(picker(at), "documents · 3 chunks")  # the label the picker showed before the delete
     at.run()
