@@ -1,8 +1,9 @@
 """Stage 1, extract: a file's bytes -> Document (pages of clean text, headings, notes).
 
 model     Page, Heading, Document            text      decoding and cleaning of text (linear patterns)
-pdf       pypdf in bounded worker processes  headings  Markdown `#`, numbered lines; outline: PDF bookmarks
+pdf       pdfium, pypdf as fallback        headings  Markdown `#`, numbered lines; outline: PDF bookmarks
 loader    load_document, SourceFile, limits  samples   the sample files of a folder
+pypdf_text  the pypdf fallback             ligatures pdfium's glyph codes named from pypdf's text
 """
 
 from rag.documents.loader import SourceFile, check_size, load_document
