@@ -21,6 +21,8 @@ MIN_WORDS = 2  # fewer coded words on a page are stray symbols (a math table), n
 
 def coded_words(text: str) -> set[str]:
     """Return the words of text that hold a control code next to a letter."""
+    if not _CODE.search(text):  # most pages: no code at all, and the word pattern is slow to fail everywhere
+        return set()
     return {word for word in _CODED_WORD.findall(text) if _CODE.sub("", word)}
 
 

@@ -163,16 +163,50 @@ def _pdfium_page(document: Any, index: int, fallback: _Fallback) -> str | None:
 
 
 def pdfium_page_text(document: Any, index: int) -> str:
-    """Return page index's (0-based) text as pdfium extracts it; the caller holds the lock."""
+    """Return page index's (0-based) text as pdfium extracts it, angle brackets of TeX's symbol font named;
+    the caller holds the lock."""
     page = document[index]
     try:
         textpage = page.get_textpage()
         try:
-            return textpage.get_text_range()
+            return _symbol_brackets(textpage, textpage.get_text_range())
         finally:
             textpage.close()
     finally:
         page.close()
+
+
+_ANGLED = re.compile(r"(?<![^\W\d_])h[^\W\d_][^\s⟨⟩]{0,40}?i(?![^\W\d_])")
+_SYMBOL_FONT = re.compile(r"^(?:[A-Z]{6}\+)?(?:CMB?SY\d|LMMathSymbols)", re.IGNORECASE)
+_FONT_NAME = 64
+
+
+def _symbol_brackets(textpage: Any, text: str) -> str:
+    """Return text with TeX's ⟨argument⟩ brackets back where pdfium read them as letters ("hSprachei").
+
+    The math symbol font (CMSY, Latin Modern's MathSymbols) has no ToUnicode table in many TeX PDFs, and pdfium
+    then returns its codes as letters: 0x68 "h" is ⟨, 0x69 "i" is ⟩ (the OMS encoding). Only an h and an i
+    of such a font are changed; the font of a character is asked only where the text has the h...i shape.
+    """
+    import ctypes
+
+    from pypdfium2 import raw
+
+    buffer = ctypes.create_string_buffer(_FONT_NAME)
+
+    def symbol(at: int, letter: str) -> bool:
+        if raw.FPDFText_GetUnicode(textpage.raw, at) != ord(letter):  # not aligned (a character beyond UTF-16)
+            return False
+        raw.FPDFText_GetFontInfo(textpage.raw, at, buffer, _FONT_NAME, None)
+        return bool(_SYMBOL_FONT.match(buffer.value.decode("latin-1")))
+
+    chars = None
+    for match in _ANGLED.finditer(text):
+        for at, letter, bracket in ((match.start(), "h", "⟨"), (match.end() - 1, "i", "⟩")):
+            if symbol(at, letter):
+                chars = chars or list(text)
+                chars[at] = bracket
+    return "".join(chars) if chars else text
 
 
 def _pdfium_outline(document: Any) -> Outline:
