@@ -4,7 +4,9 @@ A TeX font without a ToUnicode table names its ligatures "f_i", "f_f_i", "T_h" .
 such names and returns the glyph's code, which differs from font to font (\\x1b is "fi" in one, \\x1c "ft" in
 another). pypdf reads the names (rag.documents.pdf turns "/f_i" into "fi"), so the code's letters are learned
 from pypdf's text of the same page: each word with a code, its code replaced by one to three letters, is
-looked for there, and the letters found most often win. Only pages with MIN_WORDS such words pay for pypdf.
+looked for there: a word found so takes its letters (one code can be two fonts' glyphs: "le\x1c" is "left"
+and "O\x1cce" is "Office" on one page), any other word with the code the letters found most often for it.
+Only pages with MIN_WORDS such words pay for pypdf.
 """
 
 from __future__ import annotations
@@ -38,16 +40,19 @@ def repair(text: str, reference: Callable[[], str | None]) -> str:
     other = reference()
     if not other:
         return text
-    votes: dict[str, Counter[str]] = {}
-    for word in words:
+    votes: dict[str, Counter[str]] = {}  # code -> letters found for it, over all words
+    resolved: dict[str, str] = {}  # word -> itself as the reference has it (one code can be two fonts' glyphs)
+    for word in sorted(words):
         codes = set(_CODE.findall(word))
         if len(codes) != 1:
             continue
         (code,) = codes
         parts = [re.escape(part) for part in word.split(code)]
         pattern = r"(?<![^\W\d_])" + r"([^\W\d_]{1,3})".join(parts) + r"(?![^\W\d_])"
-        for match in re.finditer(pattern, other):
-            if len(set(match.groups())) == 1:
-                votes.setdefault(code, Counter())[match.group(1)] += 1
-    table = {ord(code): counts.most_common(1)[0][0] for code, counts in votes.items()}
-    return text.translate(table) if table else text
+        found = Counter(m.group(1) for m in re.finditer(pattern, other) if len(set(m.groups())) == 1)
+        if found:
+            letters = max(sorted(found), key=found.get)
+            resolved[word] = word.replace(code, letters)
+            votes.setdefault(code, Counter()).update(found)
+    table = {ord(code): max(sorted(counts), key=counts.get) for code, counts in votes.items()}
+    return _CODED_WORD.sub(lambda m: resolved.get(m.group(0)) or m.group(0).translate(table), text)

@@ -118,3 +118,5 @@ def test_repair_learns_each_code_from_the_other_reader_and_asks_it_only_when_nee
     assert repair(coded, reference) == "Er erfindet das Rad nicht; die Software nutzt Officeprogramme, die flaws."
     assert repair("one stray \x1f code", reference) == "one stray \x1f code" and len(asked) == 1
     assert repair("zwei W\x1brter, \x1bber", lambda: None) == "zwei W\x1brter, \x1bber"
+    two_fonts = "pagele\x1c, O\x1cce, o\x1ccial, Lu\x1c, \x1cx"  # \x1c: "ft" in a typewriter font, "ffi" in text
+    assert repair(two_fonts, lambda: "pageleft, Office, official, Luft") == "pageleft, Office, official, Luft, ffix"
