@@ -3,12 +3,12 @@
     python -m bench.ingest [PDF] [--folder DIR ...] [--embedder local] [--chunk-size 600] [--overlap 80]
                            [--runs 1] [--no-ingest]
 
-Part 1 reads every PDF of ../shared/data/pdfs and of each --folder (searched recursively, e.g. the
-texlive-lang-german manuals: `apt-get download texlive-lang-german && dpkg -x texlive-lang-german*.deb
-/tmp/texde`, then --folder /tmp/texde) with both engines, interleaved file by file: seconds of read_pdf
-(pages and outline) and of load_document (the text and its headings), characters, glued words (>= 22
-letters with a capital inside, "EsgibtauchBefehlederForm"), headings found, heading paths of the chunks,
-and headings that land on another page than with pypdf.
+Part 1 reads every PDF of ../shared/data/pdfs (or $RAG_SHARED_DATA/pdfs) and of each --folder, searched
+recursively (the texlive-lang-german manuals: `apt-get download texlive-lang-german && dpkg -x
+texlive-lang-german*.deb /tmp/texde`, then --folder /tmp/texde), with both engines, interleaved file by
+file: seconds of read_pdf (pages and outline) and of load_document (the text and its headings),
+characters, glued words (>= 22 letters with a capital inside, "EsgibtauchBefehlederForm"), headings
+found, heading paths of the chunks, and headings that land on another page than with pypdf.
 
 Part 2 ingests PDF (default: l2kurz.pdf from texlive-lang-german, fetched once into bench/out, else
 hausarbeit-jura.pdf) into a fresh embedded Qdrant folder: cold (a new process: model load, first read) and
@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import os
 import re
 import statistics
 import subprocess
@@ -38,7 +39,7 @@ from rag.store.open import open_store
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "out"
-SHARED_PDFS = ROOT.parent / "shared" / "data" / "pdfs"
+SHARED_PDFS = Path(os.environ.get("RAG_SHARED_DATA") or ROOT.parent / "shared" / "data") / "pdfs"
 ENGINES = ("pypdf", "pdfium")
 GLUED = re.compile(r"[^\W\d_]{22,}")
 
