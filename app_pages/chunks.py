@@ -8,21 +8,21 @@ from rag.errors import RagError
 from rag.reports import chunks as chunk_report
 from ui import errors, resources, state, workspace
 from ui.parts import chunks as parts
-from ui.render import md
+from ui.render import counted, md
 
 ws = workspace.current()
 st.title("Chunks")
 
 documents = workspace.documents_or_stop(ws, f"The collection '{md(ws.collection)}' holds no documents yet.")
 by_id = {d.document_id: d for d in documents}
-if state.get(state.CHUNKS_DOCUMENT) not in by_id:
-    state.put(state.CHUNKS_DOCUMENT, documents[0].document_id)
+state.keep(state.CHUNKS_DOCUMENT, list(by_id), documents[0].document_id)  # a label with a chunk count is no id
 document_id = st.selectbox("Document", list(by_id), key=state.CHUNKS_DOCUMENT, persist_state="session",
-                           format_func=lambda i: f"{by_id[i].title} · {by_id[i].chunks} chunks")
+                           format_func=lambda i: f"{by_id[i].title} · {counted(by_id[i].chunks, 'chunk')}")
 info = by_id[document_id]
 settings_text = (f"chunk_size {info.chunk_size}, overlap {info.overlap}, {info.strategy}"
                  if info.chunk_size else "chunk settings unknown")
-st.caption(f"Stored with {settings_text} · {info.pages or '?'} page(s) · embedder {md(info.embedder or ws.spec)}")
+pages = counted(info.pages, "page") if info.pages else "? pages"
+st.caption(f"Stored with {settings_text} · {pages} · embedder {md(info.embedder or ws.spec)}")
 
 try:
     chunks = ws.document_chunks(document_id)

@@ -16,14 +16,14 @@ from rag.store.fusion import DEFAULT_FUSION
 from ui import errors, nav, state, workspace
 from ui.parts import compare as parts
 from ui.parts.compare import CompareRun, side_label
-from ui.render import COMPARED_MODES, MODE_LABELS, md
+from ui.render import COMPARED_MODES, MODE_LABELS, counted, md
 
 ws = workspace.current()
 st.title("Compare")
 st.caption("One query or a query set on two sides: two collections (chunkings, embedders) or two search modes. "
            "Which chunks both find, which only one finds, how ranks move.")
 
-with_sweeps = st.toggle("Include sweep collections", key="compare_sweeps",
+with_sweeps = st.toggle("Include sweep collections", key="compare_sweeps", persist_state="session",
                         help="The collections the Evaluate page made, one per chunking: compare two of them.")
 infos = {c.name: c for c in workspace.pickable(ws, sweeps=with_sweeps) if c.points}
 if not infos:
@@ -37,19 +37,18 @@ def side_picker(letter: str, column, collection: str, mode: str) -> Side:
     """Draw one side's collection and mode; a collection without keyword vectors offers dense only."""
     key = letter.lower()
     state.default(f"compare_{key}_collection", collection)
-    if state.get(f"compare_{key}_collection") not in infos:
-        state.put(f"compare_{key}_collection", collection)
+    state.keep(f"compare_{key}_collection", names, collection)  # a name, not the label of a deleted one
     with column.container(border=True):
         left, right = st.columns([1.3, 1])
         chosen = left.selectbox(f"{letter} · collection", names, key=f"compare_{key}_collection",
-                                format_func=lambda n: f"{n} · {infos[n].points:,} chunks")
+                                persist_state="session",
+                                format_func=lambda n: f"{n} · {counted(infos[n].points, 'chunk')}")
         keyword = infos[chosen].sparse
         modes = list(COMPARED_MODES) if keyword else ["dense"]
         state.default(f"compare_{key}_mode", mode)
-        if state.get(f"compare_{key}_mode") not in modes:
-            state.put(f"compare_{key}_mode", "dense")
+        state.keep(f"compare_{key}_mode", modes, "dense")
         picked = right.selectbox(f"{letter} · search mode", modes, format_func=MODE_LABELS.get,
-                                 key=f"compare_{key}_mode")
+                                 key=f"compare_{key}_mode", persist_state="session")
         if not keyword:
             st.caption("No keyword (BM25) vectors (made before keyword search existed, or not by RAG Lab): "
                        "re-ingest its documents into a new collection for keyword and hybrid search.")
@@ -66,19 +65,20 @@ if sides[0] == sides[1]:
 
 how, what, cut, go = st.columns([1.5, 2.6, 1.1, 1.0], vertical_alignment="bottom")
 source = how.segmented_control("Compare on", ["query", "query set"], key="compare_source", default="query",
+                               persist_state="session",
                                format_func={"query": "One query", "query set": "Query set"}.get) or "query"
 if source == "query":
     state.default(state.COMPARE_QUERY, state.get(state.QUERY) or "")
-    query = what.text_input("Query", key=state.COMPARE_QUERY,
+    query = what.text_input("Query", key=state.COMPARE_QUERY, persist_state="session",
                             placeholder="e.g. Welche Schriftgröße verwendet die Klasse?")
-    top_k = cut.slider("top_k per side", 1, 50, 10, key="compare_top_k")
+    top_k = cut.slider("top_k per side", 1, 50, 10, key="compare_top_k", persist_state="session")
 else:
     file = what.file_uploader("Query set (.jsonl, .csv) or SQuAD-style .json", type=["jsonl", "csv", "json"],
                               key="compare_query_file",
                               help='One query per line with the document it should find, e.g. {"query": "...", '
                                    '"document": "report.pdf", "answer": "..."}; or a SQuAD/XQuAD file whose '
                                    "articles the collections hold (as `rag import-squad` writes them).")
-    ks = cut.text_input("k values", "1,3,5,10", key="compare_ks")
+    ks = cut.text_input("k values", "1,3,5,10", key="compare_ks", persist_state="session")
 
 if go.button("Compare", type="primary", icon=":material/compare_arrows:", key="compare_button",
              disabled=sides[0] == sides[1], width="stretch"):
@@ -92,7 +92,7 @@ if go.button("Compare", type="primary", icon=":material/compare_arrows:", key="c
             cuts = parse_ks(ks)
             read = squad_queries if file.name.lower().endswith(".json") else load_query_set
             queries = read(file.getvalue(), file.name)
-            with st.spinner(f"Evaluating {len(queries)} queries on both sides…"):
+            with st.spinner(f"Evaluating {counted(len(queries), 'query', 'queries')} on both sides…"):
                 state.put(state.COMPARE, parts.run_query_set(ws, sides, queries, file.name, cuts))
     except RagError as error:
         errors.show(error)

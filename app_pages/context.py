@@ -8,7 +8,7 @@ from rag.context import CHAT_MAX_TOKENS, DEFAULT_OVERFLOW, GENERATION_MAX_TOKENS
 from ui import nav, state, workspace
 from ui.parts import context as parts
 from ui.parts.context import parse_separator, show_separator
-from ui.render import md
+from ui.render import counted, md
 
 PRESETS = {"chat": ("Chat", CHAT_MAX_TOKENS), "generation": ("Content generation", GENERATION_MAX_TOKENS),
            "custom": ("Custom", None)}
@@ -40,7 +40,7 @@ state.default(state.CONTEXT_PRESET, "chat")
 state.default(state.MAX_TOKENS, CHAT_MAX_TOKENS)
 state.default(state.SOURCE_LABEL, "Quelle")
 state.default(state.SEPARATOR, show_separator("\n\n---\n\n"))
-st.caption(f"For “{md(run.query)}”: {len(run.outcome.hits)} hit(s) from '{md(run.collection)}', best first.")
+st.caption(f"For “{md(run.query)}”: {counted(len(run.outcome.hits), 'hit')} from '{md(run.collection)}', best first.")
 preset_column, slider_column = st.columns([1.3, 2])
 preset_column.segmented_control("Budget preset", list(PRESETS), format_func=lambda p: PRESETS[p][0],
                                 key=state.CONTEXT_PRESET, on_change=_apply_preset, persist_state="session")
@@ -64,8 +64,8 @@ a.metric("included chunks", len(context.included))
 b.metric("cut to fit", len(context.truncated))
 c.metric("dropped chunks", len(context.dropped))
 documents = len({s.document_id for s in context.sources})
-d.metric("sources", len(context.sources), help="numbered blocks in the context", delta=f"from {documents} document(s)",
-         delta_color="off", delta_arrow="off")
+d.metric("sources", len(context.sources), help="numbered blocks in the context",
+         delta=f"from {counted(documents, 'document')}", delta_color="off", delta_arrow="off")
 
 st.subheader("What the LLM receives")
 st.code(context.text or "(empty: not even the first chunk fits the budget)", language=None, wrap_lines=True,

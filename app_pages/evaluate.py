@@ -28,12 +28,12 @@ except RagError as error:
 
 with st.form("evaluate_grid", border=False):
     cols = st.columns([1.2, 1.2, 1, 1])
-    sizes = cols[0].text_input("chunk_size values", "200,400,800", key="evaluate_sizes")
-    overlaps = cols[1].text_input("overlap values", "0,50,100", key="evaluate_overlaps")
-    ks = cols[2].text_input("k values", "1,3,5,10", key="evaluate_ks")
-    strategy = cols[3].selectbox("Strategy", ["structure", "tokens"], key="evaluate_strategy")
+    sizes = cols[0].text_input("chunk_size values", "200,400,800", key="evaluate_sizes", persist_state="session")
+    overlaps = cols[1].text_input("overlap values", "0,50,100", key="evaluate_overlaps", persist_state="session")
+    ks = cols[2].text_input("k values", "1,3,5,10", key="evaluate_ks", persist_state="session")
+    strategy = cols[3].selectbox("Strategy", ["structure", "tokens"], key="evaluate_strategy", persist_state="session")
     modes = st.multiselect("Search modes", list(COMPARED_MODES), default=[f"hybrid-{DEFAULT_FUSION}"],
-                           key="evaluate_modes", help=parts.MODE_HELP)
+                           key="evaluate_modes", help=parts.MODE_HELP, persist_state="session")
     st.caption(f"Embedder: {md(ws.spec)} (from the sidebar). Each configuration gets its own collection "
                f"(`{SWEEP_PREFIX}…`), searched in every chosen mode and reused on the next run; embeddings are "
                "cached.")

@@ -8,7 +8,7 @@ import streamlit as st
 from rag.errors import RagError
 from ui import errors, nav, resources, state, workspace
 from ui.parts import library as parts
-from ui.render import md
+from ui.render import counted, md
 
 ws = workspace.current()
 st.title("Library")
@@ -17,13 +17,14 @@ parts.sweeps(ws)
 documents = workspace.documents_or_stop(
     ws, f"The collection '{md(ws.collection)}' is empty: nothing was ingested into it yet.")
 
-st.caption(f"Collection '{md(ws.collection)}': {len(documents)} document(s), {ws.points:,} chunks, "
+st.caption(f"Collection '{md(ws.collection)}': {counted(len(documents), 'document')}, {counted(ws.points, 'chunk')}, "
            f"embedder {md(ws.spec)}.")
 incomplete = [d for d in documents if not d.complete]
 if incomplete:
-    st.warning(f"{len(incomplete)} document(s) were not stored completely (an ingest was interrupted, or is still "
-               "running elsewhere): searches do not see those chunks. Select one to delete what was left or to "
-               "ingest it again.", icon=":material/report:")
+    were = "was" if len(incomplete) == 1 else "were"
+    st.warning(f"{counted(len(incomplete), 'document')} {were} not stored completely (an ingest was interrupted, "
+               "or is still running elsewhere): searches do not see those chunks. Select one to delete what was left "
+               "or to ingest it again.", icon=":material/report:")
 frame = pd.DataFrame([
     {"document": d.title, "complete": "yes" if d.complete else "NO", "chunks": d.chunks, "pages": d.pages,
      "chunk_size": d.chunk_size, "overlap": d.overlap, "strategy": d.strategy, "embedder": d.embedder,
@@ -31,12 +32,13 @@ frame = pd.DataFrame([
     for d in documents
 ])
 selection = st.dataframe(frame, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
-                         key="library_table",
+                         key=state.table_key("library_table", [ws.location, ws.collection,
+                                                               *(d.document_id for d in documents)]),
                          column_config={"chunks": st.column_config.NumberColumn(width="small"),
                                         "pages": st.column_config.NumberColumn(width="small"),
                                         "ingested": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm")})
 rows = selection.selection.rows if selection else []
-chosen = documents[rows[0]] if rows else None
+chosen = documents[rows[0]] if rows and rows[0] < len(documents) else None
 if chosen is None:
     st.caption("Select a row to open or delete that document.")
 elif not chosen.complete:
@@ -47,7 +49,7 @@ else:
         state.put(state.CHUNKS_DOCUMENT, chosen.document_id)
         st.switch_page(nav.CHUNKS.path)
     with delete_column.popover("Delete this document", icon=":material/delete:"):
-        st.write(f"Delete all {chosen.chunks} chunks of '{md(chosen.title)}' from '{md(ws.collection)}'? "
+        st.write(f"Delete {counted(chosen.chunks, 'chunk')} of '{md(chosen.title)}' from '{md(ws.collection)}'? "
                  "This cannot be undone.")
         if st.button("Yes, delete the document", type="primary", key="confirm_delete_document"):
             try:
@@ -56,7 +58,7 @@ else:
                 errors.show(error)
             else:
                 resources.store_changed()
-                st.toast(f"Deleted {deleted} chunks of {md(chosen.title)}.")
+                state.announce(f"Deleted {counted(deleted, 'chunk')} of {md(chosen.title)}.")
                 st.rerun()
 
 st.divider()
@@ -66,9 +68,11 @@ st.dataframe(pd.DataFrame([
      "dimension": c.dimension}
     for c in ws.collections
 ]), hide_index=True, width="stretch")
-with st.popover(f"Delete the collection '{md(ws.collection)}'", icon=":material/delete_forever:"):
-    st.write(f"This deletes '{md(ws.collection)}' with all {ws.points:,} chunks. Type its name to confirm.")
-    typed = st.text_input("Collection name", key="confirm_collection_name")
+# keyed by the collection: after a delete the next one's popover starts closed, its name field empty
+with st.popover(f"Delete the collection '{md(ws.collection)}'", icon=":material/delete_forever:",
+                key=f"delete_collection-{ws.collection}"):
+    st.write(f"This deletes '{md(ws.collection)}' with {counted(ws.points, 'chunk')}. Type its name to confirm.")
+    typed = st.text_input("Collection name", key=f"confirm_collection_name-{ws.collection}")
     if st.button("Delete the collection", type="primary", disabled=typed.strip() != ws.collection,
                  key="confirm_delete_collection"):
         try:
@@ -77,5 +81,6 @@ with st.popover(f"Delete the collection '{md(ws.collection)}'", icon=":material/
             errors.show(error)
         else:
             resources.store_changed()
-            st.session_state.pop("confirm_collection_name", None)
+            st.session_state.pop(f"confirm_collection_name-{ws.collection}", None)
+            state.announce(f"Deleted the collection '{md(ws.collection)}' ({counted(ws.points, 'chunk')}).")
             st.rerun()

@@ -40,6 +40,9 @@ keyword_search = bool(ws.info and ws.info.sparse)
 collection_column, mode_column, fusion_column = st.columns([1.4, 1.6, 1])
 collection_column.selectbox("Collection", options, key="search_collection", on_change=_switch_collection,
                             format_func=lambda n: n if n in searchable else f"{n} (empty)")
+if not ws.points:  # a collection to come, or one emptied: nothing to search, whatever its vectors
+    st.info(f"The collection '{md(ws.collection)}' holds no chunks: pick another one above, or upload documents.")
+    st.stop()
 modes = list(MODES) if keyword_search else ["dense"]
 default_mode, default_fusion = pipeline.search_defaults(ws.store, ws.collection, None, None)
 default_fusion = parse_fusion(default_fusion)

@@ -42,9 +42,10 @@ strategy = right.segmented_control("strategy", STRATEGIES, default="structure", 
                                    help=STRATEGY_HELP) or "structure"
 names = [c.name for c in workspace.pickable(ws)]
 options = list(dict.fromkeys([*names, ws.collection])) + [NEW]
-state.default(state.UPLOAD_TARGET, ws.collection)
-if state.get(state.UPLOAD_TARGET) not in options:
+if state.get(state.UPLOAD_TARGET_OF) != ws.collection:  # another collection in the sidebar: the target follows
+    state.put(state.UPLOAD_TARGET_OF, ws.collection)
     state.put(state.UPLOAD_TARGET, ws.collection)
+state.keep(state.UPLOAD_TARGET, options, ws.collection)
 target = target_column.selectbox("Target collection", options, key=state.UPLOAD_TARGET,
                                  format_func=lambda n: "+ New collection…" if n == NEW else n)
 if target == NEW:

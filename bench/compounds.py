@@ -3,7 +3,7 @@
     python -m bench.compounds [--chunk-size 350] [--overlap 50]
 
 Keyword (BM25) retrieval of the 632 XQuAD-de dev questions, scored in memory with Qdrant's formula (the
-collection's IDF, the chunk weights rag.keywords stores), once with the terms as they are and once with
+collection's IDF, the chunk weights rag.store.keywords stores), once with the terms as they are and once with
 every long word also split into known parts ("Steuererklärung" -> also "steuer", "erklär"): a part counts
 when it is at least 4 letters and itself a word stem of the collection, the split of Snowball's stems,
 greedy from the left, a linking "s" allowed. Prints hit@1/5/10 and MRR@10 of both, and how many terms a
@@ -108,7 +108,7 @@ def main() -> None:
     print(f"{'keywords':28} {'hit@1':>6} {'hit@5':>6} {'hit@10':>6} {'mrr@10':>7} {'terms/chunk':>11}")
     for split in (False, True):
         m = run(chunks, queries, split, vocabulary)
-        name = "stemmed + compound parts" if split else "stemmed (rag.keywords)"
+        name = "stemmed + compound parts" if split else "stemmed (rag.store.keywords)"
         print(f"{name:28} {m['hit@1']:>6.3f} {m['hit@5']:>6.3f} {m['hit@10']:>6.3f} {m['mrr@10']:>7.3f} "
               f"{m['terms']:>11.1f}", flush=True)
 

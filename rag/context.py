@@ -2,7 +2,7 @@
 
 Each included chunk is one block: a one-line header `[Quelle N: title — heading › path — S. 3–4]`, a
 newline, then the chunk text as it is (the text is data: nothing in it is interpreted). Blocks are joined
-by `separator`. The whole string is counted with rag.tokens, never the sum of its parts, because BPE
+by `separator`. The whole string is counted with rag.chunking.tokens, never the sum of its parts, because BPE
 merges across the joins.
 
 When a block does not fit, `overflow` decides (as the original pipeline: "truncate if needed"):

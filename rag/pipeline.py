@@ -33,6 +33,7 @@ from rag.store.open import open_store
 from rag.store.rebuild import document_from_chunks
 from rag.store.records import Hit
 from rag.store.search import check_mode
+from rag.urls import redact_urls
 
 log = logging.getLogger(__name__)
 FIRST_BATCH = 2  # chunks of a file's first embed call (it may also wait for the model to load)
@@ -104,7 +105,7 @@ def ingest(
     the same file with the same settings is left as it is. The embedder is checked against the collection
     before anything is embedded. archive, when given, keeps each document for re-ingesting later.
     language: keyword analysis of a new collection, "auto" (default: detected per document), "de", "en" or
-    "none" (rag.keywords); an existing collection keeps its own. store: default open_store() (RAG_QDRANT_PATH /
+    "none" (rag.store.keywords); an existing collection keeps its own. store: default open_store() (RAG_QDRANT_PATH /
     QDRANT_URL, else ./data/qdrant). cancel: asked before each file and embedding batch; once it says True, the
     file at hand and every later one end as IngestCancelled, never inside the store stage (a file is stored
     whole or not at all).
@@ -233,7 +234,7 @@ class _Job:
             result.ok = True
             self.report("done", len(chunks), len(chunks))
         except RagError as error:
-            result.error, result.error_type = str(error), type(error).__name__
+            result.error, result.error_type = redact_urls(str(error)), type(error).__name__
             result.needs_password = isinstance(error, EncryptedDocumentError)
             result.wrong_password = result.needs_password and error.wrong_password
             self.report("error")
@@ -342,7 +343,7 @@ def search(
     """Return the top_k chunks of collection for query, best first, each hit's scores explained.
 
     mode "dense" ranks by cosine similarity of the embeddings, "sparse" by BM25 keyword score (no
-    embedding needed), "hybrid" fuses both lists (fusion: a spec of rag.fusion). None means the
+    embedding needed), "hybrid" fuses both lists (fusion: a spec of rag.store.fusion). None means the
     collection's default: hybrid with its saved fusion (else DEFAULT_FUSION) when it has keyword vectors,
     else dense. score_threshold applies to the mode's own score. Tables of contents are left out unless
     include_toc. store: default open_store(). query_vector: the query's embedding when the caller has it

@@ -4,6 +4,12 @@ Keys follow their URL. A key configured for a service (QDRANT_API_KEY, OPENAI_AP
 URL configured beside it (QDRANT_URL; OPENAI_BASE_URL, or OpenAI's own API when that is unset), never to
 another address: a URL given some other way (a command-line flag, a field in the app) gets a key only when
 one is given with it. `configured_key(url, service)` applies the rule; every client that sends a key asks it.
+URLs are compared as the connecting client reads them (scheme, host, port, path; rag.urls.endpoint), and a
+URL that parsers could read differently (a backslash, two '@', '%' in the host, a tab...) is refused by
+`check_url` (rag.urls has the form a server URL must have). A URL is shown only through `display_url`.
+
+Timeouts (RAG_QDRANT_TIMEOUT, RAG_EMBED_TIMEOUT, RAG_LLM_TIMEOUT: seconds a server may stay silent) are
+read by `timeout(variable)`; a hanging server's error names the variable to raise.
 
 The data root (RAG_DATA_ROOT, default ./data) is where folders chosen in the app may live: an embedded
 Qdrant folder typed in the browser must lie strictly inside it (`folder_inside_data_root`).
@@ -22,6 +28,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from rag.errors import InvalidSettingsError
+from rag.urls import display_url, endpoint, url_problem
 
 
 @dataclass(frozen=True)
@@ -32,15 +39,19 @@ class Service:
     url_variable: str
     key_variable: str | None
     default_url: str | None = None
+    default_port: int | None = None  # the port its client uses when a URL names none (else the scheme's)
 
 
-QDRANT = Service("Qdrant", "QDRANT_URL", "QDRANT_API_KEY")
+QDRANT = Service("Qdrant", "QDRANT_URL", "QDRANT_API_KEY", default_port=6333)
 OPENAI = Service("The OpenAI-compatible server", "OPENAI_BASE_URL", "OPENAI_API_KEY", "https://api.openai.com/v1")
 OLLAMA = Service("Ollama", "OLLAMA_HOST", None, "http://localhost:11434")
 SERVICES = (QDRANT, OPENAI, OLLAMA)
 OLLAMA_PORT = 11434
 DEFAULT_DATA_ROOT = "./data"
 LIMITS = {"RAG_MAX_FILE_MB": 200.0, "RAG_MAX_PAGES": 5000.0}
+WHOLE_LIMITS = {"RAG_MAX_PAGES"}  # a page count: 0.5 would refuse every PDF
+# seconds a server may stay silent (connect, or between two pieces of an answer) before its request fails
+TIMEOUTS = {"RAG_QDRANT_TIMEOUT": 10.0, "RAG_EMBED_TIMEOUT": 30.0, "RAG_LLM_TIMEOUT": 60.0}
 
 
 def check_url(url: str, what: str, *, default_scheme: bool = False, example: str = "http://localhost:6333") -> str:
@@ -51,6 +62,8 @@ def check_url(url: str, what: str, *, default_scheme: bool = False, example: str
     text = str(url).strip().rstrip("/")
     if default_scheme and text and "://" not in text:
         text = f"http://{text}"
+    if text and "://" in text and (problem := url_problem(text)):
+        raise InvalidSettingsError(f"{what} '{_shown(text)}' is refused: {problem}. Write it like {example}.")
     try:
         parts = urlsplit(text)
         port = parts.port  # raises ValueError for a port that is no number or out of range
@@ -67,36 +80,22 @@ def check_url(url: str, what: str, *, default_scheme: bool = False, example: str
 
 
 def _shown(url: str) -> str:
-    """Return url for a message: user and password replaced, cut to 120 characters."""
-    return display_url(url)[:120]
+    """Return url for a message: user and password replaced, control characters escaped, cut to 120 characters."""
+    shown = display_url(url)
+    return "".join(c if " " <= c <= "~" else ascii(c)[1:-1] for c in shown)[:120]
 
 
-def display_url(url: str) -> str:
-    """Return url without the user:password part a URL may carry (safe to show)."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return url.split("@")[-1]
-    if "@" not in parts.netloc:
-        return url
-    return parts._replace(netloc="***@" + parts.netloc.rsplit("@", 1)[1]).geturl()
+def same_url(a: str | None, b: str | None, default_port: int | None = None) -> bool:
+    """Return whether requests to two URLs go to the same scheme, host, port and path, as httpx reads them.
 
-
-def same_url(a: str | None, b: str | None) -> bool:
-    """Return whether two URLs name the same server and path (case of scheme and host, trailing / ignored)."""
+    default_port: the port the client uses when a URL names none. A URL that is not plain never matches.
+    """
     if not a or not b:
         return False
     try:
-        x, y = urlsplit(a.strip().rstrip("/")), urlsplit(b.strip().rstrip("/"))
-        ports = (x.port or _default_port(x.scheme), y.port or _default_port(y.scheme))
+        return endpoint(a.strip().rstrip("/"), default_port) == endpoint(b.strip().rstrip("/"), default_port)
     except ValueError:
         return False
-    return (x.scheme.lower(), (x.hostname or "").lower(), x.path, ports[0]) == (
-        y.scheme.lower(), (y.hostname or "").lower(), y.path, ports[1])  # fmt: skip
-
-
-def _default_port(scheme: str) -> int | None:
-    return {"http": 80, "https": 443}.get(scheme.lower())
 
 
 def configured_url(service: Service, source: Mapping[str, str] | None = None) -> str | None:
@@ -118,7 +117,7 @@ def configured_key(url: str | None, service: Service, source: Mapping[str, str] 
     home = configured_url(service, source)
     if service is OPENAI and home:
         home = openai_base_url(home)  # the client's own normalisation ("/v1" appended)
-    return key if key and same_url(url, home) else ""
+    return key if key and same_url(url, home, service.default_port) else ""
 
 
 def openai_base_url(value: str | None = None) -> str:
@@ -171,24 +170,32 @@ def folder_inside_data_root(folder: str, root: Path | None = None) -> Path:
     return resolved
 
 
+def timeout(variable: str, source: Mapping[str, str] | None = None) -> float:
+    """Return a timeout in seconds from the environment (one of TIMEOUTS) or its default; see `limit`."""
+    return limit(variable, source)
+
+
 def limit(variable: str, source: Mapping[str, str] | None = None) -> float:
-    """Return a positive limit from the environment (RAG_MAX_FILE_MB, RAG_MAX_PAGES) or its default.
+    """Return a positive limit from the environment (LIMITS or TIMEOUTS) or its default.
 
     A value that is set but not a positive number raises InvalidSettingsError: a typo must not silently
     become the default.
     """
     source = os.environ if source is None else source
     text = (source.get(variable) or "").strip()
+    default = {**LIMITS, **TIMEOUTS}[variable]
     if not text:
-        return LIMITS[variable]
+        return default
     try:
         value = float(text)
     except ValueError:
         value = 0.0
-    if not value > 0 or value != value or value == float("inf"):
+    whole = variable in WHOLE_LIMITS
+    if not value > 0 or value != value or value == float("inf") or (whole and value != int(value)):
+        kind = "a whole number of at least 1" if whole else "a positive number"
         raise InvalidSettingsError(
-            f"{variable}='{text[:40]}' is not a positive number. Set it to e.g. {LIMITS[variable]:g}, or unset it "
-            f"for the default ({LIMITS[variable]:g})."
+            f"{variable}='{text[:40]}' is not {kind}. Set it to e.g. {default:g}, or unset it "
+            f"for the default ({default:g})."
         )
     return value
 
@@ -197,7 +204,7 @@ def check_environment(source: Mapping[str, str] | None = None) -> None:
     """Return None when every RAG Lab setting in the environment is usable; InvalidSettingsError listing the rest."""
     source = os.environ if source is None else source
     problems = []
-    for variable in LIMITS:
+    for variable in (*LIMITS, *TIMEOUTS):
         try:
             limit(variable, source)
         except InvalidSettingsError as error:

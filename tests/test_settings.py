@@ -13,6 +13,7 @@ from rag import settings
 from rag.embeddings import OpenAIEmbedder
 from rag.errors import InvalidSettingsError
 from rag.store.open import open_store
+from rag.urls import redact_urls
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -102,6 +103,14 @@ def test_invalid_limits_are_reported_not_ignored(value: str):
     assert settings.limit("RAG_MAX_PAGES", {"RAG_MAX_PAGES": " 12 "}) == 12
 
 
+@pytest.mark.parametrize("value", ["0.5", "1.5", "0"])
+def test_a_page_limit_must_be_a_whole_number(value: str):
+    """RAG_MAX_PAGES=0.5 passed the start check and then refused every PDF."""
+    with pytest.raises(InvalidSettingsError, match="whole number"):
+        settings.check_environment({"RAG_MAX_PAGES": value})
+    assert settings.limit("RAG_MAX_FILE_MB", {"RAG_MAX_FILE_MB": "0.5"}) == 0.5  # megabytes may be a fraction
+
+
 @pytest.mark.parametrize("args,env", [
     (["--qdrant-url", "htp:/x", "collections"], {}),
     (["--qdrant-url", "http://127.0.0.1:99999", "collections"], {}),
@@ -142,3 +151,41 @@ def test_a_large_embedded_collection_is_noted_once_in_our_words(tmp_path: Path):
         assert done.returncode == 0, done.stderr
         assert "Local mode is not recommended" not in done.stderr
     assert done.stderr.count("large for the embedded Qdrant engine") == 1 and "QDRANT_URL" in done.stderr
+
+
+@pytest.mark.parametrize(("url", "shown"), [
+    ("http://user:pw@host:1/v1", "http://***@host:1/v1"),
+    ("http://host:1/x@y", "http://host:1/x@y"),  # an '@' in the path of a plain URL is no password
+    ("http://u:p/w@host:1", "http://***@host:1"),  # not plain: everything before the last '@' is hidden
+    ("http://u:p@ss@host", "http://***@host"),
+    ("user:pw@host:11434", "***@host:11434"),
+    ("http://host:1", "http://host:1"),
+])
+def test_display_url_never_shows_what_may_be_a_password(url, shown):
+    assert settings.display_url(url) == shown
+
+
+def test_redact_urls_hides_user_and_password_of_every_url_in_a_text():
+    text = "Could not reach X at http://user:pw@127.0.0.1:1/v1 (and https://a:b@c.test/x). Check OLLAMA_HOST."
+    assert redact_urls(text) == ("Could not reach X at http://***@127.0.0.1:1/v1 (and https://***@c.test/x)."
+                                          " Check OLLAMA_HOST.")
+
+
+@pytest.mark.parametrize("variable", ["QDRANT_URL", "OPENAI_BASE_URL", "OLLAMA_HOST"])
+@pytest.mark.parametrize("value", ["http://evil.test\\@qdrant:6333", "http://u:pw@a@b:1", "http://h\t:1",
+                                   "http://h%2e:1", "http://h:1//evil:2", "http://h:1/?x"])
+def test_an_ambiguous_server_url_is_refused_at_start_without_its_password(variable, value):
+    with pytest.raises(InvalidSettingsError, match=f"{variable}|refused") as refused:
+        settings.check_environment({variable: value})
+    assert "pw" not in str(refused.value) and "\t" not in str(refused.value)
+
+
+def test_keys_follow_the_port_the_client_uses():
+    source = {"QDRANT_URL": "http://q:80", "QDRANT_API_KEY": "K"}
+    assert settings.configured_key("http://q:80", settings.QDRANT, source) == "K"
+    assert settings.configured_key("http://q", settings.QDRANT, source) == ""  # qdrant-client calls q:6333
+    source = {"QDRANT_URL": "http://q", "QDRANT_API_KEY": "K"}
+    assert settings.configured_key("http://Q:6333/", settings.QDRANT, source) == "K"
+    source = {"OPENAI_BASE_URL": "http://o/v1", "OPENAI_API_KEY": "K"}
+    assert settings.configured_key("http://o:80/v1", settings.OPENAI, source) == "K"  # httpx calls o:80
+    assert settings.configured_key("https://o/v1", settings.OPENAI, source) == ""

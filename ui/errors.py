@@ -10,14 +10,16 @@ from typing import TypeVar
 import streamlit as st
 
 from rag.errors import RagError
+from rag.urls import redact_urls
 from ui.render import md
 
 T = TypeVar("T")
 
 
 def show(error: RagError) -> None:
-    """Draw the error's message (it says what happened and what to do) as plain text in an error box."""
-    st.error(md(str(error)), icon=":material/error:")
+    """Draw the error's message (it says what happened and what to do) as plain text in an error box; URLs in it
+    lose their user:password (rag.urls.redact_urls), whoever made the message."""
+    st.error(md(redact_urls(str(error))), icon=":material/error:")
 
 
 @contextmanager

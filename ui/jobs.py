@@ -24,6 +24,7 @@ from rag.errors import RagError
 from rag.evaluation.pace import time_left
 from rag.store.archive import DocumentArchive
 from rag.store.client import Store
+from rag.urls import redact_urls
 
 log = logging.getLogger(__name__)
 KEPT = 20  # finished jobs listed per process
@@ -159,10 +160,11 @@ class JobQueue:
                                               language=job.language, cancel=lambda: job.cancel_requested)
             job.status = "cancelled" if job.cancel_requested else "done"
         except RagError as error:
-            job.status, job.error = "failed", str(error)
+            job.status, job.error = "failed", redact_urls(str(error))
         except Exception as error:  # a bug: said in the job, logged in full, and the worker goes on
             log.exception("ingest job %s failed", job.id)
-            job.status, job.error = "failed", f"unexpected error ({type(error).__name__}: {error}); this is a bug"
+            said = f"unexpected error ({type(error).__name__}: {error}); this is a bug"
+            job.status, job.error = "failed", redact_urls(said)
         finally:
             job.finished = time.time()
             for index, (file, result) in enumerate(zip(job.files, job.results, strict=False)):

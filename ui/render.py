@@ -7,7 +7,6 @@ import html
 import re
 from collections.abc import Sequence
 
-import altair as alt
 import pandas as pd
 
 from rag.reports.chunks import Segment
@@ -33,6 +32,15 @@ def md_lines(text: str) -> str:
     return "  \n".join(_MD_SPECIAL.sub(r"\\\1", line) for line in str(text).split("\n"))
 
 
+def counted(count: int, word: str, words: str | None = None) -> str:
+    """Return "1 document" or "3 documents" (words: an irregular plural, "queries"), the count with thousands
+    separators."""
+    return f"{count:,} {word if count == 1 else words or word + 's'}"
+
+
+HEADING_TAIL_HELP = "the end of the heading path (… stands for the levels above it); the chunk itself shows all of it"
+
+
 def heading_tail(path: Sequence[str], levels: int = 2) -> str:
     """Return the last levels of a heading path ("… › 2.1 Methoden › Auswahl"): the end says most in a narrow column."""
     return heading_label(path) if len(path) <= levels else "… › " + " › ".join(path[-levels:])
@@ -54,45 +62,54 @@ def preview(text: str, length: int = 90) -> str:
     return flat if len(flat) <= length else flat[: length - 1] + "…"
 
 
-def token_histogram(frame: pd.DataFrame, chunk_size: int | None, domain: tuple[float, float] | None = None
-                    ) -> alt.LayerChart | alt.Chart:
-    """Return a histogram of the frame's "tokens" column with chunk_size drawn as a red dashed rule."""
-    scale = alt.Scale(domain=list(domain)) if domain else alt.Scale()
-    bars = alt.Chart(frame).mark_bar(opacity=0.85, color="#4c78a8").encode(
-        x=alt.X("tokens:Q", bin=alt.Bin(maxbins=30, extent=list(domain) if domain else alt.Undefined),
-                title="tokens per chunk (cl100k)", scale=scale),
-        y=alt.Y("count():Q", title="chunks"),
-        tooltip=[alt.Tooltip("count():Q", title="chunks")],
-    )
+def token_histogram(frame: pd.DataFrame, chunk_size: int | None, domain: tuple[float, float] | None = None) -> dict:
+    """Return a histogram of the frame's "tokens" column with chunk_size drawn as a red dashed rule (a Vega-Lite
+    spec: the live-tuning sliders redraw it on every step, and Altair's validation cost more than the chunking)."""
+    x = {"field": "tokens", "type": "quantitative", "title": "tokens per chunk (cl100k)",
+         "bin": {"maxbins": 30, **({"extent": list(domain)} if domain else {})},
+         "scale": {"domain": list(domain)} if domain else {}}
+    bars = {"data": {"name": "chunks"}, "mark": {"type": "bar", "opacity": 0.85, "color": "#4c78a8"}, "encoding": {
+        "x": x, "y": {"aggregate": "count", "type": "quantitative", "title": "chunks"},
+        "tooltip": [{"aggregate": "count", "type": "quantitative", "title": "chunks"}]}}
+    datasets = {"chunks": frame[["tokens"]]}
     if not chunk_size:
-        return bars.properties(height=CHART_HEIGHT)
-    rule_data = pd.DataFrame({"tokens": [chunk_size], "label": [f"chunk_size {chunk_size}"]})
-    rule = alt.Chart(rule_data).mark_rule(color="#d33", strokeDash=[5, 3], size=2).encode(x="tokens:Q")
+        return {"height": CHART_HEIGHT, "layer": [bars], "datasets": datasets}
+    datasets["chunk-size"] = pd.DataFrame({"tokens": [chunk_size], "label": [f"chunk_size {chunk_size}"]})
+    at_rule = {"x": {"field": "tokens", "type": "quantitative"}}
+    rule = {"data": {"name": "chunk-size"}, "mark": {"type": "rule", "color": "#d33", "strokeDash": [5, 3], "size": 2},
+            "encoding": at_rule}
     right_of_rule = bool(domain) and chunk_size < 0.7 * domain[1]  # else the label would leave the plot
-    label = alt.Chart(rule_data).mark_text(
-        align="left" if right_of_rule else "right", dx=4 if right_of_rule else -4, dy=4, color="#d33", baseline="top"
-    ).encode(
-        x="tokens:Q", y=alt.value(0), text="label:N"
-    )
-    return (bars + rule + label).properties(height=CHART_HEIGHT)
+    label = {"data": {"name": "chunk-size"}, "mark": {
+        "type": "text", "align": "left" if right_of_rule else "right", "dx": 4 if right_of_rule else -4, "dy": 4,
+        "color": "#d33", "baseline": "top"}, "encoding": {**at_rule, "y": {"value": 0},
+                                                        "text": {"field": "label", "type": "nominal"}}}
+    return {"height": CHART_HEIGHT, "layer": [bars, rule, label], "datasets": datasets}
 
 
-def source_chart(frame: pd.DataFrame, score_title: str = "score (cosine)") -> alt.HConcatChart:
-    """Return hits per document (bars) beside best and mean score (points), one row per document."""
-    y = alt.Y("document:N", sort=None, title=None, axis=alt.Axis(labelLimit=260))
+def source_chart(frame: pd.DataFrame, score_title: str = "score (cosine)") -> dict:
+    """Return hits per document (bars) beside best and mean score (points), one row per document (a Vega-Lite
+    spec, written out rather than built with Altair, whose validation cost more than the search it shows)."""
     height = max(60, 28 * len(frame))
-    hits = alt.Chart(frame).mark_bar(color="#4c78a8").encode(
-        y=y, x=alt.X("hits:Q", title="hits", axis=alt.Axis(tickMinStep=1)),
-        tooltip=["document", "hits", alt.Tooltip("best:Q", format=".3f"), alt.Tooltip("mean:Q", format=".3f")],
-    ).properties(height=height, width=260)
+    documents = list(frame["document"])
+    y = {"field": "document", "type": "nominal", "sort": documents, "title": None}
+    tooltip = [{"field": "document", "type": "nominal"}, {"field": "hits", "type": "quantitative"},
+               {"field": "best", "type": "quantitative", "format": ".3f"},
+               {"field": "mean", "type": "quantitative", "format": ".3f"}]
+    hits = {"data": {"name": "documents"}, "mark": {"type": "bar", "color": "#4c78a8"}, "height": height, "width": 260,
+            "encoding": {"y": {**y, "axis": {"labelLimit": 260}},
+                         "x": {"field": "hits", "type": "quantitative", "title": "hits", "axis": {"tickMinStep": 1}},
+                         "tooltip": tooltip}}
     melted = frame.melt(id_vars=["document"], value_vars=["best", "mean"], var_name="score", value_name="value")
-    scores = alt.Chart(melted).mark_point(size=90, filled=True).encode(
-        y=alt.Y("document:N", sort=list(frame["document"]), title=None, axis=None),
-        x=alt.X("value:Q", title=score_title, scale=alt.Scale(zero=False)),
-        color=alt.Color("score:N", scale=alt.Scale(range=["#e45756", "#9ecae9"]), legend=alt.Legend(orient="top")),
-        tooltip=["document", "score", alt.Tooltip("value:Q", format=".3f")],
-    ).properties(height=height, width=260)
-    return alt.hconcat(hits, scores).resolve_scale(y="shared")
+    scores = {"data": {"name": "scores"}, "mark": {"type": "point", "size": 90, "filled": True}, "height": height,
+              "width": 260, "encoding": {
+                  "y": {**y, "axis": None},
+                  "x": {"field": "value", "type": "quantitative", "title": score_title, "scale": {"zero": False}},
+                  "color": {"field": "score", "type": "nominal", "scale": {"range": ["#e45756", "#9ecae9"]},
+                            "legend": {"orient": "top"}},
+                  "tooltip": [{"field": "document", "type": "nominal"}, {"field": "score", "type": "nominal"},
+                              {"field": "value", "type": "quantitative", "format": ".3f"}]}}
+    return {"hconcat": [hits, scores], "resolve": {"scale": {"y": "shared"}},
+            "datasets": {"documents": frame, "scores": melted}}
 
 
 def chunked_text_html(text: str, parts: Sequence[Segment], first: int, last: int,

@@ -13,13 +13,14 @@ import streamlit as st
 from rag.chunking.chunker import Chunk, chunk_document
 from rag.documents.model import Document
 from rag.embeddings import Embedder, get_embedder, parse_spec
-from rag.errors import RagError
+from rag.errors import InvalidSettingsError, RagError
 from rag.reports import chunks as chunk_report
 from rag.store import rebuild
 from rag.store.archive import DocumentArchive, default_archive_dir
 from rag.store.client import Store
 from rag.store.open import open_store
 from rag.store.records import CollectionInfo, DocumentInfo, Hit
+from ui import settings
 
 LISTING_TTL = 30  # seconds: another process writing to the same Qdrant shows up at the latest after this
 
@@ -38,6 +39,9 @@ def embedder(spec: str, ollama_host: str = "", openai_base_url: str = "", openai
     """Return the embedder for a spec with the sidebar's host, URL and key (the key only ever the one given),
     and the (query, document) prompts of the collection it serves (None: the model's own)."""
     provider, _ = parse_spec(spec)
+    refused = settings.refused_model_folder(spec)
+    if refused:
+        raise InvalidSettingsError(refused)
     options: dict[str, str | None] = {}
     if prompts is not None:
         options |= {"query_prompt": prompts[0], "document_prompt": prompts[1]}
@@ -101,6 +105,21 @@ def change_hook() -> Callable[[], None]:
         counter["count"] += 1
 
     return changed
+
+
+@st.cache_resource(show_spinner=False)
+def _last_used() -> dict[str, str]:
+    return {}
+
+
+def remember_collection(location: str, name: str) -> None:
+    """Note name as the collection last chosen (or ingested into) at location, for the next new session."""
+    _last_used()[location] = name
+
+
+def last_collection(location: str) -> str | None:
+    """Return the collection last chosen at location by any session of this server process, or None."""
+    return _last_used().get(location)
 
 
 @st.cache_data(ttl=LISTING_TTL, max_entries=32, show_spinner=False)

@@ -87,6 +87,30 @@ def embedder_spec() -> str:
     return setting("RAG_EMBEDDER", DEFAULT_EMBEDDER)
 
 
+def refused_model_folder(spec: str) -> str | None:
+    """Return why spec may not be loaded (a `local:<path>` folder outside the data root), or None when it may.
+
+    A model folder is files on this machine: one typed in the browser, or read from a collection's metadata,
+    must lie inside the data root, unless it is the operator's own RAG_EMBEDDER. Every embedder the app loads
+    passes this check (ui.resources.embedder), so a refused spec never loads anywhere.
+    """
+    from rag.embeddings import LOCAL_MODEL_NAMES, parse_spec
+    from rag.errors import InvalidSettingsError, RagError
+
+    try:
+        provider, argument = parse_spec(spec)
+    except RagError:
+        return None  # not a model folder; loading it gives its own message
+    if provider != "local" or argument.lower() in LOCAL_MODEL_NAMES or spec == embedder_spec():
+        return None
+    try:
+        rag_settings.folder_inside_data_root(argument, data_root())
+    except InvalidSettingsError:
+        return (f"The model folder '{argument}' is outside the data root {data_root()}. Put the model inside the "
+                "data root, or ask the operator to set RAG_EMBEDDER.")
+    return None
+
+
 def data_root() -> Path:
     """Return the data root: RAG_DATA_ROOT (environment or secrets), else ./data."""
     return rag_settings.data_root({"RAG_DATA_ROOT": setting("RAG_DATA_ROOT")})

@@ -6,14 +6,15 @@ from pathlib import Path
 
 import streamlit as st
 
-from rag.embeddings import LOCAL_MODEL_NAMES, parse_spec
+from rag.embeddings import parse_spec
 from rag.errors import RagError
 from rag.evaluation.sweep import is_sweep_collection
 from rag.settings import OLLAMA, OPENAI, QDRANT, display_url, folder_inside_data_root, openai_base_url
 from rag.store.client import Store
 from rag.store.records import CollectionInfo
+from rag.urls import redact_urls
 from ui import errors, resources, settings, state
-from ui.render import md
+from ui.render import counted, md
 from ui.workspace import Workspace
 
 NEW = "__new__"
@@ -24,22 +25,24 @@ KINDS = {"folder": "Embedded folder", "server": "Qdrant server"}
 
 def render() -> Workspace | None:
     """Draw the sidebar; return the workspace, or None (with the error shown) when the store cannot be used."""
+    for message in state.announced():  # what the last run did before it ran again (a delete)
+        st.toast(message, icon=":material/check_circle:")
     with st.sidebar:
         top, bottom = st.container(), st.container()
     with bottom, st.expander("Data location and servers", expanded=False):
         opened = _location()
         servers = _servers()
     if isinstance(opened, str):
-        top.error(md(opened))
+        top.error(md(redact_urls(opened)))
         return None
     store, location = opened
     try:
         infos = resources.collections(store, location, resources.version())
     except RagError as error:
-        top.error(md(str(error)))
+        top.error(md(redact_urls(str(error))))
         return None
     with top:
-        collection = _collection(infos)
+        collection = _collection(infos, location)
         info = next((c for c in infos if c.name == collection), None)
         spec, fixed = _embedder(info)
         kind = "Qdrant server" if not store.local else "Qdrant folder"
@@ -127,31 +130,28 @@ def _openai_key(url: str, typed: str) -> str:
         return typed.strip()
 
 
-def _collection(infos: list[CollectionInfo]) -> str:
+def _collection(infos: list[CollectionInfo], location: str) -> str:
     """Draw the collection picker; the collections sweeps made join it only when asked (a group of their own)."""
+    chosen = _chosen(infos, location)
     sweeps = [c.name for c in infos if is_sweep_collection(c.name)]
-    current = state.get(state.COLLECTION_CHOICE)
-    show_sweeps = bool(sweeps) and (state.get(state.SHOW_SWEEPS) or current in sweeps)
+    show_sweeps = bool(sweeps) and (state.get(state.SHOW_SWEEPS) or chosen in sweeps)
     names = [c.name for c in infos if not is_sweep_collection(c.name)] + (sweeps if show_sweeps else [])
     points = {c.name: c.points for c in infos}
-    pending = state.get(state.PENDING_COLLECTION)
-    if pending:
-        st.session_state.pop(state.PENDING_COLLECTION)
-        state.put(state.COLLECTION_CHOICE, pending)
     default = settings.collection()
-    options = names + [n for n in (default, state.get(state.COLLECTION_CHOICE)) if n and n != NEW and n not in names]
+    options = names + [n for n in (default, chosen) if n and n != NEW and n not in names]
     options = list(dict.fromkeys(options)) + [NEW]
-    if state.get(state.COLLECTION_CHOICE) not in options:
-        state.put(state.COLLECTION_CHOICE, default)
+    st.session_state[state.COLLECTION_CHOICE] = chosen  # a name: never the label the browser still shows
+    state.put(state.COLLECTION_OPTIONS, options)
 
     def label(name: str) -> str:
         if name == NEW:
             return "+ New collection…"  # an ASCII plus: the full-width one is a missing glyph in Debian's fonts
-        return f"{name} · {points[name]:,} chunks" if name in points else f"{name} · new"
+        return f"{name} · {counted(points[name], 'chunk')}" if name in points else f"{name} · new"
 
-    choice = st.selectbox("Collection", options, format_func=label, key=state.COLLECTION_CHOICE)
+    choice = st.selectbox("Collection", options, format_func=label, key=state.COLLECTION_CHOICE,
+                          on_change=_picked, args=(location,))
     if sweeps:
-        st.toggle(f"Show the {len(sweeps)} sweep collections", key=state.SHOW_SWEEPS,
+        st.toggle(f"Show the {counted(len(sweeps), 'sweep collection')}", key=state.SHOW_SWEEPS,
                   help="Collections the Evaluate page made, one per chunking: kept for the next sweep, deleted "
                   "from the Library.")
     if choice != NEW:
@@ -160,6 +160,53 @@ def _collection(infos: list[CollectionInfo]) -> str:
     if not name.strip():
         st.caption(f"Type a name; until then the collection is '{md(default)}'.")
     return name.strip() or default
+
+
+def _picked(location: str) -> None:
+    """Keep the collection the user picked (by name: the widget's value as it was offered)."""
+    picked = st.session_state[state.COLLECTION_CHOICE]
+    offered = state.get(state.COLLECTION_OPTIONS, [])
+    if picked not in offered:  # the browser sent a label it still showed (a count changed since): its name
+        picked = str(picked).rsplit(" · ", 1)[0]
+        if picked not in offered:
+            return
+    state.put(state.COLLECTION, picked)
+    if picked != NEW:
+        resources.remember_collection(location, picked)
+
+
+def _chosen(infos: list[CollectionInfo], location: str) -> str:
+    """Return the collection to show: the one a page or job asked for, else the session's own; a new session (or
+    another location) opens the last used or the largest; one deleted since the last run falls back, with a toast."""
+    names = [c.name for c in infos]
+    pending = st.session_state.pop(state.PENDING_COLLECTION, None)
+    seen_location, seen = state.get(state.SEEN_COLLECTIONS, (None, ()))
+    chosen = pending or state.get(state.COLLECTION)
+    if not pending and (seen_location != location or chosen is None):
+        chosen = _opening(infos, location)
+    elif chosen not in names and chosen in seen:
+        fallback = _opening(infos, location)
+        st.toast(f"The collection '{md(chosen)}' no longer exists: showing '{md(fallback)}'.", icon=":material/info:")
+        chosen = fallback
+    if pending and pending != NEW:
+        resources.remember_collection(location, pending)
+    state.put(state.COLLECTION, chosen)
+    state.put(state.SEEN_COLLECTIONS, (location, tuple(names)))
+    return chosen
+
+
+def _opening(infos: list[CollectionInfo], location: str) -> str:
+    """Return the collection a session opens: the last used here if it still exists, else the largest one that is
+    not a sweep's, else the configured name (a collection to come)."""
+    names = {c.name for c in infos}
+    last = resources.last_collection(location)
+    if last in names:
+        return last
+    kept = [c for c in infos if c.points and not is_sweep_collection(c.name)]
+    default = settings.collection()
+    if not kept:
+        return default
+    return max(kept, key=lambda c: (c.points, c.name == default)).name
 
 
 def _embedder(info: CollectionInfo | None) -> tuple[str, bool]:
@@ -182,23 +229,14 @@ def _embedder(info: CollectionInfo | None) -> tuple[str, bool]:
 
 
 def _allowed_spec(spec: str) -> str:
-    """Return spec, unless it names a model folder outside the data root (then the operator's embedder, and why).
-
-    `local:<path>` loads files from this machine: a path typed in the browser (or read from a collection's
-    metadata) must lie inside the data root, or be the operator's own RAG_EMBEDDER.
-    """
+    """Return spec, unless it cannot be used here (then the operator's embedder, and why)."""
     try:
-        provider, argument = parse_spec(spec)
+        parse_spec(spec)
     except RagError as error:
         errors.show(error)
         return settings.embedder_spec()
-    if provider != "local" or argument.lower() in LOCAL_MODEL_NAMES or spec == settings.embedder_spec():
-        return spec
-    try:
-        folder_inside_data_root(argument, settings.data_root())
-    except RagError:
-        st.error(md(f"The model folder '{argument}' is outside the data root {settings.data_root()}; "
-                    f"using {settings.embedder_spec()}. Put the model inside the data root, or ask the operator "
-                    "to set RAG_EMBEDDER."))
+    refused = settings.refused_model_folder(spec)
+    if refused:
+        st.error(md(f"{refused} Using {settings.embedder_spec()} instead."))
         return settings.embedder_spec()
     return spec

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import streamlit as st
@@ -11,7 +13,10 @@ LOCATION_KIND = "location_kind"  # "folder" | "server"
 QDRANT_PATH = "qdrant_path"
 QDRANT_URL = "qdrant_url"
 QDRANT_API_KEY = "qdrant_api_key"  # typed in the sidebar; empty means: use QDRANT_API_KEY from the settings
-COLLECTION_CHOICE = "collection_choice"
+COLLECTION = "collection"  # the collection chosen, by name (or sidebar.NEW): kept for the session
+COLLECTION_CHOICE = "collection_choice"  # the picker widget, set from COLLECTION on every run
+COLLECTION_OPTIONS = "collection_options"  # what the picker offered on the last run
+SEEN_COLLECTIONS = "seen_collections"  # (location, names) of the last run: a name gone since was deleted
 NEW_COLLECTION = "new_collection"
 PENDING_COLLECTION = "pending_collection"  # set by a page; applied before the sidebar widget is drawn
 EMBEDDER_SPEC = "embedder_spec"
@@ -19,15 +24,15 @@ OLLAMA_HOST = "ollama_host"
 OPENAI_BASE_URL = "openai_base_url"
 OPENAI_API_KEY = "openai_api_key"
 WORKSPACE = "workspace"  # ui.workspace.Workspace of this run, for the pages
+ANNOUNCED = "announced"  # toasts to show on the next run (ui.state.announce)
 
 # upload
-INGEST_RESULTS = "ingest_results"  # list[IngestResult] of the last ingest
-LOCKED_FILES = "locked_files"  # filename -> bytes of encrypted PDFs waiting for a password
 UPLOAD_TARGET = "upload_target"
+UPLOAD_TARGET_OF = "upload_target_of"  # the sidebar's collection when the target was last set to it
 SHOW_SWEEPS = "show_sweeps"  # the sidebar lists the collections sweeps made
 UPLOAD_NEW_TARGET = "upload_new_target"
 UPLOADER_ROUND = "uploader_round"  # bumped to clear the file uploader after an ingest
-UPLOAD_LANGUAGE = "upload_language"  # keyword language of a new collection (rag.keywords)
+UPLOAD_LANGUAGE = "upload_language"  # keyword language of a new collection (rag.store.keywords)
 UPLOAD_QUERY_PROMPT = "upload_query_prompt"  # prompts of a new collection's embedder
 UPLOAD_DOCUMENT_PROMPT = "upload_document_prompt"
 MY_JOBS = "my_jobs"  # ids of the ingest jobs this session started (ui.jobs)
@@ -44,13 +49,13 @@ USE_THRESHOLD = "use_threshold"
 THRESHOLD = "threshold"
 DOCUMENT_FILTER = "document_filter"
 SEARCH_MODE = "search_mode"  # "dense" | "sparse" | "hybrid"
-FUSION = "fusion"  # "convex" | "rrf" | "dbsf": how hybrid search fuses (rag.fusion)
+FUSION = "fusion"  # "convex" | "rrf" | "dbsf": how hybrid search fuses (rag.store.fusion)
 FUSION_WEIGHT = "fusion_weight"  # the dense list's share (convex, rrf)
 INCLUDE_TOC = "include_toc"  # also search chunks flagged as a table of contents
 SEARCH = "search"  # ui.workspace.SearchRun of the last search
 
 # compare
-COMPARE = "compare_run"  # ui.compare_views.CompareRun of the last comparison
+COMPARE = "compare_run"  # ui.parts.compare.CompareRun of the last comparison
 COMPARE_QUERY = "compare_query"
 
 # embedding map
@@ -88,6 +93,36 @@ def default(key: str, value: Any) -> None:
     """Give a widget key its starting value once (a widget must not also get value=)."""
     if key not in st.session_state:
         st.session_state[key] = value
+
+
+def announce(message: str) -> None:
+    """Show message as a toast on the next run: one shown right before st.rerun() is lost with that run."""
+    put(ANNOUNCED, [*get(ANNOUNCED, []), message])
+
+
+def announced() -> list[str]:
+    """Return the messages announced for this run, and forget them."""
+    return st.session_state.pop(ANNOUNCED, [])
+
+
+def keep(key: str, options: Sequence[Any], fallback: Any) -> Any:
+    """Give a picker's key its current value if options still hold it, else fallback; return that value.
+
+    Call it before the widget is drawn. The browser holds a choice as its label: when a label changes (a count
+    after a delete) or its option went away, Streamlit would hand back the label string itself as the value.
+    Written here as a value, the choice is the option it was, or the fallback.
+    """
+    value = st.session_state.get(key)
+    value = value if value in options else fallback
+    st.session_state[key] = value
+    return value
+
+
+def table_key(name: str, rows: Iterable[object]) -> str:
+    """Return the key of a selectable table that changes with its rows: a selection (a row index) never outlives
+    the rows it was made on, so after a delete, a new result or a filter no row points at another one."""
+    digest = hashlib.sha1("\n".join(map(str, rows)).encode()).hexdigest()[:12]
+    return f"{name}-{digest}"
 
 
 def bump(key: str) -> int:

@@ -50,7 +50,8 @@ class Workspace:
         info = next((c for c in self.collections if c.name == collection), None)
         if info is not None and not info.foreign and info.embedder:
             return info.embedder
-        return state.get(state.EMBEDDER_SPEC) or settings.embedder_spec()
+        chosen = state.get(state.EMBEDDER_SPEC) or settings.embedder_spec()
+        return settings.embedder_spec() if settings.refused_model_folder(chosen) else chosen
 
     def documents(self) -> list[DocumentInfo]:
         if self.info is None:

@@ -37,7 +37,7 @@ class Chunk:
     page_end: int | None
     start: int
     end: int
-    flags: tuple[str, ...] = ()  # "toc": a table of contents (rag.toc), kept visible, left out of searches
+    flags: tuple[str, ...] = ()  # "toc": a table of contents (rag.chunking.toc), kept visible, left out of searches
 
 
 TOC = "toc"

@@ -13,6 +13,7 @@ import sys
 from rag.cli import answer, chunk, compare, evaluate, store, synthetic
 from rag.errors import RagError
 from rag.settings import check_environment
+from rag.urls import redact_urls
 
 # Every command group, in the order `--help` lists them; each module's register(subparsers) adds its commands.
 COMMAND_GROUPS = (chunk, store, answer, evaluate, compare, synthetic)
@@ -36,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
         check_environment()
         return args.run(args)
     except RagError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {redact_urls(str(error))}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

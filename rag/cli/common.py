@@ -7,12 +7,13 @@ a malformed command line exits 2 (argparse). Results go to stdout, progress to s
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from rag.chunking import chunker as chunking
-from rag.documents.loader import check_size
+from rag.documents import loader
 from rag.errors import UsageError
 
 LONG_FILE_BYTES = 2_000_000  # files above this get progress lines on stderr
@@ -30,6 +31,17 @@ def positive_int(minimum: int = 0) -> Callable[[str], int]:
         return number
 
     return parse
+
+
+def finite_float(value: str) -> float:
+    """Return value as a finite number; argparse's error (exit 2) for nan, inf or text."""
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {value!r}") from None
+    if not math.isfinite(number):
+        raise argparse.ArgumentTypeError(f"must be a finite number such as 0.3, got {value!r}")
+    return number
 
 
 def add_chunk_options(parser: argparse.ArgumentParser) -> None:
@@ -55,8 +67,7 @@ def read_file(path: str) -> bytes:
     """Return the bytes of path, or raise UsageError (or DocumentTooLargeError, before reading) saying why not."""
     file = check_path(path)
     try:
-        check_size(file.stat().st_size, file.name)
-        return file.read_bytes()
+        return loader.read_file(file, file.name)
     except OSError as error:
         raise UsageError(f"{path}: cannot read it ({error.strerror}).") from error
 

@@ -247,7 +247,7 @@ def add_query_options(parser: argparse.ArgumentParser, json_help: str) -> None:
     parser.add_argument("query", metavar="QUERY")
     add_collection(parser)
     parser.add_argument("--top-k", type=common.positive_int(1), default=5, help="chunks to retrieve (default 5)")
-    parser.add_argument("--threshold", type=float, default=None,
+    parser.add_argument("--threshold", type=common.finite_float, default=None,
                         help="minimum score of the mode: cosine (dense), BM25 (sparse) or fused (hybrid)")
     parser.add_argument("--mode", choices=MODES, default=None,
                         help="dense: embeddings; sparse: BM25 keywords; hybrid: both, fused (default: hybrid when "
@@ -260,7 +260,7 @@ def add_query_options(parser: argparse.ArgumentParser, json_help: str) -> None:
 
 
 def fusion_option(text: str) -> str:
-    """Return a fusion spec after checking it (rag.fusion); a usage error names the valid forms."""
+    """Return a fusion spec after checking it (rag.store.fusion); a usage error names the valid forms."""
     try:
         return parse_fusion(text).spec
     except RagError as error:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import stat
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePath
 
@@ -37,11 +38,32 @@ class SourceFile:
         if self.path is None:
             raise ValueError(f"SourceFile {self.name!r} has neither data nor path")
         try:
-            check_size(self.path.stat().st_size, self.name)
-            return self.path.read_bytes()
+            return read_file(self.path, self.name)
         except OSError as error:
             message = f"'{self.name}' cannot be read ({error.strerror}). Check the file."
             raise DocumentError(message, self.name) from None
+
+
+def read_file(path: Path, name: str, max_bytes: int | None = None) -> bytes:
+    """Return the bytes of a regular file, read no further than the size limit; DocumentError saying why not.
+
+    The size on disk is checked before reading, and the bytes read again: files that report 0 bytes but have
+    content (/proc, some network file systems) are read, and one that grows while read stays within the limit.
+    A pipe, device or socket is refused, so reading it can never block. OSError is left to the caller.
+    """
+    max_bytes = _limits(max_bytes, 1)[0]
+    info = path.stat()
+    if not stat.S_ISREG(info.st_mode):
+        raise UnsupportedFileError(
+            f"'{name}' is not a regular file (a pipe, device or socket). Save its content as a file and choose that.",
+            name,
+        )
+    if info.st_size:
+        check_size(info.st_size, name, max_bytes)
+    with path.open("rb") as file:
+        data = file.read(max_bytes + 1)
+    check_size(len(data), name, max_bytes)
+    return data
 
 
 def load_document(

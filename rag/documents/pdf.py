@@ -20,12 +20,13 @@ from typing import Any
 
 from rag.documents.ligatures import repair
 from rag.documents.model import Page
-from rag.documents.text import BLANK_LINES, CONTROL_CHARS, SURROGATES
+from rag.documents.text import BLANK_LINES, CONTROL_CHARS, INVISIBLE_IN_WORDS, SURROGATES
 from rag.errors import CorruptDocumentError, DocumentTooLargeError, EmptyDocumentError, NoTextLayerError
 
 ENGINES = ("pdfium", "pypdf")
 _CONTROL = re.compile("[" + "".join(re.escape(chr(c)) for c, to in CONTROL_CHARS.items() if to is None) + "]")
 _CONTROL_BREAK = re.compile("[" + "".join(re.escape(chr(c)) for c, to in CONTROL_CHARS.items() if to) + "]")
+_INVISIBLE = re.compile("[" + "".join(chr(c) for c in INVISIBLE_IN_WORDS) + "]")  # = .translate(INVISIBLE_IN_WORDS)
 PROGRESS_PAGES = 10  # pages between two progress calls (each may cancel the read)
 _GLYPH_NAMES = re.compile(r"/(f_f_[il]|f_[bfhijklt]|t_t|s_t|c_t|T_h)")  # unmapped ligature glyphs
 _SPACES = re.compile(r"\t[ \t]*| [ \t]+")  # runs of blanks to one space (a single space is left alone: faster)
@@ -48,7 +49,7 @@ def clean_pdf_text(raw: str, page_number: int = 0) -> str:
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     text = _CONTROL_BREAK.sub("\n", _CONTROL.sub("", text))  # = .translate(CONTROL_CHARS), 10x faster on German
     text = _LINE_EDGE_SPACE.sub("\n", _SPACES.sub(" ", text))
-    text = _SOFT_HYPHEN_BREAK.sub("", text).replace("\u00ad", "")
+    text = _INVISIBLE.sub("", _SOFT_HYPHEN_BREAK.sub("", text))
     text = _HYPHEN_BREAK.sub(_join_hyphenated, text)
     text = BLANK_LINES.sub("\n\n", text).strip()
     last_break = text.rfind("\n")

@@ -14,6 +14,9 @@ from rag.errors import UnsupportedFileError
 CONTROL_CHARS = {c: None for c in (*range(32), *range(0x7F, 0xA0)) if chr(c) not in "\n\t"}
 CONTROL_CHARS |= {0xFEFF: None, 0x200B: None}  # BOM / zero-width space inside text
 CONTROL_CHARS |= {0x0B: "\n", 0x0C: "\n", 0x85: "\n", 0x2028: "\n", 0x2029: "\n"}
+# Invisible inside a word: a soft hyphen, zero-width (non-)joiners, the word joiner. Left in, "Pass\u00adwort"
+# is two words for keyword search and "Passwort" does not find it; removed, the word reads as it displays.
+INVISIBLE_IN_WORDS = {0x00AD: None, 0x200C: None, 0x200D: None, 0x2060: None}
 SURROGATES = re.compile("[\ud800-\udfff]")
 BLANK_LINES = re.compile(r"\n{3,}")
 
@@ -46,7 +49,7 @@ def decode_text(data: bytes, name: str) -> tuple[str, list[str]]:
 
 def clean_plain_text(text: str) -> str:
     """Return a text file's text with Unix line ends, no control characters and at most one blank line."""
-    text = text.replace("\r\n", "\n").replace("\r", "\n").translate(CONTROL_CHARS)
+    text = text.replace("\r\n", "\n").replace("\r", "\n").translate(CONTROL_CHARS).translate(INVISIBLE_IN_WORDS)
     text = unicodedata.normalize("NFC", SURROGATES.sub("", text))
     # line by line, not `[ \t]+$` with MULTILINE: that regex retries every space of a long run (quadratic)
     text = "\n".join(line.rstrip(" \t") for line in text.split("\n"))

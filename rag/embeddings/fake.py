@@ -26,6 +26,9 @@ _WORD_WEIGHT = 1.0
 _TRIGRAM_WEIGHT = 0.5
 
 
+MAX_DIMENSION = 65536  # the largest vector Qdrant stores
+
+
 @lru_cache(maxsize=1 << 16)
 def _bucket(feature: str, dimension: int) -> tuple[int, float]:
     """Return the bucket and sign (+1.0 or -1.0) of a feature: stable across processes, unlike hash()."""
@@ -50,9 +53,10 @@ class FakeEmbedder(PromptedEmbedder):
 
     def __init__(self, dimension: int = DEFAULT_DIMENSION, query_prompt: str | None = None,
                  document_prompt: str | None = None):
-        if isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1:
+        if isinstance(dimension, bool) or not isinstance(dimension, int) or not 1 <= dimension <= MAX_DIMENSION:
             raise UnknownEmbedderError(
-                f"the fake embedder's dimension must be a positive whole number, not {dimension!r}")
+                f"the fake embedder's dimension must be a whole number from 1 to {MAX_DIMENSION} (Qdrant's limit), "
+                f"not {dimension!r}; e.g. fake:384")
         self.dimension = dimension
         self.model_id = f"fake:{dimension}"
         self.set_prompts(NONE, query_prompt, document_prompt)

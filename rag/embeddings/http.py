@@ -4,7 +4,11 @@ Retries: a request is retried at most `RetryPolicy.retries` times on HTTP 429 or
 errors (connection refused or reset, connect timeout), waiting `backoff * 2**attempt` seconds, or the
 server's Retry-After (seconds or an HTTP date) when it sends one, never longer than `max_wait`.
 A read or write timeout is not retried: the server has the work and is slow, and sending it again would
-make the user wait several full timeouts before seeing the error.
+make the user wait several full timeouts before seeing the error. The timeout is RAG_EMBED_TIMEOUT (seconds
+the server may stay silent, rag.settings), and its message names that setting.
+
+Messages show the server's URL only through rag.settings.display_url (no user:password), and the text of
+httpx's exceptions through rag.urls.redact_urls.
 
 Subclasses (Ollama, OpenAI-compatible) say how one batch is sent and read: `_payload`, `_parse`, and
 `_refuse` for the error statuses that are not retried.
@@ -26,8 +30,11 @@ import numpy as np
 from rag.chunking import tokens
 from rag.embeddings.base import PromptedEmbedder, Prompts, embed_in_batches
 from rag.errors import EmbedderAuthError, EmbedderUnavailableError, EmbeddingError, InvalidSettingsError
+from rag.settings import TIMEOUTS, display_url
+from rag.settings import timeout as configured_timeout
+from rag.urls import redact_urls
 
-DEFAULT_TIMEOUT = 60.0
+DEFAULT_TIMEOUT = TIMEOUTS["RAG_EMBED_TIMEOUT"]  # when RAG_EMBED_TIMEOUT is unset
 DEFAULT_BATCH_SIZE = 64
 PROBE_TEXT = "dimension probe"
 _NOT_RETRIED_TIMEOUTS = (httpx.ReadTimeout, httpx.WriteTimeout)
@@ -102,7 +109,7 @@ class HttpEmbedder(PromptedEmbedder):
         endpoint: str,
         *,
         client: httpx.Client | None = None,
-        timeout: float = DEFAULT_TIMEOUT,
+        timeout: float | None = None,
         batch_size: int = DEFAULT_BATCH_SIZE,
         retry: RetryPolicy | None = None,
         dimension: int | None = None,
@@ -116,11 +123,11 @@ class HttpEmbedder(PromptedEmbedder):
         self.model = model
         self.base_url = base_url
         self.endpoint = endpoint
-        self.timeout = timeout
+        self.timeout = timeout if timeout is not None else configured_timeout("RAG_EMBED_TIMEOUT")
         self.batch_size = batch_size
         self.retry = retry or RetryPolicy()
         self._owns_client = client is None
-        self.client = client or httpx.Client(timeout=timeout)
+        self.client = client or httpx.Client(timeout=self.timeout)
         self._dimension = dimension
         self._expected_from = "the model's known size" if dimension else ""
         self._max_input_tokens = max_input_tokens
@@ -178,7 +185,7 @@ class HttpEmbedder(PromptedEmbedder):
         return text
 
     def _where(self) -> str:
-        return f"{self.service} at {self.base_url}"
+        return f"{self.service} at {display_url(self.base_url)}"
 
     def _send(self, payload: dict[str, Any]) -> Any:
         """Return the JSON body of a successful POST, retrying 429, 5xx and transport errors."""
@@ -191,11 +198,11 @@ class HttpEmbedder(PromptedEmbedder):
             except _NOT_RETRIED_TIMEOUTS as exc:
                 raise EmbedderUnavailableError(
                     f"{self._where()} did not answer within {self.timeout:g} s. The model may still be "
-                    "loading or the batch is large: try again, or raise the timeout."
+                    "loading or the batch is large: try again, or raise RAG_EMBED_TIMEOUT (seconds)."
                 ) from exc
             except httpx.TransportError as exc:
                 if last:
-                    reason = shorten(str(exc) or type(exc).__name__, 120)
+                    reason = shorten(redact_urls(str(exc) or type(exc).__name__), 120)
                     raise EmbedderUnavailableError(
                         f"Could not reach {self._where()} ({reason}; {attempts} attempts). {self.unreachable_hint}"
                     ) from exc

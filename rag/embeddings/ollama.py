@@ -6,7 +6,7 @@ http://localhost:11434); a URL with a scheme keeps its port (or the scheme's def
 raises InvalidSettingsError before anything is sent (rag.settings.ollama_base_url).
 
 Token counts are estimates: Ollama offers no tokenizer endpoint, so count_tokens is the cl100k count from
-rag.tokens (`tokens_exact = False`). BERT-style models such as mxbai-embed-large usually need somewhat more
+rag.chunking.tokens (`tokens_exact = False`). BERT-style models such as mxbai-embed-large usually need somewhat more
 of their own tokens than cl100k for the same German text.
 """
 
@@ -18,9 +18,9 @@ from typing import Any
 import httpx
 
 from rag.embeddings.base import known_prompts
-from rag.embeddings.http import DEFAULT_BATCH_SIZE, DEFAULT_TIMEOUT, HttpEmbedder, RetryPolicy, server_message
+from rag.embeddings.http import DEFAULT_BATCH_SIZE, HttpEmbedder, RetryPolicy, server_message
 from rag.errors import EmbeddingError, ModelNotFoundError
-from rag.settings import OLLAMA_PORT, ollama_base_url
+from rag.settings import OLLAMA_PORT, display_url, ollama_base_url
 
 DEFAULT_HOST = "http://localhost:11434"
 DEFAULT_PORT = OLLAMA_PORT
@@ -52,7 +52,7 @@ class OllamaEmbedder(HttpEmbedder):
         host: str | None = None,
         *,
         client: httpx.Client | None = None,
-        timeout: float = DEFAULT_TIMEOUT,
+        timeout: float | None = None,
         batch_size: int = DEFAULT_BATCH_SIZE,
         retry: RetryPolicy | None = None,
         query_prompt: str | None = None,
@@ -83,7 +83,7 @@ class OllamaEmbedder(HttpEmbedder):
         self.token_note = f"Token counts are cl100k estimates; Ollama has no tokenizer endpoint. {limit}"
 
     def __repr__(self) -> str:
-        return f"OllamaEmbedder(model={self.model!r}, base_url={self.base_url!r})"
+        return f"OllamaEmbedder(model={self.model!r}, base_url={display_url(self.base_url)!r})"
 
     def _payload(self, texts: list[str]) -> dict[str, Any]:
         return {"model": self.model, "input": texts}
@@ -98,7 +98,7 @@ class OllamaEmbedder(HttpEmbedder):
         detail = server_message(response)
         if status == 404 and "model" in detail.lower():
             raise ModelNotFoundError(
-                f"Ollama at {self.base_url} has no model '{self.model}'. Run `ollama pull {self.model}`."
+                f"{self._where()} has no model '{self.model}'. Run `ollama pull {self.model}`."
             )
         if status == 404:
             raise EmbeddingError(

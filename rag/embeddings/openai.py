@@ -10,7 +10,7 @@ or OpenAI's API when that is unset): an embedder made for another base_url gets 
 passed with it (rag.settings.configured_key). Local servers need none. The key never appears in a message
 or repr: server messages are redacted before they are shown.
 
-Token counts come from rag.tokens (cl100k_base): exact for OpenAI's own embedding models, which use
+Token counts come from rag.chunking.tokens (cl100k_base): exact for OpenAI's own embedding models, which use
 cl100k (`tokens_exact = True`), an estimate for any other model.
 """
 
@@ -24,13 +24,12 @@ import httpx
 from rag.embeddings.base import NONE, known_prompts
 from rag.embeddings.http import (
     DEFAULT_BATCH_SIZE,
-    DEFAULT_TIMEOUT,
     HttpEmbedder,
     RetryPolicy,
     server_message,
 )
 from rag.errors import EmbedderAuthError, EmbeddingError, ModelNotFoundError
-from rag.settings import OPENAI, configured_key, openai_base_url, openai_key_hint, redact_key
+from rag.settings import OPENAI, configured_key, display_url, openai_base_url, openai_key_hint, redact_key
 
 DEFAULT_BASE_URL = OPENAI.default_url
 OPENAI_MAX_INPUT_TOKENS = 8191
@@ -55,7 +54,7 @@ class OpenAIEmbedder(HttpEmbedder):
         api_key: str | None = None,
         *,
         client: httpx.Client | None = None,
-        timeout: float = DEFAULT_TIMEOUT,
+        timeout: float | None = None,
         batch_size: int = DEFAULT_BATCH_SIZE,
         retry: RetryPolicy | None = None,
         query_prompt: str | None = None,
@@ -89,7 +88,7 @@ class OpenAIEmbedder(HttpEmbedder):
 
     def __repr__(self) -> str:
         key = "set" if self._api_key else "not set"
-        return f"OpenAIEmbedder(model={self.model!r}, base_url={self.base_url!r}, api_key={key})"
+        return f"OpenAIEmbedder(model={self.model!r}, base_url={display_url(self.base_url)!r}, api_key={key})"
 
     def _headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
@@ -121,7 +120,7 @@ class OpenAIEmbedder(HttpEmbedder):
         if status in (400, 404) and _is_missing_model(response, detail):
             raise ModelNotFoundError(
                 f"{self._where()} has no embedding model '{self.model}' ({detail}). Check the name after "
-                f"'openai:'; {self.base_url}/models lists the server's models."
+                f"'openai:'; {display_url(self.base_url)}/models lists the server's models."
             )
         if status == 404:
             raise EmbeddingError(

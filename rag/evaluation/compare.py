@@ -230,7 +230,7 @@ def compare_query_set(
     embedders: Sequence[Embedder | None], cache: EmbeddingCache | None = None,
 ) -> EvaluationComparison:
     """Return both sides' evaluations of queries, compared (RagError when a label or span does not fit)."""
-    from rag.evaluation.sweep import evaluate_collection  # rag.sweep builds on this package's modules; import when used
+    from rag.evaluation.sweep import evaluate_collection  # sweep builds on this package's modules: import when used
 
     evaluations = [evaluate_collection(queries, side.collection, embedder, store=store, cache=cache, ks=ks,
                                        mode=side.mode) for side, embedder in zip(sides, embedders, strict=True)]

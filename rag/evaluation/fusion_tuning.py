@@ -2,7 +2,7 @@
 
 For every query the dense and the keyword candidate lists are fetched once (candidate_limit of the
 deepest k each, as hybrid search fetches them); each weight of the grid fuses them here with the convex
-combination (rag.fusion) and is scored. The weight reported is the best on all queries; the
+combination (rag.store.fusion) and is scored. The weight reported is the best on all queries; the
 cross-validated metric is what choosing a weight this way earns on queries it was not chosen on: the
 queries are shuffled (seeded) into folds, each fold's weight is picked on the other folds and scored on
 it, and those scores are averaged. A large gap between the two says the set is too small to tune on.

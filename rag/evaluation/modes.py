@@ -25,8 +25,8 @@ from rag.store.search import FUSIONS, MODES, check_mode
 
 @dataclass(frozen=True)
 class SearchMode:
-    mode: str = "dense"  # one of rag.store_search.MODES
-    fusion: str = "rrf"  # a fusion spec (rag.fusion), e.g. "convex:w=0.6"; "rrf" for dense and sparse, unused
+    mode: str = "dense"  # one of rag.store.search.MODES
+    fusion: str = "rrf"  # a fusion spec (rag.store.fusion), e.g. "convex:w=0.6"; "rrf" for dense and sparse, unused
 
     def __post_init__(self) -> None:
         fusion = check_mode(self.mode, self.fusion)

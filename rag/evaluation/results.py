@@ -1,6 +1,6 @@
 """What a sweep reports: configurations, progress events, one row per configuration and search mode, the best.
 
-A row is a configuration (chunk_size, overlap, strategy) searched in one mode (rag.search_modes). The
+A row is a configuration (chunk_size, overlap, strategy) searched in one mode (rag.evaluation.modes). The
 modes of a configuration share its collection, so the collection is built once: the first mode's row
 carries the chunking, embedding and indexing seconds, every row its own searching seconds, and sums over
 rows stay true.

@@ -2,8 +2,13 @@
 (POST /v1/chat/completions on OPENAI_BASE_URL, any OpenAI-compatible server).
 
 As for the embedders (rag.embeddings.http): httpx with timeouts; a request is retried (429, 5xx, connection
-refused) only before its answer began; OPENAI_API_KEY goes only to the URL configured beside it and never
-appears in a message; every failure is one LLMError leaf whose message says what to do.
+refused) only before any text of its answer arrived (after that a retry would repeat the text, so the error
+says how much came); OPENAI_API_KEY goes only to the URL configured beside it and never appears in a message;
+URLs are shown without user:password (rag.settings.display_url); every failure is one LLMError leaf whose
+message says what to do. RAG_LLM_TIMEOUT (default 60 s) is how long the server may stay silent: before its
+first word or between two pieces. An answer must be a stream of the provider's shape that ends properly
+(`done` / `[DONE]` or a finish_reason) and holds some text; a web page, plain text, pieces of the wrong shape,
+an empty answer or a cut-off stream are errors, never an empty or silently shortened answer.
 """
 
 from __future__ import annotations
@@ -17,11 +22,21 @@ import httpx
 
 from rag.embeddings.http import RetryPolicy, server_message, shorten
 from rag.errors import LLMAuthError, LLMError, LLMModelNotFoundError, LLMUnavailableError, UnknownLLMError
-from rag.settings import OPENAI, configured_key, ollama_base_url, openai_base_url, openai_key_hint, redact_key
+from rag.settings import (
+    OPENAI,
+    configured_key,
+    display_url,
+    ollama_base_url,
+    openai_base_url,
+    openai_key_hint,
+    redact_key,
+    timeout,
+)
+from rag.urls import redact_urls
 
 LLM_SPECS = ("ollama:<model>", "openai:<model>")
-CONNECT_TIMEOUT = 10.0
-READ_TIMEOUT = 300.0  # between two streamed pieces: a local model may think for minutes before its first word
+CONNECT_TIMEOUT = 10.0  # at most; less when RAG_LLM_TIMEOUT is shorter
+_SSE_FIELDS = ("event", "id", "retry")
 
 
 class ChatModel:
@@ -29,11 +44,14 @@ class ChatModel:
 
     service = "The chat server"
     hint = "Check that the server is running and its URL is right."
+    url_setting = ""  # the variable that names the server's URL, for hints
+    api = "the chat API"  # what that URL must point at, for hints
 
     def __init__(self, model: str, base_url: str, endpoint: str, *, client: httpx.Client | None = None,
-                 retry: RetryPolicy | None = None, read_timeout: float = READ_TIMEOUT):
+                 retry: RetryPolicy | None = None, read_timeout: float | None = None):
         self.model, self.base_url, self.endpoint = model, base_url, endpoint
-        self.timeout = httpx.Timeout(read_timeout, connect=CONNECT_TIMEOUT)
+        seconds = read_timeout if read_timeout is not None else timeout("RAG_LLM_TIMEOUT")
+        self.timeout = httpx.Timeout(seconds, connect=min(CONNECT_TIMEOUT, seconds))
         self.retry = retry or RetryPolicy()
         self.client = client or httpx.Client(timeout=self.timeout)
 
@@ -43,9 +61,8 @@ class ChatModel:
     def stream(self, messages: list[dict[str, str]]) -> Iterator[str]:
         """Yield the pieces of the answer to messages; raise an LLMError leaf when the server fails."""
         attempts = self.retry.retries + 1
-        started = False  # once text has come, a failure is reported, never retried (it would repeat the text)
         for attempt in range(attempts):
-            last = attempt == attempts - 1
+            last, received = attempt == attempts - 1, 0  # characters of answer text yielded by this attempt
             try:
                 with self.client.stream("POST", self.endpoint, json=self._payload(messages), headers=self._headers(),
                                         timeout=self.timeout) as response:
@@ -56,25 +73,46 @@ class ChatModel:
                         response.read()
                         self._refuse(response)
                     for piece in self._pieces(response):
-                        started = True
+                        received += len(piece)
                         yield piece
+                    if not received:
+                        raise LLMError(f"{self._where()} sent an empty answer (no text) with model '{self.model}'. "
+                                       "Try again, or another model.")
                     return
-            except httpx.ReadTimeout as exc:
-                raise LLMUnavailableError(f"{self._where()} sent nothing for {self.timeout.read:g} s. The model may "
-                                          "still be loading: try again.") from exc
+            except (httpx.ReadTimeout, httpx.WriteTimeout) as exc:
+                raise LLMUnavailableError(self._silent(received)) from exc
             except httpx.TransportError as exc:
-                if last or started:
-                    reason = shorten(str(exc) or type(exc).__name__, 120)
-                    raise LLMUnavailableError(f"Could not reach {self._where()} ({reason}; {attempts} attempts). "
+                reason = shorten(redact_urls(str(exc) or type(exc).__name__), 120)
+                if received:  # not retried: the text so far has been shown and would come again
+                    raise LLMUnavailableError(self._broke_off(received, reason)) from exc
+                if last:
+                    tries = f"{attempt + 1} attempt{'s' if attempt else ''}"
+                    raise LLMUnavailableError(f"Could not reach {self._where()} ({reason}; {tries}). "
                                               f"{self.hint}") from exc
                 self.retry.sleep(self.retry.wait(attempt))
         raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _silent(self, received: int) -> str:
+        seconds = f"{self.timeout.read:g} s"
+        if received:
+            return (f"{self._where()} stopped sending for {seconds} after {received} characters of the answer; it "
+                    "is cut off there. Try again, or raise RAG_LLM_TIMEOUT (seconds) if the model is only slow.")
+        return (f"{self._where()} did not answer within {seconds}. The model may still be loading: try again, "
+                "or raise RAG_LLM_TIMEOUT (seconds).")
+
+    def _broke_off(self, received: int, reason: str) -> str:
+        return (f"The answer from {self._where()} broke off after {received} characters ({reason}); it was not "
+                "retried, so as not to repeat the text. Ask again.")
 
     def complete(self, messages: list[dict[str, str]]) -> str:
         return "".join(self.stream(messages))
 
     def _where(self) -> str:
-        return f"{self.service} at {self.base_url}"
+        return f"{self.service} at {display_url(self.base_url)}"
+
+    def _malformed(self, what: str, line: str) -> LLMError:
+        return LLMError(f"{self._where()} sent {what}: {self._redact(shorten(line))}. Check that {self.url_setting} "
+                        f"points at {self.api}.")
 
     def _headers(self) -> dict[str, str]:
         return {}
@@ -113,9 +151,9 @@ class ChatModel:
         try:
             data = json.loads(line)
         except ValueError as exc:
-            raise LLMError(f"{self._where()} sent a line that is not JSON: {self._redact(shorten(line))}") from exc
+            raise self._malformed("a line that is not JSON (a web page or plain text?)", line) from exc
         if not isinstance(data, dict):
-            raise LLMError(f"{self._where()} sent a malformed answer: {self._redact(shorten(line))}")
+            raise self._malformed("a malformed answer", line)
         if data.get("error"):
             message = data["error"].get("message") if isinstance(data["error"], dict) else data["error"]
             raise LLMError(f"{self._where()} stopped with an error: {self._redact(shorten(str(message)))}")
@@ -126,6 +164,8 @@ class OllamaChat(ChatModel):
     service = "Ollama"
     provider = "ollama"
     hint = "Start it with `ollama serve`, or set OLLAMA_HOST."
+    url_setting = "OLLAMA_HOST"
+    api = "Ollama itself (e.g. http://localhost:11434), not a web page or proxy login"
 
     def __init__(self, model: str, host: str | None = None, **options: Any):
         url = ollama_base_url(host if host is not None else os.environ.get("OLLAMA_HOST"))
@@ -135,15 +175,22 @@ class OllamaChat(ChatModel):
         return {"model": self.model, "messages": messages, "stream": True}
 
     def _pieces(self, response: httpx.Response) -> Iterator[str]:
+        texted = False
         for line in response.iter_lines():
             if not line.strip():
                 continue
             data = self._line_json(line)
-            piece = (data.get("message") or {}).get("content")
+            message = data.get("message")
+            piece = message.get("content") if isinstance(message, dict) else None
+            if not isinstance(message, dict | None) or not isinstance(piece, str | None):
+                raise self._malformed("a piece of the wrong shape", line)
             if piece:
+                texted = True
                 yield piece
             if data.get("done"):
                 return
+        if texted:  # no text at all is said by stream() as an empty answer
+            raise LLMUnavailableError(f"{self._where()} ended its answer without 'done': it may be cut off. Ask again.")
 
     def _model_hint(self) -> str:
         return f"Pull it with `ollama pull {self.model}`, or check the name after 'ollama:'."
@@ -153,6 +200,8 @@ class OpenAIChat(ChatModel):
     service = "The OpenAI-compatible server"
     provider = "openai"
     hint = "Is the server running? Check OPENAI_BASE_URL."
+    url_setting = "OPENAI_BASE_URL"
+    api = "an OpenAI-compatible API (its /v1 URL), not a web page or proxy login"
 
     def __init__(self, model: str, base_url: str | None = None, api_key: str | None = None, **options: Any):
         url = openai_base_url(base_url if base_url is not None else os.environ.get("OPENAI_BASE_URL"))
@@ -161,7 +210,7 @@ class OpenAIChat(ChatModel):
 
     def __repr__(self) -> str:
         key = "set" if self._api_key else "not set"
-        return f"OpenAIChat(model={self.model!r}, base_url={self.base_url!r}, api_key={key})"
+        return f"OpenAIChat(model={self.model!r}, base_url={display_url(self.base_url)!r}, api_key={key})"
 
     def _headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
@@ -173,23 +222,42 @@ class OpenAIChat(ChatModel):
         return {"model": self.model, "messages": messages, "stream": True}
 
     def _pieces(self, response: httpx.Response) -> Iterator[str]:
+        """Yield the text of each server-sent event; a line that is no event field means it is no event stream."""
+        finished = texted = False
         for line in response.iter_lines():
             line = line.strip()
-            if not line.startswith("data:"):
+            if not line or line.startswith(":") or line.partition(":")[0].strip() in _SSE_FIELDS:
                 continue
+            if not line.startswith("data:"):
+                raise self._malformed("no event stream (a web page or plain text?)", line)
             data = line[5:].strip()
             if data == "[DONE]":
                 return
-            choices = self._line_json(data).get("choices") or [{}]
-            piece = (choices[0].get("delta") or {}).get("content")
+            piece, done = self._choice(self._line_json(data), data)
+            finished, texted = finished or done, texted or bool(piece)
             if piece:
                 yield piece
+        if texted and not finished:  # no text at all is said by stream() as an empty answer
+            raise LLMUnavailableError(f"{self._where()} ended its answer without [DONE]: it may be cut off. "
+                                      "Ask again.")
+
+    def _choice(self, event: dict[str, Any], line: str) -> tuple[str, bool]:
+        """Return (text, finished) of an event's first choice; an event without choices (usage) has none."""
+        choices = event.get("choices")
+        if choices is None or choices == []:
+            return "", False
+        first = choices[0] if isinstance(choices, list) else None
+        delta = first.get("delta") if isinstance(first, dict) else None
+        piece = delta.get("content") if isinstance(delta, dict) else None
+        if not isinstance(first, dict) or not isinstance(delta, dict | None) or not isinstance(piece, str | None):
+            raise self._malformed("an event of the wrong shape", line)
+        return piece or "", bool(first.get("finish_reason"))
 
     def _key_hint(self) -> str:
         return openai_key_hint(self._api_key)
 
     def _model_hint(self) -> str:
-        return f"Check the name after 'openai:'; {self.base_url}/models lists the server's models."
+        return f"Check the name after 'openai:'; {display_url(self.base_url)}/models lists the server's models."
 
 
 def get_llm(spec: str | None, *, client: httpx.Client | None = None, host: str | None = None,

@@ -8,10 +8,10 @@ to an existing collection, so one collection serves one embedder. A collection w
 dimension, never written to. Collection metadata needs Qdrant server 1.16 or newer.
 
 Keyword search: collections made here also get a sparse vector "bm25" with Qdrant's IDF modifier; each
-point stores the BM25 term-frequency weights of its chunk (rag.sparse) and the metadata records
+point stores the BM25 term-frequency weights of its chunk (rag.store.keywords) and the metadata records
 `"sparse": "bm25"` and the analyzer. Collections made before that (and foreign ones) have no such vector:
 dense search works as before, sparse and hybrid search raise SparseVectorsMissingError (re-ingest into a
-new collection). Searching is in rag.store_search.
+new collection). Searching is in rag.store.search.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
 import httpx
+import pydantic
 from qdrant_client import QdrantClient, models
 from qdrant_client.http.exceptions import ApiException, UnexpectedResponse
 
@@ -53,8 +54,19 @@ DEFAULT_PATH = "./data/qdrant"
 META_KEY = "rag_lab"
 SPARSE_VECTOR = "bm25"  # the keyword vector of collections made here
 UPSERT_BATCH = 256
-SERVER_TIMEOUT = 10  # seconds per request to a Qdrant server
 _WITHOUT_TEXT = models.PayloadSelectorExclude(exclude=["content", "heading_path"])
+
+
+def timed_out(error: BaseException) -> bool:
+    """Return whether a Qdrant client error is a timeout (qdrant-client wraps httpx's in its own exception)."""
+    seen: BaseException | None = error
+    for _ in range(5):
+        if seen is None:
+            return False
+        if isinstance(seen, httpx.TimeoutException | TimeoutError):
+            return True
+        seen = getattr(seen, "source", None) or seen.__cause__ or seen.__context__
+    return False
 
 
 class Store(DocumentsMixin, VersionsMixin, SearchMixin):
@@ -82,11 +94,20 @@ class Store(DocumentsMixin, VersionsMixin, SearchMixin):
         except RagError:
             raise
         except (ApiException, httpx.HTTPError) as e:
+            if (invalid := invalid_reply(e)) is not None:
+                raise StoreError(not_qdrant(self.location, action, invalid)) from e
             if isinstance(e, UnexpectedResponse) and e.status_code not in (None, 502, 503, 504):
                 raise StoreError(f"Qdrant at {self.location} refused {action}: {e}") from e
+            if timed_out(e):
+                raise StoreUnavailableError(
+                    f"Qdrant at {self.location} did not answer in time while {action}. Check that the server "
+                    "is up; raise RAG_QDRANT_TIMEOUT (seconds) if it is only slow."
+                ) from e
             raise StoreUnavailableError(
                 f"Qdrant at {self.location} did not answer while {action} ({e}). Is the server running?"
             ) from e
+        except pydantic.ValidationError as e:  # a ValueError whose text is a many-line dump of the reply
+            raise StoreError(not_qdrant(self.location, action, e)) from e
         except (ValueError, RuntimeError, OSError) as e:
             raise StoreError(f"Qdrant at {self.location} failed {action}: {e}") from e
 
@@ -208,7 +229,7 @@ class Store(DocumentsMixin, VersionsMixin, SearchMixin):
     def _ensure_collection(self, name: str, embedder: Embedder, language: str | None = None) -> Layout:
         """Return the layout to write with; create the collection if needed, refuse mismatches.
 
-        language: the keyword language of a new collection (rag.keywords; None = "auto"); an existing
+        language: the keyword language of a new collection (rag.store.keywords; None = "auto"); an existing
         collection keeps its own, and asking for another one is an error.
         """
         vname = vector_name(embedder.model_id)
@@ -244,3 +265,19 @@ class Store(DocumentsMixin, VersionsMixin, SearchMixin):
                 with self._guard(f"indexing {field} in '{name}'"):
                     self.client.create_payload_index(name, field, models.PayloadSchemaType.KEYWORD)
         return True
+
+
+def invalid_reply(error: BaseException) -> pydantic.ValidationError | None:
+    """Return the pydantic error inside a client error when the server's reply did not have Qdrant's shape."""
+    if isinstance(error, pydantic.ValidationError):
+        return error
+    source = getattr(error, "source", None)  # qdrant-client's ResponseHandlingException wraps what went wrong
+    return source if isinstance(source, pydantic.ValidationError) else None
+
+
+def not_qdrant(location: str, action: str, error: pydantic.ValidationError) -> str:
+    """Return one line saying that a server's reply was not Qdrant's, and where it first differed."""
+    first = error.errors()[0]
+    where = ".".join(str(part) for part in first["loc"] if part != "obj") or "the reply"
+    return (f"The server at {location} sent a reply that is not Qdrant's while {action} ({where}: "
+            f"{first['msg'][:80]}). Check that the URL points to a Qdrant server (version 1.16 or newer).")

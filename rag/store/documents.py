@@ -1,7 +1,7 @@
 """The documents of a collection: list them, read their chunks, plan and write an ingest, delete them.
 
 A document is identified by the sha256 of its file (document_id) and shown by its title (the file name).
-Writing goes through generations (rag.store_versions), so a crash never leaves a half-written document
+Writing goes through generations (rag.store.versions), so a crash never leaves a half-written document
 searchable. Writing a file whose name is already in the collection replaces that document, unless the
 caller keeps versions; the same content under a new name is not written at all (IngestPlan.duplicate_of),
 so an old document is never silently renamed.
@@ -199,13 +199,13 @@ class DocumentsMixin:
         progress: Callable[[int, int], None] | None = None,
         language: str | None = None,
     ) -> int:
-        """Write a document's chunks as a new generation; return the point count (see rag.store_versions).
+        """Write a document's chunks as a new generation; return the point count (see rag.store.versions).
 
         The new version becomes searchable at once, with every chunk, when all are written; until then
         searches see the document's previous version (other chunk settings, or the file before an edit,
         matched by title unless keep_versions). A failed write removes what it wrote and raises StoreError;
         a crash leaves it hidden and listed as incomplete. progress(done, total) after each batch.
-        language: the keyword language of a new collection (rag.keywords; default "auto").
+        language: the keyword language of a new collection (rag.store.keywords; default "auto").
         """
         vectors = np.asarray(vectors, dtype=np.float32)
         if chunks and (vectors.ndim != 2 or len(vectors) != len(chunks) or vectors.shape[1] != embedder.dimension):

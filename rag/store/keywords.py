@@ -14,7 +14,8 @@ section numbers match exactly; every other term's weight is exactly Qdrant's.
 
 Language: set per collection ("de", "en", "none": no stemming, no stop words) or "auto": detected per
 document from its stop words; a query is analysed in every language the collection holds (the stems of
-each, united). Collections made before carry the "rag-lab-1" analyzer (rag.sparse: no stemming) and keep it.
+each, united). Collections made before carry the "rag-lab-1" analyzer (rag.store.legacy_keywords: no
+stemming) and keep it.
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import math
 import os
 import threading
 import warnings
@@ -12,8 +13,9 @@ from qdrant_client import QdrantClient
 from qdrant_client.http.exceptions import ApiException, UnexpectedResponse
 
 from rag.errors import InvalidSettingsError, StoreUnavailableError
-from rag.settings import QDRANT, check_url, configured_key, display_url
-from rag.store.client import DEFAULT_PATH, SERVER_TIMEOUT, Store
+from rag.settings import QDRANT, check_url, configured_key, display_url, timeout
+from rag.store.client import DEFAULT_PATH, Store, invalid_reply, not_qdrant, timed_out
+from rag.urls import endpoint, redact_urls
 
 LARGE_LOCAL_COLLECTION = 20_000  # points above which the embedded engine gets slow (qdrant-client's own figure)
 # qdrant-client warns about that on every load and upsert, in its words; rag says it once, with what to do
@@ -26,7 +28,8 @@ def open_store(path: str | None = None, url: str | None = None, api_key: str | N
     """Return the process's Store for a location: url/QDRANT_URL (server) or path/RAG_QDRANT_PATH (folder).
 
     Explicit arguments win over environment variables (read now, not at import). QDRANT_API_KEY is sent
-    only to QDRANT_URL: another url gets api_key, or no key (rag.settings). One Store per location is
+    only to QDRANT_URL: another url gets api_key, or no key (rag.settings); a URL that qdrant-client would
+    read as another server than rag.urls does is refused before anything is sent. One Store per location is
     cached, because an embedded folder can be opened by one client only; path=":memory:" gives a new
     in-memory engine every call (for tests). A malformed URL or an empty path raises InvalidSettingsError.
     """
@@ -40,7 +43,7 @@ def open_store(path: str | None = None, url: str | None = None, api_key: str | N
     if url:
         url = check_url(url, "The Qdrant URL")
         api_key = (api_key if api_key is not None else configured_key(url, QDRANT)) or None
-        key = ("url", url, api_key or "")
+        key = ("url", url, api_key or "", timeout("RAG_QDRANT_TIMEOUT"))
     else:
         path = os.path.abspath(os.path.expanduser(path or os.environ.get("RAG_QDRANT_PATH") or DEFAULT_PATH))
         key = ("path", path)
@@ -68,13 +71,14 @@ def _open_folder(path: str) -> Store:
 
 
 def _connect_server(url: str, api_key: str | None) -> Store:
-    shown = display_url(url)
+    shown, seconds = display_url(url), math.ceil(timeout("RAG_QDRANT_TIMEOUT"))  # qdrant-client takes whole seconds
     try:
-        client = QdrantClient(url=url, api_key=api_key, timeout=SERVER_TIMEOUT, check_compatibility=False)
+        client = QdrantClient(url=url, api_key=api_key, timeout=seconds, check_compatibility=False)
     except ValueError as e:  # qdrant-client's own URL checks
         raise InvalidSettingsError(
-            f"The Qdrant URL '{shown}' is not usable ({e}). Write it like http://localhost:6333."
+            f"The Qdrant URL '{shown}' is not usable ({_reason(e)}). Write it like http://localhost:6333."
         ) from None
+    _check_destination(client, url, shown)
     try:
         client.get_collections()  # the client is lazy: probe now, not at the first search
     except UnexpectedResponse as e:
@@ -87,6 +91,13 @@ def _connect_server(url: str, api_key: str | None) -> Store:
         raise StoreUnavailableError(f"Qdrant at {shown} answered {e.status_code} {e.reason_phrase}. {hint}") from e
     except (ApiException, httpx.HTTPError, OSError, ValueError) as e:
         client.close()
+        if (invalid := invalid_reply(e)) is not None:
+            raise StoreUnavailableError(not_qdrant(shown, "listing collections", invalid)) from e
+        if timed_out(e):
+            raise StoreUnavailableError(
+                f"Qdrant at {shown} did not answer within {seconds:g} s. Check that the server is up; raise "
+                "RAG_QDRANT_TIMEOUT (seconds) if it is only slow."
+            ) from e
         raise StoreUnavailableError(
             f"Qdrant at {shown} cannot be reached ({_reason(e)}). Start the server, fix QDRANT_URL, "
             "or unset QDRANT_URL to use the embedded folder."
@@ -94,10 +105,29 @@ def _connect_server(url: str, api_key: str | None) -> Store:
     return Store(client, shown, local=False, on_close=forget)
 
 
+def _check_destination(client: QdrantClient, url: str, shown: str) -> None:
+    """Refuse url (closing client) unless qdrant-client will send its requests where rag.urls says url points.
+
+    The key decision (configured_key) compared url as rag.urls reads it; this holds qdrant-client to the same
+    reading, whatever its version does with the URL (it parses with urllib3 and joins a path onto the host).
+    """
+    try:
+        same = endpoint(client.http.client.host)[:3] == endpoint(url, QDRANT.default_port)[:3]
+    except ValueError:
+        same = False
+    if not same:
+        client.close()
+        raise InvalidSettingsError(
+            f"The Qdrant URL '{shown}' is refused: qdrant-client reads it as another server. Write it plainly, "
+            "like http://localhost:6333."
+        )
+
+
 def _reason(error: Exception) -> str:
-    """Return the first line of an error's text, short (httpx puts whole tracebacks of causes in some)."""
+    """Return the first line of an error's text, short and without user:password in URLs (httpx puts whole
+    tracebacks of causes in some)."""
     text = (str(error).strip().splitlines() or [type(error).__name__])[0]
-    return text[:160]
+    return redact_urls(text)[:160]
 
 
 def size_note(store: Store, infos: list | None = None) -> str | None:

@@ -65,7 +65,7 @@ class DocumentInfo:
     embedder: str | None
     ingested_at: str | None
     complete: bool = True  # False: a write of this document did not finish (interrupted, or still running)
-    generation: str | None = None  # the write the listed chunks come from (rag.store_versions)
+    generation: str | None = None  # the write the listed chunks come from (rag.store.versions)
     interrupted: int = 0  # chunks left by an unfinished write next to a complete version
     unfinished_settings: tuple[int, int, str] | None = None  # chunk_size, overlap, strategy of the unfinished write
 

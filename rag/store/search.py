@@ -1,16 +1,16 @@
 """Search over a collection in three modes, one query or a batch, with filter, threshold and top_k.
 
 - "dense": nearest neighbours of the query vector (Hit.score is Qdrant's cosine, score_kind "cosine").
-- "sparse": keyword search, the query text's terms against the chunks' BM25 vectors (rag.sparse;
+- "sparse": keyword search, the query text's terms against the chunks' BM25 vectors (rag.store.keywords;
   Hit.score is the BM25 score, score_kind "bm25"). Needs no query vector; a query without terms (only
   stop words or punctuation) finds nothing.
 - "hybrid": one Qdrant query with two prefetches, dense and sparse, each `candidate_limit(top_k)` long,
   fused by the engine with RRF (score = sum of 1 / (k + position), position from 0, k = 2 in Qdrant;
   optionally weighted) or DBSF (each list's scores normalised by mean ± 3 standard deviations, then
-  summed), or fused here from the same two lists by a convex combination (rag.fusion). Hit.score is that
+  summed), or fused here from the same two lists by a convex combination (rag.store.fusion). Hit.score is that
   fused score, not a cosine (score_kind "rrf" / "dbsf" / "convex").
 
-Explanation: every hit carries its dense and sparse score and rank (see rag.records.Hit). For hybrid
+Explanation: every hit carries its dense and sparse score and rank (see rag.store.records.Hit). For hybrid
 search the two candidate lists are queried again next to the fused query, in the same round trip and
 with the same vector, filter and limit as the prefetches, so ranks and scores are the ones the fusion
 saw. In dense or sparse mode only that mode's fields are filled.
@@ -35,7 +35,7 @@ from rag.store.keywords import Analyzer
 from rag.store.records import Hit, Layout, hit_from_point, mismatch_error, payload_int, sparse_missing_error
 
 MODES = ("dense", "sparse", "hybrid")
-FUSIONS = METHODS  # the fusion methods; a fusion is given as a spec, e.g. "convex:w=0.6" (rag.fusion)
+FUSIONS = METHODS  # the fusion methods; a fusion is given as a spec, e.g. "convex:w=0.6" (rag.store.fusion)
 MIN_CANDIDATES = 50
 
 

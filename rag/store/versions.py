@@ -56,7 +56,7 @@ class VersionsMixin:
         return {key[1:]: value for key, value in payload.items() if key.startswith("g") and isinstance(value, dict)}
 
     def document_languages(self, collection: str) -> list[str]:
-        """Return the keyword languages of the collection's documents (rag.keywords), as recorded at ingest."""
+        """Return the keyword languages of the collection's documents (rag.store.keywords), as recorded at ingest."""
         languages = self._registry_payload(collection).get(LANGUAGES_KEY)
         return [str(x) for x in languages] if isinstance(languages, list) else []
 

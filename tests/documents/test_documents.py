@@ -214,6 +214,8 @@ def test_clean_pdf_text_rules():
     assert cleaned == "Auftragsklärung im Max-Planck-Institut, Ein-\nund Ausgang\n\nNeuer Absatz\nfinal"
     assert clean_pdf_text("dan- \ngerous und Bundes\u00ad\nrepublik") == "dangerous und Bundesrepublik"
     assert clean_pdf_text("Seite -\nnicht getrennt") == "Seite -\nnicht getrennt"
+    invisible = "Pass\u200dwort, Zeit\u2060raum, Auf\u200clage, Ge\u00adhalt"
+    assert clean_pdf_text(invisible) == "Passwort, Zeitraum, Auflage, Gehalt"
 
 
 # ---- text and Markdown files -------------------------------------------------------------------------------

@@ -35,7 +35,7 @@ def test_upload_chunks_search_context_with_fake_embedder(app_server, page, shot,
     shot("02-upload-results")
 
     go(page, "Library")
-    page.get_by_text("Collection 'documents': 1 document(s), 20 chunks").wait_for()
+    page.get_by_text("Collection 'documents': 1 document, 20 chunks").wait_for()
     shot("02b-library")
 
     go(page, "Chunks")

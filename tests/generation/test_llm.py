@@ -160,3 +160,114 @@ def test_a_malformed_host_is_one_line():
 
     with pytest.raises(InvalidSettingsError):
         OllamaChat("llama3.1", host="http://[::1")
+
+
+# ---- replies that are not answers (each one LLMError line that says what came and what to do) -----------
+
+
+def sse(*events: object) -> bytes:
+    return b"".join(b"data: " + (e if isinstance(e, bytes) else json.dumps(e).encode()) + b"\n\n" for e in events)
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    (sse({"choices": "x"}, b"[DONE]"), "an event of the wrong shape"),
+    (sse({"choices": [None]}, b"[DONE]"), "an event of the wrong shape"),
+    (sse({"choices": [{"delta": "Ja"}]}, b"[DONE]"), "an event of the wrong shape"),
+    (sse({"choices": [{"delta": {"content": 7}}]}, b"[DONE]"), "an event of the wrong shape"),
+    (sse([1, 2], b"[DONE]"), "a malformed answer"),
+    (b"<!DOCTYPE html><html><body><form>Login</form></body></html>", "no event stream"),
+    (b"Service temporarily moved", "no event stream"),
+    (sse(b"[DONE]"), "an empty answer"),
+    (b"", "an empty answer"),
+    (sse({"choices": []}, {"choices": [{"delta": {}, "finish_reason": "stop"}]}), "an empty answer"),
+])
+def test_an_openai_reply_that_is_no_answer_is_one_llm_error(body, message):
+    answer = client(lambda r: httpx.Response(200, content=body))
+    llm = OpenAIChat("m", base_url="http://llm.test/v1", api_key="", client=answer)
+    with pytest.raises(LLMError, match=message) as raised:
+        llm.complete(MESSAGES)
+    text = str(raised.value)
+    assert "\n" not in text and "llm.test" in text
+    if message != "an empty answer":
+        assert "Check that OPENAI_BASE_URL points at" in text
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    (b'{"message": "Ja", "done": false}\n{"done": true}\n', "a piece of the wrong shape"),
+    (b'{"message": {"content": ["Ja"]}, "done": false}\n{"done": true}\n', "a piece of the wrong shape"),
+    (b"<html><body>Anmelden</body></html>", "not JSON"),
+    (b'{"done": true}\n', "an empty answer"),
+])
+def test_an_ollama_reply_that_is_no_answer_is_one_llm_error(body, message):
+    llm = OllamaChat("m", host="http://o.test:1", client=client(lambda r: httpx.Response(200, content=body)))
+    with pytest.raises(LLMError, match=message) as raised:
+        llm.complete(MESSAGES)
+    assert "\n" not in str(raised.value)
+
+
+@pytest.mark.parametrize("chat", ["openai", "ollama"])
+def test_a_stream_that_ends_without_its_end_mark_is_called_cut_off(chat):
+    body = sse({"choices": [{"delta": {"content": "Die Frist "}}]}) if chat == "openai" else (
+        json.dumps({"message": {"content": "Die Frist "}, "done": False}).encode() + b"\n")
+    handler = lambda r: httpx.Response(200, content=body)  # noqa: E731
+    llm = (OpenAIChat("m", base_url="http://l.test/v1", api_key="", client=client(handler)) if chat == "openai"
+           else OllamaChat("m", host="http://l.test:1", client=client(handler)))
+    pieces = []
+    with pytest.raises(LLMUnavailableError, match="may be cut off"):
+        for piece in llm.stream(MESSAGES):
+            pieces.append(piece)
+    assert pieces == ["Die Frist "]
+
+
+def test_a_finish_reason_without_done_ends_the_answer_properly():
+    body = sse({"choices": [{"delta": {"content": "Ja."}, "finish_reason": "stop"}]}, {"choices": [], "usage": {}})
+    answer = client(lambda r: httpx.Response(200, content=body))
+    llm = OpenAIChat("m", base_url="http://l.test/v1", api_key="", client=answer)
+    assert llm.complete(MESSAGES) == "Ja."
+
+
+def test_a_stream_cut_mid_answer_says_how_much_came_and_that_it_was_not_retried():
+    calls = []
+
+    class Cut(httpx.SyncByteStream):
+        def __iter__(self):
+            yield sse({"choices": [{"delta": {"content": "Die Frist beträgt"}}]})
+            raise httpx.RemoteProtocolError("peer closed connection without sending complete message body")
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        calls.append(1)
+        return httpx.Response(200, stream=Cut())
+
+    llm = OpenAIChat("m", base_url="http://l.test/v1", api_key="", client=client(handler), retry=NO_WAIT)
+    with pytest.raises(LLMUnavailableError) as raised:
+        llm.complete(MESSAGES)
+    assert len(calls) == 1
+    text = str(raised.value)
+    assert "broke off after 17 characters" in text and "not retried" in text and "attempts" not in text
+
+
+@pytest.mark.parametrize("failures", [1, 3])
+def test_the_attempt_count_in_the_message_is_the_number_of_requests(failures):
+    calls = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        calls.append(1)
+        raise httpx.ConnectError("Connection refused")
+
+    retry = RetryPolicy(retries=failures - 1, sleep=lambda seconds: None)
+    llm = OllamaChat("m", host="http://o.test:1", client=client(handler), retry=retry)
+    with pytest.raises(LLMUnavailableError) as raised:
+        llm.complete(MESSAGES)
+    said = "1 attempt)" if failures == 1 else f"{failures} attempts)"
+    assert len(calls) == failures and said in str(raised.value)
+
+
+def test_a_password_in_the_server_url_is_never_in_a_message():
+    def handler(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("Connection refused")
+
+    for llm in (OllamaChat("m", host="http://user:pw-geheim@o.test:1", client=client(handler), retry=NO_WAIT),
+                OpenAIChat("m", base_url="http://user:pw-geheim@o.test:1", client=client(handler), retry=NO_WAIT)):
+        with pytest.raises(LLMUnavailableError) as raised:
+            llm.complete(MESSAGES)
+        assert "pw-geheim" not in str(raised.value) + repr(llm) and "o.test:1" in str(raised.value)

@@ -58,6 +58,19 @@ def texts(elements) -> str:
     return "\n".join(plain(e.value) for e in elements)
 
 
+def table(at: AppTest, name: str):
+    """Return the selectable table whose key starts with name (its key changes with its rows: ui.state.table_key)."""
+    matches = [d for d in at.dataframe if d.key and (d.key == name or d.key.startswith(f"{name}-"))]
+    assert matches, f"no table '{name}' among {[d.key for d in at.dataframe]}"
+    return matches[0]
+
+
+def select(at: AppTest, name: str, row: int) -> AppTest:
+    """Select a row of a table, as a click on it would."""
+    at.session_state[table(at, name).key] = {"selection": {"rows": [row], "columns": [], "cells": []}}
+    return at.run()
+
+
 def button(at: AppTest, label: str):
     matches = [b for b in at.button if plain(b.label).startswith(label)]
     assert matches, f"no button '{label}' among {[plain(b.label) for b in at.button]}"

@@ -13,6 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 from rag.chunking.chunker import DEFAULT_CHUNK_SIZE, DEFAULT_OVERLAP
 from tests.pages.conftest import APP, PDF, ROOT, button, plain, results, search, start, texts, upload
+from tests.pages.conftest import table as keyed_table
 from ui import nav
 
 SECRET = "sk-test-secret-4242"
@@ -111,7 +112,7 @@ def test_library_deletes_a_collection_only_when_its_name_is_typed(app_env, share
     at.switch_page(nav.LIBRARY.path).run()
     confirm = at.button(key="confirm_delete_collection")
     assert confirm.disabled
-    at.text_input(key="confirm_collection_name").set_value("documents").run()
+    at.text_input(key="confirm_collection_name-documents").set_value("documents").run()
     at.button(key="confirm_delete_collection").click().run()
     assert not at.exception
     assert "is empty: nothing was ingested into it yet" in texts(at.info)
@@ -129,7 +130,7 @@ def test_chunks_page_shows_table_flags_document_tuning_and_tree(app_env, shared_
     at = upload(start(), shared_data, PDF)
     at.switch_page(nav.CHUNKS.path).run()
     assert not at.exception
-    table = at.dataframe(key="chunk_table").value
+    table = keyed_table(at, "chunk_table").value
     assert len(table) == 20 and list(table["#"]) == list(range(20))
     assert {"tokens", "model tokens", "cut off", "heading path", "pages", "flags", "start of content"} <= set(table)
     assert "Klassenoptionen › Schriftgrößen" in set(table["heading path"])
@@ -139,7 +140,7 @@ def test_chunks_page_shows_table_flags_document_tuning_and_tree(app_env, shared_
     assert metrics["chunks"] == "20" and metrics["cut off"] == "0"
     html = "".join(h.proto.body for h in at.get("html"))
     assert 'class="rl-overlap"' in html and "#19</span>" in html
-    tree = at.dataframe(key="tree_table").value
+    tree = keyed_table(at, "tree_table").value
     assert tree["section"].str.strip().tolist()[:3] == ["(before the first heading)", "Einleitung", "Verwendete Pakete"]
 
 
@@ -254,7 +255,7 @@ def test_real_model_flags_cut_off_chunks_and_finds_german_text(app_env, monkeypa
     warning = texts(at.warning)
     assert "longer than local:all-MiniLM-L6-v2 reads (256 tokens of its own)" in warning
     assert "chunk_size of about" in warning
-    table = at.dataframe(key="chunk_table").value
+    table = keyed_table(at, "chunk_table").value
     assert (table["cut off"] > 0).any() and (table["model tokens"] > 256).any()
     at.switch_page(nav.SEARCH.path).run()
     search(at, "Wie stellt man die Schriftgröße ein?")

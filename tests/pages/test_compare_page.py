@@ -17,7 +17,7 @@ from rag.evaluation.paired import format_p
 from rag.evaluation.queries import load_query_set
 from rag.evaluation.sweep import evaluate_collection
 from rag.store.open import open_store
-from tests.pages.conftest import PDF, button, plain, start, texts, upload
+from tests.pages.conftest import PDF, button, plain, select, start, texts, upload
 from ui import nav
 from ui.render import md
 
@@ -69,7 +69,7 @@ def test_one_query_dense_against_hybrid_side_by_side(app_env, shared_data):
     assert (side_b["found"] == "only B").sum() == len(expected.only_b)
     for row, frame_row in zip(expected.a, side_a.to_dict("records"), strict=True):
         assert frame_row["found"].startswith("both") == row.shared
-        if row.shared:  # "in B" and the arrow agree with rag.compare's shift (rank in B minus rank in A)
+        if row.shared:  # "in B" and the arrow agree with rag.evaluation.compare's shift (rank in B minus rank in A)
             assert frame_row["in B"] == row.other_rank
             arrow = frame_row["found"].removeprefix("both ")
             assert arrow == ("=" if row.shift == 0 else f"▲ {-row.shift}" if row.shift < 0 else f"▼ {row.shift}")
@@ -80,8 +80,7 @@ def test_one_query_dense_against_hybrid_side_by_side(app_env, shared_data):
 
 def test_selecting_a_hit_shows_its_text_and_why_it_was_found(app_env, shared_data):
     at = run_query(compare_page(upload(start(), shared_data, PDF)))
-    at.session_state["compare_table_b"] = {"selection": {"rows": [0], "columns": [], "cells": []}}
-    at.run()
+    select(at, "compare_table_b", 0)
     top_b = at.dataframe[1].value.iloc[0]
     assert len(at.code) == 1 and at.code[0].value.strip()
     assert f"B #1** · {top_b['document']} · chunk {top_b['chunk']}" in plain(texts(at.markdown))
@@ -90,7 +89,10 @@ def test_selecting_a_hit_shows_its_text_and_why_it_was_found(app_env, shared_dat
 
 def test_two_chunkings_share_text_across_collections(app_env, shared_data):
     ingest_files(app_env, shared_data, "klein", ChunkSettings(200, 20), PDF)
-    at = compare_page(upload(start(), shared_data, PDF))
+    at = start()
+    assert at.sidebar.selectbox(key="collection_choice").value == "klein"  # a new session opens what exists
+    at.sidebar.selectbox(key="collection_choice").set_value("documents").run()
+    at = compare_page(upload(at, shared_data, PDF))
     at.selectbox(key="compare_b_collection").set_value("klein").run()
     at.selectbox(key="compare_b_mode").set_value("dense").run()
     run_query(at, top_k=5)
@@ -159,7 +161,9 @@ def test_a_collection_from_before_keyword_search_offers_dense_only(app_env, shar
     store.client.create_collection("alt", vectors_config={"fake-64": params}, metadata=meta)
     store.close()
     ingest_files(app_env, shared_data, "alt", ChunkSettings(), PDF)
-    at = compare_page(upload(start(), shared_data, PDF))
+    at = start()
+    at.sidebar.selectbox(key="collection_choice").set_value("documents").run()  # a new session opened "alt"
+    at = compare_page(upload(at, shared_data, PDF))
     at.selectbox(key="compare_a_collection").set_value("alt").run()
     assert at.selectbox(key="compare_a_mode").options == ["Dense"]
     assert "re-ingest its documents into a new collection for keyword and hybrid search" in texts(at.caption)

@@ -28,7 +28,7 @@ def test_context_preview_builds_the_exact_text_with_budget_label_and_downloads(a
     assert at.dataframe[0].value["cut to fit"].tolist()[-1] and at.code[0].value.endswith(" …")
     assert "600 tokens used" in at.get("progress")[0].proto.text.replace(",", "")
     sources = next(m for m in at.metric if m.label == "sources")
-    assert int(sources.value) == len(at.dataframe[0].value) and sources.delta == "from 1 document(s)"
+    assert int(sources.value) == len(at.dataframe[0].value) and sources.delta == "from 1 document"
     at.button_group(key="context_overflow").set_value("skip").run()
     assert "over budget" in set(at.dataframe[1].value["reason"]) and not at.code[0].value.endswith(" …")
 

@@ -203,7 +203,7 @@ def test_sweep_collections_stay_out_of_the_pickers_and_go_as_one_sweep(env):
     at.sidebar.toggle(key="show_sweeps").set_value(True).run()
     assert len([o for o in at.sidebar.selectbox(key="collection_choice").options if "sweep-" in o]) == 2
     at.switch_page(nav.LIBRARY.path).run()
-    assert "Sweep collections: 2 from 1 sweep(s)" in [plain(e.label) for e in at.expander]
+    assert "Sweep collections: 2 from 1 sweep" in [plain(e.label) for e in at.expander]
     at.button(key="confirm_delete_sweep").click().run()
     assert not at.exception, at.exception
     from rag.store.open import open_store

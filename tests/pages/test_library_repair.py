@@ -26,7 +26,7 @@ def test_upload_says_a_file_replaces_its_old_version_before_it_happens(app_env):
     at = upload_text(start(), "policy.md", POLICY_V1)
     at.file_uploader[0].set_value([("policy.md", POLICY_V2.encode(), "text/markdown")])
     at.run()
-    assert "'policy.md' (1 chunks) is already in 'documents': ingesting replaces the old version" in plain(
+    assert "'policy.md' (1 chunk) is already in 'documents': ingesting replaces the old version" in plain(
         texts(at.warning))
     button(at, "Ingest").click().run()
     assert results(at)["policy.md"]["status"] == "ingested"
@@ -75,7 +75,7 @@ def test_library_marks_an_interrupted_document_and_ingests_it_again(interrupted)
     at, store = interrupted
     assert "not stored completely" in texts(at.warning)
     assert list(at.dataframe[0].value["complete"]) == ["NO"]
-    at.session_state["library_table"] = {"selection": {"rows": [0], "columns": [], "cells": []}}
+    at.session_state[at.dataframe[0].key] = {"selection": {"rows": [0], "columns": [], "cells": []}}
     at.run()
     assert not at.exception, at.exception
     assert "its earlier complete version stays searchable" in plain(texts(at.warning))
@@ -90,7 +90,7 @@ def test_library_marks_an_interrupted_document_and_ingests_it_again(interrupted)
 def test_library_deletes_what_an_interrupted_ingest_left(interrupted):
     at, store = interrupted
     before = store.documents("documents")[0]
-    at.session_state["library_table"] = {"selection": {"rows": [0], "columns": [], "cells": []}}
+    at.session_state[at.dataframe[0].key] = {"selection": {"rows": [0], "columns": [], "cells": []}}
     at.run()
     button(at, "Delete what the interrupted ingest left").click().run()
     (document,) = store.documents("documents")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.pages.conftest import APP, start, texts
+from tests.pages.conftest import APP, start, texts, upload
 
 SECRET = "sk-operator-secret-0123456789"
 
@@ -89,3 +89,30 @@ def test_a_model_folder_outside_the_data_root_is_refused(app_env):
     at.run()
     assert "outside the data root" in texts(at.sidebar.error)
     assert at.session_state["workspace"].spec == "fake"
+
+
+def test_a_refused_model_folder_is_never_loaded_by_an_ingest(app_env, shared_data, monkeypatch):
+    """The sidebar's refusal holds for the Upload page too: the ingest uses the operator's embedder, and the
+    collection records it, not the typed folder (the loader is never asked for it)."""
+    from rag import embeddings
+
+    asked = []
+    original = embeddings.get_embedder
+    monkeypatch.setattr("ui.resources.get_embedder", lambda spec, **kw: asked.append(spec) or original(spec, **kw))
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.session_state["embedder_spec"] = "local:/outside/model"
+    at.run()
+    assert "outside the data root" in texts(at.sidebar.error)
+    upload(at.switch_page("app_pages/upload.py").run(), shared_data, "pdfs/crazyones.pdf")
+    assert not at.exception, at.exception
+    assert "fake" in asked and "local:/outside/model" not in asked, asked
+    info = next(c for c in at.session_state["workspace"].collections if c.points)
+    assert info.embedder.startswith("fake"), info.embedder
+
+
+def test_the_embedder_loader_refuses_a_model_folder_outside_the_data_root(app_env):
+    from rag.errors import InvalidSettingsError
+    from ui import resources
+
+    with pytest.raises(InvalidSettingsError, match="outside the data root"):
+        resources.embedder("local:/outside/model")

@@ -139,3 +139,17 @@ def test_dotted_numbers_are_extra_terms_with_qdrants_weight_formula():
     norm = keywords.K * (1 - keywords.B + keywords.B * words / keywords.AVG_LEN)
     assert weights[number] == pytest.approx((keywords.K + 1) / (1 + norm))
     assert number in BM25.query_ids("Was verlangt 2.1.1?") and keywords.term_id("2.1.11") in weights
+
+
+@pytest.mark.parametrize("mark", ["\u00ad", "\u200c", "\u200d", "\u2060"],
+                         ids=["soft-hyphen", "zwnj", "zwj", "word-joiner"])
+@pytest.mark.parametrize("name", ["notes.txt", "notes.md"])
+def test_an_invisible_mark_inside_a_word_does_not_split_it_for_keyword_search(mark, name):
+    from rag import pipeline
+
+    store = open_store(":memory:")
+    text = f"Das Pass{mark}wort muss lang sein. Die Straße ist gesperrt. Ein Satz über Wolken und Regen."
+    pipeline.ingest([pipeline.SourceFile(name, text.encode())], "c", embedder=HashEmbedder(16), store=store)
+    (chunk,) = store.document_chunks("c", store.documents("c")[0].document_id)
+    assert mark not in chunk.content and "Passwort" in chunk.content
+    assert store.search("c", mode="sparse", query_text="Passwort", top_k=5)

@@ -14,8 +14,8 @@ from rag.errors import RagError
 from rag.reports import chunks as chunk_report
 from rag.reports.chunks import ChunkReport, FlagSummary
 from rag.store.records import DocumentInfo, Hit
-from ui import errors, jobs, nav, render, resources
-from ui.render import md
+from ui import errors, jobs, nav, render, resources, state
+from ui.render import counted, md
 from ui.workspace import Workspace
 
 MAX_SHOWN_CHUNKS = 40  # the document view renders at most this many chunks at once
@@ -52,7 +52,7 @@ def flags_banner(summary: FlagSummary, embedder: Embedder, chunk_size: int | Non
 def reports_frame(reports: Sequence[ChunkReport]) -> pd.DataFrame:
     return pd.DataFrame([
         {"#": r.chunk_index, "tokens": r.tokens, "model tokens": r.model_tokens, "cut off": r.cut_tokens,
-         "heading path": render.heading_label(r.heading_path), "pages": render.pages_label(r.page_start, r.page_end),
+         "heading path": render.heading_tail(r.heading_path), "pages": render.pages_label(r.page_start, r.page_end),
          "flags": ", ".join(r.flags), "start of content": render.preview(r.content)}
         for r in reports
     ])
@@ -65,7 +65,7 @@ def chunk_table(reports: Sequence[ChunkReport], chunk_size: int | None, model_id
     frame = reports_frame(shown)
     selection = st.dataframe(
         frame, hide_index=True, width="stretch", height=min(38 + 35 * len(frame), 390), on_select="rerun",
-        selection_mode="single-row", key="chunk_table",
+        selection_mode="single-row", key=state.table_key("chunk_table", (r.content for r in shown)),
         column_config={
             "#": st.column_config.NumberColumn(width="small"),
             "tokens": st.column_config.NumberColumn(width="small", help="cl100k tokens, the unit of chunk_size"),
@@ -73,7 +73,7 @@ def chunk_table(reports: Sequence[ChunkReport], chunk_size: int | None, model_id
             "cut off": st.column_config.NumberColumn("over limit", width="small", help=(
                 "model tokens beyond the input limit: never embedded, or (windowed models) embedded in further "
                 "windows")),
-            "heading path": st.column_config.TextColumn(width=230),
+            "heading path": st.column_config.TextColumn(width=230, help=render.HEADING_TAIL_HELP),
             "pages": st.column_config.TextColumn(width=55),
             "flags": st.column_config.TextColumn(width=130),
             "start of content": st.column_config.TextColumn(width="large"),
@@ -81,7 +81,7 @@ def chunk_table(reports: Sequence[ChunkReport], chunk_size: int | None, model_id
     )
     chart, reader = st.columns([2, 3])
     with chart:
-        st.altair_chart(render.token_histogram(frame, chunk_size), width="stretch")
+        st.vega_lite_chart(spec=render.token_histogram(frame, chunk_size), width="stretch")
     rows = selection.selection.rows if selection else []
     with reader:
         if not rows:
@@ -105,7 +105,7 @@ def document_view(document: Document, chunks: Sequence[Hit | Chunk], embedder: E
         return
     overlaps = chunk_report.overlap_spans(spans, len(document.text))
     shared = sum(b - a for a, b in overlaps)
-    st.caption(f"{len(document.text):,} characters · {len(spans)} chunks · {shared:,} characters "
+    st.caption(f"{len(document.text):,} characters · {counted(len(spans), 'chunk')} · {shared:,} characters "
                f"({shared / max(len(document.text), 1):.0%}) lie in two chunks (overlap).")
     first, last = 0, len(spans) - 1
     if len(spans) > MAX_SHOWN_CHUNKS:
@@ -153,7 +153,7 @@ def tuning_view(ws: Workspace, document: Document, info: DocumentInfo, stored: S
                                                    strict=True):
         column.caption(f"Tokens per chunk, {title} settings")
         frame = pd.DataFrame({"tokens": [r.tokens for r in reports]})
-        column.altair_chart(render.token_histogram(frame, chunk_size, domain=(0, top)), width="stretch")
+        column.vega_lite_chart(spec=render.token_histogram(frame, chunk_size, domain=(0, top)), width="stretch")
     with st.expander(f"The {len(new)} new chunks"):
         st.dataframe(reports_frame(new), hide_index=True, width="stretch")
     with st.expander("The new boundaries in the text", icon=":material/segment:"):
@@ -173,17 +173,20 @@ def apply_settings(ws: Workspace, info: DocumentInfo, settings: ChunkSettings) -
             name = st.text_input("Name of the new collection", f"{ws.collection}-{settings.chunk_size}",
                                  key="apply_collection").strip()
         documents = [info] if scope == "this document" else [d for d in ws.documents() if d.complete]
-        if st.button(f"Re-ingest {len(documents)} document(s) into '{md(name)}'", type="primary", key="apply_run",
-                     disabled=not name):
+        if st.button(f"Re-ingest {counted(len(documents), 'document')} into '{md(name)}'", type="primary",
+                     key="apply_run", disabled=not name):
             try:
                 embedder = ws.embedder_for(name)
             except RagError as error:
                 errors.show(error)
                 return
-            jobs.jobs_queue(resources.change_hook()).submit_reingest(
+            job = jobs.jobs_queue(resources.change_hook()).submit_reingest(
                 [d.document_id for d in documents], [d.title for d in documents], name, settings, embedder,
                 ws.store, ws.location, resources.archive(ws.store), source=ws.collection)
-            st.success(f"Queued: {len(documents)} document(s) into '{md(name)}'. The Upload page shows the progress.")
+            state.put(state.MY_JOBS, [*state.get(state.MY_JOBS, []), job.id])  # it ends: the sidebar shows name
+            resources.remember_collection(ws.location, name)
+            st.success(f"Queued: {counted(len(documents), 'document')} into '{md(name)}'. The Upload page shows "
+                       "the progress.")
             st.page_link(nav.UPLOAD.path, label="Follow it on Upload", icon=":material/upload_file:")
 
 
@@ -213,7 +216,8 @@ def tree_view(chunks: Sequence[Hit], reports: Sequence[ChunkReport]) -> None:
         for n in nodes
     ])
     selection = st.dataframe(frame, hide_index=True, width="stretch", on_select="rerun",
-                             selection_mode="single-row", key="tree_table", height=min(38 + 35 * len(frame), 420))
+                             selection_mode="single-row", height=min(38 + 35 * len(frame), 420),
+                             key=state.table_key("tree_table", (f"{n.depth} {n.title} {n.chunks}" for n in nodes)))
     rows = selection.selection.rows if selection else []
     if not rows:
         st.caption("Select a section to read its chunks.")

@@ -19,7 +19,7 @@ from rag.evaluation.metrics import METRICS
 from rag.evaluation.paired import ALPHA, format_p
 from rag.evaluation.queries import Query
 from rag.store.search import candidate_limit
-from ui import render
+from ui import render, state
 from ui.parts import search as search_parts
 from ui.render import md
 from ui.workspace import Workspace
@@ -108,7 +108,8 @@ def _side_table(run: CompareRun, letter: str) -> list[int]:
               .map(_found_style, subset=["found"]))
     selection = st.dataframe(
         styled, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
-        key=f"compare_table_{letter.lower()}", height=min(38 + 35 * len(rows), 425), placeholder=EMPTY,
+        key=state.table_key(f"compare_table_{letter.lower()}", (r.hit.chunk_id for r in rows)),
+        height=min(38 + 35 * len(rows), 425), placeholder=EMPTY,
         column_config={
             "#": st.column_config.NumberColumn(width=32),
             "found": st.column_config.TextColumn(width=72, help=f"both: {other} found the same text too; ▲ n: B "

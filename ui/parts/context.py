@@ -49,7 +49,7 @@ def included_frame(context: Context, hits: list[Hit]) -> pd.DataFrame:
     for source, hit in zip(context.sources, context.included, strict=True):
         original = originals.get(hit.chunk_id)
         rows.append({"source": source.number, "rank": rank.get(hit.chunk_id), "score": hit.score,
-                     "document": hit.document_title, "heading path": render.heading_label(hit.heading_path),
+                     "document": hit.document_title, "heading path": render.heading_tail(hit.heading_path),
                      "pages": render.pages_label(hit.page_start, hit.page_end), "chunk": hit.chunk_index,
                      "tokens": tokens.count(hit.content),
                      "trimmed": bool(original and len(hit.content) < len(original.content)) and not source.truncated,

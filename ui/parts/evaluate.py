@@ -48,7 +48,7 @@ def read_query_source() -> tuple[list[Query], list[Document] | None, str] | None
     """Draw the query-set inputs; return (queries, documents of a SQuAD file or None, name), or None."""
     left, right = st.columns([1, 1])
     how = left.radio("Query set", ["Upload", "Sample folder", synthetic.CHOICE], horizontal=True,
-                     key="evaluate_query_from")
+                     key="evaluate_query_from", persist_state="session")
     if how == synthetic.CHOICE:  # made under "Make a synthetic query set" (ui.parts.synthetic)
         return synthetic.query_source(right)
     if how == "Upload":
@@ -63,13 +63,14 @@ def read_query_source() -> tuple[list[Query], list[Document] | None, str] | None
         if not paths:
             right.info("The sample folder holds no query sets (.jsonl, .csv) or SQuAD .json files. Upload one.")
             return None
-        path = right.selectbox("File", paths, format_func=lambda p: str(p.relative_to(folder)), key="evaluate_sample")
+        path = right.selectbox("File", paths, format_func=lambda p: str(p.relative_to(folder)), key="evaluate_sample",
+                               persist_state="session")
         name, data = path.name, path.read_bytes()
     if not name.lower().endswith(".json"):
         queries = load_query_set(data, name)
         right.caption(f"{len(queries)} queries in {md(name)}.")
         return queries, None, name
-    articles = right.number_input("SQuAD articles to use", 1, 1000, 3, key="evaluate_articles",
+    articles = right.number_input("SQuAD articles to use", 1, 1000, 3, key="evaluate_articles", persist_state="session",
                                   help="Each article becomes one document; fewer articles make a faster run.")
     documents, queries = sweep_input(import_squad(data, name, int(articles)))
     right.caption(f"{len(queries)} questions on {len(documents)} articles of {md(name)}.")
@@ -81,7 +82,7 @@ def read_documents(ws: Workspace, squad_documents: list[Document] | None) -> Cal
     choices = (["The SQuAD articles"] if squad_documents else []) + ["A collection", "Upload documents"]
     left, right = st.columns([1, 1])
     key = "evaluate_documents_from" + ("_squad" if squad_documents else "")  # a SQuAD file starts on its articles
-    how = left.radio("Documents", choices, horizontal=True, key=key)
+    how = left.radio("Documents", choices, horizontal=True, key=key, persist_state="session")
     if how == "The SQuAD articles":
         return lambda: squad_documents
     if how == "A collection":
@@ -114,7 +115,7 @@ def run(ws: Workspace, documents: Callable[[], list[Document]], queries: list[Qu
     bar = st.progress(0.0, text="Reading the documents…")
     try:
         loaded = documents()
-        bar.progress(0.0, text="Embedding the queries (the local model loads once, about 12 s)…")
+        bar.progress(0.0, text="Embedding the queries (the first time, this loads the model)…")
         result = run_sweep(loaded, queries, configs, ws.embedder(), store=ws.store,
                            cache=EmbeddingCache(default_cache_dir(ws.store)), ks=cuts, skipped=skipped,
                            modes=searches, progress=lambda event: bar.progress(event.fraction, text=md(event.status)))

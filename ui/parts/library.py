@@ -11,8 +11,8 @@ from rag.chunking.chunker import DEFAULT_CHUNK_SIZE, ChunkSettings
 from rag.errors import RagError
 from rag.evaluation.sweep import sweep_groups
 from rag.store.records import DocumentInfo
-from ui import errors, resources
-from ui.render import md
+from ui import errors, resources, state
+from ui.render import counted, md
 from ui.workspace import Workspace
 
 
@@ -39,7 +39,7 @@ def repair(workspace: Workspace, document: DocumentInfo) -> None:
         finally:
             resources.store_changed()
         if result.ok:
-            st.toast(f"Stored {result.chunks} chunks of {md(document.title)}.")
+            state.announce(f"Stored {counted(result.chunks, 'chunk')} of {md(document.title)}.")
             st.rerun()
         st.error(md(result.error or "The ingest failed."))
     if delete.button("Delete what the interrupted ingest left", icon=":material/delete:", key="repair_delete"):
@@ -50,7 +50,7 @@ def repair(workspace: Workspace, document: DocumentInfo) -> None:
             errors.show(error)
             return
         resources.store_changed()
-        st.toast(f"Deleted {removed} chunks left by the interrupted ingest of {md(document.title)}.")
+        state.announce(f"Deleted {counted(removed, 'chunk')} left by the interrupted ingest of {md(document.title)}.")
         st.rerun()
 
 
@@ -61,17 +61,20 @@ def sweeps(ws: Workspace) -> None:
     if not groups:
         return
     total = sum(len(names) for names in groups.values())
-    with st.expander(f"Sweep collections: {total} from {len(groups)} sweep(s)", icon=":material/science:"):
+    with st.expander(f"Sweep collections: {total} from {counted(len(groups), 'sweep')}", icon=":material/science:"):
         st.dataframe(pd.DataFrame([
             {"sweep": key, "collections": len(names), "chunks": sum(points[n] for n in names),
              "configurations": ", ".join(n.split("-", 2)[2] for n in names)}
             for key, names in groups.items()
         ]), hide_index=True, width="stretch")
+        state.keep("library_sweep", list(groups), next(iter(groups)))  # a deleted sweep's label is no sweep
         key = st.selectbox("Sweep", list(groups), key="library_sweep",
-                           format_func=lambda k: f"{k} · {len(groups[k])} collections")
+                           format_func=lambda k: f"{k} · {counted(len(groups[k]), 'collection')}")
         names = groups[key]
-        with st.popover(f"Delete sweep {key} ({len(names)} collections)", icon=":material/delete_sweep:"):
-            st.write(f"Delete the {len(names)} collections of sweep {key} ({sum(points[n] for n in names):,} chunks)? "
+        with st.popover(f"Delete sweep {md(key)} ({counted(len(names), 'collection')})",
+                        icon=":material/delete_sweep:"):
+            chunks = sum(points[n] for n in names)
+            st.write(f"Delete the {counted(len(names), 'collection')} of sweep {md(key)} ({counted(chunks, 'chunk')})? "
                      "The next sweep over the same documents builds them again; cached embeddings are kept.")
             if st.button("Yes, delete the sweep", type="primary", key="confirm_delete_sweep"):
                 deleted = 0
@@ -82,5 +85,5 @@ def sweeps(ws: Workspace) -> None:
                 except RagError as error:
                     errors.show(error)
                 resources.store_changed()
-                st.toast(f"Deleted {deleted} of {len(names)} collections of sweep {key}.")
+                state.announce(f"Deleted {deleted} of {len(names)} collections of sweep {md(key)}.")
                 st.rerun()

@@ -7,7 +7,6 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-import altair as alt
 import pandas as pd
 import streamlit as st
 
@@ -17,6 +16,7 @@ from rag.errors import RagError
 from rag.reports import hits as hit_report
 from rag.reports.scores import ScoreDistribution, score_distribution
 from rag.store.client import Store
+from rag.store.fusion import RRF_K
 from rag.store.keywords import Analyzer
 from rag.store.records import Hit
 from rag.store.search import candidate_limit
@@ -43,8 +43,8 @@ SCALES = {
                            "and rarity of the query words a chunk holds."),
     "convex": ThresholdScale("convex", 0.3, 0.01, 1.0, "%.2f", "Weighted sum of the normalised dense and keyword "
                              "scores, 0–1."),
-    "rrf": ThresholdScale("RRF", 0.01, 0.001, 1.0, "%.3f", "Reciprocal-rank score: about 1/(60 + rank) per list; "
-                          "0.016 is a first rank in one list."),
+    "rrf": ThresholdScale("RRF", 0.1, 0.01, 1.0, "%.3f", f"Reciprocal-rank score: 1/({RRF_K} + rank − 1) per list, "
+                          f"summed; a first rank in one list scores {1 / RRF_K:.2f}, a tenth {1 / (RRF_K + 9):.3f}."),
     "dbsf": ThresholdScale("DBSF", 0.3, 0.01, None, "%.2f", "Sum of the scores normalised by their spread (about "
                            "0–1 per list)."),
 }
@@ -61,7 +61,7 @@ def run_search(ws: Workspace, query: str, top_k: int, threshold: float | None, d
     started = time.perf_counter()
     try:
         embedder = ws.embedder()
-        with st.spinner("Searching… (the local model loads once, about 12 s)"):
+        with st.spinner("Searching… (the first search loads the model)"):
             vector = None
             if mode != "sparse" and query.strip():
                 vector = resources.query_vector(embedder, (embedder.model_id, embedder.query_prompt), query)
@@ -74,7 +74,6 @@ def run_search(ws: Workspace, query: str, top_k: int, threshold: float | None, d
     outcome = hit_report.apply_threshold(hits, top_k, threshold)
     return SearchRun(query, ws.collection, ws.location, top_k, threshold, document_ids, hits, outcome,
                      embedder.model_id, time.perf_counter() - started, mode, fusion, include_toc)
-PUNCTUATION = "\"'.,;:!?()[]{}«»„“”‚‘’"
 
 
 def notes(run: SearchRun) -> None:
@@ -126,7 +125,7 @@ def hits_frame(hits: list[Hit], mode: str = "dense", query: str = "", analyzer: 
             if h.score_kind == "rrf":
                 row["fused from"] = rrf_sum(h)
         row |= {"query words in chunk": keywords(query, h, analyzer), "document": h.document_title or h.document_id,
-                "heading path": render.heading_label(h.heading_path),
+                "heading path": render.heading_tail(h.heading_path),
                 "pages": render.pages_label(h.page_start, h.page_end), "chunk": h.chunk_index}
         rows.append(row)
     return pd.DataFrame(rows)
@@ -153,7 +152,7 @@ def hit_table(hits: list[Hit], mode: str = "dense", query: str = "", top_k: int 
         "query words in chunk": st.column_config.TextColumn("query words", width=130, help=(
             "the query's words whose keyword terms occur in the chunk (stop words left out)")),
         "document": st.column_config.TextColumn(width=150),
-        "heading path": st.column_config.TextColumn(width=230),
+        "heading path": st.column_config.TextColumn(width=230, help=render.HEADING_TAIL_HELP),
         "pages": st.column_config.TextColumn(width=50),
         "chunk": st.column_config.NumberColumn(width=50),
     })
@@ -183,9 +182,9 @@ def sources(hits: list[Hit]) -> None:
          "ranks": ", ".join(map(str, s.ranks))}
         for s in scores
     ])
-    st.altair_chart(render.source_chart(frame, score_name(hits)), width="content")
+    st.vega_lite_chart(spec=render.source_chart(frame, score_name(hits)), width="content")
     if len(scores) == 1:
-        st.caption(f"All {len(hits)} hits come from one document.")
+        st.caption("All hits come from one document." if len(hits) > 1 else "One hit.")
     else:
         leader = scores[0]
         st.caption(f"{len(scores)} documents; '{md(leader.title)}' has {leader.hits} of {len(hits)} hits "
@@ -244,67 +243,88 @@ def _distribution(_store: Store, _embedder: Embedder | None, key: tuple, query: 
                               query_vector=vector)
 
 
-def _rules(dist: ScoreDistribution, axis: str) -> list[alt.Chart]:
-    """Return the threshold and top_k-cut rules with their labels, across a score axis "x" or "y"."""
+def _rules(dist: ScoreDistribution, axis: str) -> tuple[list[dict], dict[str, pd.DataFrame]]:
+    """Return the threshold and top_k-cut rules with their labels, across a score axis "x" or "y", and their data."""
     cuts = []
     if dist.threshold is not None:
         cuts.append((dist.threshold, f"threshold {dist.threshold:.3g}", THRESHOLD_COLOUR, [5, 3]))
     if dist.kth_score is not None:
         cuts.append((dist.kth_score, f"top_k={dist.top_k} cut {dist.kth_score:.3g}", CUT_COLOUR, [2, 2]))
-    rules, labels = [], []
+    rules, labels, datasets = [], [], {}
     values = [*dist.scores, *(c[0] for c in cuts)]
     low, high = min(values), max(values)
+    score = {"field": "score", "type": "quantitative"}
     for i, (value, label, colour, dash) in enumerate(cuts):
-        chart = alt.Chart(pd.DataFrame({"score": [value], "label": [label]}))
+        name = f"cut-{axis}-{i}"
+        datasets[name] = pd.DataFrame({"score": [value], "label": [label]})
+        data = {"name": name}
+        rules.append({"data": data, "mark": {"type": "rule", "color": colour, "strokeDash": dash, "size": 2},
+                      "encoding": {axis: score}})
         if axis == "x":  # labels stacked at the top, beside their rule on the side with room
             right = value - low > 0.6 * (high - low)
-            rules.append(chart.mark_rule(color=colour, strokeDash=dash, size=2).encode(x="score:Q"))
             place = {"align": "right" if right else "left", "baseline": "top", "dx": -4 if right else 4,
                      "dy": 4 + 15 * i}
-            where = {"x": "score:Q", "y": alt.value(0)}
+            where = {"x": score, "y": {"value": 0}}
         else:  # labels at the right edge, the threshold's below its rule, the cut's above, so they never overlap
-            rules.append(chart.mark_rule(color=colour, strokeDash=dash, size=2).encode(y="score:Q"))
             place = {"align": "right", "dy": 9 if colour == THRESHOLD_COLOUR else -7}
-            where = {"y": "score:Q", "x": alt.value("width")}
-        text = {"fontSize": 11, "fontWeight": "bold", **place}
-        labels.append(chart.mark_text(stroke="white", strokeWidth=4, strokeJoin="round", **text)
-                      .encode(text="label:N", **where))  # a white halo: readable over bars and rules
-        labels.append(chart.mark_text(color=colour, **text).encode(text="label:N", **where))
-    return rules + labels
+            where = {"y": score, "x": {"value": "width"}}
+        text = {"type": "text", "fontSize": 11, "fontWeight": "bold", **place}
+        encoding = {"text": {"field": "label", "type": "nominal"}, **where}
+        labels.append({"data": data, "mark": {**text, "stroke": "white", "strokeWidth": 4, "strokeJoin": "round"},
+                       "encoding": encoding})  # a white halo: readable over bars and rules
+        labels.append({"data": data, "mark": {**text, "color": colour}, "encoding": encoding})
+    return rules + labels, datasets
 
 
-def histogram(dist: ScoreDistribution, title: str) -> alt.LayerChart:
-    """Return how many chunks got each score (binned), the cuts drawn as vertical rules."""
+def _returned(dist: ScoreDistribution) -> pd.DataFrame:
     frame = pd.DataFrame(dist.rows(), columns=["rank", "score", "in_top_k", "above_threshold", "kept"])
     frame["returned"] = frame["kept"].map({True: "returned", False: "not returned"})
-    bars = alt.Chart(frame).mark_bar(opacity=0.9).encode(
-        x=alt.X("score:Q", bin=alt.Bin(maxbins=40), title=title),
-        y=alt.Y("count():Q", title="chunks"),
-        color=alt.Color("returned:N", scale=alt.Scale(domain=["returned", "not returned"], range=[KEPT, BAR]),
-                        legend=None),
-        tooltip=[alt.Tooltip("count():Q", title="chunks"), "returned"],
-    )
-    return alt.layer(bars, *_rules(dist, "x")).properties(height=HEIGHT)
+    return frame[["rank", "score", "returned"]]
 
 
-def rank_line(dist: ScoreDistribution, title: str) -> alt.LayerChart:
-    """Return every score against its rank (log scale past 50 ranks), returned chunks in orange."""
-    frame = pd.DataFrame(dist.rows(), columns=["rank", "score", "in_top_k", "above_threshold", "kept"])
-    frame["returned"] = frame["kept"].map({True: "returned", False: "not returned"})
+RETURNED_COLOUR = {"field": "returned", "type": "nominal", "legend": None,
+                   "scale": {"domain": ["returned", "not returned"], "range": [KEPT, BAR]}}
+
+
+def histogram(dist: ScoreDistribution, title: str) -> dict:
+    """Return how many chunks got each score (binned), the cuts drawn as vertical rules (a Vega-Lite spec).
+
+    Charts on this page are written as Vega-Lite specs, not built with Altair: Altair's validation took about
+    0.2 s per chart, more than the search itself, on every top_k or threshold change.
+    """
+    bars = {"data": {"name": "scores"}, "mark": {"type": "bar", "opacity": 0.9}, "encoding": {
+        "x": {"field": "score", "type": "quantitative", "bin": {"maxbins": 40}, "title": title},
+        "y": {"aggregate": "count", "type": "quantitative", "title": "chunks"},
+        "color": RETURNED_COLOUR,
+        "tooltip": [{"aggregate": "count", "type": "quantitative", "title": "chunks"},
+                    {"field": "returned", "type": "nominal"}],
+    }}
+    rules, datasets = _rules(dist, "x")
+    return {"height": HEIGHT, "layer": [bars, *rules], "datasets": {"scores": _returned(dist), **datasets}}
+
+
+def rank_line(dist: ScoreDistribution, title: str) -> dict:
+    """Return every score against its rank (log scale past 50 ranks), returned chunks in orange (a Vega-Lite spec)."""
+    frame = _returned(dist)
     log = len(frame) > 50
-    x = alt.X("rank:Q", title="rank" + (" (log scale)" if log else ""), axis=alt.Axis(grid=False),
-              scale=alt.Scale(type="log") if log else alt.Scale(domainMin=1, nice=False))
-    base = alt.Chart(frame).encode(x=x, y=alt.Y("score:Q", title=title, scale=alt.Scale(zero=False)))
-    line = base.mark_line(color=BAR, strokeWidth=1.5)
-    dots = base.mark_circle(size=28, opacity=0.9).encode(
-        color=alt.Color("returned:N", scale=alt.Scale(domain=["returned", "not returned"], range=[KEPT, BAR]),
-                        legend=None),
-        tooltip=["rank", alt.Tooltip("score:Q", format=".4f"), "returned"])
-    layers = [line, dots, *_rules(dist, "y")]
+    x = {"field": "rank", "type": "quantitative", "title": "rank" + (" (log scale)" if log else ""),
+         "axis": {"grid": False}, "scale": {"type": "log"} if log else {"domainMin": 1, "nice": False}}
+    y = {"field": "score", "type": "quantitative", "title": title, "scale": {"zero": False}}
+    line = {"data": {"name": "scores"}, "mark": {"type": "line", "color": BAR, "strokeWidth": 1.5},
+            "encoding": {"x": x, "y": y}}
+    dots = {"data": {"name": "scores"}, "mark": {"type": "circle", "size": 28, "opacity": 0.9}, "encoding": {
+        "x": x, "y": y, "color": RETURNED_COLOUR,
+        "tooltip": [{"field": "rank", "type": "quantitative"},
+                    {"field": "score", "type": "quantitative", "format": ".4f"},
+                    {"field": "returned", "type": "nominal"}]}}
+    rules, datasets = _rules(dist, "y")
+    layers = [line, dots, *rules]
     if dist.kth_score is not None:
-        cut = pd.DataFrame({"rank": [dist.top_k]})
-        layers.append(alt.Chart(cut).mark_rule(color=CUT_COLOUR, strokeDash=[2, 2]).encode(x="rank:Q"))
-    return alt.layer(*layers).properties(height=HEIGHT)
+        datasets["cut-rank"] = pd.DataFrame({"rank": [dist.top_k]})
+        rule = {"type": "rule", "color": CUT_COLOUR, "strokeDash": [2, 2]}
+        layers.append({"data": {"name": "cut-rank"}, "mark": rule,
+                       "encoding": {"x": {"field": "rank", "type": "quantitative"}}})
+    return {"height": HEIGHT, "layer": layers, "datasets": {"scores": frame, **datasets}}
 
 
 def summary(dist: ScoreDistribution) -> str:
@@ -339,8 +359,8 @@ def distribution(ws: Workspace, run: SearchRun, embedder: Embedder | None) -> No
         return
     title = SCORE_NAMES.get(dist.score_kind or "cosine", dist.score_kind or "score")
     left, right = st.columns(2)
-    left.altair_chart(histogram(dist, title), width="stretch")
-    right.altair_chart(rank_line(dist, title), width="stretch")
+    left.vega_lite_chart(spec=histogram(dist, title), width="stretch")
+    right.vega_lite_chart(spec=rank_line(dist, title), width="stretch")
     st.caption(summary(dist) + " Orange: the chunks this search returns; red dashed: the threshold; grey dotted: "
                "the score at rank top_k. A threshold just above a drop in the right-hand curve keeps the chunks that "
                "stand out.")

@@ -15,7 +15,7 @@ from rag.documents.loader import SourceFile, check_size
 from rag.errors import DocumentError, RagError
 from rag.pipeline import IngestResult, Progress
 from ui import errors, jobs, nav, resources, state
-from ui.render import md
+from ui.render import counted, md
 from ui.workspace import Workspace
 
 STAGE_WORDS = {"extract": "reading text", "chunk": "chunking", "embed": "embedding", "store": "storing"}
@@ -32,7 +32,7 @@ def describe(progress: Progress) -> str:
     """Return the one-line text of a file's progress bar."""
     name = md(progress.filename)
     if progress.stage == "done":
-        return f"{name}: done, {progress.total} chunks"
+        return f"{name}: done, {counted(progress.total, 'chunk')}"
     if progress.stage == "error":
         return f"{name}: failed (see below)"
     words = STAGE_WORDS.get(progress.stage, progress.stage)
@@ -66,7 +66,7 @@ def replacement_notice(workspace: Workspace, collection: str, names: Sequence[st
         return False
     keep = st.checkbox("Keep both versions", key=state.KEEP_VERSIONS,
                        help="Store the new file next to the document of the same name instead of replacing it.")
-    listed = ", ".join(f"'{md(d.title)}' ({d.chunks} chunks)" for d in same)
+    listed = ", ".join(f"'{md(d.title)}' ({counted(d.chunks, 'chunk')})" for d in same)
     if keep:
         st.info(f"{listed} stay in '{md(collection)}'; the new files are added next to them.")
     else:
@@ -117,6 +117,7 @@ def run(files: Sequence[SourceFile], workspace: Workspace, collection: str, sett
         list(files), collection, settings, embedder, workspace.store, workspace.location,
         archive=resources.archive(workspace.store), keep_versions=keep_versions, language=language)
     state.put(state.MY_JOBS, [*state.get(state.MY_JOBS, []), job.id])
+    resources.remember_collection(workspace.location, collection)  # a reload opens what this job writes
     return True
 
 
@@ -124,6 +125,8 @@ def show_jobs(workspace: Workspace) -> None:
     """Draw the jobs of this store: the running and waiting ones live, then what the last ones stored."""
     queue = jobs.jobs_queue(resources.change_hook())
     listed = queue.jobs(workspace.location)
+    if state.MY_JOBS not in st.session_state:  # a new session (a reload): it follows the jobs running now
+        state.put(state.MY_JOBS, [job.id for job in listed if job.active])
     if any(job.active for job in listed):
         _live(workspace.location)
     finished = [job for job in listed if not job.active][:5]

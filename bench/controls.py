@@ -1,0 +1,141 @@
+"""How fast the Search page and the Chunks page's live tuning answer a control, in a real browser.
+
+    python -m bench.controls [PDF] [--embedder local] [--steps 5]
+
+Ingests PDF (default: l2kurz.pdf, 58 pages, as bench.ingest finds it) with the CLI into a fresh folder, starts
+`streamlit run app.py` on it and drives Debian's Chromium (Playwright). Each figure is the time from the change
+(a key press on the top_k slider, a click on a mode, a fusion, the threshold box, a live-tuning slider step) to the
+page showing the new result and Streamlit's run having ended, median of --steps changes. The reference in the same
+run: the first search (it embeds the query; the model is loaded before it) and a rerun that changes nothing but a
+toggle outside the results. Browser time includes the WebSocket round trip and drawing; the goal is 300 ms of
+server time on an idle machine, and the load is printed beside the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench.ingest import default_pdf
+from tests.e2e.conftest import CHROMIUM, LAUNCH_ARGS, VIEWPORT, AppServer, go, search, settle
+
+ROOT = Path(__file__).resolve().parents[1]
+QUERY = "Wie erstellt man eine Tabelle in LaTeX?"
+
+
+def timed(page, act, done) -> float:
+    """Return the seconds from act() until done() holds and the app's run has ended."""
+    started = time.perf_counter()
+    act()
+    done()
+    settle(page)
+    return time.perf_counter() - started
+
+
+def caption(page) -> str:
+    return page.get_by_text(re.compile(r"hit\(s\) for")).first.inner_text()
+
+
+def search_controls(page, steps: int) -> dict[str, list[float]]:
+    figures: dict[str, list[float]] = {"top_k +1 (slider key)": [], "mode switch": [], "fusion change": [],
+                                       "threshold on/off": []}
+    thumb = page.get_by_test_id("stSlider").filter(has_text="top_k").get_by_role("slider")
+    for _ in range(steps):
+        before = caption(page)
+        thumb.focus()
+        figures["top_k +1 (slider key)"].append(timed(page, lambda: thumb.press("ArrowRight"),
+                                                      lambda b=before: page.wait_for_function(
+                                                          "(b) => !document.body.innerText.includes(b)", arg=b)))
+    modes = ["Dense", "Keyword (BM25)", "Hybrid"]
+    for i in range(steps):
+        name = modes[i % len(modes)]
+        button = page.get_by_test_id("stButtonGroup").get_by_role("radio", name=name, exact=True)
+        figures["mode switch"].append(timed(page, button.click, lambda n=name: page.get_by_text(
+            re.compile({"Dense": r"· local|· fake|· openai|· ollama", "Keyword (BM25)": "keyword search",
+                        "Hybrid": r"hybrid \("}[n])).first.wait_for()))
+    if page.get_by_test_id("stButtonGroup").get_by_role("radio", name="Hybrid", exact=True).is_visible():
+        page.get_by_test_id("stButtonGroup").get_by_role("radio", name="Hybrid", exact=True).click()
+        settle(page)
+    for i in range(steps):
+        method = ("rrf", "dbsf", "convex")[i % 3]
+        box = page.get_by_test_id("stSelectbox").filter(has_text="Fusion")
+
+        def pick(m=method, b=box):
+            b.click()
+            page.get_by_role("option", name=m, exact=True).click()
+
+        figures["fusion change"].append(timed(page, pick, lambda m=method: page.get_by_text(
+            re.compile(rf"hybrid \({m}")).first.wait_for()))
+    box = page.get_by_test_id("stCheckbox").filter(has_text="Score threshold")
+    for _ in range(steps):
+        before = caption(page)
+        figures["threshold on/off"].append(timed(page, box.click, lambda b=before: page.wait_for_function(
+            "(b) => !document.body.innerText.includes(b)", arg=b)))
+    return figures
+
+
+def tuning_steps(page, steps: int) -> list[float]:
+    go(page, "Chunks")
+    page.get_by_role("tab", name="Live tuning").click()
+    page.get_by_text("Tokens per chunk, stored settings").wait_for()
+    thumb = page.get_by_test_id("stSlider").filter(has_text="chunk_size").get_by_role("slider")
+    times = []
+    for _ in range(steps):
+        thumb.focus()
+        header = page.locator("th", has_text=re.compile(r"new: \d+ / ")).first.inner_text()
+        value = int(re.search(r"new: (\d+) /", header).group(1))
+        times.append(timed(page, lambda: thumb.press("ArrowLeft"), lambda v=value - 10: page.locator(
+            "th", has_text=re.compile(rf"new: {v} / ")).first.wait_for(state="attached")))
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("pdf", nargs="?", type=Path)
+    parser.add_argument("--embedder", default="local")
+    parser.add_argument("--steps", type=int, default=5)
+    args = parser.parse_args()
+    pdf = args.pdf or default_pdf()
+    folder = Path(tempfile.mkdtemp(prefix="bench-controls-"))
+    env = {**os.environ, "RAG_QDRANT_PATH": str(folder / "qdrant"), "RAG_EMBEDDER": args.embedder}
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "rag", "ingest", str(pdf), "--collection", "documents"], cwd=ROOT, env=env,
+                   check=True, capture_output=True)
+    print(f"ingested {pdf.name} with {args.embedder} in {time.perf_counter() - started:.1f} s; "
+          f"load {os.getloadavg()[0]:.2f}")
+    server = AppServer(folder, {"RAG_EMBEDDER": args.embedder, "RAG_DATA_ROOT": str(folder)})
+    from playwright.sync_api import sync_playwright
+
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
+            page = browser.new_context(viewport=VIEWPORT).new_page()
+            page.set_default_timeout(120_000)
+            page.goto(server.url)
+            page.get_by_test_id("stSidebarNav").wait_for()
+            go(page, "Search")
+            first = timed(page, lambda: search(page, "Schriftgröße"), lambda: page.get_by_text(
+                re.compile(r"hit\(s\) for")).first.wait_for())
+            second = timed(page, lambda: search(page, QUERY), lambda: page.get_by_text(
+                re.compile(r"hit\(s\) for .Wie erstellt")).first.wait_for())
+            figures = search_controls(page, args.steps)
+            figures["live tuning step (chunk_size -10)"] = tuning_steps(page, args.steps)
+            browser.close()
+    finally:
+        server.stop()
+    print(f"load {os.getloadavg()[0]:.2f} · reference: first search {first * 1000:.0f} ms (loads and embeds), "
+          f"a new query {second * 1000:.0f} ms (embeds it)")
+    print(f"{'change':38} {'median ms':>10} {'max ms':>8}   (browser: change -> new result shown, run ended)")
+    for name, times in figures.items():
+        print(f"{name:38} {statistics.median(times) * 1000:10.0f} {max(times) * 1000:8.0f}")
+
+
+if __name__ == "__main__":
+    main()

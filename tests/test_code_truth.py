@@ -1,0 +1,71 @@
+"""Comments, docstrings, help texts and the README say what is true today: every `rag.`/`ui.` name they mention
+exists, and the numbers a help text states come from the code."""
+
+from __future__ import annotations
+
+import importlib
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCES = sorted([*ROOT.glob("rag/**/*.py"), *ROOT.glob("ui/**/*.py"), *ROOT.glob("app_pages/*.py"),
+                  *ROOT.glob("bench/*.py"), *ROOT.glob("tests/**/*.py"), ROOT / "app.py", ROOT / "README.md"])
+SOURCES.remove(Path(__file__).resolve())  # this file names missing modules on purpose
+DOTTED = re.compile(r"(?<![\w./])(?:rag|ui)(?:\.[A-Za-z_]\w*)+")
+
+
+def resolves(name: str) -> bool:
+    """Return whether a dotted name is a module, or an attribute chain on the longest module prefix of it."""
+    parts = name.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            target = importlib.import_module(".".join(parts[:cut]))
+        except ModuleNotFoundError:
+            continue
+        for attribute in parts[cut:]:
+            if not hasattr(target, attribute):
+                return False
+            target = getattr(target, attribute)
+        return True
+    return False
+
+
+def mentions() -> dict[str, list[str]]:
+    """Return every rag./ui. name written in the sources and README, with where it is written."""
+    found: dict[str, list[str]] = {}
+    for path in SOURCES:
+        text = path.read_text(encoding="utf-8")
+        for match in DOTTED.finditer(text):
+            line = text.count("\n", 0, match.start()) + 1
+            found.setdefault(match.group(0).rstrip("."), []).append(f"{path.relative_to(ROOT)}:{line}")
+    return found
+
+
+def test_every_rag_or_ui_name_in_comments_docstrings_and_the_readme_exists():
+    missing = {name: where for name, where in mentions().items() if not resolves(name)}
+    assert not missing, "names that no longer exist: " + "; ".join(f"{n} ({', '.join(w[:3])})"
+                                                                   for n, w in sorted(missing.items()))
+
+
+def test_the_check_finds_a_name_that_does_not_exist():
+    assert resolves("rag.store.fusion.RRF_K") and resolves("rag.chunking.toc")
+    assert not resolves("rag.sparse") and not resolves("rag.store_search.MODES") and not resolves("rag.fusion")
+
+
+def test_the_rrf_help_states_the_score_the_engine_gives():
+    """The Search page's RRF threshold help says what a first rank in one list scores: the engine must agree."""
+    from rag import pipeline
+    from rag.embeddings.fake import FakeEmbedder
+    from rag.store.open import open_store
+    from ui.parts.search import SCALES
+
+    store, embedder = open_store(":memory:"), FakeEmbedder()
+    pipeline.ingest([pipeline.SourceFile("a.md", "# Titel\n\nPasswörter werden gehasht.\n".encode())], "c",
+                    embedder=embedder, store=store)
+    (hit,) = store.search("c", embedder.embed_query(["Wolken"])[0], top_k=1, mode="hybrid", query_text="Wolken",
+                          fusion="rrf")  # in the dense list only: no query word is in the chunk
+    stated = re.search(r"a first rank in one list scores ([\d.]+)", SCALES["rrf"].help)
+    assert stated, SCALES["rrf"].help
+    assert hit.score == pytest.approx(float(stated.group(1)), abs=0.005)

@@ -1,0 +1,149 @@
+"""Servers that accept and never answer: each client gives up after its timeout setting and names it.
+
+Loopback servers that take the connection and then stay silent (or fall silent mid-answer); the timeouts
+are set short through the environment (RAG_QDRANT_TIMEOUT, RAG_EMBED_TIMEOUT, RAG_LLM_TIMEOUT) and
+pytest-timeout guards against a client that would wait for ever. No assertion is about time.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import threading
+
+import pytest
+
+from rag.embeddings.http import RetryPolicy
+from rag.embeddings.ollama import OllamaEmbedder
+from rag.embeddings.openai import OpenAIEmbedder
+from rag.errors import EmbedderUnavailableError, InvalidSettingsError, LLMUnavailableError, StoreUnavailableError
+from rag.generation.llm import OllamaChat, OpenAIChat
+from rag.settings import check_environment, timeout
+from rag.store.open import open_store
+from tests.conftest import run
+
+pytestmark = pytest.mark.timeout(90)
+MESSAGES = [{"role": "user", "content": "Frage?"}]
+NO_WAIT = RetryPolicy(retries=1, sleep=lambda seconds: None)
+
+
+class Stalling:
+    """A loopback HTTP server that answers its first `answers` requests like Qdrant and then falls silent;
+    with `piece`, it starts a streamed answer (headers and that piece) and falls silent after it."""
+
+    def __init__(self, answers: int = 0, piece: bytes = b""):
+        self.release, self.requests = threading.Event(), 0
+        server = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def answer(self):
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                server.requests += 1
+                if server.requests <= answers:
+                    body = json.dumps({"result": {"collections": []}, "status": "ok", "time": 0}).encode()
+                    self.send_response(200)
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                    return
+                if piece:
+                    self.send_response(200)
+                    self.end_headers()
+                    self.wfile.write(piece)
+                    self.wfile.flush()
+                server.release.wait(60)  # silent: the connection stays open, nothing more comes
+
+            do_GET = do_POST = answer  # noqa: N815 (the http.server API)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.release.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def silent():
+    server = Stalling()
+    yield server
+    server.close()
+
+
+def test_defaults_fit_an_interactive_tool():
+    assert (timeout("RAG_QDRANT_TIMEOUT", {}), timeout("RAG_EMBED_TIMEOUT", {}), timeout("RAG_LLM_TIMEOUT", {})) == (
+        10.0, 30.0, 60.0)
+    assert timeout("RAG_LLM_TIMEOUT", {"RAG_LLM_TIMEOUT": " 2.5 "}) == 2.5
+
+
+@pytest.mark.parametrize("variable", ["RAG_QDRANT_TIMEOUT", "RAG_EMBED_TIMEOUT", "RAG_LLM_TIMEOUT"])
+@pytest.mark.parametrize("value", ["abc", "0", "-1", "nan", "inf", "10s"])
+def test_a_malformed_timeout_is_refused_at_start_in_one_line(variable, value, monkeypatch, capsys):
+    with pytest.raises(InvalidSettingsError, match=f"{variable}='{value}' is not a positive number"):
+        check_environment({variable: value})
+    monkeypatch.setenv(variable, value)
+    code, out, err = run(capsys, "collections", "--store", "/nonexistent/never-opened")
+    assert code == 1 and out == "" and err.count("\n") == 1 and variable in err
+
+
+def test_a_silent_qdrant_server_times_out_and_names_the_setting(silent, monkeypatch):
+    monkeypatch.setenv("RAG_QDRANT_TIMEOUT", "1")  # qdrant-client takes whole seconds
+    with pytest.raises(StoreUnavailableError, match=r"did not answer within 1 s.*raise RAG_QDRANT_TIMEOUT") as error:
+        open_store(url=silent.url)
+    assert "127.0.0.1" in str(error.value) and "\n" not in str(error.value)
+
+
+def test_qdrant_falling_silent_after_connecting_names_the_setting(monkeypatch):
+    server = Stalling(answers=1)  # the probe is answered, the next request is not
+    monkeypatch.setenv("RAG_QDRANT_TIMEOUT", "1")
+    try:
+        store = open_store(url=server.url)
+        with pytest.raises(StoreUnavailableError, match="did not answer in time.*raise RAG_QDRANT_TIMEOUT"):
+            store.collections()
+        store.close()
+    finally:
+        server.close()
+
+
+@pytest.mark.parametrize("make", [lambda url: OllamaEmbedder("m", host=url, retry=NO_WAIT),
+                                  lambda url: OpenAIEmbedder("m", base_url=url, api_key="", retry=NO_WAIT)])
+def test_a_silent_embedding_server_times_out_and_names_the_setting(make, silent, monkeypatch):
+    monkeypatch.setenv("RAG_EMBED_TIMEOUT", "0.3")
+    embedder = make(silent.url)
+    with pytest.raises(EmbedderUnavailableError, match=r"did not answer within 0.3 s.*raise RAG_EMBED_TIMEOUT"):
+        embedder.embed_documents(["Kündigungsfrist"])
+    assert silent.requests == 1  # a read timeout is not retried
+
+
+@pytest.mark.parametrize("make", [lambda url: OllamaChat("m", host=url, retry=NO_WAIT),
+                                  lambda url: OpenAIChat("m", base_url=url, api_key="", retry=NO_WAIT)])
+def test_a_silent_llm_times_out_and_names_the_setting(make, silent, monkeypatch):
+    monkeypatch.setenv("RAG_LLM_TIMEOUT", "0.3")
+    with pytest.raises(LLMUnavailableError, match=r"did not answer within 0.3 s.*raise RAG_LLM_TIMEOUT"):
+        make(silent.url).complete(MESSAGES)
+
+
+def test_an_llm_falling_silent_mid_answer_says_how_much_came(monkeypatch):
+    server = Stalling(piece=b'data: {"choices": [{"delta": {"content": "Die Frist"}}]}\n\n')
+    monkeypatch.setenv("RAG_LLM_TIMEOUT", "0.3")
+    pieces = []
+    try:
+        with pytest.raises(LLMUnavailableError, match=r"stopped sending for 0.3 s after 9 characters.*RAG_LLM_TIMEOUT"):
+            for piece in OpenAIChat("m", base_url=server.url, api_key="", retry=NO_WAIT).stream(MESSAGES):
+                pieces.append(piece)
+    finally:
+        server.close()
+    assert pieces == ["Die Frist"] and server.requests == 1
+
+
+def test_the_cli_gives_up_on_a_silent_embedder_with_the_setting_to_raise(silent, monkeypatch, capsys, tmp_path):
+    monkeypatch.setenv("OLLAMA_HOST", silent.url)
+    monkeypatch.setenv("RAG_EMBED_TIMEOUT", "0.3")
+    code, out, err = run(capsys, "search", "Frist", "--embedder", "ollama:m", "--store", str(tmp_path / "q"))
+    assert code == 1 and out == "" and err.count("\n") == 1 and "raise RAG_EMBED_TIMEOUT" in err
