@@ -1,6 +1,6 @@
 """pypdf, the fallback reader: opens what pdfium cannot, and names the glyphs pdfium leaves as control codes.
 
-pdfium (rag.documents.pdf) reads the page text, the outline and encrypted files better and 10-30x faster
+pdfium (rag.documents.pdf) reads the page text, the outline and encrypted files better and about 7x faster
 (README, "PDF text"). pypdf is kept for two things it still does better: it opens a file pypdfium2 cannot be
 imported for or refuses, and it maps ligature glyphs of fonts without a ToUnicode table ("f_i", "f_f_i") that
 pdfium returns as raw codes ("er\\x1bndet"): rag.documents.ligatures learns those codes from pypdf's text.
