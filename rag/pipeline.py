@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from rag.errors import (
     QueryError,
     RagError,
 )
+from rag.evaluation.pace import Pace, Paced
 from rag.store.archive import DocumentArchive
 from rag.store.client import DEFAULT_COLLECTION, Store
 from rag.store.fusion import DEFAULT_FUSION
@@ -34,7 +36,8 @@ from rag.store.search import check_mode
 from rag.urls import redact_urls
 
 log = logging.getLogger(__name__)
-EMBED_BATCH = 64  # chunks per embed call: the unit of progress reports
+FIRST_BATCH = 2  # chunks of a file's first embed call (it may also wait for the model to load)
+BATCH_SECONDS = 1.0  # each later call holds what the embedder did in this long: progress and Cancel that often
 STAGES = ("extract", "chunk", "embed", "store")
 
 
@@ -44,8 +47,9 @@ class Progress:
     files: int
     filename: str
     stage: str  # one of STAGES, then "done" or "error"
-    done: int  # units of the stage done (chunks for embed/store, 0/1 otherwise)
+    done: int  # units of the stage done (chunks for embed/store, pages while reading a long PDF, 0/1 otherwise)
     total: int
+    seconds_left: float | None = None  # the whole ingest's, estimated (rag.evaluation.pace); None until measured
 
 
 @dataclass
@@ -111,16 +115,20 @@ def ingest(
     files = list(files)
     embedder = embedder or embedder_for(store, collection)
     store.check_writable(collection, embedder, language)
+    pace = Pace([(0, 0)] * len(files), [0] * len(files), [])  # a file's work is planned once it is chunked, the
+    sizes = [len(f.data) if f.data is not None else f.size or 0 for f in files]  # rest's by its size meanwhile
     results = []
     for index, file in enumerate(files):
         def report(stage: str, done: int = 0, total: int = 1, i=index, f=file) -> None:
             if cancel is not None and stage in ("extract", "chunk", "embed") and cancel():
                 raise IngestCancelled(f"'{f.name}' was cancelled before it was stored: nothing of it is searchable.")
             if progress:
-                progress(Progress(i, len(files), f.name, stage, done, total))
+                progress(Progress(i, len(files), f.name, stage, done, total, pace.seconds_left()))
 
-        job = _Job(collection, settings, embedder, store, report, keep_versions, archive, language)
-        results.append(job.run(file.name, lambda f=file: load_document(f.read(), f.name, password=f.password)))
+        job = _Job(collection, settings, embedder, store, report, keep_versions, archive, language, pace, index)
+        results.append(job.run(file.name, lambda f=file, r=report: load_document(
+            f.read(), f.name, password=f.password, pages_read=lambda done, pages: r("extract", done, pages))))
+        pace.plan_rest(sizes, index)
     return results
 
 
@@ -148,6 +156,7 @@ def reingest(
     store.check_writable(collection, embedder)
     titles = {d.document_id: d for d in store.documents(source or collection)} if store.has_collection(
         source or collection) else {}
+    pace = Pace([(0, 0)] * len(ids), [0] * len(ids), [])
     results = []
     for index, document_id in enumerate(ids):
         info = titles.get(document_id)
@@ -158,7 +167,7 @@ def reingest(
                 raise IngestCancelled(f"'{t}' was cancelled before it was stored: nothing of this re-ingest "
                                       "was written.")
             if progress:
-                progress(Progress(i, len(ids), t, stage, done, total))
+                progress(Progress(i, len(ids), t, stage, done, total, pace.seconds_left()))
 
         def read(i=document_id, info=info) -> Document:
             saved = archive.load(i)
@@ -170,7 +179,7 @@ def reingest(
                     "chunks are incomplete: upload the file again.")
             return document_from_chunks(i, info.title, store.document_chunks(source or collection, i))
 
-        job = _Job(collection, settings, embedder, store, report, False, archive)
+        job = _Job(collection, settings, embedder, store, report, False, archive, None, pace, index)
         results.append(job.run(title, read))
     return results
 
@@ -187,6 +196,8 @@ class _Job:
     keep_versions: bool
     archive: DocumentArchive | None
     language: str | None = None
+    pace: Pace = field(default_factory=lambda: Pace([(0, 0)], [0], []))  # the ingest's: each file's work, rates
+    index: int = 0  # this file's place in the ingest (its configuration in pace)
 
     def run(self, name: str, read: Callable[[], Document]) -> IngestResult:
         result = IngestResult(name)
@@ -207,9 +218,11 @@ class _Job:
             settings = self.settings
             chunks = chunking.chunk_document(document, settings.chunk_size, settings.overlap, settings.strategy)
             stage = _lap(result, stage, "embed", started)
+            texts = [c.content for c in chunks]
+            self.pace.plan(self.index, len(texts), sum(map(len, texts)), sum(map(len, texts)))
             self.report(stage, 0, len(chunks))  # said before the first batch: it may wait for the model to load
-            vectors = embed_chunks([c.content for c in chunks], self.embedder,
-                                   lambda done: self.report("embed", done, len(chunks)))
+            vectors = embed_chunks(texts, self.embedder, lambda done: self.report("embed", done, len(chunks)),
+                                   pace=self.pace, index=self.index)
             stage = _lap(result, stage, "store", started)
             self.report(stage, 0, len(chunks))
             result.chunks = self.store.upsert_document(
@@ -217,6 +230,7 @@ class _Job:
                 progress=lambda done, total: self.report("store", done, total), language=self.language,
             )
             _lap(result, stage, "done", started)
+            self.pace.indexed(self.index, result.stage_seconds["store"])
             result.ok = True
             self.report("done", len(chunks), len(chunks))
         except RagError as error:
@@ -267,19 +281,22 @@ def _lap(result: IngestResult, stage: str, next_stage: str, started: float) -> s
     return next_stage
 
 
-def embed_chunks(texts: list[str], embedder: Embedder, progress: Callable[[int], None] | None = None) -> np.ndarray:
-    """Return the float32 vectors of texts (in their order), embedded EMBED_BATCH at a time.
+def embed_chunks(texts: list[str], embedder: Embedder, progress: Callable[[int], None] | None = None, *,
+                 pace: Pace | None = None, index: int = 0, clock: Callable[[], float] = time.perf_counter
+                 ) -> np.ndarray:
+    """Return the float32 vectors of texts (in their order), in calls of about BATCH_SECONDS each.
 
-    Texts go to the model longest first, so each batch holds texts of similar length and little padding
-    (what sentence-transformers does within one call, done across our progress-sized batches).
+    Texts go to the model longest first, so each call holds texts of similar length and little padding.
+    The first call holds FIRST_BATCH texts, each later one what the embedder did in BATCH_SECONDS before
+    (rag.evaluation.pace.Paced; at most 64). progress(texts done) after each call may raise (a cancel): at
+    most the call under way runs on. pace, an ingest's with this document as configuration index, learns the rate.
     """
     order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+    pace = pace if pace is not None else Pace([(len(texts), sum(map(len, texts)))], [0], [])
+    paced = Paced(embedder, pace, index, threading.Event(), progress, clock, first=FIRST_BATCH, seconds=BATCH_SECONDS)
     vectors = np.zeros((len(texts), embedder.dimension), dtype=np.float32)
-    for i in range(0, len(order), EMBED_BATCH):
-        batch = order[i : i + EMBED_BATCH]
-        vectors[batch] = embedder.embed_documents([texts[j] for j in batch])
-        if progress:
-            progress(min(i + EMBED_BATCH, len(texts)))
+    vectors[order] = paced.embed_documents([texts[i] for i in order])
+    pace.finished_embedding(index)
     return vectors
 
 

@@ -13,7 +13,7 @@ from rag.chunking import tokens
 from rag.chunking.chunker import ChunkSettings
 from rag.documents.loader import SourceFile
 from rag.embeddings import get_embedder
-from rag.errors import EmbedderMismatchError, EmbeddingError, RagError
+from rag.errors import EmbedderMismatchError, EmbeddingError, IngestCancelled, RagError
 from rag.store.open import open_store
 
 
@@ -66,7 +66,7 @@ def test_progress_reports_every_stage_with_counts(shared_data, store, fake):
     assert stages[0] == "extract" and stages[-1] == "done"
     assert [s for s in dict.fromkeys(stages)] == ["extract", "chunk", "embed", "store", "done"]
     embeds = [e for e in events if e.stage == "embed"]
-    assert len(embeds) > 1 and embeds[-1].done == embeds[-1].total > pipeline.EMBED_BATCH
+    assert len(embeds) > 1 and embeds[-1].done == embeds[-1].total > pipeline.FIRST_BATCH
 
 
 def test_reingest_is_idempotent_and_new_settings_replace(shared_data, store, fake):
@@ -163,7 +163,69 @@ def test_embed_chunks_reports_progress_and_shape(fake):
     vectors = pipeline.embed_chunks(texts, fake, seen.append)
     assert vectors.shape == (130, 32) and vectors.dtype == np.float32
     np.testing.assert_allclose(vectors, fake.embed_documents(texts), rtol=1e-6)  # row i is still the vector of text i
-    assert seen == [64, 128, 130]
+    assert seen[0] == pipeline.FIRST_BATCH and seen[-1] == 130 and seen == sorted(seen)
+    assert max(b - a for a, b in zip([0, *seen], seen, strict=False)) <= 64  # a fast embedder gets requests of 64
+
+
+class Slow:
+    """The fake embedder on a fake clock: each text takes `per_text` seconds; what it was asked is recorded."""
+
+    def __init__(self, per_text: float, on_call=None):
+        self.inner, self.per_text, self.on_call = get_embedder("fake:16"), per_text, on_call
+        self.now, self.calls = 0.0, []
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def clock(self) -> float:
+        return self.now
+
+    def embed_documents(self, texts):
+        self.calls.append(len(texts))
+        if self.on_call:
+            self.on_call(len(self.calls))
+        self.now += self.per_text * len(texts)
+        return self.inner.embed_documents(texts)
+
+
+def test_a_slow_model_gets_calls_of_about_a_second_and_a_cancel_waits_for_one_at_most():
+    texts = [f"Satz {i:03d} über die Kündigungsfrist." for i in range(40)]  # all of one length
+    slow = Slow(per_text=0.25)  # 4 texts a second, as the e5 model on a busy core
+    vectors = pipeline.embed_chunks(texts, slow, clock=slow.clock)
+    np.testing.assert_allclose(vectors, slow.inner.embed_documents(texts), rtol=1e-6)
+    assert slow.calls == [2] + [4] * 9 + [2]  # the first call is small, then one second's worth each
+    cancelled = []
+
+    def progress(done: int) -> None:  # what ingest's report does once Cancel was pressed
+        if cancelled:
+            raise IngestCancelled("cancelled")
+
+    slow = Slow(per_text=0.25, on_call=lambda n: n == 3 and cancelled.append(True))  # Cancel during the 3rd call
+    with pytest.raises(IngestCancelled):
+        pipeline.embed_chunks(texts, slow, progress, clock=slow.clock)
+    assert slow.calls == [2, 4, 4]  # the call under way ends; none starts after it
+
+
+def test_cancel_during_embedding_starts_no_other_call_and_stores_nothing(store):
+    asked = []
+    slow = Slow(per_text=0.0, on_call=lambda n: n == 2 and asked.append(True))
+    text = "# Frist\n\n" + "Die Kündigungsfrist beträgt drei Monate zum Quartalsende. " * 200
+    (result,) = pipeline.ingest([SourceFile("frist.md", text.encode())], "c", ChunkSettings(100, 10), slow,
+                                store=store, cancel=lambda: bool(asked))
+    assert result.error_type == "IngestCancelled" and len(slow.calls) == 2
+    assert not store.has_collection("c") or store.documents("c") == []
+
+
+def test_ingest_progress_estimates_the_time_left_once_a_batch_was_timed(shared_data, store, fake):
+    events = []
+    files = [source(shared_data, "markdown/asvs-de-V2-Authentication.md"), source(shared_data, "pdfs/crazyones.pdf")]
+    pipeline.ingest(files, "c", ChunkSettings(100, 10), fake, store=store, progress=events.append)
+    first = [e for e in events if e.file_index == 0]
+    assert first[0].stage == "extract" and first[0].seconds_left is None  # nothing measured yet
+    embedding = [e for e in first if e.stage == "embed" and 0 < e.done < e.total]  # at the end: the store, unmeasured
+    assert embedding and all(e.seconds_left is not None and e.seconds_left >= 0 for e in embedding)
+    second = [e for e in events if e.file_index == 1 and e.stage == "extract"][0]
+    assert second.seconds_left > 0  # the unread PDF is estimated by its size at the first file's characters per byte
 
 
 @pytest.mark.model

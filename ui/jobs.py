@@ -24,6 +24,7 @@ from rag.chunking import ChunkSettings
 from rag.documents import SourceFile
 from rag.embeddings.base import Embedder
 from rag.errors import RagError
+from rag.evaluation.pace import time_left
 from rag.store.archive import DocumentArchive
 from rag.store.client import Store
 from rag.urls import redact_urls
@@ -71,9 +72,13 @@ class IngestJob:
         count = len(self.names)
         if self.status == "queued":
             return f"Waiting: {count} file(s) for '{self.collection}'"
+        if self.status == "running" and self.cancel_requested:
+            return f"Cancelling … (after the batch under way; what is stored in '{self.collection}' stays)"
         if self.status == "running":
             done = sum(p.stage in ("done", "error") for p in self.progress.values())
-            return f"Ingesting into '{self.collection}': {done} of {count} file(s) done"
+            latest = max(self.progress.values(), key=lambda p: p.file_index, default=None)
+            left = time_left(latest.seconds_left) if latest else ""
+            return f"Ingesting into '{self.collection}': {done} of {count} file(s) done" + (f", {left}" if left else "")
         stored = sum(r.ok for r in self.results)
         took = f" in {self.finished - self.started:.0f} s" if self.finished and self.started else ""
         if self.status == "failed":

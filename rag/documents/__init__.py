@@ -1,8 +1,9 @@
 """Stage 1, extract: a file's bytes -> Document (pages of clean text, headings, notes).
 
-model     Page, Heading, Document            text      decoding and cleaning of text (linear patterns)
-pdf       pypdf in bounded worker processes  headings  Markdown `#`, numbered lines; outline: PDF bookmarks
-loader    load_document, SourceFile, limits  samples   the sample files of a folder
+model       Page, Heading, Document            text       decoding and cleaning of text (linear patterns)
+pdf         pdfium: pages, outline, passwords  headings   Markdown `#`, numbered lines; outline: PDF bookmarks
+pypdf_text  pypdf, pdfium's fallback           ligatures  glyph codes pdfium left, named from pypdf's text
+loader      load_document, SourceFile, limits  samples    the sample files of a folder
 """
 
 from rag.documents.loader import SourceFile, check_size, load_document

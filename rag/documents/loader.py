@@ -1,4 +1,4 @@
-"""bytes + filename -> Document (pages of clean text, headings); PDF via pypdf, text, Markdown."""
+"""bytes + filename -> Document (pages of clean text, headings); PDF via pdfium (pypdf as fallback), text, Markdown."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path, PurePath
 
 from rag.documents.headings import find_headings
 from rag.documents.model import PAGE_SEPARATOR, SUPPORTED, Document, Page
-from rag.documents.pdf import read_pdf
+from rag.documents.pdf import PagesRead, read_pdf
 from rag.documents.text import clean_plain_text, decode_text
 from rag.errors import DocumentError, DocumentTooLargeError, EmptyDocumentError, UnsupportedFileError
 from rag.settings import LIMITS, limit
@@ -73,17 +73,22 @@ def load_document(
     *,
     max_bytes: int | None = None,
     max_pages: int | None = None,
+    pdf_engine: str = "pdfium",
+    pages_read: PagesRead | None = None,
 ) -> Document:
     """Return the Document read from a file's bytes; raise a DocumentError subclass for a bad file.
 
     Limits default to RAG_MAX_FILE_MB / RAG_MAX_PAGES (read at call time), else 200 MB / 5000 pages.
+    pdf_engine "pypdf" reads a PDF with pypdf alone (for comparison); pages_read(done, pages) is told how far
+    the reading of a long PDF is, and what it raises stops it.
     """
     name = PurePath(filename or "").name or "document"
     max_bytes, max_pages = _limits(max_bytes, max_pages)
     check_size(len(data), name, max_bytes)
     kind = _detect_kind(data, name)
     if kind == "pdf":
-        pages, empty, outline, notes = read_pdf(data, name, password, max_pages)
+        pages, empty, outline, notes = read_pdf(data, name, password, max_pages, engine=pdf_engine,
+                                                 progress=pages_read)
     else:
         text, notes = decode_text(data, name)
         pages, empty, outline = [Page(1, clean_plain_text(text))], [], []

@@ -45,6 +45,7 @@ class Pace:
         """embed: per configuration (texts, characters) to embed (distinct, not embedded by an earlier one);
         index_chars: per configuration the characters to index (0 when reused); modes: searched per configuration."""
         self.embed_texts = [texts for texts, _ in embed]
+        self.planned = [chars for _, chars in embed]  # per configuration: characters to embed, as planned
         self.embed_left = [chars for _, chars in embed]  # per configuration: characters still to embed (at most)
         self.index_left = list(index_chars)  # per configuration: characters still to index
         self.searches_left = [list(modes) for _ in embed]  # per configuration: modes still to search
@@ -55,6 +56,23 @@ class Pace:
         self._queries = [0.0, 0.0]  # query characters, seconds
         self._indexed = [0.0, 0.0]
         self._searched: dict[str, list[float]] = {}  # mode -> [searches, seconds]
+
+    def plan(self, index: int, texts: int, chars: int, index_chars: int) -> None:
+        """Configuration index's work is known now (an ingest learns a file's chunks once it has read it)."""
+        with self._lock:
+            self.embed_texts[index], self.embed_left[index], self.index_left[index] = texts, chars, index_chars
+            self.planned[index] = chars
+
+    def plan_rest(self, sizes: Sequence[int], after: int) -> None:
+        """Plan the configurations after index `after` by their sizes (an ingest's files not read yet, in bytes)
+        at the characters per size unit of those planned up to it; nothing when none of those has a size."""
+        with self._lock:
+            known = [(self.planned[i], sizes[i]) for i in range(after + 1) if self.planned[i] and sizes[i]]
+            if not known:
+                return
+            ratio = sum(chars for chars, _ in known) / sum(size for _, size in known)
+            for later in range(after + 1, len(sizes)):
+                self.embed_left[later] = self.index_left[later] = round(ratio * sizes[later])
 
     def reused(self, index: int) -> None:
         """Configuration index's collection is reused: nothing of it is embedded or indexed."""
@@ -133,13 +151,18 @@ class Paced:
     progress(texts embedded so far) after each slice, raising Cancelled between slices once cancel is set."""
 
     def __init__(self, embedder: Embedder, pace: Pace, index: int | None, cancel: threading.Event,
-                 progress: Callable[[int], None] | None = None, clock: Clock = time.perf_counter):
+                 progress: Callable[[int], None] | None = None, clock: Clock = time.perf_counter, *,
+                 first: int = SLICE, seconds: float | None = None):
+        """first: texts of the first slice; seconds: when given, each later slice holds the characters the
+        embedder did in that many seconds on the slice before (at least one text, at most EMBED_BATCH)
+        instead of doubling, so a slow model's progress and cancel come every `seconds`."""
         self.inner, self.pace, self.index, self.cancel, self.clock = embedder, pace, index, cancel, clock
+        self.seconds = seconds
         self.progress = progress or (lambda done: None)
         self.model_id, self.query_prompt, self.document_prompt = (
             embedder.model_id, embedder.query_prompt, embedder.document_prompt)
         self.embedded = 0  # texts this call gave the embedder (the cache's misses)
-        self.slice = SLICE
+        self.slice = first
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)  # dimension, max_input_tokens, ... as the wrapped embedder has them
@@ -163,6 +186,34 @@ class Paced:
             self.embedded += len(part)
             start += len(part)
             self.progress(self.embedded)
-            if seconds < SLICE_SECONDS:
+            if self.seconds is not None:
+                self.slice = _fitting(texts, start, sum(len(t) for t in part) / max(seconds, 1e-9) * self.seconds)
+            elif seconds < SLICE_SECONDS:
                 self.slice = min(self.slice * 2, EMBED_BATCH)
         return np.vstack(parts) if parts else np.zeros((0, self.inner.dimension), dtype=np.float32)
+
+
+def _fitting(texts: Sequence[str], start: int, chars: float) -> int:
+    """Return how many texts from start hold about chars characters: at least 1, at most EMBED_BATCH."""
+    count, total = 0, 0
+    for text in texts[start : start + EMBED_BATCH]:
+        total += len(text)
+        if count and total > chars:
+            break
+        count += 1
+    return max(count, 1)
+
+
+def time_left(seconds: float | None) -> str:
+    """Return an estimate in words, e.g. "about 2 min left", "about 40 s left" ("" when there is none)."""
+    if seconds is None:
+        return ""
+    seconds = max(seconds, 0.0)
+    if seconds < 10:
+        return "a few seconds left"
+    if seconds < 90:
+        return f"about {round(seconds / 10) * 10:.0f} s left"
+    minutes = round(seconds / 60)
+    if minutes < 60:
+        return f"about {minutes} min left"
+    return f"about {minutes // 60} h {minutes % 60} min left" if minutes % 60 else f"about {minutes // 60} h left"

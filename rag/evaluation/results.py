@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from rag.chunking.chunker import ChunkSettings
 from rag.evaluation.metrics import Evaluation
 from rag.evaluation.modes import SearchMode
+from rag.evaluation.pace import time_left
 from rag.evaluation.paired import ALPHA, PairedDifference, format_p, paired_difference
 
 STAGES = ("chunking", "embedding", "indexing", "searching")  # the time split of every configuration
@@ -74,17 +75,7 @@ class SweepProgress:
     @property
     def time_left(self) -> str:
         """Return the estimate in words, e.g. "about 2 min left", "about 40 s left" ("" when there is none)."""
-        if self.seconds_left is None:
-            return ""
-        seconds = max(self.seconds_left, 0.0)
-        if seconds < 10:
-            return "a few seconds left"
-        if seconds < 90:
-            return f"about {round(seconds / 10) * 10:.0f} s left"
-        minutes = round(seconds / 60)
-        if minutes < 60:
-            return f"about {minutes} min left"
-        return f"about {minutes // 60} h {minutes % 60} min left" if minutes % 60 else f"about {minutes // 60} h left"
+        return time_left(self.seconds_left)
 
     @property
     def status(self) -> str:

@@ -20,6 +20,7 @@ from rag.errors import (
     DocumentTooLargeError,
     EmptyDocumentError,
     EncryptedDocumentError,
+    IngestCancelled,
     NoTextLayerError,
     UnsupportedFileError,
 )
@@ -162,24 +163,34 @@ def test_invalid_and_truncated_pdfs_are_corrupt(shared_data):
         assert document.notes
 
 
-def test_a_page_that_fails_becomes_an_empty_page_with_a_note(monkeypatch):
-    data = make_pdf([["Erste Seite."], ["Zweite Seite."], ["Dritte Seite."]])
-    extract_text = pypdf.PageObject.extract_text
+def test_a_page_pdfium_fails_on_is_read_by_pypdf_else_left_empty_with_a_note(monkeypatch):
+    from rag.documents import pdf
 
-    def broken_second_page(self, *args, **kwargs):
-        text = extract_text(self, *args, **kwargs)
-        if "Zweite" in text or (broken_second_page.all and "Erste" in text):
+    data = make_pdf([["Erste Seite."], ["Zweite Seite."], ["Dritte Seite."]])
+    pdfium_text, pypdf_text = pdf.pdfium_page_text, pypdf.PageObject.extract_text
+
+    def pdfium_fails_on_page_2(document, index):
+        if index == 1:
+            raise RuntimeError("broken content stream")
+        return pdfium_text(document, index)
+
+    def pypdf_fails(self, *args, **kwargs):
+        text = pypdf_text(self, *args, **kwargs)
+        if "Zweite" in text or (pypdf_fails.all and "Erste" in text):
             raise pypdf.errors.PdfReadError("broken content stream")
         return text
 
-    broken_second_page.all = False
-    monkeypatch.setattr(pypdf.PageObject, "extract_text", broken_second_page)
+    monkeypatch.setattr(pdf, "pdfium_page_text", pdfium_fails_on_page_2)
+    assert load_document(data, "flaky.pdf").pages[1].text == "Zweite Seite."  # pypdf read the page
+    pypdf_fails.all = False
+    monkeypatch.setattr(pypdf.PageObject, "extract_text", pypdf_fails)
     document = load_document(data, "flaky.pdf")
     assert [page.number for page in document.pages] == [1, 2, 3] and document.empty_pages == (2,)
     assert document.pages[1].text == "" and document.text == "Erste Seite.\n\n\n\nDritte Seite."
     assert document.page_at(document.text.index("Dritte")) == 3
     assert any("Page(s) 2 could not be read" in note for note in document.notes)
-    broken_second_page.all = True
+    monkeypatch.setattr(pdf, "pdfium_page_text", lambda document, index: pdfium_fails_on_page_2(document, 1))
+    pypdf_fails.all = True
     with pytest.raises(CorruptDocumentError, match="flaky.pdf"):
         load_document(make_pdf([["Erste Seite."], ["Zweite Seite."]]), "flaky.pdf")
 
@@ -303,19 +314,29 @@ def test_damaged_pdf_bytes_never_escape_as_other_errors(shared_data):
             load_document(damaged, "damaged.pdf")
 
 
-def test_long_pdf_read_by_worker_processes_equals_one_process(monkeypatch):
-    from rag.documents import pdf
-
+def test_pdfium_and_pypdf_read_a_long_pdf_alike_and_tell_their_progress():
     pages = [[f"Seite {n}: Die Auftragsklärung im Abschnitt {n}.", "Zweite Zeile mit Umlauten äöü."] for n in range(30)]
     pages[0].insert(0, "Kapitel 1")
     pages[15].insert(0, "Kapitel 2")
     pages[7] = []  # one page without text
     data = make_pdf(pages, outline=[("Kapitel 1", 1, 0), ("Kapitel 2", 1, 15)])
-    monkeypatch.setenv("RAG_PDF_WORKERS", "1")
-    alone = load_document(data, "lang.pdf")
-    monkeypatch.setenv("RAG_PDF_WORKERS", "3")
-    parallel = load_document(data, "lang.pdf")
-    assert pdf._POOL is not None, "a 30-page PDF with 3 workers is read by worker processes"
-    assert parallel == alone
-    assert len(parallel.pages) == 30 and parallel.empty_pages == (8,)
-    assert [h.title for h in parallel.headings] == ["Kapitel 1", "Kapitel 2"]
+    told: dict[str, list[tuple[int, int]]] = {"pdfium": [], "pypdf": []}
+    read = {engine: load_document(data, "lang.pdf", pdf_engine=engine,
+                                  pages_read=lambda done, total, e=engine: told[e].append((done, total)))
+            for engine in told}
+    assert read["pdfium"] == read["pypdf"]
+    assert len(read["pdfium"].pages) == 30 and read["pdfium"].empty_pages == (8,)
+    assert [h.title for h in read["pdfium"].headings] == ["Kapitel 1", "Kapitel 2"]
+    assert told["pdfium"] == told["pypdf"] == [(0, 30), (10, 30), (20, 30)]
+
+
+def test_what_pages_read_raises_stops_the_read():
+    data = make_pdf([[f"Seite {n}."] for n in range(25)])
+
+    def stop(done: int, total: int) -> None:
+        if done:
+            raise IngestCancelled("stopped")
+
+    with pytest.raises(IngestCancelled):
+        load_document(data, "lang.pdf", pages_read=stop)
+    assert len(load_document(data, "lang.pdf").pages) == 25  # the lock and the pdfium document were let go

@@ -7,8 +7,9 @@ import threading
 
 import pytest
 
-from rag.chunking import ChunkSettings
-from rag.documents import SourceFile
+from rag import pipeline
+from rag.chunking import ChunkSettings, chunk_document
+from rag.documents import SourceFile, load_document
 from rag.embeddings import get_embedder
 from rag.store.open import open_store
 from tests.pages.conftest import button, plain, start, texts
@@ -18,18 +19,19 @@ TEXT = "# Frist\n\n" + "Die Kündigungsfrist beträgt drei Monate zum Quartalsen
 
 
 class Gated:
-    """The fake embedder, held at its embedding call number `hold` until released (a model that takes its time)."""
+    """The fake embedder, held at its first call after `after` texts until released (a model that takes its time)."""
 
-    def __init__(self, hold: int = 1):
+    def __init__(self, after: int = 0):
         self.inner, self.gate, self.waiting = get_embedder("fake:16"), threading.Event(), threading.Event()
-        self.hold, self.calls = hold, 0
+        self.after, self.calls, self.texts = after, 0, 0
 
     def __getattr__(self, name):
         return getattr(self.inner, name)
 
     def embed_documents(self, texts):
         self.calls += 1
-        if self.calls >= self.hold:
+        self.texts += len(texts)
+        if self.texts - len(texts) >= self.after:
             self.waiting.set()
             assert self.gate.wait(60), "the test never released the embedder"
         return self.inner.embed_documents(texts)
@@ -41,7 +43,9 @@ def files(*names: str) -> list[SourceFile]:
 
 def test_jobs_run_one_at_a_time_and_a_cancel_keeps_what_was_stored(tmp_path):
     store = open_store(path=str(tmp_path / "q"))
-    queue, embedder = jobs.JobQueue(), Gated(hold=2)  # a.md passes; b.md's embedding waits for the test
+    (a,) = files("a.md")
+    chunks = len(chunk_document(load_document(a.data, a.name), ChunkSettings().chunk_size, ChunkSettings().overlap))
+    queue, embedder = jobs.JobQueue(), Gated(after=chunks)  # a.md passes; b.md's embedding waits for the test
     first = queue.submit(files("a.md", "b.md"), "documents", ChunkSettings(), embedder, store, "here")
     second = queue.submit(files("c.md"), "documents", ChunkSettings(), embedder, store, "here")
     assert embedder.waiting.wait(30)
@@ -79,3 +83,27 @@ def test_a_fresh_session_sees_the_running_job_and_then_what_it_stored(app_env):
                                                                               "'documents'")]
     assert at.dataframe[0].value["file"].tolist() == ["vertrag.md"]
     assert button(at, "Ingest").disabled
+
+
+@pytest.mark.live_jobs
+def test_cancel_says_cancelling_in_the_same_run_and_the_job_ends_after_its_batch(app_env):
+    store = open_store(path=str(app_env / "qdrant"))
+    embedder = Gated()
+    queue = jobs.jobs_queue()
+    job = queue.submit(files("frist.md"), "documents", ChunkSettings(), embedder, store, store.location)
+    assert embedder.waiting.wait(30)
+    at = start()
+    at.button(key=f"cancel-job-{job.id}").click().run()
+    assert job.cancel_requested
+    assert "Cancelling … (after the batch under way; what is stored in 'documents' stays)" in plain(texts(at.markdown))
+    embedder.gate.set()  # the batch under way returns: nothing after it runs
+    assert queue.wait_idle(60)
+    assert job.status == "cancelled" and embedder.calls == 1 and job.results[0].error_type == "IngestCancelled"
+
+
+def test_a_running_job_says_the_time_left_of_its_latest_file():
+    job = jobs.IngestJob(1, files("a.md", "b.md"), "documents", "here", ChunkSettings(), get_embedder("fake:16"),
+                         None, status="running")
+    job.progress[0] = pipeline.Progress(0, 2, "a.md", "done", 3, 3, 50.0)
+    job.progress[1] = pipeline.Progress(1, 2, "b.md", "embed", 2, 3, 125.0)
+    assert job.summary() == "Ingesting into 'documents': 1 of 2 file(s) done, about 2 min left"

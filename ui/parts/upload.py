@@ -24,7 +24,8 @@ STAGE_WORDS = {"extract": "reading text", "chunk": "chunking", "embed": "embeddi
 def fraction(progress: Progress) -> float:
     """Return how far one file is, 0.0-1.0: embedding (the slow part) takes most of the bar."""
     share = progress.done / progress.total if progress.total else 0.0
-    return {"extract": 0.05, "chunk": 0.15, "embed": 0.15 + 0.7 * share, "store": 0.9}.get(progress.stage, 1.0)
+    return {"extract": 0.05 + 0.1 * share, "chunk": 0.15, "embed": 0.15 + 0.7 * share, "store": 0.9}.get(
+        progress.stage, 1.0)
 
 
 def describe(progress: Progress) -> str:
@@ -37,6 +38,8 @@ def describe(progress: Progress) -> str:
     words = STAGE_WORDS.get(progress.stage, progress.stage)
     if progress.stage in ("embed", "store"):
         return f"{name}: {words} {progress.done}/{progress.total} chunks"
+    if progress.stage == "extract" and progress.done:  # a long PDF
+        return f"{name}: {words}, page {progress.done} of {progress.total}"
     return f"{name}: {words}"
 
 
@@ -149,11 +152,11 @@ def _live(location: str) -> None:
     st.subheader("Ingesting")
     for job in reversed(active):
         head, stop = st.columns([4, 1], vertical_alignment="center")
-        head.markdown(f"**{md(job.summary())}**")
         if stop.button("Cancel", key=f"cancel-job-{job.id}", icon=":material/cancel:",
-                       disabled=job.cancel_requested, help="Stops before the next file or embedding batch; files "
-                       "already stored stay, nothing is left half-stored."):
-            queue.cancel(job.id)
+                       disabled=job.cancel_requested, help="Stops after the embedding batch under way (about a "
+                       "second); files already stored stay, nothing is left half-stored."):
+            queue.cancel(job.id)  # before the head is drawn: it says "Cancelling …" in this very run
+        head.markdown(f"**{md(job.summary())}**")
         for index, name in enumerate(job.names):
             progress = job.progress.get(index)
             if progress is None:
