@@ -113,7 +113,9 @@ class TokenIndex:
         # the character holding byte p is p minus the continuation bytes up to p
         self.starts = byte_starts - continuation[byte_starts]  # starts[i]: char offset of token i
         self.size = len(self.ids)
-        self._starts = self.starts.tolist()  # bisect on a list is ~5x faster than numpy for one value
+        # bisect on a memoryview reads plain ints from the array's memory: as fast as on a list (and ~5x faster
+        # than on the numpy array), without building a list of a million ints first
+        self._starts = memoryview(np.ascontiguousarray(self.starts, dtype=np.int64))
 
     def index_at(self, offset: int) -> int:
         """Return the number of tokens that start before character offset."""
@@ -129,16 +131,21 @@ class TokenIndex:
         if end - start < 48:
             return _count_short(text[start:end])
         x = _piece_boundary(text, start + 1, end, forward=True)
-        y = _piece_boundary(text, start + 1, end, forward=False)
+        if end < len(text) and text[end] == " " and not text[end - 1].isspace():
+            y = end  # end is such a place itself (a chunk ending before a space): no tail to encode
+        else:
+            y = _piece_boundary(text, start + 1, end, forward=False)
         if x < 0 or y <= x:
             return count(text[start:end])
-        middle = self.index_at(y) - self.index_at(x)
+        middle = bisect.bisect_left(self._starts, y) - bisect.bisect_left(self._starts, x)  # index_at: x < y <= end
         return _count_short(text[start:x]) + middle + _count_short(text[y:end])
 
 
 @lru_cache(maxsize=1 << 16)
 def _count_short(text: str) -> int:
     """Return count(text), memoised: span edges are single words, and words repeat."""
+    if len(text) < MAX_SPACE_RUN:  # no long whitespace run to cut (see _parts): straight to tiktoken
+        return len(encoding().encode_ordinary(text))
     return len(encode(text))
 
 
