@@ -98,7 +98,9 @@ class TokenIndex:
     `count(start, end)` is exact for any span, at the cost of two tiny encodes at the span's edges
     instead of encoding the span: cl100k's pre-tokenizer never puts a non-space character and a
     following space into one piece, so each such place is a piece boundary in the whole text and in
-    any substring alike, and the tokens between two such places are the same in both.
+    any substring alike, and the tokens between two such places are the same in both. Nor does a piece
+    go on from a line break to a non-space character after it (no piece but whitespace and punctuation
+    ones holds a "\n", and those end at their last line break): a span starting there has no head to encode.
     """
 
     def __init__(self, text: str, threads: int | None = None):
@@ -130,7 +132,10 @@ class TokenIndex:
         text = self.text
         if end - start < 48:
             return _count_short(text[start:end])
-        x = _piece_boundary(text, start + 1, end, forward=True)
+        if start > 0 and text[start - 1] == "\n" and not text[start].isspace():
+            x = start  # a line's first character (a chunk starting at a line): no head to encode
+        else:
+            x = _piece_boundary(text, start + 1, end, forward=True)
         if end < len(text) and text[end] == " " and not text[end - 1].isspace():
             y = end  # end is such a place itself (a chunk ending before a space): no tail to encode
         else:
