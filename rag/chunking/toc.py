@@ -12,7 +12,6 @@ otherwise check the same lines again, and the checks cost more than the chunking
 
 from __future__ import annotations
 
-import bisect
 import re
 
 import numpy as np
@@ -50,20 +49,23 @@ def toc_flags(text: str, spans: list[tuple[int, int]]) -> list[bool]:
     from one pass over text; a span's first and last line may be cut (so they may or may not be entries),
     and only a span whose whole-line entries plus its cut lines reach MIN_ENTRIES is checked in full.
     """
-    starts, ends = _entry_lines(text)
-    flags = []
-    for start, end in spans:
-        whole = bisect.bisect_right(ends, end) - bisect.bisect_left(starts, start)  # entry lines inside the span
-        cut = (start > 0 and text[start - 1] != "\n") + (end < len(text) and text[end] != "\n")
-        flags.append(max(whole, 0) + cut >= MIN_ENTRIES and is_table_of_contents(text[start:end]))
+    if not text or not spans:
+        return [False] * len(spans)
+    chars = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)  # one code point per offset
+    starts, ends = _entry_lines(text, chars)
+    bounds = np.array(spans, dtype=np.int64).reshape(-1, 2)
+    whole = np.searchsorted(ends, bounds[:, 1], "right") - np.searchsorted(starts, bounds[:, 0], "left")
+    framed = np.concatenate(([ord("\n")], chars, [ord("\n")]))  # framed[p + 1] == text[p]; a line break outside
+    cut = (framed[bounds[:, 0]] != ord("\n")).astype(np.int64) + (framed[bounds[:, 1] + 1] != ord("\n"))
+    flags = [False] * len(spans)
+    for i in np.flatnonzero(np.maximum(whole, 0) + cut >= MIN_ENTRIES).tolist():
+        start, end = spans[i]
+        flags[i] = is_table_of_contents(text[start:end])
     return flags
 
 
-def _entry_lines(text: str) -> tuple[list[int], list[int]]:
+def _entry_lines(text: str, chars: np.ndarray) -> tuple[list[int], list[int]]:
     """Return the starts and ends of text's lines that are entries, in order (end: the offset of its "\\n")."""
-    if not text:
-        return [], []
-    chars = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)  # one code point per offset
     breaks = np.flatnonzero(chars == ord("\n"))
     starts = np.concatenate(([0], breaks + 1))
     ends = np.append(breaks, len(chars))
