@@ -11,7 +11,8 @@ like-for-like comparison with plain encoding) and, with --wall on a machine with
 default of encoding long texts on several threads. Times are CPU time of the process unless --wall: on a
 shared machine other work hardly changes them. Runs alternate with plain encoding, so load hits both alike.
 Cold runs start with an empty edge-word cache (a new document: what a user sees); warm runs keep it
-(memoising chunkers get faster on text they have seen). Figures are medians over --runs.
+(memoising chunkers get faster on text they have seen). Seconds are medians over --runs; "x tiktoken" is
+the median over the runs of (plain encoding's seconds / the run's seconds) of each pair.
 --profile prints where a cold structure run spends its time (cProfile).
 """
 
@@ -109,25 +110,35 @@ def others(chunk_size: int, overlap: int) -> dict[str, Callable[[str], list[str]
 class Row:
     name: str
     cold: float  # median seconds of cold runs
-    cold_base: float  # median seconds of the plain encodings run right before them
+    cold_ratio: float  # median of (plain encoding's seconds / this run's seconds) over the pairs
     warm: float
-    warm_base: float
+    warm_ratio: float
     chunks: list[str] = field(default_factory=list)
 
 
 def timed_pairs(text: str, run: Callable[[], list[str]], runs: int, name: str) -> Row:
     """Return the Row of run: each cold run (empty edge-word cache) and each warm run right after plain encoding."""
     encoding = tokens.encoding()
-    times: dict[str, list[float]] = {"cold_base": [], "cold": [], "warm_base": [], "warm": []}
+    times: dict[str, list[float]] = {"cold": [], "warm": []}
+    ratios: dict[str, list[float]] = {"cold": [], "warm": []}
     pieces: list[str] = []
     for _ in range(max(runs, 1)):
         for kind in ("cold", "warm"):
             if kind == "cold":
                 tokens._count_short.cache_clear()
-            times[kind + "_base"].append(seconds_of(lambda: encoding.encode_ordinary(text))[0])
+            base = seconds_of(lambda: encoding.encode_ordinary(text))[0]
             seconds, pieces = seconds_of(run)
             times[kind].append(seconds)
-    return Row(name, **{key: statistics.median(values) for key, values in times.items()}, chunks=pieces)
+            ratios[kind].append(base / seconds)
+    median = statistics.median
+    return Row(name, median(times["cold"]), median(ratios["cold"]), median(times["warm"]), median(ratios["warm"]),
+               pieces)
+
+
+def encoding_row(text: str, runs: int) -> Row:
+    """Return the reference row: plain encode_ordinary, cold being its first run."""
+    seconds = [seconds_of(lambda: tokens.encoding().encode_ordinary(text))[0] for _ in range(max(runs, 2))]
+    return Row("tiktoken encode_ordinary (reference)", seconds[0], 1.0, statistics.median(seconds[1:]), 1.0)
 
 
 def measure(document, chunk_size: int, overlap: int, runs: int) -> list[Row]:
@@ -170,16 +181,14 @@ def toc_share(document, chunk_size: int, overlap: int, runs: int) -> tuple[float
 def print_table(text: str, rows: list[Row], megabytes: float) -> None:
     print(f"{'':44} {'cold s':>7} {'MB/s':>6} {'x tiktoken':>10} {'warm s':>7} {'x tiktoken':>10} "
           f"{'chunks':>7} {'mean tok':>8} {'mid-word':>8}")
-    first = rows[0]
-    for row in [Row("tiktoken encode_ordinary (reference)", first.cold_base, first.cold_base, first.warm_base,
-                    first.warm_base), *rows]:
+    for row in rows:
         extra = ""
         if row.chunks:
             cuts, missing = mid_word_cuts(text, row.chunks)
             mean = statistics.mean(tokens.count(c) for c in row.chunks)
             extra = f"{len(row.chunks):>7} {mean:8.0f} {cuts:>8}" + (f" ({missing} not verbatim)" if missing else "")
-        print(f"{row.name:44} {row.cold:7.3f} {megabytes / row.cold:6.2f} {row.cold_base / row.cold:10.2f} "
-              f"{row.warm:7.3f} {row.warm_base / row.warm:10.2f} {extra}")
+        print(f"{row.name:44} {row.cold:7.3f} {megabytes / row.cold:6.2f} {row.cold_ratio:10.2f} "
+              f"{row.warm:7.3f} {row.warm_ratio:10.2f} {extra}")
 
 
 def profile(document, chunk_size: int, overlap: int) -> None:
@@ -216,7 +225,8 @@ def main() -> None:
     for setting in args.settings:
         chunk_size, overlap = (int(x) for x in setting.split("/"))
         print(f"\nchunk_size {chunk_size}, overlap {overlap}")
-        print_table(text, measure(document, chunk_size, overlap, args.runs), megabytes)
+        print_table(text, [encoding_row(text, args.runs), *measure(document, chunk_size, overlap, args.runs)],
+                    megabytes)
         chunking, one_pass, per_chunk = toc_share(document, chunk_size, overlap, args.runs)
         print(f"table-of-contents check (structure, 1 thread, cold): {1000 * one_pass:.1f} ms in one pass, "
               f"{100 * one_pass / chunking:.1f} % of the chunking's {1000 * chunking:.0f} ms; "
