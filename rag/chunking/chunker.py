@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 
 from rag.chunking import tokens
-from rag.chunking.toc import is_table_of_contents
+from rag.chunking.toc import toc_flags
 from rag.documents.model import Document
 from rag.errors import InvalidSettingsError
 
@@ -73,6 +73,7 @@ def chunk_document(
     paged = document.kind == "pdf" or len(document.pages) > 1  # text and Markdown: one "page", no page numbers
     path_starts = [start for start, _ in paths]
     heading_starts = set(path_starts)
+    tables_of_contents = toc_flags(document.text, [(a, b) for a, b, _ in spans])
     return [
         Chunk(
             document_id=document.id,
@@ -86,7 +87,7 @@ def chunk_document(
             page_end=document.page_at(b - 1) if paged else None,
             start=a,
             end=b,
-            flags=(TOC,) if is_table_of_contents(document.text[a:b]) else (),
+            flags=(TOC,) if tables_of_contents[i] else (),
         )
         for i, (a, b, n) in enumerate(spans)
     ]

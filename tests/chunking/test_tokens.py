@@ -50,6 +50,18 @@ def test_span_counts_are_exact(text, data):
     assert index.count(start, end) == tokens.count(text[start:end])
 
 
+@settings(max_examples=200, deadline=None)
+@given(TEXTS, st.data())
+def test_span_counts_from_line_starts_and_to_spaces_are_exact(text, data):
+    """Spans that start at a line's first character or end before a space skip that edge's encoding."""
+    index = tokens.TokenIndex(text)
+    line_starts = [i for i in range(1, len(text)) if text[i - 1] == "\n" and not text[i].isspace()]
+    before_spaces = [i for i in range(1, len(text)) if text[i] == " " and not text[i - 1].isspace()]
+    start = data.draw(st.sampled_from(line_starts) if line_starts else st.integers(0, len(text)))
+    end = data.draw(st.sampled_from([i for i in before_spaces if i > start] or [len(text)]))
+    assert index.count(start, end) == tokens.count(text[start:end])
+
+
 @settings(max_examples=300, deadline=None)
 @given(TEXTS, TEXTS)
 def test_count_of_joined_text_from_the_count_of_its_start(text, addition):
