@@ -234,14 +234,14 @@ CUT_COLOUR = "#555555"
 @st.cache_data(max_entries=32, show_spinner=False)
 def _distribution(_store: Store, _embedder: Embedder | None, key: tuple, query: str, collection: str, mode: str,
                   fusion: str, top_k: int, threshold: float | None,
-                  document_ids: tuple[str, ...]) -> ScoreDistribution:
+                  document_ids: tuple[str, ...], include_toc: bool = False) -> ScoreDistribution:
     """Return the distribution; key names the store, its state and the embedder (location, changes, model)."""
     vector = None
     if _embedder is not None and mode != "sparse" and query.strip():
         vector = resources.query_vector(_embedder, (_embedder.model_id, _embedder.query_prompt), query)
     return score_distribution(query, collection, store=_store, embedder=_embedder, mode=mode, fusion=fusion,
                               top_k=top_k, threshold=threshold, document_ids=list(document_ids) or None,
-                              query_vector=vector)
+                              query_vector=vector, include_toc=include_toc)
 
 
 def _rules(dist: ScoreDistribution, axis: str) -> list[alt.Chart]:
@@ -330,7 +330,7 @@ def distribution(ws: Workspace, run: SearchRun, embedder: Embedder | None) -> No
     try:
         with st.spinner("Scoring every chunk…"):
             dist = _distribution(ws.store, embedder, key, run.query, run.collection, run.mode, run.fusion,
-                                 run.top_k, run.threshold, tuple(run.document_ids))
+                                 run.top_k, run.threshold, tuple(run.document_ids), run.include_toc)
     except RagError as error:
         errors.show(error)
         return
