@@ -143,6 +143,9 @@ class EvaluationComparison:
         """Return the paired difference on metric in words, and whether the query set can tell A and B apart."""
         metric = metric or self.main_metric
         test = self.paired[metric]
+        if test.too_few_differ:
+            return (f"B - A: {test.words(metric)}. {test.few_words().capitalize()} whether A or B is better (a paired "
+                    f"test needs 6 or more differing questions at the {ALPHA:.0%} level).")
         if test.tied:
             return (f"B - A: {test.words(metric)}. On these {test.queries} queries A and B are indistinguishable "
                     f"(paired test, {ALPHA:.0%} level).")

@@ -75,7 +75,8 @@ def test_compare_evaluations_by_hand():
     data = c.to_json()
     assert data["changes"] == {"better": 2, "worse": 1, "same": 0} and data["per_query"][1]["rank_change"] == -1
     assert c.paired["mrr@3"].difference == pytest.approx(1 / 3) and set(data["paired"]) == set(data["deltas"])
-    assert data["paired"]["mrr@3"]["tied"] and "indistinguishable" in data["verdict"]  # 3 queries prove nothing
+    assert data["paired"]["mrr@3"]["tied"] and data["paired"]["mrr@3"]["too_few_differ"]  # 3 queries prove nothing
+    assert "only 3 questions, all of them differing: too few questions differ to tell" in data["verdict"].lower()
     with pytest.raises(RagError, match="different query sets"):
         compare_evaluations(first, evaluate(queries[:2], [[], []], [1]))
     with pytest.raises(RagError, match="share no k"):

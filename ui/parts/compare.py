@@ -161,7 +161,7 @@ def metric_frame(comparison: EvaluationComparison) -> pd.DataFrame:
     paired = comparison.paired
     return pd.DataFrame([{"metric": k, "A": comparison.metrics_a[k], "B": comparison.metrics_b[k],
                           "B − A": comparison.deltas[k], "low": paired[k].low, "high": paired[k].high,
-                          "p": paired[k].p_value} for k in keys])
+                          "p": paired[k].p_value, "too few differ": paired[k].too_few_differ} for k in keys])
 
 
 def delta_chart(frame: pd.DataFrame) -> alt.Chart:
@@ -169,6 +169,7 @@ def delta_chart(frame: pd.DataFrame) -> alt.Chart:
     better, red where worse, grey where the query set cannot tell them apart."""
     data = frame.assign(direction=[("same" if p >= ALPHA else "B better" if d > 0 else "B worse")
                                    for d, p in zip(frame["B − A"], frame["p"], strict=True)])
+    data = data.drop(columns=["too few differ"], errors="ignore")
     tooltip = ["metric", alt.Tooltip("A:Q", format=".3f"), alt.Tooltip("B:Q", format=".3f"),
                alt.Tooltip("B − A:Q", format="+.3f"), alt.Tooltip("low:Q", format="+.3f", title="95 % from"),
                alt.Tooltip("high:Q", format="+.3f", title="95 % to"), alt.Tooltip("p:Q", format=".3f")]
@@ -207,15 +208,18 @@ def show_evaluations(run: CompareRun) -> None:
     left, right = st.columns([1, 1.2], gap="medium")
     shown = frame.assign(interval=[f"{lo:+.3f} to {hi:+.3f}" for lo, hi in zip(frame["low"], frame["high"],
                                                                                strict=True)],
-                         p=frame["p"].map(format_p)).drop(columns=["low", "high"])
+                         p=[("too few differ" if few else format_p(p)) for p, few in
+                            zip(frame["p"], frame["too few differ"], strict=True)]
+                         ).drop(columns=["low", "high", "too few differ"])
     left.dataframe(shown.style.format(precision=3).format("{:+.3f}", subset=["B − A"]).map(
         lambda d: f"color: {UP if d > 0 else DOWN if d < 0 else '#666'}; font-weight: 600", subset=["B − A"]),
         hide_index=True, width="stretch", column_config={"interval": st.column_config.TextColumn("95 % interval")})
     right.altair_chart(delta_chart(frame), width="stretch")
     st.markdown(f"**{md(comparison.verdict())}**")
     st.caption("Paired over the same queries: each query's B − A is what counts, so queries hard for both cancel "
-               "out. Interval: paired bootstrap; p: sign-flip permutation test. p ≥ 0.05 means this query set "
-               "cannot tell A and B apart (grey bars), not that they are equal.")
+               "out. p: sign-flip permutation test; interval: the same test inverted, so it holds 0 exactly when "
+               "p ≥ 0.05: this query set cannot tell A and B apart (grey bars), not that they are equal. Where 5 or "
+               "fewer questions differ no test can decide: too few differ.")
     deepest = comparison.ks[-1]
     st.subheader("Per query")
     only_changed = st.toggle("Only queries whose rank changed", value=True, key="compare_only_changed")
