@@ -10,6 +10,7 @@ Each side searches with its collection's own embedder. MODE is dense (default), 
 from __future__ import annotations
 
 import argparse
+import sys
 
 from rag import pipeline
 from rag.cli.chunk import common
@@ -23,6 +24,7 @@ from rag.evaluation.compare import (
     Side,
     compare_query,
     compare_query_set,
+    document_difference,
     parse_side,
 )
 from rag.evaluation.metrics import DEFAULT_KS, METRICS
@@ -77,6 +79,9 @@ def run_compare(args: argparse.Namespace) -> int:
     store = store_of(args)
     embedders = [_embedder(store, side) for side in sides]
     ids = [e.model_id if e else None for e in embedders]
+    different = document_difference(store, sides[0].collection, sides[1].collection)
+    if different:
+        print(f"Note: {different}", file=sys.stderr)
     if args.query is not None:
         comparison = compare_query(args.query, sides, args.top_k, store=store, embedders=embedders)
         if args.json:

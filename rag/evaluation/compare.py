@@ -219,6 +219,31 @@ def parse_side(text: str, fusion: str = "rrf") -> Side:
     return Side(text, SearchMode())
 
 
+def document_difference(store: Store, a: str, b: str, shown: int = 3) -> str:
+    """Return a warning in words when collections a and b hold different documents; "" when they hold the same.
+
+    Documents are the same when their ids are (an id is drawn from the file's content), so two versions
+    of one file count as different documents.
+    """
+    if a == b:
+        return ""
+    documents = [{d.document_id: d.title for d in store.documents(name)} for name in (a, b)]
+    if set(documents[0]) == set(documents[1]):
+        return ""
+
+    def listed(only: dict[str, str], name: str) -> str:
+        titles = sorted(only.values())
+        more = f" and {len(titles) - shown} more" if len(titles) > shown else ""
+        count = "1 document" if len(titles) == 1 else f"{len(titles)} documents"
+        return f"{count} only in '{name}' ({', '.join(titles[:shown])}{more})"
+
+    parts = [listed({i: t for i, t in docs.items() if i not in other}, name)
+             for docs, other, name in ((documents[0], documents[1], a), (documents[1], documents[0], b))
+             if set(docs) - set(other)]
+    return (f"'{a}' and '{b}' hold different documents: {'; '.join(parts)}. A chunk only one side finds may not "
+            "exist on the other, so this compares the collections' contents as much as their chunking or search.")
+
+
 def compare_query(
     query: str, sides: Sequence[Side], top_k: int, *, store: Store, embedders: Sequence[Embedder | None]
 ) -> HitComparison:

@@ -97,6 +97,15 @@ def test_two_chunkings_share_text_across_collections(app_env, shared_data):
     side_a, side_b = (d.value for d in at.dataframe)
     assert side_a["found"].str.startswith("both").any()  # a 200-token chunk inside a 600-token one: the same text
     assert "B = 'klein' · Dense" in plain(texts(at.caption))
+    assert not any("hold different documents" in w for w in texts(at.warning))  # the same PDF on both sides
+
+
+def test_collections_with_other_documents_are_warned_about(app_env, shared_data):
+    ingest_files(app_env, shared_data, "andere", ChunkSettings(200, 20), PDF, "pdfs/crazyones.pdf")
+    at = compare_page(upload(start(), shared_data, PDF))
+    at.selectbox(key="compare_b_collection").set_value("andere").run()
+    warning = plain(texts(at.warning))
+    assert "'documents' and 'andere' hold different documents: 1 document only in 'andere' (crazyones.pdf)" in warning
 
 
 def test_a_query_set_shows_metric_deltas_and_per_query_changes(app_env, shared_data):

@@ -14,12 +14,20 @@ import pandas as pd
 import streamlit as st
 
 from rag.embeddings.cache import EmbeddingCache, default_cache_dir
-from rag.evaluation.compare import EvaluationComparison, HitComparison, HitRow, Side, compare_query, compare_query_set
+from rag.evaluation.compare import (
+    EvaluationComparison,
+    HitComparison,
+    HitRow,
+    Side,
+    compare_query,
+    compare_query_set,
+    document_difference,
+)
 from rag.evaluation.metrics import METRICS
 from rag.evaluation.paired import ALPHA, format_p
 from rag.evaluation.queries import Query
 from rag.store.search import candidate_limit
-from ui import render
+from ui import render, resources
 from ui.parts import search as search_parts
 from ui.render import md
 from ui.workspace import Workspace
@@ -50,6 +58,19 @@ class CompareRun:
 def _embedder(ws: Workspace, side: Side):
     """Return the embedder side's collection was made with (None for keyword search, which embeds nothing)."""
     return ws.embedder_for(side.collection) if side.mode.needs_vectors else None
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def _difference(_ws: Workspace, key: tuple, a: str, b: str) -> str:
+    return document_difference(_ws.store, a, b)
+
+
+def documents_warning(ws: Workspace, sides: Sequence[Side]) -> None:
+    """Warn when the two sides' collections hold different documents (listing them costs one scroll each)."""
+    a, b = sides[0].collection, sides[1].collection
+    note = _difference(ws, (ws.location, resources.version()), a, b) if a != b else ""
+    if note:
+        st.warning(md(note), icon=":material/difference:")
 
 
 def run_query(ws: Workspace, sides: tuple[Side, Side], query: str, top_k: int) -> CompareRun:
