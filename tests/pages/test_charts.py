@@ -1,12 +1,15 @@
-"""ui.charts pieces that need no browser: the time per configuration of a sweep searched in several modes."""
+"""Chart pieces that need no browser: the time per configuration of a sweep in several modes, map rank labels."""
 
 from __future__ import annotations
+
+import pandas as pd
 
 from rag.evaluation.metrics import evaluate
 from rag.evaluation.modes import parse_mode
 from rag.evaluation.queries import Query
 from rag.evaluation.results import ConfigResult, SweepConfig, SweepResult
 from ui import charts
+from ui.parts import embedding_map
 
 
 def _rows(size: int, collection: str) -> list[ConfigResult]:
@@ -27,3 +30,17 @@ def test_time_per_configuration_holds_all_its_modes():
     assert all(abs(t - 26.002) < 1e-9 for t in totals)  # no configuration (or mode) shows an empty bar
     assert set(frame["modes"]) == {"hybrid-rrf, dense, sparse"}
     assert frame[frame["stage"] == "searching"]["seconds"].round(3).tolist() == [3.002] * 3
+
+
+def test_hits_close_on_the_map_share_one_rank_label():
+    points = [(0.0, 0.0, 0), (0.001, 0.001, 1), (0.5, 0.5, 2), (0.51, 0.49, 3), (1.0, 1.0, 0), (0.02, -0.002, 4),
+              (0.9, 0.1, 5)]
+    data = pd.DataFrame([{"x": x, "y": y, "hit": rank or None, "is_hit": int(bool(rank))} for x, y, rank in points])
+    labels = embedding_map.rank_labels(data)
+    assert labels["label"].tolist() == ["1, 4", "2, 3", "5"]  # 1 and 4 overlap, 2 and 3 too; 5 stands alone
+    assert labels[["x", "y"]].values.tolist()[:2] == [[0.001, 0.001], [0.5, 0.5]]  # at the better hit's place
+    # every label is at least its own width plus a margin away from any other on the same height
+    boxes = [(x, y, len(t) * embedding_map.CHAR) for x, y, t in labels.itertuples(index=False)]
+    for i, (x, y, w) in enumerate(boxes):
+        for u, v, _ in boxes[i + 1:]:
+            assert abs(v - y) >= embedding_map.NEAR[1] or not -embedding_map.NEAR[0] < u - x < w + embedding_map.NEAR[0]
