@@ -119,8 +119,7 @@ def time_frame(result: SweepResult) -> pd.DataFrame:
 def time_chart(result: SweepResult) -> alt.Chart:
     """Return the seconds of each configuration split into chunking, embedding, indexing and searching."""
     return alt.Chart(time_frame(result)).mark_bar().encode(
-        y=alt.Y("configuration:N", sort=None, title="chunk_size / overlap (all its modes)",
-                axis=alt.Axis(labelLimit=260)),
+        y=alt.Y("configuration:N", sort=None, title="chunk_size / overlap", axis=alt.Axis(labelLimit=260)),
         x=alt.X("sum(seconds):Q", title="seconds"), color=alt.Color("stage:N", sort=None),
         tooltip=["configuration", "modes", "stage", alt.Tooltip("seconds:Q", format=".2f")],
     ).properties(height=ROW_STEP)

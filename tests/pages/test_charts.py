@@ -1,4 +1,4 @@
-"""Chart pieces that need no browser: the time per configuration of a sweep in several modes, map rank labels."""
+"""Chart pieces that need no browser: time per configuration, rank labels on the map, the rank curve's axis title."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from rag.evaluation.metrics import evaluate
 from rag.evaluation.modes import parse_mode
 from rag.evaluation.queries import Query
 from rag.evaluation.results import ConfigResult, SweepConfig, SweepResult
+from rag.reports.scores import distribution_of
 from ui import charts
-from ui.parts import embedding_map
+from ui.parts import embedding_map, search
 
 
 def _rows(size: int, collection: str) -> list[ConfigResult]:
@@ -44,3 +45,13 @@ def test_hits_close_on_the_map_share_one_rank_label():
     for i, (x, y, w) in enumerate(boxes):
         for u, v, _ in boxes[i + 1:]:
             assert abs(v - y) >= embedding_map.NEAR[1] or not -embedding_map.NEAR[0] < u - x < w + embedding_map.NEAR[0]
+
+
+def test_the_rank_curve_keeps_its_y_title_shorter_than_the_plot():
+    # A rotated title longer than the plot is tall made Vega's fit layout shrink the plot on every window resize
+    # until the curve was a flat line (seen in Chromium with "weighted sum of normalised scores (convex)").
+    dist = distribution_of([0.8] + [0.55 - i * 0.004 for i in range(60)], top_k=5, mode="hybrid", score_kind="convex")
+    spec = search.rank_line(dist, "weighted sum of normalised scores (convex)").to_dict()
+    axes = [layer["encoding"]["y"].get("axis", {}) for layer in spec["layer"]
+            if layer["encoding"].get("y", {}).get("title")]
+    assert axes and all(0 < axis.get("titleLimit", 10**6) <= search.HEIGHT - 80 for axis in axes)

@@ -225,6 +225,7 @@ def _neighbours(workspace: Workspace, hit: Hit) -> None:
 # ---- the score distribution -------------------------------------------------------------------------------
 
 HEIGHT = 220
+TITLE_LIMIT = HEIGHT - 80  # pixels: a vertical axis title no longer than the plot (HEIGHT less the x axis) is tall
 BAR = "#4c78a8"
 KEPT = "#f58518"
 THRESHOLD_COLOUR = "#d62728"
@@ -294,7 +295,10 @@ def rank_line(dist: ScoreDistribution, title: str) -> alt.LayerChart:
     log = len(frame) > 50
     x = alt.X("rank:Q", title="rank" + (" (log scale)" if log else ""), axis=alt.Axis(grid=False),
               scale=alt.Scale(type="log") if log else alt.Scale(domainMin=1, nice=False))
-    base = alt.Chart(frame).encode(x=x, y=alt.Y("score:Q", title=title, scale=alt.Scale(zero=False)))
+    # a y title longer than the plot is tall made Vega's fit-to-width layout shrink the plot on every resize,
+    # until the curve was a flat line: the title is cut to the plot's height instead (the caption names the score)
+    y = alt.Y("score:Q", title=title, scale=alt.Scale(zero=False), axis=alt.Axis(titleLimit=TITLE_LIMIT))
+    base = alt.Chart(frame).encode(x=x, y=y)
     line = base.mark_line(color=BAR, strokeWidth=1.5)
     dots = base.mark_circle(size=28, opacity=0.9).encode(
         color=alt.Color("returned:N", scale=alt.Scale(domain=["returned", "not returned"], range=[KEPT, BAR]),
