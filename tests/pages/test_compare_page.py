@@ -127,7 +127,8 @@ def test_a_query_set_shows_metric_deltas_and_per_query_changes(app_env, shared_d
         assert table.loc[key, "A"] == pytest.approx(expected.metrics_a[key])
         test = expected.paired[key]
         assert table.loc[key, "interval"] == f"{test.low:+.3f} to {test.high:+.3f}"
-        assert table.loc[key, "p"] == format_p(test.p_value)
+        assert table.loc[key, "p"] == ("too few differ" if test.too_few_differ else format_p(test.p_value))
+        assert test.low <= 0.0 <= test.high or not test.tied  # the interval shown agrees with the verdict
     assert any(md(expected.verdict()) in m.value for m in at.markdown)
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["B better"] == str(expected.count("better")) and metrics["the same"] == str(expected.count("same"))
