@@ -78,3 +78,17 @@ def test_a_threshold_only_cuts_the_ranking(corpus, mode, fusion) -> None:
                 cut = pipeline.search(query, "x", k, threshold, store=store, embedder=embedder, mode=mode,
                                       fusion=fusion)
                 assert ranked(cut) == ranked([h for h in deepest[:k] if h.score >= threshold])
+
+
+@pytest.mark.parametrize(("mode", "fusion"), SEARCHES)
+def test_within_a_document_filter_top_k_only_cuts_too(corpus, mode, fusion):
+    store, embedder, queries = corpus
+    document = store.documents("x")[0].document_id  # a filter searches those documents as their own collection
+    for query in queries[:3]:
+        deepest = pipeline.search(query, "x", 50, None, [document], store=store, embedder=embedder, mode=mode,
+                                  fusion=fusion)
+        assert {h.document_id for h in deepest} <= {document}
+        for k in (1, 5, 20):
+            hits = pipeline.search(query, "x", k, None, [document], store=store, embedder=embedder, mode=mode,
+                                   fusion=fusion)
+            assert ranked(hits) == ranked(deepest[:k])
