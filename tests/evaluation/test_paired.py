@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from rag.embeddings import get_embedder
+from rag.evaluation.compare import EvaluationComparison
 from rag.evaluation.metrics import evaluate
 from rag.evaluation.modes import SearchMode
-from rag.evaluation.compare import EvaluationComparison
 from rag.evaluation.paired import format_p, p_words, paired_difference
 from rag.evaluation.queries import Query
 from rag.evaluation.results import ConfigResult, SweepConfig, SweepResult
