@@ -64,6 +64,7 @@ left, right = st.columns(2)
 sides = side_picker("A", left, first, "dense"), side_picker("B", right, *default_b)
 if sides[0] == sides[1]:
     st.warning("A and B are the same collection and mode: pick another collection or mode for one of them.")
+parts.documents_warning(ws, sides)
 
 how, what, cut, go = st.columns([1.5, 2.6, 1.1, 1.0], vertical_alignment="bottom")
 source = how.segmented_control("Compare on", ["query", "query set"], key="compare_source", default="query",

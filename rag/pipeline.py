@@ -339,6 +339,7 @@ def search(
     fusion: str | None = None,
     include_toc: bool = False,
     query_vector: np.ndarray | None = None,
+    depth: int | None = None,
 ) -> list[Hit]:
     """Return the top_k chunks of collection for query, best first, each hit's scores explained.
 
@@ -347,7 +348,8 @@ def search(
     collection's default: hybrid with its saved fusion (else DEFAULT_FUSION) when it has keyword vectors,
     else dense. score_threshold applies to the mode's own score. Tables of contents are left out unless
     include_toc. store: default open_store(). query_vector: the query's embedding when the caller has it
-    (as embedder.embed_query gives it), so changing top_k or the mode embeds nothing again.
+    (as embedder.embed_query gives it), so changing top_k or the mode embeds nothing again. depth: how many
+    candidates of each list hybrid search fuses (default rag.store.search.candidate_limit(top_k)).
     """
     store = store if store is not None else open_store()
     mode, fusion = search_defaults(store, collection, mode, fusion)
@@ -355,7 +357,7 @@ def search(
     if not query.strip():
         raise QueryError("The query is empty. Type a question or some words to search for.")
     options = {"top_k": top_k, "score_threshold": score_threshold, "document_ids": document_ids,
-               "include_toc": include_toc}
+               "include_toc": include_toc, "depth": depth}
     if mode == "sparse":
         if not store.analyzer(collection).query_ids(query):
             raise QueryError(f"The query '{query.strip()}' has only stop words or punctuation, so keyword (sparse) "

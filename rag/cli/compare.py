@@ -10,6 +10,7 @@ Each side searches with its collection's own embedder. MODE is dense (default), 
 from __future__ import annotations
 
 import argparse
+import sys
 
 from rag import pipeline
 from rag.cli.chunk import common
@@ -23,6 +24,7 @@ from rag.evaluation.compare import (
     Side,
     compare_query,
     compare_query_set,
+    document_difference,
     parse_side,
 )
 from rag.evaluation.metrics import DEFAULT_KS, METRICS
@@ -45,13 +47,15 @@ JSON_HELP = """\
 A query set (--queries):
   {"queries", "ks", "a": {"collection", "mode", "fusion", "embedder", "metrics"}, "b": {...},
    "deltas": {"hit@5": B minus A, ...}, "changes": {"better": n, "worse": n, "same": n},
-   "paired": {"hit@5": {"difference", "interval": [low, high], "p_value", "queries", "tied"}, ...},
+   "paired": {"hit@5": {"difference", "interval": [low, high], "p_value", "queries", "tied", "differing",
+                        "too_few_differ"}, ...},
    "verdict": the paired difference of mrr at the deepest k in words,
    "per_query": [{"query", "line", "rank_a", "rank_b", "rank_change", "score_a", "score_b", "score_change",
                   "change", "deltas": {metric at the deepest k: B minus A}}]}
   rank_*: rank of the first relevant chunk (null: not within the deepest k); change: better/worse/same by rank.
-  paired: B minus A over the same queries; interval: paired bootstrap (95 %); p_value: sign-flip permutation
-  test; tied: p_value >= 0.05, the query set cannot tell A and B apart.
+  paired: B minus A over the same queries; p_value: sign-flip permutation test; interval (95 %): the same test
+  inverted, so it holds 0 exactly when tied: p_value >= 0.05, the query set cannot tell A and B apart;
+  differing: queries on which A and B differ; too_few_differ: 5 or fewer, so no test can decide.
 """
 
 
@@ -75,6 +79,9 @@ def run_compare(args: argparse.Namespace) -> int:
     store = store_of(args)
     embedders = [_embedder(store, side) for side in sides]
     ids = [e.model_id if e else None for e in embedders]
+    different = document_difference(store, sides[0].collection, sides[1].collection)
+    if different:
+        print(f"Note: {different}", file=sys.stderr)
     if args.query is not None:
         comparison = compare_query(args.query, sides, args.top_k, store=store, embedders=embedders)
         if args.json:
@@ -140,7 +147,8 @@ def print_evaluations(sides: tuple[Side, Side], comparison: EvaluationComparison
     paired = comparison.paired
     common.print_table([[key, f"{comparison.metrics_a[key]:.3f}", f"{comparison.metrics_b[key]:.3f}",
                          f"{comparison.deltas[key]:+.3f}", f"{paired[key].low:+.3f} to {paired[key].high:+.3f}",
-                         format_p(paired[key].p_value)] for key in keys],
+                         "too few differ" if paired[key].too_few_differ else format_p(paired[key].p_value)]
+                        for key in keys],
                        ["metric", "A", "B", "B - A", "95 % interval", "p"])
     print(f"\n{comparison.verdict()}")
     print(f"\nB better on {comparison.count('better')} queries, worse on {comparison.count('worse')}, "

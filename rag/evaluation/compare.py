@@ -143,6 +143,9 @@ class EvaluationComparison:
         """Return the paired difference on metric in words, and whether the query set can tell A and B apart."""
         metric = metric or self.main_metric
         test = self.paired[metric]
+        if test.too_few_differ:
+            return (f"B - A: {test.words(metric)}. {test.few_words().capitalize()} whether A or B is better (a paired "
+                    f"test needs 6 or more differing questions at the {ALPHA:.0%} level).")
         if test.tied:
             return (f"B - A: {test.words(metric)}. On these {test.queries} queries A and B are indistinguishable "
                     f"(paired test, {ALPHA:.0%} level).")
@@ -214,6 +217,31 @@ def parse_side(text: str, fusion: str = "rrf") -> Side:
     if not text.strip():
         raise InvalidSettingsError("A side of the comparison needs a collection name, e.g. docs or docs:hybrid.")
     return Side(text, SearchMode())
+
+
+def document_difference(store: Store, a: str, b: str, shown: int = 3) -> str:
+    """Return a warning in words when collections a and b hold different documents; "" when they hold the same.
+
+    Documents are the same when their ids are (an id is drawn from the file's content), so two versions
+    of one file count as different documents.
+    """
+    if a == b:
+        return ""
+    documents = [{d.document_id: d.title for d in store.documents(name)} for name in (a, b)]
+    if set(documents[0]) == set(documents[1]):
+        return ""
+
+    def listed(only: dict[str, str], name: str) -> str:
+        titles = sorted(only.values())
+        more = f" and {len(titles) - shown} more" if len(titles) > shown else ""
+        count = "1 document" if len(titles) == 1 else f"{len(titles)} documents"
+        return f"{count} only in '{name}' ({', '.join(titles[:shown])}{more})"
+
+    parts = [listed({i: t for i, t in docs.items() if i not in other}, name)
+             for docs, other, name in ((documents[0], documents[1], a), (documents[1], documents[0], b))
+             if set(docs) - set(other)]
+    return (f"'{a}' and '{b}' hold different documents: {'; '.join(parts)}. A chunk only one side finds may not "
+            "exist on the other, so this compares the collections' contents as much as their chunking or search.")
 
 
 def compare_query(

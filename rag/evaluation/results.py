@@ -15,7 +15,7 @@ from rag.chunking.chunker import ChunkSettings
 from rag.evaluation.metrics import Evaluation
 from rag.evaluation.modes import SearchMode
 from rag.evaluation.pace import time_left
-from rag.evaluation.paired import ALPHA, PairedDifference, format_p, paired_difference
+from rag.evaluation.paired import ALPHA, PairedDifference, p_words, paired_difference
 
 STAGES = ("chunking", "embedding", "indexing", "searching")  # the time split of every configuration
 
@@ -190,9 +190,13 @@ class SweepResult:
         shown = _listed(names)
         row, test = ties[0]
         lead, low, high = (0.0 - v for v in (test.difference, test.high, test.low))  # 0.0 - v: no "-0.000"
-        words = (f"{shown} are indistinguishable by {metric} {on}: {best.short} is ahead of {names[1]} by "
-                 f"{lead:.3f} (95 % interval {low:.3f} to {high:.3f}, p = {format_p(test.p_value)}).")
-        return " ".join([words, *self._tie_breakers(best, [row for row, _ in ties])])
+        words = [f"{shown} are indistinguishable by {metric} {on}: {best.short} is ahead of {names[1]} by "
+                 f"{lead:.3f} (95 % interval {low:.3f} to {high:.3f}, {p_words(test.p_value)})."]
+        few = [name for name, (_, tie) in zip(names[1:], ties, strict=True) if tie.too_few_differ]
+        if few:
+            words.append(f"Too few questions differ to tell for {_listed(few)}: 5 or fewer questions score "
+                         f"differently from {best.short}, and no paired test can decide on so few.")
+        return " ".join([*words, *self._tie_breakers(best, [row for row, _ in ties])])
 
     @staticmethod
     def _tie_breakers(best: ConfigResult, ties: list[ConfigResult]) -> list[str]:
@@ -248,7 +252,8 @@ class SweepResult:
                 "skipped": self.skipped, "configs": configs,
                 "best": best.to_json() | {"by": metric} if best else None, "ties": ties,
                 "tie_test": {"by": metric, "alpha": ALPHA, "test": "paired sign-flip permutation test over the "
-                             "queries; interval: paired bootstrap of the difference (tie minus best)"},
+                             "queries; interval: the same test inverted, every shift of the difference (tie minus "
+                             "best) it does not reject, so it holds 0 exactly for a tie"},
                 "tie_summary": self.tie_summary(metric)}
 
     def table(self) -> list[dict]:
@@ -265,4 +270,4 @@ def _listed(names: list[str], most: int = 5) -> str:
     """Return "a, b and c" (beyond most names: "a, b, c, d and 3 more")."""
     if len(names) > most:
         return ", ".join(names[: most - 1]) + f" and {len(names) - most + 1} more"
-    return ", ".join(names[:-1]) + f" and {names[-1]}"
+    return ", ".join(names[:-1]) + f" and {names[-1]}" if len(names) > 1 else "".join(names)

@@ -52,11 +52,12 @@ class ChunkReport:
 @dataclass(frozen=True)
 class FlagSummary:
     chunks: int
-    cut: int  # chunks longer than the embedder's input limit
+    cut: int  # searched chunks longer than the embedder's input limit (tables of contents are not searched)
     cut_share: float  # mean share of those chunks' model tokens that is never embedded
     tiny: int
     no_heading: int
-    suggested_chunk_size: int | None  # a chunk_size (cl100k) whose chunks would fit the embedder; None if all fit
+    suggested_chunk_size: int | None  # a smaller chunk_size (cl100k) whose chunks would fit; None: all fit, or none
+    toc_cut: int = 0  # tables of contents over the limit: not searched, so they need no smaller chunk_size
 
 
 @dataclass(frozen=True)
@@ -119,6 +120,7 @@ def tiny_limit(chunk_size: int | None) -> int:
 
 
 CUT_OFF, WINDOWED = "cut off", "windowed"
+SMALLEST_ADVICE = 50  # cl100k tokens: a smaller chunk holds hardly a sentence, so no chunk_size below is advised
 
 
 def overflow_flag(embedder: object) -> str:
@@ -156,15 +158,22 @@ def chunk_reports(
 def flag_summary(reports: Sequence[ChunkReport], max_input_tokens: int | None) -> FlagSummary:
     """Return how many chunks carry each flag, and a chunk_size that would fit the embedder's input limit.
 
-    The suggestion converts the limit from the embedder's tokens to cl100k with the median ratio seen in
-    these chunks (German text takes more wordpieces than cl100k tokens), with 10 % to spare.
+    Tables of contents ("toc") are not searched: they are counted apart (toc_cut) and ask for no other
+    chunk_size. The suggestion converts the limit from the embedder's tokens to cl100k with the highest
+    ratio seen in the searched chunks (tiny ones aside: a few tokens give no ratio to trust; German text and
+    tables take more wordpieces than cl100k tokens), with 10 % to spare, so every searched chunk would fit.
+    It is made only when it is smaller than every chunk over the limit (a chunk_size that does not split them
+    cannot help) and not below SMALLEST_ADVICE; otherwise there is no advice to give.
     """
-    cut = [r for r in reports if r.cut_tokens]
+    searched = [r for r in reports if "toc" not in r.flags]
+    cut = [r for r in searched if r.cut_tokens]
     suggestion = None
-    ratios = [r.model_tokens / r.tokens for r in reports if r.model_tokens and r.tokens]
+    ratios = [r.model_tokens / r.tokens for r in searched if r.model_tokens and r.tokens and "tiny" not in r.flags]
+    ratios = ratios or [r.model_tokens / r.tokens for r in cut if r.model_tokens and r.tokens]
     if cut and ratios and max_input_tokens:
-        fitting = max_input_tokens / statistics.median(ratios) * 0.9
-        suggestion = max(MIN_CHUNK_SIZE, int(fitting // 10 * 10))
+        fitting = int(max_input_tokens / max(ratios) * 0.9 // 10 * 10)
+        if max(MIN_CHUNK_SIZE, SMALLEST_ADVICE) <= fitting < min(r.tokens for r in cut):
+            suggestion = fitting
     return FlagSummary(
         len(reports),
         len(cut),
@@ -172,6 +181,7 @@ def flag_summary(reports: Sequence[ChunkReport], max_input_tokens: int | None) -
         sum("tiny" in r.flags for r in reports),
         sum("no heading" in r.flags for r in reports),
         suggestion,
+        sum(bool(r.cut_tokens) for r in reports if "toc" in r.flags),
     )
 
 

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from rag.errors import InvalidSettingsError
 from rag.evaluation.intervals import RESAMPLES
 from rag.evaluation.metrics import METRICS, Evaluation, QueryOutcome
-from rag.evaluation.paired import ALPHA, PairedDifference, format_p
+from rag.evaluation.paired import ALPHA, PairedDifference, format_p, p_words
 from rag.evaluation.results import ConfigResult, SweepResult
 from rag.reports.svg import PALETTE, Estimate, Series, dot_chart, esc, line_chart
 
@@ -25,8 +25,9 @@ METHOD = (f"Each metric is the mean over the queries; its 95 % interval is a boo
           "resamples, seeded, so a run repeats exactly): the range the metric would likely take on another query set "
           "of the same kind and size.")
 TIE_METHOD = (f"A configuration is tied with the best when a paired sign-flip permutation test over the same queries "
-              f"cannot tell them apart (p ≥ {ALPHA:g}); the interval of the difference is a paired bootstrap. A tie "
-              "is not proof of equality: more queries may show a small difference.")
+              f"cannot tell them apart (p ≥ {ALPHA:g}); the 95 % interval of the difference is that test inverted, so "
+              "it holds 0 exactly for a tie. Where 5 or fewer questions differ no test can decide (too few differ). "
+              "A tie is not proof of equality: more queries may show a small difference.")
 
 STYLE = """
 :root { color-scheme: light; }
@@ -80,7 +81,7 @@ def sweep_report(result: SweepResult, metric: str | None = None) -> str:
                                               (result.summary(metric), result.tie_summary(metric)) if words)]
     if ties:
         body.append("<p>Tied with the best:</p><ul>" + "".join(
-            f"<li>{esc(row.label)}: {esc(tests[id(row)].words(metric))}</li>" for row in ties) + "</ul>")
+            f"<li>{esc(row.label)}: {esc(_tie_words(tests[id(row)], metric))}</li>" for row in ties) + "</ul>")
     body.append("</div>")
     body += [f'<p class="notes">{esc(note)}</p>' for note in [*result.notes(), *result.skipped]]
     if best is not None:
@@ -125,7 +126,10 @@ def _sweep_charts(result: SweepResult, metric: str, best: ConfigResult, ties: li
 
     def note(row: ConfigResult) -> str:
         mark = marks.get(id(row), "")
-        return f"tie, p = {format_p(tests[id(row)].p_value)}" if mark == "tie" else mark
+        if mark != "tie":
+            return mark
+        test = tests[id(row)]
+        return "tie, too few differ" if test.too_few_differ else f"tie, {p_words(test.p_value)}"
 
     groups = [(mode if len(result.modes) > 1 else None,
                [_estimate(row.evaluation, metric, row.config.short, colours[mode], note(row), row is best)
@@ -165,12 +169,17 @@ def _sweep_table(result: SweepResult, metric: str, marks: dict[int, str], tests:
             f'<p class="notes">{esc(caption)}</p>')
 
 
+def _tie_words(test: PairedDifference, metric: str) -> str:
+    """Return a tie's difference in words, with why the test cannot decide when too few questions differ."""
+    return test.words(metric) + (f"; {test.few_words()}" if test.too_few_differ else "")
+
+
 def _sweep_row(row: ConfigResult, metric: str, others: list[str], mark: str, test: PairedDifference | None) -> str:
     badge = f' <span class="mark {mark}">{mark}</span>' if mark else ""
     reused = '<br><span class="pm">reused</span>' if row.reused else ""
     versus = ["—", ""] if test is None else [
         f'{test.difference:+.3f}<br><span class="pm">{test.low:+.3f} to {test.high:+.3f}</span>',
-        format_p(test.p_value)]
+        format_p(test.p_value) + ('<br><span class="pm">too few differ</span>' if test.too_few_differ else "")]
     cells = [f'<td class="text">{esc(row.config.short)}{badge}</td>', f'<td class="text">{esc(row.mode.label)}</td>',
              _metric_cell(row.evaluation, metric, "chosen"), *(_metric_cell(row.evaluation, m) for m in others),
              f"<td>{row.chunks}</td>", f"<td>{row.mean_tokens:.0f}</td>", f"<td>{row.cut_share:.0%}</td>",

@@ -4,6 +4,9 @@
 and returns every score, best first, with the score at the top_k cut and what a threshold would keep, so a
 threshold can be chosen by eye. Scores are on the mode's own scale (Hit.score_kind): cosine for dense,
 BM25 for sparse (only chunks containing a query term get a score at all), the fused score for hybrid.
+It is the table's ranking continued: its first top_k scores are the hits a search with that top_k returns.
+For hybrid that means fusing at the table's candidate depth (candidate_limit(top_k)), so only the chunks
+of the two candidate lists get a fused score.
 
 `rank_rows` turns an Evaluation into one row per query: the rank and score of its first relevant chunk,
 the top score and the gap between them, for a chart over all queries.
@@ -22,6 +25,7 @@ from rag.embeddings.base import Embedder
 from rag.evaluation.metrics import Evaluation
 from rag.evaluation.modes import collection_info
 from rag.store.client import Store
+from rag.store.search import candidate_limit
 
 SCORE_CAP = 5000  # chunks scored at most: one search with this top_k
 
@@ -80,7 +84,7 @@ def score_stats(scores: Sequence[float]) -> ScoreStats | None:
 def distribution_of(
     scores: Sequence[float], top_k: int, threshold: float | None = None, total: int | None = None,
     cap: int = SCORE_CAP, *, query: str = "", collection: str = "", mode: str = "dense", fusion: str | None = None,
-    score_kind: str | None = None,
+    score_kind: str | None = None, depth: int | None = None,
 ) -> ScoreDistribution:
     """Return the distribution of scores (best first) as cut by top_k and threshold; total = chunks that exist."""
     scores = tuple(sorted((float(s) for s in scores), reverse=True))
@@ -95,6 +99,9 @@ def distribution_of(
     if unscored > 0 and mode == "sparse":
         notes.append(f"{unscored:,} of {min(total, cap):,} chunks contain no query term, so keyword search gives "
                      "them no score at all.")
+    elif unscored > 0 and mode == "hybrid" and depth:
+        notes.append(f"Hybrid search fuses the best {depth:,} chunks of each list (dense and keyword); the other "
+                     f"{unscored:,} of {min(total, cap):,} chunks get no fused score.")
     elif unscored > 0:
         notes.append(f"{unscored:,} of {min(total, cap):,} chunks got no score in this search.")
     return ScoreDistribution(query, collection, mode, fusion if mode == "hybrid" else None, score_kind, scores, total,
@@ -115,25 +122,27 @@ def score_distribution(
     document_ids: list[str] | None = None,
     cap: int = SCORE_CAP,
     query_vector: np.ndarray | None = None,
+    include_toc: bool = False,
 ) -> ScoreDistribution:
     """Return the scores of query over every chunk of collection (at most cap), with the top_k and threshold cuts.
 
-    One search with top_k = min(chunks, cap) and no threshold, in the given mode; errors as pipeline.search
-    (empty query, unknown mode, a keyword mode on a collection without keyword vectors, ...). query_vector:
-    the query's embedding when the caller has it (pipeline.search).
+    One search with top_k = min(chunks, cap) and no threshold, in the given mode, hybrid fused at the depth a
+    search with top_k uses, so the first top_k scores are that search's; errors as pipeline.search (empty
+    query, unknown mode, a keyword mode on a collection without keyword vectors, ...). query_vector: the
+    query's embedding when the caller has it (pipeline.search). include_toc: as in pipeline.search.
     """
     if document_ids:
         wanted = set(document_ids)
         total = sum(d.chunks for d in store.documents(collection) if d.document_id in wanted)
     else:
         total = collection_info(store, collection).points
-    limit = max(1, min(total, cap))
+    limit, depth = max(1, min(total, cap)), candidate_limit(top_k)
     hits = pipeline.search(query, collection, limit, None, document_ids, store=store, embedder=embedder, mode=mode,
-                           fusion=fusion, query_vector=query_vector)
+                           fusion=fusion, query_vector=query_vector, include_toc=include_toc, depth=depth)
     scores = [h.score for h in hits if h.score is not None]
     kind = next((h.score_kind for h in hits if h.score_kind), None)
     return distribution_of(scores, top_k, threshold, total, cap, query=query, collection=collection, mode=mode,
-                           fusion=fusion, score_kind=kind)
+                           fusion=fusion, score_kind=kind, depth=depth)
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,11 @@ search the two candidate lists are queried again next to the fused query, in the
 with the same vector, filter and limit as the prefetches, so ranks and scores are the ones the fusion
 saw. In dense or sparse mode only that mode's fields are filled.
 
-score_threshold applies to the mode's own score: cosine, BM25, or the fused score (the candidate lists
-are not cut). All requests of one call go to Qdrant in one query_batch_points round trip.
+A control cuts, never reorders: the candidate depth is CANDIDATES (50) for every top_k up to 50, so the fused
+scores and their order are the same for top_k 1 and 50, and top_k only says how many of them to return.
+score_threshold applies to the mode's own score: cosine, BM25, or the fused score, after the fusion (the
+candidate lists are not cut), so it too only cuts. A document filter is a smaller collection: the candidate
+lists are that collection's. All requests of one call go to Qdrant in one query_batch_points round trip.
 """
 
 from __future__ import annotations
@@ -36,12 +39,13 @@ from rag.store.records import Hit, Layout, hit_from_point, mismatch_error, paylo
 
 MODES = ("dense", "sparse", "hybrid")
 FUSIONS = METHODS  # the fusion methods; a fusion is given as a spec, e.g. "convex:w=0.6" (rag.store.fusion)
-MIN_CANDIDATES = 50
+CANDIDATES = 50  # the depth every measured figure of the README used (top_k <= 10 then gave 50)
 
 
 def candidate_limit(top_k: int) -> int:
-    """Return how many chunks each hybrid prefetch (dense, sparse) hands to the fusion."""
-    return max(top_k * 4, MIN_CANDIDATES)
+    """Return how many chunks each hybrid prefetch (dense, sparse) hands to the fusion: CANDIDATES, or top_k
+    when it is larger, so that top_k up to CANDIDATES only cuts one fused ranking (its scores depend on depth)."""
+    return max(int(top_k), CANDIDATES)
 
 
 def check_mode(mode: str, fusion: str | Fusion = "rrf") -> Fusion:
@@ -92,16 +96,19 @@ class SearchMixin:
         fusion: str = "rrf",
         query_text: str | None = None,
         include_toc: bool = False,
+        depth: int | None = None,
     ) -> list[Hit]:
         """Return the top_k chunks for one query, best first, each with its score explained.
 
-        dense needs vector, sparse needs query_text, hybrid needs both (see the module docstring).
+        dense needs vector, sparse needs query_text, hybrid needs both (see the module docstring). depth: how
+        many candidates of each list hybrid search fuses (default candidate_limit(top_k)).
         """
         vectors = None if vector is None else np.asarray(vector, dtype=np.float32).reshape(1, -1)
         texts = None if query_text is None else [query_text]
         rows = self.search_batch(
             collection, vectors, embedder, top_k, vector_name=vector_name, score_threshold=score_threshold,
             document_ids=document_ids, mode=mode, fusion=fusion, query_texts=texts, include_toc=include_toc,
+            depth=depth,
         )  # fmt: skip
         return rows[0] if rows else []
 
@@ -119,10 +126,11 @@ class SearchMixin:
         fusion: str = "rrf",
         query_texts: Sequence[str] | None = None,
         include_toc: bool = False,
+        depth: int | None = None,
     ) -> list[list[Hit]]:
         """Return the hits of each query (rows of vectors and/or query_texts, same order), in one round trip.
 
-        Chunks flagged as a table of contents are left out unless include_toc.
+        Chunks flagged as a table of contents are left out unless include_toc. depth: as in search.
         """
         fusion = check_mode(mode, fusion)
         matrix = self._query_matrix(vectors, mode)
@@ -137,9 +145,10 @@ class SearchMixin:
         if mode != "dense" and not layout.sparse:
             raise sparse_missing_error(layout, mode)
         analyzer = self._analyzer(layout) if mode != "dense" else None
+        depth = candidate_limit(top_k) if depth is None else max(int(depth), 1)
         plans = [
             self._plan(mode, fusion, layout, using, None if matrix is None else matrix[i], texts and texts[i], shared,
-                       analyzer)
+                       analyzer, depth)
             for i in range(count)
         ]
         kind = fusion.method if mode == "hybrid" else "bm25" if mode == "sparse" else layout.distances.get(using or "")
@@ -177,17 +186,17 @@ class SearchMixin:
         shared = {"filter": self.search_filter(layout, None, False), "limit": max(int(top_k), 1),
                   "score_threshold": None}
         using = self._using(layout, matrix.shape[1], embedder, None)
-        analyzer = self._analyzer(layout)
+        analyzer, depth = self._analyzer(layout), candidate_limit(top_k)
         engine = [(i, f) for i, ((mode, _), f) in enumerate(zip(modes, fusions, strict=True))
                   if mode == "hybrid" and not f.fused_here]
         requests, keyword_of = [], []
         for vector, text in zip(matrix, texts, strict=True):
-            lists = self._plan("hybrid", Fusion("convex"), layout, using, vector, text, shared, analyzer)
+            lists = self._plan("hybrid", Fusion("convex"), layout, using, vector, text, shared, analyzer, depth)
             requests.append(lists.dense)
             keyword_of.append(lists.sparse is not None)
             requests.extend([lists.sparse] if lists.sparse is not None else [])
             for _, fusion in engine:
-                final = self._plan("hybrid", fusion, layout, using, vector, text, shared, analyzer).final
+                final = self._plan("hybrid", fusion, layout, using, vector, text, shared, analyzer, depth).final
                 requests.append(final)
         with self._guard(f"searching '{collection}'"):
             responses = iter(self.client.query_batch_points(collection, requests))
@@ -237,7 +246,7 @@ class SearchMixin:
     @staticmethod
     def _plan(
         mode: str, fusion: Fusion, layout: Layout, using: str | None, vector: Any, text: str | None, shared: dict,
-        analyzer: Analyzer | None = None,
+        analyzer: Analyzer | None = None, depth: int = CANDIDATES,
     ) -> _Plan:
         """Return the requests for one query (dense/sparse lists for the explanation, final for the hits)."""
         plan = _Plan()
@@ -250,7 +259,7 @@ class SearchMixin:
             if keyword is not None:
                 plan.final = models.QueryRequest(query=keyword, using=layout.sparse, with_payload=True, **shared)
             return plan
-        candidates = {"filter": shared["filter"], "limit": candidate_limit(shared["limit"])}
+        candidates = {"filter": shared["filter"], "limit": depth}
         here = fusion.fused_here  # convex: the candidate lists carry the payloads, the fusion is done in _run
         prefetch = [models.Prefetch(query=vector.tolist(), using=using, **candidates)]
         plan.dense = models.QueryRequest(query=vector.tolist(), using=using, with_payload=here, **candidates)

@@ -6,13 +6,17 @@ import json
 
 import pytest
 
+from rag import pipeline
+from rag.chunking import ChunkSettings
 from rag.cli import main
 from rag.cli.compare import parse_side
+from rag.embeddings import get_embedder
 from rag.errors import RagError
-from rag.evaluation.compare import compare_evaluations, compare_hits, same_text
+from rag.evaluation.compare import compare_evaluations, compare_hits, document_difference, same_text
 from rag.evaluation.metrics import evaluate
 from rag.evaluation.modes import SearchMode
 from rag.evaluation.queries import Query
+from rag.pipeline import SourceFile
 from rag.store.open import open_store
 from rag.store.records import Hit
 from tests.conftest import PARAGRAPHS, ingest_paragraphs, span_query
@@ -75,7 +79,8 @@ def test_compare_evaluations_by_hand():
     data = c.to_json()
     assert data["changes"] == {"better": 2, "worse": 1, "same": 0} and data["per_query"][1]["rank_change"] == -1
     assert c.paired["mrr@3"].difference == pytest.approx(1 / 3) and set(data["paired"]) == set(data["deltas"])
-    assert data["paired"]["mrr@3"]["tied"] and "indistinguishable" in data["verdict"]  # 3 queries prove nothing
+    assert data["paired"]["mrr@3"]["tied"] and data["paired"]["mrr@3"]["too_few_differ"]  # 3 queries prove nothing
+    assert "only 3 questions, all of them differing: too few questions differ to tell" in data["verdict"].lower()
     with pytest.raises(RagError, match="different query sets"):
         compare_evaluations(first, evaluate(queries[:2], [[], []], [1]))
     with pytest.raises(RagError, match="share no k"):
@@ -161,3 +166,17 @@ def test_compare_command_query_set(two_chunkings, tmp_path, capsys):
     assert main(["compare", "x", "--queries", str(queries), "--a", "small", "--b", "big",
                  "--store", two_chunkings]) == 1
     assert "either QUERY" in capsys.readouterr().err
+
+
+def test_collections_with_other_documents_are_named(two_chunkings, capsys):
+    store = open_store(path=two_chunkings)
+    assert document_difference(store, "small", "big") == ""  # the same two texts, chunked differently
+    files = [SourceFile("graz.txt", b"Graz liegt an der Mur."), SourceFile("linz.txt", b"Linz an der Donau.")]
+    pipeline.ingest(files, "big", ChunkSettings(400, 0), get_embedder("fake:64"), store=store)
+    words = document_difference(store, "small", "big")
+    assert words.startswith("'small' and 'big' hold different documents: 2 documents only in 'big' (graz.txt, "
+                            "linz.txt).")
+    assert "only in 'small'" not in words and document_difference(store, "big", "big") == ""
+    store.close()
+    assert main(["compare", "Donau", "--a", "small", "--b", "big", "--store", two_chunkings]) == 0
+    assert "Note: 'small' and 'big' hold different documents" in capsys.readouterr().err

@@ -8,12 +8,14 @@ import numpy as np
 import pytest
 
 from rag.embeddings import get_embedder
+from rag.evaluation.compare import EvaluationComparison
 from rag.evaluation.metrics import evaluate
 from rag.evaluation.modes import SearchMode
-from rag.evaluation.paired import format_p, paired_difference
+from rag.evaluation.paired import format_p, p_words, paired_difference
 from rag.evaluation.queries import Query
 from rag.evaluation.results import ConfigResult, SweepConfig, SweepResult
 from rag.evaluation.sweep import run_sweep
+from rag.reports.evaluation_html import sweep_report
 from rag.store.open import open_store
 from rag.store.records import Hit
 
@@ -35,7 +37,7 @@ def test_the_p_value_matches_the_exact_sign_flip_distribution():
     # 3 of 20 queries better by 1, the rest equal: |mean| >= 3/20 only when the 3 signs agree: 2 of 8 patterns.
     a, b = np.zeros(20), np.zeros(20)
     b[:3] = 1.0
-    assert paired_difference(a, b).p_value == pytest.approx(0.25, abs=0.02)
+    assert paired_difference(a, b).p_value == 0.25
     # As many queries better as worse: the observed mean is 0, every sign pattern is as extreme.
     b[3:6] = -1.0
     assert paired_difference(a, b).p_value == 1.0
@@ -92,7 +94,7 @@ def test_a_sweep_with_two_identical_configurations_reports_them_as_tied(xquad):
     tied = {(t["chunk_size"], t["overlap"], t["mode"]): t for t in data["ties"]}
     same = tied[(best.config.chunk_size, best.config.overlap, best.mode.mode)]
     assert same["paired"] == {"difference": 0.0, "interval": [0.0, 0.0], "p_value": 1.0, "queries": len(queries),
-                              "tied": True}
+                              "tied": True, "differing": 0, "too_few_differ": True}
     assert same["metrics"] == data["best"]["metrics"] == twin.metrics
     assert set(same) - {"paired"} == set(data["configs"][0])  # a tie is a row as in "configs"
     for row, test in result.ties():
@@ -107,3 +109,74 @@ def test_p_values_near_the_level_never_read_across_it():
     assert format_p(500 / 10001) == "0.049"  # below 0.05: not a tie, and it does not read "0.050"
     assert format_p(0.0502) == "0.050" and format_p(0.054) == "0.054"  # ties read 0.050 or more
     assert (format_p(0.35), format_p(0.0004)) == ("0.35", "< 0.001")
+
+
+@pytest.mark.parametrize(("diffs", "p"), [([1.0] * 5, 2 / 32), ([1.0] * 6, 2 / 64), ([1.0, 1.0, 1.0, -1.0], 10 / 16),
+                                          ([0.5, -0.25, 1.0, 0.2, 0.3, 0.1, 0.4], None)])
+def test_known_exact_p_values(diffs, p):
+    b = np.zeros(40)
+    b[: len(diffs)] = diffs
+    if p is None:  # by hand: the share of the 2**7 sign patterns whose |sum| reaches the observed one
+        signs = np.array([[1 if (i >> j) & 1 else -1 for j in range(7)] for i in range(128)])
+        p = float(np.mean(np.abs(signs @ np.array(diffs)) >= abs(sum(diffs)) - 1e-9))
+    assert paired_difference(np.zeros(40), b).p_value == pytest.approx(p, abs=1e-12)
+
+
+def test_five_questions_all_one_way_are_too_few_to_tell():
+    a, b = np.zeros(40), np.zeros(40)
+    b[:5] = 1.0  # B better on 5 questions, the same on 35: the smallest possible p is 2 / 2**5 = 0.0625
+    test = paired_difference(a, b)
+    assert test.p_value == 0.0625 and test.tied and test.too_few_differ and test.differing == 5
+    assert test.low <= 0.0 <= test.high  # the interval agrees: 0 is not rejected
+    assert test.to_json()["too_few_differ"] is True and test.to_json()["differing"] == 5
+    assert test.few_words() == "only 5 of 40 questions differ: too few questions differ to tell"
+    verdict = EvaluationComparison((1,), {"mrr@1": 0.0}, {"mrr@1": 0.125}, {"mrr@1": 0.125},
+                                   paired={"mrr@1": test}).verdict()
+    assert "Only 5 of 40 questions differ: too few questions differ to tell whether A or B is better" in verdict
+    b[5] = 1.0  # six: 2 / 64 < 0.05, a difference can show, and here it does
+    six = paired_difference(a, b)
+    assert not six.too_few_differ and not six.tied and six.low > 0.0
+    tiny = paired_difference(np.zeros(4), np.ones(4))  # four questions in all: no shift can be rejected
+    assert tiny.too_few_differ and (tiny.low, tiny.high) == (-1.0, 1.0)
+
+
+def test_the_interval_holds_zero_exactly_when_tied():
+    rng = np.random.default_rng(11)
+    outcomes = {True: 0, False: 0}
+    for case in range(120):
+        n = int(rng.integers(6, 60))
+        a = 1.0 / rng.integers(1, 6, n) * (rng.random(n) < 0.7)  # reciprocal ranks, some misses
+        b = a.copy()
+        changed = rng.random(n) < rng.uniform(0.05, 0.5)
+        b[changed] = (rng.random(changed.sum()) < rng.uniform(0.3, 1.0)) * 1.0  # found at rank 1, or missed
+        test = paired_difference(a, b)
+        excludes_zero = test.low > 0.0 or test.high < 0.0
+        assert excludes_zero == (not test.tied), (case, test)
+        assert test.low <= test.difference <= test.high
+        outcomes[test.tied] += 1
+    assert min(outcomes.values()) >= 10  # both kinds of case were seen
+
+
+def test_the_issues_case_is_no_longer_a_tie_inside_an_interval_without_zero():
+    # 40 questions, 5 moved one way by about 0.45 each: the old bootstrap interval excluded 0 with p = 0.062.
+    a, b = np.zeros(40), np.zeros(40)
+    b[:5] = [0.5, 0.5, 0.333, 0.5, 0.5]
+    test = paired_difference(a, b)
+    assert test.tied and test.too_few_differ and test.low <= 0.0 <= test.high
+    assert "p = 0.062" in test.words("mrr@10")
+
+
+def test_p_reads_as_words():
+    assert (p_words(0.0004), p_words(0.062), p_words(0.35)) == ("p < 0.001", "p = 0.062", "p = 0.35")
+
+
+def test_a_sweep_tie_on_too_few_questions_says_so_in_words_json_and_report():
+    best, close = _row(400, 30), _row(200, 26)  # four questions apart: p = 2 / 16, no test could decide
+    result = SweepResult([best, close, _row(100, 2)], "fake:8", (1,), 40, ["a.md"], 0.0)
+    [(row, test)] = result.ties()
+    assert row is close and test.too_few_differ and test.low <= 0.0 <= test.high
+    assert "Too few questions differ to tell for 200/0 dense: 5 or fewer questions" in result.tie_summary()
+    assert result.to_json()["ties"][0]["paired"]["too_few_differ"] is True
+    page = sweep_report(result)
+    assert "tie, too few differ" in page and "only 4 of 40 questions differ: too few questions differ to tell" in page
+    assert "p = &lt; 0.001" not in page and "p = < 0.001" not in page

@@ -101,6 +101,17 @@ def test_two_chunkings_share_text_across_collections(app_env, shared_data):
     side_a, side_b = (d.value for d in at.dataframe)
     assert side_a["found"].str.startswith("both").any()  # a 200-token chunk inside a 600-token one: the same text
     assert "B = 'klein' · Dense" in plain(texts(at.caption))
+    assert not any("hold different documents" in w for w in texts(at.warning))  # the same PDF on both sides
+
+
+def test_collections_with_other_documents_are_warned_about(app_env, shared_data):
+    ingest_files(app_env, shared_data, "documents", ChunkSettings(), PDF)
+    ingest_files(app_env, shared_data, "andere", ChunkSettings(200, 20), PDF, "pdfs/crazyones.pdf")
+    at = compare_page(start())  # the sidebar opens the larger collection: choose both sides
+    at.selectbox(key="compare_a_collection").set_value("documents").run()
+    at.selectbox(key="compare_b_collection").set_value("andere").run()
+    warning = plain(texts(at.warning))
+    assert "'documents' and 'andere' hold different documents: 1 document only in 'andere' (crazyones.pdf)" in warning
 
 
 def test_a_query_set_shows_metric_deltas_and_per_query_changes(app_env, shared_data):
@@ -122,7 +133,8 @@ def test_a_query_set_shows_metric_deltas_and_per_query_changes(app_env, shared_d
         assert table.loc[key, "A"] == pytest.approx(expected.metrics_a[key])
         test = expected.paired[key]
         assert table.loc[key, "interval"] == f"{test.low:+.3f} to {test.high:+.3f}"
-        assert table.loc[key, "p"] == format_p(test.p_value)
+        assert table.loc[key, "p"] == ("too few differ" if test.too_few_differ else format_p(test.p_value))
+        assert test.low <= 0.0 <= test.high or not test.tied  # the interval shown agrees with the verdict
     assert any(md(expected.verdict()) in m.value for m in at.markdown)
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["B better"] == str(expected.count("better")) and metrics["the same"] == str(expected.count("same"))

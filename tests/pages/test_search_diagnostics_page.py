@@ -112,3 +112,16 @@ def test_a_threshold_that_removes_every_hit_still_shows_the_distribution(app_env
     search(at, QUERY)
     assert "removed all" in texts(at.warning)
     assert "0 chunks reach the threshold 0.99 · the search returns 0" in plain(texts(at.caption))
+
+
+def test_the_distribution_uses_the_tables_ranking_and_scale(app_env, shared_data):
+    at = search_page(shared_data, PDF, "markdown/asvs-de-V2-Authentication.md")  # more chunks than fusion's depth
+    at.button_group(key="search_mode").set_value("hybrid").run()
+    tables = {}
+    for top_k in (5, 50):
+        search(at, QUERY, top_k=top_k)
+        scores = list(at.dataframe[0].value["score"])
+        tables[top_k] = scores
+        caption = plain(texts(at.caption))
+        assert f"top_k = {top_k} cuts at {scores[top_k - 1]:.3f} (best {scores[0]:.3f})" in caption
+    assert len(tables[50]) == 50 and tables[50][:5] == tables[5]  # a larger top_k shows more of the same ranking

@@ -64,6 +64,31 @@ def test_flag_summary_suggests_a_chunk_size_that_fits_the_embedder():
     assert chunk_report.flag_summary(reports[2:], 256).suggested_chunk_size is None
 
 
+def test_a_table_of_contents_over_the_window_asks_for_no_other_chunk_size():
+    # l2kurz at 350: text chunks take 0.9 model tokens per cl100k token, the table of contents 1.5 (347 -> 521)
+    chunks = [hit(i, "x", token_count=350) for i in range(9)]
+    toc = hit(9, "x", token_count=347)
+    toc.payload["flags"] = ["toc"]
+    reports = chunk_report.chunk_reports([*chunks, toc], [315] * 9 + [521], 512, 350, chunk_report.WINDOWED)
+    summary = chunk_report.flag_summary(reports, 512)
+    assert reports[-1].flags == ("windowed", "toc")  # the chunk itself still says what happens to it
+    assert (summary.cut, summary.toc_cut, summary.suggested_chunk_size) == (0, 1, None)
+
+
+def test_the_suggested_chunk_size_is_smaller_and_fits_every_searched_chunk():
+    # mostly 0.9 model tokens per cl100k token, one dense chunk at 1.5: a median ratio would advise 510 > 350
+    sizes, model = [350] * 9 + [347], [315] * 9 + [521]
+    reports = chunk_report.chunk_reports([hit(i, "x", token_count=n) for i, n in enumerate(sizes)], model, 512, 350)
+    summary = chunk_report.flag_summary(reports, 512)
+    assert summary.cut == 1 and summary.suggested_chunk_size == 300  # 512 / 1.5 * 0.9 = 307, to tens
+    worst = max(m / n for m, n in zip(model, sizes, strict=True))
+    assert summary.suggested_chunk_size < min(r.tokens for r in reports if r.cut_tokens)
+    assert summary.suggested_chunk_size * worst <= 512
+    # a limit so small that the fitting size would hold hardly a sentence: no advice rather than a useless one
+    tight = chunk_report.chunk_reports([hit(0, "x", token_count=400)], [2000], 64, 400)
+    assert chunk_report.flag_summary(tight, 64).suggested_chunk_size is None
+
+
 # ---- overlap and segments --------------------------------------------------------------------------------
 
 

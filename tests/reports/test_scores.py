@@ -7,13 +7,17 @@ import math
 import pytest
 
 from rag import pipeline
+from rag.chunking import ChunkSettings
 from rag.embeddings import get_embedder
 from rag.errors import RagError, SparseVectorsMissingError
 from rag.evaluation.metrics import evaluate
 from rag.evaluation.queries import Query
+from rag.evaluation.squad import import_squad
+from rag.pipeline import SourceFile
 from rag.reports.scores import distribution_of, rank_rows, score_distribution, score_stats
 from rag.store.open import open_store
 from rag.store.records import Hit
+from rag.store.search import CANDIDATES
 from tests.conftest import PARAGRAPHS, HashEmbedder, ingest, ingest_paragraphs, make_document, make_old
 
 SCORES = [0.5, 0.9, 0.1, 0.7, 0.3]  # sorted: 0.9 0.7 0.5 0.3 0.1
@@ -114,3 +118,30 @@ def test_rank_rows_by_hand():
     assert [r.above_threshold for r in rows] == [True, False, None]
     assert rows[1].line == 2 and rows[1].to_json()["gap"] == pytest.approx(0.2)
     assert [r.above_threshold for r in rank_rows(evaluate(queries, results, [3]))] == [None, None, None]
+
+
+@pytest.fixture(scope="module")
+def deep(shared_data):
+    """Return a store whose collection "x" holds more chunks than hybrid search's candidate depth."""
+    imported = import_squad((shared_data / "xquad-de/xquad.de.dev.json").read_bytes(), articles=3)
+    store = open_store(":memory:")
+    files = [SourceFile(d.filename, d.text.encode()) for d in imported.documents]
+    pipeline.ingest(files, "x", ChunkSettings(60, 0), get_embedder("fake:64"), store=store)
+    assert store.collections()[0].points > CANDIDATES
+    return store, imported.queries[0]["query"]
+
+
+@pytest.mark.parametrize(("mode", "fusion"), [("dense", "rrf"), ("sparse", "rrf"), ("hybrid", "rrf"),
+                                              ("hybrid", "dbsf"), ("hybrid", "convex"), ("hybrid", "convex:w=0.7")])
+def test_the_distribution_continues_the_table(deep, mode, fusion):
+    store, query = deep
+    fake = get_embedder("fake:64")
+    for top_k in (1, 5, 20, 50):
+        table = pipeline.search(query, "x", top_k, store=store, embedder=fake, mode=mode, fusion=fusion)
+        d = score_distribution(query, "x", store=store, embedder=fake, mode=mode, fusion=fusion, top_k=top_k)
+        assert list(d.scores[:top_k]) == pytest.approx([h.score for h in table], abs=1e-6), top_k
+        assert d.scores[0] == pytest.approx(table[0].score, abs=1e-6)
+        if len(table) == top_k:
+            assert d.kth_score == pytest.approx(table[-1].score, abs=1e-6)
+    if mode == "hybrid":
+        assert len(d.scores) < d.total and "fuses the best 50 chunks of each list" in d.notes[0]

@@ -111,7 +111,7 @@ def test_threshold_top_k_filter_and_batch_in_hybrid(known) -> None:
                                query_texts=["Schlüssel", "Schlüssel"]) for mode in ("dense", "sparse", "hybrid")]
     assert [[h.chunk_id for h in row[1]] for row in rows] == single
     assert store.search_batch("c", mode="sparse", query_texts=[]) == []
-    assert candidate_limit(5) == 50 and candidate_limit(30) == 120
+    assert candidate_limit(1) == candidate_limit(50) == 50 and candidate_limit(80) == 80
 
 
 def test_query_without_terms_and_bad_arguments(known) -> None:

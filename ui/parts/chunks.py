@@ -24,20 +24,20 @@ MAX_SHOWN_CHUNKS = 40  # the document view renders at most this many chunks at o
 def flags_banner(summary: FlagSummary, embedder: Embedder, chunk_size: int | None) -> None:
     """Say in words what the flags mean for retrieval."""
     limit = embedder.max_input_tokens
+    size = summary.suggested_chunk_size  # None: no smaller chunk_size is known to help, so no advice
     if summary.cut and chunk_report.overflow_flag(embedder) == chunk_report.WINDOWED:
         st.warning(
             f"{summary.cut} of {summary.chunks} chunks are longer than {md(embedder.model_id)} reads in one pass "
             f"({limit:,} tokens of its own): each is embedded in windows whose vectors are averaged, which blurs "
-            f"what its parts say. A chunk_size of about {summary.suggested_chunk_size} keeps every chunk in one "
-            "window.",
+            "what its parts say." + (f" A chunk_size of about {size} keeps every chunk in one window." if size else ""),
             icon=":material/content_cut:",
         )
     elif summary.cut:
         st.warning(
             f"{summary.cut} of {summary.chunks} chunks are longer than {md(embedder.model_id)} reads "
             f"({limit:,} tokens of its own): on average {summary.cut_share:.0%} of each of them is cut off and "
-            f"never embedded, so a search cannot find that text. A chunk_size of about "
-            f"{summary.suggested_chunk_size} would fit.",
+            "never embedded, so a search cannot find that text." + (f" A chunk_size of about {size} would fit."
+                                                                     if size else ""),
             icon=":material/content_cut:",
         )
     notes = []
@@ -45,6 +45,10 @@ def flags_banner(summary: FlagSummary, embedder: Embedder, chunk_size: int | Non
         notes.append(f"{summary.tiny} tiny (under {chunk_report.tiny_limit(chunk_size)} tokens)")
     if summary.no_heading:
         notes.append(f"{summary.no_heading} without a heading")
+    if summary.toc_cut:
+        notes.append(f"{summary.toc_cut} table of contents over the model's limit (not searched, so it does not "
+                     "matter)" if summary.toc_cut == 1 else f"{summary.toc_cut} tables of contents over the model's "
+                     "limit (not searched, so they do not matter)")
     flagged = f"Flagged: {', '.join(notes)}. " if notes else ""
     st.caption(flagged + md(getattr(embedder, "token_note", "")))
 

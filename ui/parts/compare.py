@@ -14,12 +14,19 @@ import pandas as pd
 import streamlit as st
 
 from rag.embeddings.cache import EmbeddingCache, default_cache_dir
-from rag.evaluation.compare import EvaluationComparison, HitComparison, HitRow, Side, compare_query
+from rag.evaluation.compare import (
+    EvaluationComparison,
+    HitComparison,
+    HitRow,
+    Side,
+    compare_query,
+    document_difference,
+)
 from rag.evaluation.metrics import METRICS
 from rag.evaluation.paired import ALPHA, format_p
 from rag.evaluation.queries import Query
 from rag.store.search import candidate_limit
-from ui import render, state
+from ui import render, resources, state
 from ui.compare_jobs import CompareJob, submit
 from ui.parts import live_jobs
 from ui.parts import search as search_parts
@@ -52,6 +59,19 @@ class CompareRun:
 def _embedder(ws: Workspace, side: Side):
     """Return the embedder side's collection was made with (None for keyword search, which embeds nothing)."""
     return ws.embedder_for(side.collection) if side.mode.needs_vectors else None
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def _difference(_ws: Workspace, key: tuple, a: str, b: str) -> str:
+    return document_difference(_ws.store, a, b)
+
+
+def documents_warning(ws: Workspace, sides: Sequence[Side]) -> None:
+    """Warn when the two sides' collections hold different documents (listing them costs one scroll each)."""
+    a, b = sides[0].collection, sides[1].collection
+    note = _difference(ws, (ws.location, resources.version()), a, b) if a != b else ""
+    if note:
+        st.warning(md(note), icon=":material/difference:")
 
 
 def run_query(ws: Workspace, sides: tuple[Side, Side], query: str, top_k: int) -> CompareRun:
@@ -172,7 +192,7 @@ def metric_frame(comparison: EvaluationComparison) -> pd.DataFrame:
     paired = comparison.paired
     return pd.DataFrame([{"metric": k, "A": comparison.metrics_a[k], "B": comparison.metrics_b[k],
                           "B − A": comparison.deltas[k], "low": paired[k].low, "high": paired[k].high,
-                          "p": paired[k].p_value} for k in keys])
+                          "p": paired[k].p_value, "too few differ": paired[k].too_few_differ} for k in keys])
 
 
 def delta_chart(frame: pd.DataFrame) -> alt.Chart:
@@ -180,6 +200,7 @@ def delta_chart(frame: pd.DataFrame) -> alt.Chart:
     better, red where worse, grey where the query set cannot tell them apart."""
     data = frame.assign(direction=[("same" if p >= ALPHA else "B better" if d > 0 else "B worse")
                                    for d, p in zip(frame["B − A"], frame["p"], strict=True)])
+    data = data.drop(columns=["too few differ"], errors="ignore")
     tooltip = ["metric", alt.Tooltip("A:Q", format=".3f"), alt.Tooltip("B:Q", format=".3f"),
                alt.Tooltip("B − A:Q", format="+.3f"), alt.Tooltip("low:Q", format="+.3f", title="95 % from"),
                alt.Tooltip("high:Q", format="+.3f", title="95 % to"), alt.Tooltip("p:Q", format=".3f")]
@@ -218,15 +239,18 @@ def show_evaluations(run: CompareRun) -> None:
     left, right = st.columns([1, 1.2], gap="medium")
     shown = frame.assign(interval=[f"{lo:+.3f} to {hi:+.3f}" for lo, hi in zip(frame["low"], frame["high"],
                                                                                strict=True)],
-                         p=frame["p"].map(format_p)).drop(columns=["low", "high"])
+                         p=[("too few differ" if few else format_p(p)) for p, few in
+                            zip(frame["p"], frame["too few differ"], strict=True)]
+                         ).drop(columns=["low", "high", "too few differ"])
     left.dataframe(shown.style.format(precision=3).format("{:+.3f}", subset=["B − A"]).map(
         lambda d: f"color: {UP if d > 0 else DOWN if d < 0 else '#666'}; font-weight: 600", subset=["B − A"]),
         hide_index=True, width="stretch", column_config={"interval": st.column_config.TextColumn("95 % interval")})
     right.altair_chart(delta_chart(frame), width="stretch")
     st.markdown(f"**{md(comparison.verdict())}**")
     st.caption("Paired over the same queries: each query's B − A is what counts, so queries hard for both cancel "
-               "out. Interval: paired bootstrap; p: sign-flip permutation test. p ≥ 0.05 means this query set "
-               "cannot tell A and B apart (grey bars), not that they are equal.")
+               "out. p: sign-flip permutation test; interval: the same test inverted, so it holds 0 exactly when "
+               "p ≥ 0.05: this query set cannot tell A and B apart (grey bars), not that they are equal. Where 5 or "
+               "fewer questions differ no test can decide: too few differ.")
     deepest = comparison.ks[-1]
     st.subheader("Per query")
     only_changed = st.toggle("Only queries whose rank changed", value=True, key="compare_only_changed")

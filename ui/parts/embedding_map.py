@@ -24,6 +24,8 @@ MAX_COLOURS = 20  # tableau20; the rarest values beyond it share one grey "other
 OTHER = "(other)"
 QUERY_COLOUR = "#d62728"
 HEIGHT = 400
+NEAR = (0.03, 0.045)  # hits closer than this (shares of the map's width, height) share one rank label
+CHAR = 0.012  # the width of one label character as a share of the map (12 px text on a map about 600 px wide)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -76,9 +78,8 @@ def chart(emap: EmbeddingMap, data: pd.DataFrame, colour_by: str) -> alt.LayerCh
         order=alt.Order("is_hit:Q"),
         tooltip=["document", "heading path", "chunk", alt.Tooltip("hit:Q", title="hit rank"), "starts with"],
     ).add_params(pick)
-    hits = data[data["is_hit"] == 1]
-    ranks = alt.Chart(hits).mark_text(dx=10, dy=-10, fontSize=12, fontWeight="bold", color="#111111").encode(
-        x="x:Q", y="y:Q", text="hit:Q")
+    ranks = alt.Chart(rank_labels(data)).mark_text(dx=10, dy=-10, align="left", fontSize=12, fontWeight="bold",
+                                                   color="#111111").encode(x="x:Q", y="y:Q", text="label:N")
     layers = [points, ranks]
     if emap.query_point is not None:
         where = pd.DataFrame({"x": [emap.query_point[0]], "y": [emap.query_point[1]], "label": ["query"]})
@@ -87,6 +88,28 @@ def chart(emap: EmbeddingMap, data: pd.DataFrame, colour_by: str) -> alt.LayerCh
         layers.append(alt.Chart(where).mark_text(dx=14, dy=0, align="left", fontSize=13, fontWeight="bold",
                                                  color=QUERY_COLOUR).encode(x="x:Q", y="y:Q", text="label:N"))
     return alt.layer(*layers).properties(height=HEIGHT)
+
+
+def rank_labels(data: pd.DataFrame) -> pd.DataFrame:
+    """Return one label per group of hits that lie too close for a number each ("2, 5" at the better one's place).
+
+    A label starts just right of its hit and is about CHAR of the map's width per character: a hit whose own
+    number would fall on it (less than NEAR apart beyond its end, or NEAR up or down) joins its label.
+    """
+    hits = data[data["is_hit"] == 1].sort_values("hit")
+    width = (data["x"].max() - data["x"].min()) or 1.0
+    height = (data["y"].max() - data["y"].min()) or 1.0
+    groups: list[tuple[float, float, list[int]]] = []
+    for x, y, rank in zip(hits["x"], hits["y"], hits["hit"], strict=True):
+        for gx, gy, ranks in groups:
+            end = len(", ".join(map(str, ranks))) * CHAR
+            if -NEAR[0] < (x - gx) / width < end + NEAR[0] and abs(y - gy) / height < NEAR[1]:
+                ranks.append(int(rank))
+                break
+        else:
+            groups.append((x, y, [int(rank)]))
+    return pd.DataFrame([{"x": x, "y": y, "label": ", ".join(map(str, ranks))} for x, y, ranks in groups],
+                        columns=["x", "y", "label"])
 
 
 def caption(emap: EmbeddingMap, data: pd.DataFrame, colour_by: str, mode_label: str, top_k: int) -> str:

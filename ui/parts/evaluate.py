@@ -194,7 +194,8 @@ def table_frame(result: SweepResult, metric: str) -> pd.DataFrame:
     """Return the sweep's table for the page: each row's standing on metric (best, tie, p) and its ± first."""
     best, ties = result.best(metric), {id(row): test for row, test in result.ties(metric)}
     frame = pd.DataFrame(result.table()).drop(columns=["embedder", "created_at", "collection"]).round(3)
-    standing = ["best" if r is best else f"tie (p = {format_p(ties[id(r)].p_value)})" if id(r) in ties else ""
+    standing = ["best" if r is best else ("tie (too few differ)" if ties[id(r)].too_few_differ else
+                                          f"tie (p = {format_p(ties[id(r)].p_value)})") if id(r) in ties else ""
                 for r in result.results]
     spread = [(r.evaluation.intervals[metric][1] - r.evaluation.intervals[metric][0]) / 2 for r in result.results]
     frame.insert(4, f"by {metric}", standing)

@@ -224,6 +224,7 @@ def _neighbours(workspace: Workspace, hit: Hit) -> None:
 # ---- the score distribution -------------------------------------------------------------------------------
 
 HEIGHT = 220
+TITLE_LIMIT = HEIGHT - 80  # pixels: a vertical axis title no longer than the plot (HEIGHT less the x axis) is tall
 BAR = "#4c78a8"
 KEPT = "#f58518"
 THRESHOLD_COLOUR = "#d62728"
@@ -233,14 +234,14 @@ CUT_COLOUR = "#555555"
 @st.cache_data(max_entries=32, show_spinner=False)
 def _distribution(_store: Store, _embedder: Embedder | None, key: tuple, query: str, collection: str, mode: str,
                   fusion: str, top_k: int, threshold: float | None,
-                  document_ids: tuple[str, ...]) -> ScoreDistribution:
+                  document_ids: tuple[str, ...], include_toc: bool = False) -> ScoreDistribution:
     """Return the distribution; key names the store, its state and the embedder (location, changes, model)."""
     vector = None
     if _embedder is not None and mode != "sparse" and query.strip():
         vector = resources.query_vector(_embedder, (_embedder.model_id, _embedder.query_prompt), query)
     return score_distribution(query, collection, store=_store, embedder=_embedder, mode=mode, fusion=fusion,
                               top_k=top_k, threshold=threshold, document_ids=list(document_ids) or None,
-                              query_vector=vector)
+                              query_vector=vector, include_toc=include_toc)
 
 
 def _rules(dist: ScoreDistribution, axis: str) -> tuple[list[dict], dict[str, pd.DataFrame]]:
@@ -309,7 +310,10 @@ def rank_line(dist: ScoreDistribution, title: str) -> dict:
     log = len(frame) > 50
     x = {"field": "rank", "type": "quantitative", "title": "rank" + (" (log scale)" if log else ""),
          "axis": {"grid": False}, "scale": {"type": "log"} if log else {"domainMin": 1, "nice": False}}
-    y = {"field": "score", "type": "quantitative", "title": title, "scale": {"zero": False}}
+    # a y title longer than the plot is tall made Vega's fit-to-width layout shrink the plot on every resize,
+    # until the curve was a flat line: the title is cut to the plot's height instead (the caption names the score)
+    y = {"field": "score", "type": "quantitative", "title": title, "scale": {"zero": False},
+         "axis": {"titleLimit": TITLE_LIMIT}}
     line = {"data": {"name": "scores"}, "mark": {"type": "line", "color": BAR, "strokeWidth": 1.5},
             "encoding": {"x": x, "y": y}}
     dots = {"data": {"name": "scores"}, "mark": {"type": "circle", "size": 28, "opacity": 0.9}, "encoding": {
@@ -350,7 +354,7 @@ def distribution(ws: Workspace, run: SearchRun, embedder: Embedder | None) -> No
     try:
         with st.spinner("Scoring every chunk…"):
             dist = _distribution(ws.store, embedder, key, run.query, run.collection, run.mode, run.fusion,
-                                 run.top_k, run.threshold, tuple(run.document_ids))
+                                 run.top_k, run.threshold, tuple(run.document_ids), run.include_toc)
     except RagError as error:
         errors.show(error)
         return
