@@ -30,7 +30,7 @@ class Tokenizer:
         self.vocabulary = vocabulary
         self.bos, self.eos, self.unk = vocabulary.bos, vocabulary.eos, vocabulary.unk
         self._ids = {piece: i for i, piece in enumerate(vocabulary.pieces) if i != vocabulary.unk}
-        self._scores = vocabulary.scores.tolist()
+        self._scores = vocabulary.scores  # read once per distinct word (the candidates are cached)
         self._unk_score = float(vocabulary.scores.min() - np.float32(10.0))  # in float32, as in C
         self._longest = max(len(piece) for piece in vocabulary.pieces)
         self._table = str.maketrans(vocabulary.normalise)
@@ -59,7 +59,7 @@ class Tokenizer:
                 piece = word[start : start + length]
                 index = self._ids.get(piece)
                 if index is not None:
-                    here.append((length, index, self._scores[index]))
+                    here.append((length, index, float(self._scores[index])))
             found.append(tuple(here))
         return tuple(found)
 
