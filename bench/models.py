@@ -130,7 +130,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chunks", type=int, default=48)
     parser.add_argument("--group", type=int, default=16, help="chunks per round (and per torch call)")
-    parser.add_argument("--batch-tokens", default="4096", help="torch batch budgets to measure, e.g. 2048,4096")
+    parser.add_argument("--batch-tokens", default="2048", help="torch batch budgets to measure, e.g. 2048,4096")
     parser.add_argument("--busy", action="store_true", help="also measure with one core kept busy")
     parser.add_argument("--texts", type=int, default=560, help="texts for the vector check (0: none)")
     parser.add_argument("--pdf", default=None)

@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from rag.embeddings.e5_file import ModelFile, dequantize, read_model
 from rag.embeddings.e5_tokens import Tokenizer
 
-BATCH_TOKENS = 4096  # padded tokens per forward pass (bench/models.py measures the choice)
+BATCH_TOKENS = 2048  # padded tokens per forward pass: bench/models.py found 2048 best of 2048-8192 at 1 and 2 threads
 
 
 class TorchE5:
