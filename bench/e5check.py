@@ -48,7 +48,14 @@ def material(manuals: int = 4) -> dict[str, list[str]]:
         except Exception:  # noqa: BLE001 (the shared folder holds broken and encrypted PDFs on purpose)
             continue
     sentences = [s for p in paragraphs for s in re.split(r"(?<=[.!?])\s+", p) if s]
-    return {"passages": paragraphs + chunks, "sentences": sentences, "queries": questions + english}
+    mixed = _alternate(english, questions)  # English and German questions alike in the first ones
+    return {"passages": _alternate(paragraphs, chunks), "sentences": sentences, "queries": mixed}
+
+
+def _alternate(first: list[str], second: list[str]) -> list[str]:
+    """Return first and second interleaved (so any head of the list holds both kinds), the rest appended."""
+    both = [t for pair in zip(first, second, strict=False) for t in pair]
+    return both + first[len(second) :] + second[len(first) :]
 
 
 def reference_tokenizer(folder: str):
