@@ -82,7 +82,7 @@ include_toc = right.checkbox("Include tables of contents", key=state.INCLUDE_TOC
 controls = (top_k, threshold if use_threshold else None, tuple(document_ids), mode, fusion, include_toc)
 last = workspace.last_search(ws)
 if submitted or (last is not None and last.settings() != controls):  # after the first search, controls act at once
-    found = parts.run_search(ws, query if submitted else last.query, *controls)
+    found = parts.run_search(ws, query if submitted else last.query, *controls, last=None if submitted else last)
     if found is not None:
         state.put(state.SEARCH, found)
 

@@ -14,12 +14,12 @@ from rag import pipeline
 from rag.embeddings import Embedder
 from rag.errors import RagError
 from rag.reports import hits as hit_report
-from rag.reports.scores import ScoreDistribution, score_distribution
+from rag.reports.scores import ScoreDistribution, distribution_of, score_distribution
 from rag.store.client import Store
 from rag.store.fusion import RRF_K
 from rag.store.keywords import Analyzer
 from rag.store.records import Hit
-from rag.store.search import candidate_limit
+from rag.store.search import CANDIDATES, candidate_limit
 from ui import errors, render, resources
 from ui.render import md
 from ui.workspace import SearchRun, Workspace
@@ -56,24 +56,36 @@ def threshold_scale(mode: str, fusion_method: str) -> ThresholdScale:
 
 
 def run_search(ws: Workspace, query: str, top_k: int, threshold: float | None, document_ids: tuple[str, ...],
-               mode: str, fusion: str, include_toc: bool) -> SearchRun | None:
-    """Return the search as the page shows it (the query embedded once per text), or None after its error."""
-    started = time.perf_counter()
-    try:
-        embedder = ws.embedder()
-        with st.spinner("Searching… (the first search loads the model)"):
-            vector = None
-            if mode != "sparse" and query.strip():
-                vector = resources.query_vector(embedder, (embedder.model_id, embedder.query_prompt), query)
-            hits = pipeline.search(query, ws.collection, top_k, None, list(document_ids) or None, store=ws.store,
-                                   embedder=embedder, mode=mode, fusion=fusion, include_toc=include_toc,
-                                   query_vector=vector)
-    except RagError as error:
-        errors.show(error)
-        return None
+               mode: str, fusion: str, include_toc: bool, last: SearchRun | None = None) -> SearchRun | None:
+    """Return the search as the page shows it, or None after its error.
+
+    The ranking is searched CANDIDATES deep (the slider's maximum) and cut to top_k: fused scores do not depend
+    on top_k up to that depth, so when only top_k or the threshold changed since last, last's ranking is cut
+    again without a search. The query is embedded once per text (ui.resources.query_vector).
+    """
+    started, version = time.perf_counter(), resources.version()
+    if last is not None and top_k <= len(last.ranking) and last.same_ranking(query, document_ids, mode, fusion,
+                                                                              include_toc, version):
+        ranking, model_id = last.ranking, last.model_id
+    else:
+        try:
+            embedder = ws.embedder()
+            with st.spinner("Searching… (the first search loads the model)"):
+                vector = None
+                if mode != "sparse" and query.strip():
+                    vector = resources.query_vector(embedder, (embedder.model_id, embedder.query_prompt), query)
+                ranking = tuple(pipeline.search(query, ws.collection, max(top_k, CANDIDATES), None,
+                                                list(document_ids) or None, store=ws.store, embedder=embedder,
+                                                mode=mode, fusion=fusion, include_toc=include_toc,
+                                                query_vector=vector))
+        except RagError as error:
+            errors.show(error)
+            return None
+        model_id = embedder.model_id
+    hits = list(ranking[:top_k])
     outcome = hit_report.apply_threshold(hits, top_k, threshold)
-    return SearchRun(query, ws.collection, ws.location, top_k, threshold, document_ids, hits, outcome,
-                     embedder.model_id, time.perf_counter() - started, mode, fusion, include_toc)
+    return SearchRun(query, ws.collection, ws.location, top_k, threshold, document_ids, hits, outcome, model_id,
+                     time.perf_counter() - started, mode, fusion, include_toc, ranking, version)
 
 
 def notes(run: SearchRun) -> None:
@@ -233,15 +245,16 @@ CUT_COLOUR = "#555555"
 
 @st.cache_data(max_entries=32, show_spinner=False)
 def _distribution(_store: Store, _embedder: Embedder | None, key: tuple, query: str, collection: str, mode: str,
-                  fusion: str, top_k: int, threshold: float | None,
-                  document_ids: tuple[str, ...], include_toc: bool = False) -> ScoreDistribution:
-    """Return the distribution; key names the store, its state and the embedder (location, changes, model)."""
+                  fusion: str, document_ids: tuple[str, ...], include_toc: bool = False) -> ScoreDistribution:
+    """Return the scores of every chunk, fused CANDIDATES deep as the table is (so for every top_k of the
+    slider); key names the store, its state and the embedder (location, changes, model). top_k and the
+    threshold only cut these scores (distribution()), so moving them searches nothing."""
     vector = None
     if _embedder is not None and mode != "sparse" and query.strip():
         vector = resources.query_vector(_embedder, (_embedder.model_id, _embedder.query_prompt), query)
     return score_distribution(query, collection, store=_store, embedder=_embedder, mode=mode, fusion=fusion,
-                              top_k=top_k, threshold=threshold, document_ids=list(document_ids) or None,
-                              query_vector=vector, include_toc=include_toc)
+                              top_k=CANDIDATES, document_ids=list(document_ids) or None, query_vector=vector,
+                              include_toc=include_toc)
 
 
 def _rules(dist: ScoreDistribution, axis: str) -> tuple[list[dict], dict[str, pd.DataFrame]]:
@@ -353,8 +366,11 @@ def distribution(ws: Workspace, run: SearchRun, embedder: Embedder | None) -> No
     key = (run.location, resources.version(), run.model_id)
     try:
         with st.spinner("Scoring every chunk…"):
-            dist = _distribution(ws.store, embedder, key, run.query, run.collection, run.mode, run.fusion,
-                                 run.top_k, run.threshold, tuple(run.document_ids), run.include_toc)
+            scored = _distribution(ws.store, embedder, key, run.query, run.collection, run.mode, run.fusion,
+                                   tuple(run.document_ids), run.include_toc)
+        dist = distribution_of(scored.scores, run.top_k, run.threshold, scored.total, scored.cap, query=run.query,
+                               collection=run.collection, mode=run.mode, fusion=scored.fusion,
+                               score_kind=scored.score_kind, depth=candidate_limit(run.top_k))
     except RagError as error:
         errors.show(error)
         return

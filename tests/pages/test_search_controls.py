@@ -1,0 +1,58 @@
+"""The Search page's controls after the first search: top_k and the threshold cut the ranking shown, without a
+search; mode, fusion, filters and a new query search again (AppTest, real embedded Qdrant)."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag import pipeline
+from rag.embeddings import get_embedder
+from rag.store.search import SearchMixin
+from tests.pages.conftest import PDF, search, start, upload
+from ui import nav
+
+QUERY = "Welche Schriftgröße verwendet die Klasse?"
+
+
+@pytest.fixture
+def engine_calls(monkeypatch):
+    """Count the round trips to Qdrant's engine (every search of the page and its distribution goes through one)."""
+    calls = []
+    original = SearchMixin.search_batch
+
+    def counted(self, *args, **kwargs):
+        calls.append(kwargs.get("mode"))
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(SearchMixin, "search_batch", counted)
+    return calls
+
+
+def shown(at) -> list[tuple[str, float]]:
+    """Return the hit table's chunks and scores, in order."""
+    frame = at.dataframe[0].value
+    return list(zip(frame["chunk"], frame["score"].round(6), strict=True))
+
+
+def expected(at, top_k: int, mode: str = "hybrid") -> list[tuple[str, float]]:
+    store = at.session_state["workspace"].store
+    hits = pipeline.search(QUERY, "documents", top_k, store=store, embedder=get_embedder("fake"), mode=mode)
+    return [(h.chunk_index, round(h.score, 6)) for h in hits]
+
+
+def test_top_k_and_the_threshold_cut_the_ranking_without_searching(app_env, shared_data, engine_calls):
+    at = upload(start(), shared_data, PDF, "pdfs/crazyones.pdf").switch_page(nav.SEARCH.path).run()
+    search(at, QUERY)
+    searched = len(engine_calls)
+    assert searched >= 1
+    for top_k in (10, 3, 20, 1, 5):
+        at.slider(key="top_k").set_value(top_k).run()
+        assert not at.exception, at.exception
+        assert [c for c, _ in shown(at)] == [c for c, _ in expected(at, top_k)]
+        assert [s for _, s in shown(at)] == pytest.approx([s for _, s in expected(at, top_k)], abs=1e-6)
+    at.checkbox(key="use_threshold").check().run()
+    at.number_input(key="threshold-convex").set_value(0.5).run()
+    assert all(score >= 0.5 for _, score in shown(at))
+    assert len(engine_calls) == searched + 5 * 2  # only the expected() references searched
+    at.button_group(key="search_mode").set_value("dense").run()
+    assert len(engine_calls) > searched + 10  # another mode is another ranking: searched
