@@ -1,0 +1,41 @@
+"""After the first search, a control answers at once: the time from a top_k step to the new table, in Chromium.
+
+The figures are printed (pytest -s shows them; bench.controls prints them next to a reference); what is asserted
+is that each step shows the new ranking's cut, with nothing searched again.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+
+from tests.e2e.conftest import go, search, settle
+from tests.e2e.test_browser import upload
+
+pytestmark = pytest.mark.e2e
+
+
+def test_top_k_steps_show_the_new_cut(app_server, page, shot, shared_data):
+    server = app_server(RAG_EMBEDDER="fake")
+    page.goto(server.url)
+    upload(page, shared_data / "pdfs/hausarbeit-jura.pdf")
+    go(page, "Search")
+    search(page, "Schriftgröße der Klasse")
+    page.get_by_text(re.compile(r"5 hit\(s\) for")).wait_for()
+    settle(page)
+    thumb = page.get_by_test_id("stSlider").filter(has_text="top_k").get_by_role("slider")
+    seconds = []
+    for top_k in (6, 7, 8, 9):
+        thumb.focus()
+        started = time.perf_counter()
+        thumb.press("ArrowRight")
+        page.get_by_text(re.compile(rf"^{top_k} hit\(s\) for")).wait_for()
+        hits = page.get_by_test_id("stExpander")
+        hits.filter(has_text=f"#{top_k} · ").first.wait_for()  # the new table's last hit
+        settle(page)
+        seconds.append(time.perf_counter() - started)
+        assert hits.filter(has_text=f"#{top_k + 1} · ").count() == 0
+    shot("41-search-top-k-9")
+    print("top_k step to new table (browser, s):", " ".join(f"{s:.2f}" for s in seconds))
