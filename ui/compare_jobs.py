@@ -9,23 +9,19 @@ holds; searching and scoring both sides comes after, in seconds.
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from dataclasses import dataclass, field
 
 from rag.embeddings.base import Embedder
 from rag.embeddings.cache import EmbeddingCache
-from rag.errors import RagError
 from rag.evaluation.compare import EvaluationComparison, Side, compare_query_set
 from rag.evaluation.pace import Cancelled, Pace, Paced
 from rag.evaluation.queries import Query
 from rag.store.client import Store
-from rag.urls import redact_urls
-from ui.jobs import JobQueue
+from ui.jobs import JobQueue, failure
 from ui.render import counted
 
-log = logging.getLogger(__name__)
 RESULTS_KEPT = 3  # finished comparisons per store that keep their result
 
 
@@ -110,12 +106,8 @@ class CompareJob:
             self.status = "done"
         except Cancelled:
             self.status = "cancelled"
-        except RagError as error:
-            self.status, self.error = "failed", redact_urls(str(error))
-        except Exception as error:  # a bug: said in the job, logged in full, and the worker goes on
-            log.exception("compare job %s failed", self.id)
-            said = f"unexpected error ({type(error).__name__}: {error}); this is a bug"
-            self.status, self.error = "failed", redact_urls(said)
+        except Exception as error:
+            self.status, self.error = "failed", failure(error, "compare", self.id)
         finally:
             self.seconds, self.finished = time.perf_counter() - clock, time.time()
 

@@ -87,6 +87,15 @@ class IngestJob:
         return f"{word}: {stored} of {count} file(s) stored in '{self.collection}'{took}"
 
 
+def failure(error: Exception, kind: str, job_id: int) -> str:
+    """Return what a failed job says: a RagError's own message, or for anything else (a bug: logged in full, and
+    the worker goes on) its type and text; user:password in URLs never shown. Call it inside the except block."""
+    if isinstance(error, RagError):
+        return redact_urls(str(error))
+    log.exception("%s job %s failed", kind, job_id)
+    return redact_urls(f"unexpected error ({type(error).__name__}: {error}); this is a bug")
+
+
 class JobQueue:
     def __init__(self, on_change: Callable[[], None] | None = None):
         self._jobs: list = []  # IngestJobs and the jobs of add()
@@ -172,12 +181,8 @@ class JobQueue:
                                               keep_versions=job.keep_versions, archive=job.archive,
                                               language=job.language, cancel=lambda: job.cancel_requested)
             job.status = "cancelled" if job.cancel_requested else "done"
-        except RagError as error:
-            job.status, job.error = "failed", redact_urls(str(error))
-        except Exception as error:  # a bug: said in the job, logged in full, and the worker goes on
-            log.exception("ingest job %s failed", job.id)
-            said = f"unexpected error ({type(error).__name__}: {error}); this is a bug"
-            job.status, job.error = "failed", redact_urls(said)
+        except Exception as error:
+            job.status, job.error = "failed", failure(error, "ingest", job.id)
         finally:
             job.finished = time.time()
             for index, (file, result) in enumerate(zip(job.files, job.results, strict=False)):
@@ -188,10 +193,8 @@ class JobQueue:
     def _run_other(self, job) -> None:
         try:
             job.run()
-        except Exception as error:  # a bug in the job's run(): said in the job, and the worker goes on
-            log.exception("job %s failed", job.id)
-            said = f"unexpected error ({type(error).__name__}: {error}); this is a bug"
-            job.status, job.error = "failed", redact_urls(said)
+        except Exception as error:  # a bug in the job's own handling: the worker goes on
+            job.status, job.error = "failed", failure(error, "a", job.id)
             job.finished = time.time()
         finally:
             if self.on_change is not None:

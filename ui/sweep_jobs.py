@@ -10,7 +10,6 @@ searching a configuration; the collections it finished stay, and the next run re
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,17 +17,14 @@ from dataclasses import dataclass, field
 from rag.documents.model import Document
 from rag.embeddings.base import Embedder
 from rag.embeddings.cache import EmbeddingCache
-from rag.errors import RagError
 from rag.evaluation.modes import SearchMode
 from rag.evaluation.queries import Query
 from rag.evaluation.results import SweepConfig, SweepProgress, SweepResult
 from rag.evaluation.sweep import run_sweep
 from rag.store.client import Store
-from rag.urls import redact_urls
-from ui.jobs import JobQueue
+from ui.jobs import JobQueue, failure
 from ui.render import counted
 
-log = logging.getLogger(__name__)
 RESULTS_KEPT = 3  # finished sweeps per store that keep their SweepResult (each holds every query's hits)
 
 
@@ -106,12 +102,8 @@ class SweepJob:
             self.status = "done"
         except SweepCancelled:
             self.status = "cancelled"
-        except RagError as error:
-            self.status, self.error = "failed", redact_urls(str(error))
-        except Exception as error:  # a bug: said in the job, logged in full, and the worker goes on
-            log.exception("sweep job %s failed", self.id)
-            said = f"unexpected error ({type(error).__name__}: {error}); this is a bug"
-            self.status, self.error = "failed", redact_urls(said)
+        except Exception as error:
+            self.status, self.error = "failed", failure(error, "sweep", self.id)
         finally:
             self.finished, self.documents = time.time(), None  # uploaded files' bytes are not kept
 
