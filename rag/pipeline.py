@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -25,7 +24,7 @@ from rag.errors import (
     QueryError,
     RagError,
 )
-from rag.evaluation.pace import Pace, Paced
+from rag.evaluation.pace import Pace, embed_chunks
 from rag.store.archive import DocumentArchive
 from rag.store.client import DEFAULT_COLLECTION, Store
 from rag.store.fusion import DEFAULT_FUSION
@@ -36,8 +35,6 @@ from rag.store.search import check_mode
 from rag.urls import redact_urls
 
 log = logging.getLogger(__name__)
-FIRST_BATCH = 2  # chunks of a file's first embed call (it may also wait for the model to load)
-BATCH_SECONDS = 1.0  # each later call holds what the embedder did in this long: progress and Cancel that often
 STAGES = ("extract", "chunk", "embed", "store")
 
 
@@ -279,25 +276,6 @@ def _lap(result: IngestResult, stage: str, next_stage: str, started: float) -> s
     elapsed = time.perf_counter() - started
     result.stage_seconds[stage] = elapsed - sum(result.stage_seconds.values())
     return next_stage
-
-
-def embed_chunks(texts: list[str], embedder: Embedder, progress: Callable[[int], None] | None = None, *,
-                 pace: Pace | None = None, index: int = 0, clock: Callable[[], float] = time.perf_counter
-                 ) -> np.ndarray:
-    """Return the float32 vectors of texts (in their order), in calls of about BATCH_SECONDS each.
-
-    Texts go to the model longest first, so each call holds texts of similar length and little padding.
-    The first call holds FIRST_BATCH texts, each later one what the embedder did in BATCH_SECONDS before
-    (rag.evaluation.pace.Paced; at most 64). progress(texts done) after each call may raise (a cancel): at
-    most the call under way runs on. pace, an ingest's with this document as configuration index, learns the rate.
-    """
-    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-    pace = pace if pace is not None else Pace([(len(texts), sum(map(len, texts)))], [0], [])
-    paced = Paced(embedder, pace, index, threading.Event(), progress, clock, first=FIRST_BATCH, seconds=BATCH_SECONDS)
-    vectors = np.zeros((len(texts), embedder.dimension), dtype=np.float32)
-    vectors[order] = paced.embed_documents([texts[i] for i in order])
-    pace.finished_embedding(index)
-    return vectors
 
 
 def embedder_for(store: Store, collection: str, spec: str | None = None, **prompts: str | None) -> Embedder:

@@ -14,6 +14,7 @@ from rag.chunking.chunker import ChunkSettings
 from rag.documents.loader import SourceFile
 from rag.embeddings import get_embedder
 from rag.errors import EmbedderMismatchError, EmbeddingError, IngestCancelled, RagError
+from rag.evaluation import pace
 from rag.store.open import open_store
 
 
@@ -66,7 +67,7 @@ def test_progress_reports_every_stage_with_counts(shared_data, store, fake):
     assert stages[0] == "extract" and stages[-1] == "done"
     assert [s for s in dict.fromkeys(stages)] == ["extract", "chunk", "embed", "store", "done"]
     embeds = [e for e in events if e.stage == "embed"]
-    assert len(embeds) > 1 and embeds[-1].done == embeds[-1].total > pipeline.FIRST_BATCH
+    assert len(embeds) > 1 and embeds[-1].done == embeds[-1].total > pace.FIRST_BATCH
 
 
 def test_reingest_is_idempotent_and_new_settings_replace(shared_data, store, fake):
@@ -160,10 +161,10 @@ def test_retrieve_builds_context_within_budget_on_german_text(shared_data, store
 def test_embed_chunks_reports_progress_and_shape(fake):
     seen = []
     texts = [f"Text {i} " + "Wort " * (i % 17) for i in range(130)]  # lengths vary: batches are re-ordered
-    vectors = pipeline.embed_chunks(texts, fake, seen.append)
+    vectors = pace.embed_chunks(texts, fake, seen.append)
     assert vectors.shape == (130, 32) and vectors.dtype == np.float32
     np.testing.assert_allclose(vectors, fake.embed_documents(texts), rtol=1e-6)  # row i is still the vector of text i
-    assert seen[0] == pipeline.FIRST_BATCH and seen[-1] == 130 and seen == sorted(seen)
+    assert seen[0] == pace.FIRST_BATCH and seen[-1] == 130 and seen == sorted(seen)
     assert max(b - a for a, b in zip([0, *seen], seen, strict=False)) <= 64  # a fast embedder gets requests of 64
 
 
@@ -191,7 +192,7 @@ class Slow:
 def test_a_slow_model_gets_calls_of_about_a_second_and_a_cancel_waits_for_one_at_most():
     texts = [f"Satz {i:03d} über die Kündigungsfrist." for i in range(40)]  # all of one length
     slow = Slow(per_text=0.25)  # 4 texts a second, as the e5 model on a busy core
-    vectors = pipeline.embed_chunks(texts, slow, clock=slow.clock)
+    vectors = pace.embed_chunks(texts, slow, clock=slow.clock)
     np.testing.assert_allclose(vectors, slow.inner.embed_documents(texts), rtol=1e-6)
     assert slow.calls == [2] + [4] * 9 + [2]  # the first call is small, then one second's worth each
     cancelled = []
@@ -202,7 +203,7 @@ def test_a_slow_model_gets_calls_of_about_a_second_and_a_cancel_waits_for_one_at
 
     slow = Slow(per_text=0.25, on_call=lambda n: n == 3 and cancelled.append(True))  # Cancel during the 3rd call
     with pytest.raises(IngestCancelled):
-        pipeline.embed_chunks(texts, slow, progress, clock=slow.clock)
+        pace.embed_chunks(texts, slow, progress, clock=slow.clock)
     assert slow.calls == [2, 4, 4]  # the call under way ends; none starts after it
 
 

@@ -217,3 +217,26 @@ def time_left(seconds: float | None) -> str:
     if minutes < 60:
         return f"about {minutes} min left"
     return f"about {minutes // 60} h {minutes % 60} min left" if minutes % 60 else f"about {minutes // 60} h left"
+
+
+FIRST_BATCH = 2  # chunks of a file's first embed call in an ingest (it may also wait for the model to load)
+BATCH_SECONDS = 1.0  # each later call holds what the embedder did in this long: progress and Cancel that often
+
+
+def embed_chunks(texts: list[str], embedder: Embedder, progress: Callable[[int], None] | None = None, *,
+                 pace: Pace | None = None, index: int = 0, clock: Callable[[], float] = time.perf_counter
+                 ) -> np.ndarray:
+    """Return the float32 vectors of texts (in their order), in calls of about BATCH_SECONDS each.
+
+    Texts go to the model longest first, so each call holds texts of similar length and little padding.
+    The first call holds FIRST_BATCH texts, each later one what the embedder did in BATCH_SECONDS before
+    (Paced; at most 64). progress(texts done) after each call may raise (a cancel): at
+    most the call under way runs on. pace, an ingest's with this document as configuration index, learns the rate.
+    """
+    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+    pace = pace if pace is not None else Pace([(len(texts), sum(map(len, texts)))], [0], [])
+    paced = Paced(embedder, pace, index, threading.Event(), progress, clock, first=FIRST_BATCH, seconds=BATCH_SECONDS)
+    vectors = np.zeros((len(texts), embedder.dimension), dtype=np.float32)
+    vectors[order] = paced.embed_documents([texts[i] for i in order])
+    pace.finished_embedding(index)
+    return vectors
