@@ -95,7 +95,9 @@ def test_a_refused_model_folder_is_never_loaded_by_an_ingest(app_env, shared_dat
     """The sidebar's refusal holds for the Upload page too: the ingest uses the operator's embedder, and the
     collection records it, not the typed folder (the loader is never asked for it)."""
     from rag import embeddings
+    from ui import resources
 
+    resources.embedder.clear()  # embedders cached by earlier tests are not asked for again
     asked = []
     original = embeddings.get_embedder
     monkeypatch.setattr("ui.resources.get_embedder", lambda spec, **kw: asked.append(spec) or original(spec, **kw))
