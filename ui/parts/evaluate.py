@@ -32,7 +32,7 @@ from rag.evaluation.sweep import (
 )
 from rag.reports.evaluation_html import sweep_report
 from rag.reports.scores import rank_rows
-from ui import charts, errors, resources, settings
+from ui import charts, errors, resources, settings, state
 from ui.parts import live_jobs, synthetic
 from ui.render import md
 from ui.sweep_jobs import SweepJob, submit
@@ -159,10 +159,11 @@ def failures(ws: Workspace, result: SweepResult) -> None:
                            "answer": o.query.answer or "", "rank": o.rank, "score": o.score, "top score": o.top_score,
                            "top hit": o.hits[0].document_title if o.hits else ""} for o in missed])
     selection = st.dataframe(frame, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
-                             key="evaluate_failures", height=min(38 + 35 * len(frame), 390),
+                             key=state.table_key("evaluate_failures", (label, k, *(o.query.text for o in missed))),
+                             height=min(38 + 35 * len(frame), 390),
                              column_config={"score": st.column_config.NumberColumn(format="%.3f"),
                                             "top score": st.column_config.NumberColumn(format="%.3f")})
-    rows = selection.selection.rows if selection else []
+    rows = [r for r in (selection.selection.rows if selection else []) if r < len(missed)]
     if not rows:
         st.caption("Select a row to see the chunk that should have been found and the chunk that came first.")
         return
