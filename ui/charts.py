@@ -102,14 +102,11 @@ def time_frame(result: SweepResult) -> pd.DataFrame:
     The modes of a configuration share its collection and one search round trip, so the time is the
     configuration's, not a mode's: per mode rows would show it all on the first mode and nothing on the others.
     """
-    groups: list[tuple[str, list]] = []  # a configuration's rows follow each other, one per mode
-    for row in result.results:
-        if groups and groups[-1][1][-1].config == row.config and groups[-1][1][-1].collection == row.collection:
-            groups[-1][1].append(row)
-        else:
-            names = [name for name, _ in groups]
-            name = row.config.short.replace("/", " / ")
-            groups.append((name + " (again)" * (name in names or f"{name} (again)" in names), [row]))
+    groups: list[tuple[str, list]] = []
+    for rows in result.configuration_runs():
+        names = [name for name, _ in groups]
+        name = rows[0].config.short.replace("/", " / ")
+        groups.append((name + " (again)" * (name in names or f"{name} (again)" in names), rows))
     return pd.DataFrame([{"configuration": name, "modes": ", ".join(r.mode.label for r in rows), "stage": stage,
                           "seconds": sum(r.seconds.get(stage, 0.0) for r in rows)}
                          for name, rows in groups for stage in rows[0].seconds],

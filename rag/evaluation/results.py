@@ -149,6 +149,20 @@ class SweepResult:
     def default_metric(self) -> str:
         return f"mrr@{self.ks[-1]}"
 
+    def configuration_runs(self) -> list[list[ConfigResult]]:
+        """Return the rows grouped by configuration run: one list per chunking, its modes in order.
+
+        A configuration's modes share its collection and one search round trip, so its time is the run's: the
+        first mode's row holds the chunking, embedding and indexing, the others only their own scoring.
+        """
+        runs: list[list[ConfigResult]] = []
+        for row in self.results:
+            if runs and runs[-1][-1].config == row.config and runs[-1][-1].collection == row.collection:
+                runs[-1].append(row)
+            else:
+                runs.append([row])
+        return runs
+
     def best(self, metric: str | None = None) -> ConfigResult | None:
         """Return the row with the highest metric (ties: higher hit@max k, then fewer chunks, then the first)."""
         metric = metric or self.default_metric()

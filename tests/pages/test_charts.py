@@ -55,3 +55,17 @@ def test_the_rank_curve_keeps_its_y_title_shorter_than_the_plot():
     axes = [layer["encoding"]["y"].get("axis", {}) for layer in spec["layer"]
             if layer["encoding"].get("y", {}).get("title")]
     assert axes and all(0 < axis.get("titleLimit", 10**6) <= search.HEIGHT - 80 for axis in axes)
+
+
+def test_the_report_gives_every_mode_row_its_configurations_time():
+    """The HTML report's time column showed about 0 for a configuration's later modes (the first held it all)."""
+    import re
+
+    from rag.reports.evaluation_html import sweep_report
+
+    result = SweepResult([*_rows(400, "c400"), *_rows(200, "c200")], "fake:8", (1,), 1, ["a.md"], 0.0)
+    assert [len(run) for run in result.configuration_runs()] == [3, 3]
+    html = sweep_report(result)
+    assert "time of the configuration (s)" in html
+    times = re.findall(r"<td>(\d+\.\d)(?:<br>|</td>)", html.split("<tbody>", 1)[1].split("</tbody>", 1)[0])
+    assert times.count("26.0") == 6, times  # each of the 6 rows: 1 + 20 + 2 + 3 + 2 x 0.001 seconds
