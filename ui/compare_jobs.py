@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from rag.embeddings.base import Embedder
 from rag.embeddings.cache import EmbeddingCache
 from rag.evaluation.compare import EvaluationComparison, Side, compare_query_set
-from rag.evaluation.pace import Cancelled, Pace, Paced
+from rag.evaluation.pace import Cancelled, Pace, Paced, time_left
 from rag.evaluation.queries import Query
 from rag.store.client import Store
 from ui.jobs import JobQueue, failure
@@ -75,8 +75,7 @@ class CompareJob:
         seconds = self.pace.seconds_left()
         if seconds is None:
             return "Embedding the queries (those the cache lacks), then searching both sides…"
-        left = f"about {seconds:.0f} s left" if seconds < 90 else f"about {round(seconds / 60)} min left"
-        return f"Embedding the queries: {self.embedded} embedded · {left}"
+        return f"Embedding the queries: {self.embedded} embedded · {time_left(seconds)}"
 
     def summary(self) -> str:
         """Return the comparison in one line: what it compares, and how far it is or how it ended."""
