@@ -14,7 +14,8 @@ from tests.e2e.conftest import go, settle
 pytestmark = pytest.mark.e2e
 
 
-def test_a_sweep_shows_best_ties_and_error_bars_and_downloads_its_report(app_server, page, shot, shared_data, tmp_path):
+def start_sweep(app_server, page, shared_data, tmp_path, *, articles: int, sizes: str, overlaps: str) -> None:
+    """Start the app on XQuAD as its sample folder (fake embedder) and run a sweep of its first articles."""
     samples = tmp_path / "samples"
     samples.mkdir()
     shutil.copy(shared_data / "xquad-de/xquad.de.dev.json", samples / "xquad.json")
@@ -23,14 +24,18 @@ def test_a_sweep_shows_best_ties_and_error_bars_and_downloads_its_report(app_ser
     go(page, "Evaluate")
     page.get_by_text("Sample folder", exact=True).click()
     settle(page)
-    articles = page.get_by_role("spinbutton", name="SQuAD articles to use")
-    articles.fill("2")
-    articles.press("Enter")
+    box = page.get_by_role("spinbutton", name="SQuAD articles to use")
+    box.fill(str(articles))
+    box.press("Enter")
     settle(page)
-    page.get_by_label("chunk_size values").fill("100,200")
-    page.get_by_label("overlap values").fill("0,50")
+    page.get_by_label("chunk_size values").fill(sizes)
+    page.get_by_label("overlap values").fill(overlaps)
     page.get_by_label("k values").fill("1,5")
     page.get_by_role("button", name="Run the sweep").click()
+
+
+def test_a_sweep_shows_best_ties_and_error_bars_and_downloads_its_report(app_server, page, shot, shared_data, tmp_path):
+    start_sweep(app_server, page, shared_data, tmp_path, articles=2, sizes="100,200", overlaps="0,50")
     page.get_by_text(re.compile(r"^Best by mrr@5")).wait_for(timeout=180_000)
     settle(page)
     words = page.get_by_text(re.compile(r"(are indistinguishable by mrr@5|every other configuration is worse)"))
@@ -57,22 +62,7 @@ def test_a_sweep_shows_best_ties_and_error_bars_and_downloads_its_report(app_ser
 
 
 def test_a_reload_during_a_sweep_keeps_it_running_and_shows_its_result(app_server, page, shot, shared_data, tmp_path):
-    samples = tmp_path / "samples"
-    samples.mkdir()
-    shutil.copy(shared_data / "xquad-de/xquad.de.dev.json", samples / "xquad.json")
-    server = app_server(RAG_EMBEDDER="fake", RAG_SAMPLE_DIR=str(samples))
-    page.goto(server.url)
-    go(page, "Evaluate")
-    page.get_by_text("Sample folder", exact=True).click()
-    settle(page)
-    articles = page.get_by_role("spinbutton", name="SQuAD articles to use")
-    articles.fill("3")
-    articles.press("Enter")
-    settle(page)
-    page.get_by_label("chunk_size values").fill("100,150,200")
-    page.get_by_label("overlap values").fill("0")
-    page.get_by_label("k values").fill("1,5")
-    page.get_by_role("button", name="Run the sweep").click()
+    start_sweep(app_server, page, shared_data, tmp_path, articles=3, sizes="100,150,200", overlaps="0")
     page.get_by_text(re.compile(r"^(Waiting|Running): sweep of 3 configuration")).wait_for(timeout=120_000)
     shot("43-evaluate-sweep-running")
     page.reload()  # on main this ended the script run, and with it the sweep (a sweep that ended already: the
