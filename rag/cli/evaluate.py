@@ -21,7 +21,7 @@ from pathlib import Path
 from rag import pipeline
 from rag.chunking import chunker as chunking
 from rag.cli.chunk import common
-from rag.cli.runs import apply_best, check_apply_target, keep_eval, keep_sweep
+from rag.cli.runs import announce, apply_best, check_apply_target
 from rag.cli.store import (
     add_collection,
     add_embedder,
@@ -52,6 +52,7 @@ from rag.evaluation.sweep import (
     run_sweep,
 )
 from rag.reports.evaluation_html import evaluation_report, sweep_report
+from rag.runs.keep import keep_eval, keep_sweep
 from rag.store.fusion import DEFAULT_FUSION
 
 FAILURES_SHOWN = 10
@@ -108,9 +109,9 @@ def run_eval(args: argparse.Namespace) -> int:
                              embedder=embedder.model_id if embedder else None, query_set=Path(args.queries).name)
     if report:
         common.write_report(report, html)
-    run_id = keep_eval(store, evaluation, queries, collection=args.collection, mode=mode.mode,
-                       fusion=mode.fusion_used, embedder=embedder, query_set=Path(args.queries).name,
-                       seconds=time.perf_counter() - started, report=html)
+    run_id = announce(keep_eval(store, evaluation, queries, collection=args.collection, mode=mode.mode,
+                                fusion=mode.fusion_used, embedder=embedder, query_set=Path(args.queries).name,
+                                seconds=time.perf_counter() - started, report=html))
     if args.json:
         dump({"collection": args.collection, "mode": mode.mode, "fusion": mode.fusion_used,
               "embedder": embedder.model_id if embedder else None, "run": run_id} | evaluation.to_json())
@@ -238,8 +239,8 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     html = sweep_report(result)
     if report:
         common.write_report(report, html)
-    run_id = keep_sweep(store, result, queries, embedder=embedder, query_set=Path(args.queries).name,
-                        seconds=time.perf_counter() - started, report=html)
+    run_id = announce(keep_sweep(store, result, queries, embedder=embedder, query_set=Path(args.queries).name,
+                                 seconds=time.perf_counter() - started, report=html))
     applied = apply_best(store, result, args.apply_best, embedder, run_id, documents) if args.apply_best else None
     if args.json:
         dump(result.to_json() | {"run": run_id, "applied": applied.to_json() if applied else None})

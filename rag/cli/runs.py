@@ -17,16 +17,14 @@ from collections.abc import Sequence
 from rag.cli.chunk import common
 from rag.cli.store import dump, store_options
 from rag.errors import UsageError
-from rag.evaluation.metrics import METRICS, Evaluation
+from rag.evaluation.metrics import METRICS
 from rag.evaluation.paired import format_p
-from rag.evaluation.queries import Query
 from rag.evaluation.results import SweepResult
 from rag.evaluation.sweep_collections import is_sweep_collection
-from rag.reports.evaluation_html import evaluation_report, sweep_report
 from rag.runs.apply import Applied, apply_configuration
 from rag.runs.compare import RunComparison, compare_runs
-from rag.runs.db import RunLog, runs_path, runs_path_of
-from rag.runs.records import eval_run, sweep_row, sweep_run
+from rag.runs.db import RunLog, runs_path
+from rag.runs.records import sweep_row
 from rag.store.archive import DocumentArchive, default_archive_dir
 from rag.store.client import Store
 
@@ -46,37 +44,14 @@ def log_of(args: argparse.Namespace) -> RunLog:
     return RunLog(runs_path(getattr(args, "store", None), getattr(args, "qdrant_url", None)))
 
 
-def _keep(store: Store, record: tuple[dict, list[list[dict]]], report: str | None) -> int | None:
-    run_id, warning = RunLog(runs_path_of(store)).save_quietly(*record, report)
+def announce(kept: tuple[int | None, str | None]) -> int | None:
+    """Say on stderr how a run was kept (its id) or the one warning line why not; return its id."""
+    run_id, warning = kept
     if warning:
         print(f"warning: {warning}", file=sys.stderr)
     else:
         common.progress(f"kept as run {run_id} (`rag runs` lists the kept runs)")
     return run_id
-
-
-def keep_eval(store: Store, evaluation: Evaluation, queries: Sequence[Query], *, collection: str, mode: str,
-              fusion: str | None, embedder, query_set: str, seconds: float, report: str | None = None) -> int | None:
-    """Keep an evaluation of a collection as a run; return its id (None, after one warning line, if it cannot)."""
-    sizes = {(d.chunk_size, d.overlap, d.strategy) for d in store.documents(collection)}
-    size, overlap, strategy = next(iter(sizes)) if len(sizes) == 1 else (None, None, None)
-    prompts = (embedder.query_prompt, embedder.document_prompt) if embedder else ("", "")
-    model = embedder.model_id if embedder else None
-    record = eval_run(evaluation, queries, collection=collection, mode=mode, fusion=fusion, embedder=model,
-                      prompts=prompts, chunking={"chunk_size": size, "overlap": overlap, "strategy": strategy},
-                      query_set=query_set, seconds=seconds)
-    if report is None:
-        report = evaluation_report(evaluation, collection=collection, mode=record[0]["rows"][0]["label"],
-                                   embedder=model, query_set=query_set)
-    return _keep(store, record, report)
-
-
-def keep_sweep(store: Store, result: SweepResult, queries: Sequence[Query], *, embedder, query_set: str,
-               seconds: float, report: str | None = None) -> int | None:
-    """Keep a sweep as a run; return its id (None, after one warning line, if it cannot be kept)."""
-    record = sweep_run(result, queries, query_set=query_set, seconds=seconds,
-                       prompts=(embedder.query_prompt, embedder.document_prompt))
-    return _keep(store, record, report if report is not None else sweep_report(result))
 
 
 def check_apply_target(store: Store, collection: str, embedder) -> None:

@@ -160,8 +160,9 @@ def test_a_locked_database_gives_the_warning_quickly(tmp_path):
 
 def record(query_set: str, questions=("q1", "q2", "q3"), ranks=(1, 2, None), ks=(1, 5)) -> tuple[dict, list]:
     """Return a kept run of today's schema with one row: questions at those ranks."""
+    pairs = enumerate(zip(questions, ranks, strict=True), 1)
     outcomes = [{"query": q, "line": i, "documents": ["d.txt"], "rank": r, "score": 0.5 if r else None,
-                 "score_kind": "cosine", "values": values(r, ks)} for i, (q, r) in enumerate(zip(questions, ranks), 1)]
+                 "score_kind": "cosine", "values": values(r, ks)} for i, (q, r) in pairs]
     metrics = {name: sum(o["values"][name] for o in outcomes) / len(outcomes) for name in outcomes[0]["values"]}
     run = {"schema": 1, "kind": "eval", "created_at": "2026-01-01T00:00:00+00:00", "seconds": 1.0,
            "settings": {"collection": "c", "embedder": "fake:8", "query_set": query_set, "ks": list(ks)},
@@ -188,7 +189,8 @@ def test_a_run_of_an_older_schema_still_lists_and_compares(tmp_path, capsys):
              for q, r in (("q1", 2), ("q2", 2), ("q4", 1))],
             [{"query": q, "documents": ["d.txt"], "rank": 1, "values": values(1, (1, 10))} for q in ("q1", "q2")]]
     with sqlite3.connect(tmp_path / "runs.sqlite") as db:
-        db.execute("INSERT INTO runs (kind, created_at, schema, data) VALUES ('sweep', '2025', 0, ?)", (json.dumps(old),))
+        db.execute("INSERT INTO runs (kind, created_at, schema, data) VALUES ('sweep', '2025', 0, ?)",
+                   (json.dumps(old),))
         db.executemany("INSERT INTO outcomes VALUES (2, ?, ?)", [(i, json.dumps(r)) for i, r in enumerate(rows)])
     kept = log.run(2)
     assert kept["settings"]["ks"] == [1, 10] and kept["settings"]["metric"] == "mrr@10" and kept["best"] == 1
@@ -206,6 +208,6 @@ def test_a_run_of_an_older_schema_still_lists_and_compares(tmp_path, capsys):
         compare_runs(log, "1", "2/3")
     with pytest.raises(RunNotFoundError, match="write a run id"):
         compare_runs(log, "1", "two")
-    log.save(*record("other.jsonl", questions=("x", "y")))
+    log.save(*record("other.jsonl", questions=("x", "y"), ranks=(1, None)))
     with pytest.raises(QuerySetError, match="share no question"):
         compare_runs(log, "1", "3")
