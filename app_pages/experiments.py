@@ -31,9 +31,10 @@ if not shown:
     st.stop()
 
 st.subheader("One run")
-chosen = st.selectbox("Run", shown, format_func=lambda r: f"run {r['id']} · {r['kind']} · {r['created_at']}",
-                      key="experiments_run")
-parts.details(log, chosen)
+by_id = {run["id"]: run for run in shown}
+chosen = st.selectbox("Run", list(by_id), format_func=lambda i: f"run {i} · {by_id[i]['kind']} · "
+                      f"{by_id[i]['created_at']}", key="experiments_run")
+parts.details(log, by_id[chosen])
 
 st.subheader("Compare two runs")
 st.caption("B minus A on the questions both ran: a paired test per metric (sign-flip permutation over the same "
