@@ -94,20 +94,22 @@ class RunLog:
             return None, f"this run was not kept: {error}"
 
     def runs(self) -> list[dict]:
-        """Return every kept run in today's shape (rag.runs.records.upgrade) with its "id", newest first."""
+        """Return every kept run in today's shape (rag.runs.records.upgrade) with its "id", newest first; a damaged
+        one is left out."""
         if not self.path.exists():
             return []
         with self._database("read") as db:
             rows = db.execute("SELECT id, data, id IN (SELECT run_id FROM reports) FROM runs ORDER BY id DESC")
-            return [upgrade(json.loads(data)) | {"id": run_id, "has_report": bool(report)}
-                    for run_id, data, report in rows.fetchall()]
+            parsed = [(run_id, _parse(data), report) for run_id, data, report in rows.fetchall()]
+        return [upgrade(run) | {"id": run_id, "has_report": bool(report)} for run_id, run, report in parsed if run]
 
     def run(self, run_id: int) -> dict:
         """Return one kept run; RunNotFoundError when there is none with that id."""
-        found = [r for r in self._select("SELECT id, data FROM runs WHERE id = ?", run_id)]
-        if not found:
+        found = self._select("SELECT data FROM runs WHERE id = ?", run_id)
+        run = _parse(found[0][0]) if found else None
+        if run is None:
             raise self._missing(run_id)
-        return upgrade(json.loads(found[0][1])) | {"id": run_id}
+        return upgrade(run) | {"id": run_id}
 
     def outcomes(self, run_id: int, row: int) -> list[dict]:
         """Return the question outcomes of one row of a run ([] when they were not kept)."""
@@ -136,4 +138,14 @@ class RunLog:
             return db.execute(sql, params).fetchall()
 
     def _missing(self, run_id: int) -> RunNotFoundError:
+        """Return the error for a run that is not there (or not readable: a row another program damaged)."""
         return RunNotFoundError(f"There is no run {run_id} in {self.path}. List the kept runs with `rag runs`.")
+
+
+def _parse(data: str) -> dict | None:
+    """Return a kept run's JSON, or None when it is damaged (edited by hand, cut by a crash): it is left out."""
+    try:
+        run = json.loads(data)
+    except (json.JSONDecodeError, TypeError):
+        return None
+    return run if isinstance(run, dict) else None

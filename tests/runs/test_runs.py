@@ -208,6 +208,11 @@ def test_a_run_of_an_older_schema_still_lists_and_compares(tmp_path, capsys):
         compare_runs(log, "1", "2/3")
     with pytest.raises(RunNotFoundError, match="write a run id"):
         compare_runs(log, "1", "two")
+    with sqlite3.connect(tmp_path / "runs.sqlite") as db:  # a row damaged by hand is left out, not a crash
+        db.execute("INSERT INTO runs (kind, created_at, schema, data) VALUES ('eval', '2025', 1, '{\"rows\": [')")
+    assert [r["id"] for r in log.runs()] == [2, 1]
+    with pytest.raises(RunNotFoundError, match="no run 3"):
+        log.run(3)
     log.save(*record("other.jsonl", questions=("x", "y"), ranks=(1, None)))
     with pytest.raises(QuerySetError, match="share no question"):
-        compare_runs(log, "1", "3")
+        compare_runs(log, "1", "4")
