@@ -138,3 +138,26 @@ def test_runs_are_listed_filtered_compared_and_deleted(env, shared_data, capsys)
     assert not at.exception, at.exception
     assert [r["id"] for r in log.runs()] == [2] and list(at.dataframe[0].value["id"]) == [2]
     assert json.loads(json.dumps(log.run(2)))["rows"][0]["mode"] == "dense"
+
+
+def test_a_sweep_whose_run_cannot_be_kept_still_shows_its_result(env):
+    (env / "runs.sqlite").mkdir()  # where the database should be: it cannot be opened, like a full disk
+    at = page(nav.EVALUATE.path)
+    at.radio(key="evaluate_query_from").set_value("Sample folder")
+    at.run()
+    at.number_input(key="evaluate_articles").set_value(1)
+    at.run()
+    at.text_input(key="evaluate_sizes").set_value("150")
+    at.text_input(key="evaluate_overlaps").set_value("0")
+    next(b for b in at.button if b.label == "Run the sweep").click()
+    at.run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert plain_first(at.success).startswith("Best by mrr@10")  # the result is there
+    (warning,) = [w.value.replace("\\", "") for w in at.warning if "not kept" in w.value.replace("\\", "")]
+    assert "this run was not kept" in warning and "runs.sqlite" in warning
+    experiments = page(nav.EXPERIMENTS.path)
+    assert "could not be read" in experiments.error[0].value.replace("\\", "")
+
+
+def plain_first(elements) -> str:
+    return elements[0].value.replace("\\", "")
