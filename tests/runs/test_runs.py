@@ -18,7 +18,7 @@ from rag.cli import main
 from rag.errors import QuerySetError, RunNotFoundError
 from rag.evaluation.squad import import_squad, write_import
 from rag.runs.compare import compare_runs
-from rag.runs.db import RunLog
+from rag.runs.db import RunLog, runs_path, runs_path_of
 from rag.store.open import open_store
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -216,3 +216,14 @@ def test_a_run_of_an_older_schema_still_lists_and_compares(tmp_path, capsys):
     log.save(*record("other.jsonl", questions=("x", "y"), ranks=(1, None)))
     with pytest.raises(QuerySetError, match="share no question"):
         compare_runs(log, "1", "4")
+
+
+def test_the_runs_file_lies_beside_the_qdrant_folder_or_in_the_data_root(tmp_path, monkeypatch):
+    monkeypatch.setenv("RAG_DATA_ROOT", str(tmp_path / "root"))
+    monkeypatch.delenv("QDRANT_URL", raising=False)
+    monkeypatch.setenv("RAG_QDRANT_PATH", str(tmp_path / "env" / "qdrant"))
+    assert runs_path() == tmp_path / "env" / "runs.sqlite"
+    assert runs_path(str(tmp_path / "given" / "qdrant")) == tmp_path / "given" / "runs.sqlite"
+    assert runs_path(url="http://localhost:6333") == (tmp_path / "root" / "runs.sqlite").resolve()
+    assert runs_path_of(open_store(path=str(tmp_path / "opened" / "qdrant"))) == tmp_path / "opened" / "runs.sqlite"
+    assert runs_path_of(open_store(":memory:")) == (tmp_path / "root" / "runs.sqlite").resolve()
