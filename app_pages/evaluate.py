@@ -8,8 +8,8 @@ from rag.errors import RagError
 from rag.evaluation.sweep import SWEEP_PREFIX
 from rag.store.fusion import DEFAULT_FUSION
 from ui import errors, workspace
+from ui.parts import apply, live_jobs, synthetic
 from ui.parts import evaluate as parts
-from ui.parts import live_jobs, synthetic
 from ui.render import COMPARED_MODES, md
 from ui.sweep_jobs import SweepJob
 
@@ -44,14 +44,17 @@ if submitted:
     if source is None or documents is None:
         st.info("Choose a query set and documents first.")
     else:
-        parts.run(ws, documents, source[0], sizes, overlaps, ks, strategy, modes)
+        parts.run(ws, documents, source[0], sizes, overlaps, ks, strategy, modes, source[2])
 
 # the sweep that runs (a job: it goes on after a click or a reload), and one that ended since
 finished = live_jobs.show(ws.location, SweepJob, parts.SWEEP_SEEN, parts.CANCEL_HELP)
 if finished is not None:
     st.session_state[parts.RESULT] = finished.result
+    st.session_state[apply.RUN] = (finished.run_id, finished.run_warning)
 if parts.RESULT in st.session_state:
+    apply.kept(st.session_state.get(apply.RUN))
     parts.results(ws, st.session_state[parts.RESULT])
+    apply.section(ws, st.session_state[parts.RESULT], st.session_state.get(apply.RUN))
 else:
     st.caption("Choose a query set, documents and a grid, then run the sweep.")
 st.divider()

@@ -26,6 +26,8 @@ RagError                          base: pages and the CLI catch this and show st
 │   ├── EmbedderMismatchError     the collection was made by another embedder or dimension
 │   └── SparseVectorsMissingError no keyword (sparse) vectors: re-ingest for sparse/hybrid search
 ├── EmbeddingCacheError           the embedding cache file cannot be read or written
+├── RunsDatabaseError             the kept runs (runs.sqlite) cannot be read or written: locked, disk full
+│   └── RunNotFoundError          no kept run with that id (or row)
 ├── IngestCancelled               the user cancelled an ingest before this file was stored
 ├── InvalidSettingsError          a setting (environment, flag, field, chunk_size, k, mode) is malformed or not
 │   │                             allowed; also a ValueError, so argparse and callers of a parser keep working
@@ -158,6 +160,14 @@ class IngestCancelled(RagError):
 
 class EmbeddingCacheError(RagError):
     """The cache file cannot be read or written."""
+
+
+class RunsDatabaseError(RagError):
+    pass
+
+
+class RunNotFoundError(RunsDatabaseError):
+    pass
 
 
 class InvalidSettingsError(RagError, ValueError):

@@ -323,11 +323,12 @@ def search(
 
     mode "dense" ranks by cosine similarity of the embeddings, "sparse" by BM25 keyword score (no
     embedding needed), "hybrid" fuses both lists (fusion: a spec of rag.store.fusion). None means the
-    collection's default: hybrid with its saved fusion (else DEFAULT_FUSION) when it has keyword vectors,
-    else dense. score_threshold applies to the mode's own score. Tables of contents are left out unless
-    include_toc. store: default open_store(). query_vector: the query's embedding when the caller has it
-    (as embedder.embed_query gives it), so changing top_k or the mode embeds nothing again. depth: how many
-    candidates of each list hybrid search fuses (default rag.store.search.candidate_limit(top_k)).
+    collection's default: its saved mode (rag.runs.apply), else hybrid when it has keyword vectors, else
+    dense; hybrid with its saved fusion, else DEFAULT_FUSION. score_threshold applies to the mode's own
+    score. Tables of contents are left out unless include_toc. store: default open_store(). query_vector: the
+    query's embedding when the caller has it (as embedder.embed_query gives it), so changing top_k or the mode
+    embeds nothing again. depth: how many candidates of each list hybrid search fuses (default
+    rag.store.search.candidate_limit(top_k)).
     """
     store = store if store is not None else open_store()
     mode, fusion = search_defaults(store, collection, mode, fusion)
@@ -347,11 +348,16 @@ def search(
 
 
 def search_defaults(store: Store, collection: str, mode: str | None, fusion: str | None) -> tuple[str, str]:
-    """Return (mode, fusion) with None replaced by the collection's defaults (see search)."""
+    """Return (mode, fusion) with None replaced by the collection's defaults (see search): its saved mode (a sweep
+    row applied to it, rag.runs.apply) when it can still search that way."""
+    exists = (mode is None or fusion is None) and store.has_collection(collection)
     if mode is None:
-        mode = "hybrid" if store.has_collection(collection) and store.has_keywords(collection) else "dense"
+        keywords = exists and store.has_keywords(collection)
+        saved = store.collection_setting(collection, "mode") if exists else None
+        usable = saved == "dense" or (saved in ("sparse", "hybrid") and keywords)
+        mode = saved if usable else "hybrid" if keywords else "dense"
     if fusion is None:
-        saved = store.collection_setting(collection, "fusion") if store.has_collection(collection) else None
+        saved = store.collection_setting(collection, "fusion") if exists else None
         fusion = str(saved) if saved else DEFAULT_FUSION
     return mode, fusion
 

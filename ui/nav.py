@@ -26,5 +26,6 @@ CONTEXT = PageInfo("app_pages/context.py", "Context preview", ":material/article
 COMPARE = PageInfo("app_pages/compare.py", "Compare", ":material/compare_arrows:", "Retrieval")
 EMBEDDING_MAP = PageInfo("app_pages/embedding_map.py", "Embedding map", ":material/scatter_plot:", "Retrieval")
 EVALUATE = PageInfo("app_pages/evaluate.py", "Evaluate", ":material/analytics:", "Retrieval")
-PAGES = (UPLOAD, LIBRARY, CHUNKS, SEARCH, CONTEXT, COMPARE, EMBEDDING_MAP, EVALUATE)
+EXPERIMENTS = PageInfo("app_pages/experiments.py", "Experiments", ":material/history:", "Retrieval")
+PAGES = (UPLOAD, LIBRARY, CHUNKS, SEARCH, CONTEXT, COMPARE, EMBEDDING_MAP, EVALUATE, EXPERIMENTS)
 DEFAULT = UPLOAD

@@ -3,9 +3,10 @@ a second tab never stops one, and every tab of the same store sees its progress 
 
 A sweep writes one collection per configuration, so it waits in the queue of ingest jobs: one writer at a time.
 It reads its documents when it starts (uploads are parsed there, not in the script run that queued it), keeps
-its last progress event (with the time left, rag.evaluation.pace) and, when it ends, its SweepResult or the
-error in words. Cancel stops it at the next progress event: between embedding slices, before indexing or
-searching a configuration; the collections it finished stay, and the next run reuses them.
+its last progress event (with the time left, rag.evaluation.pace) and, when it ends, its SweepResult (kept as a
+run, rag.runs: its id, or the warning why it was not kept) or the error in words. Cancel stops it at the next
+progress event: between embedding slices, before indexing or searching a configuration; the collections it
+finished stay, and the next run reuses them.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from rag.evaluation.modes import SearchMode
 from rag.evaluation.queries import Query
 from rag.evaluation.results import SweepConfig, SweepProgress, SweepResult
 from rag.evaluation.sweep import run_sweep
+from rag.runs.keep import keep_sweep
 from rag.store.client import Store
 from ui.jobs import JobQueue, failure
 from ui.render import counted
@@ -44,6 +46,9 @@ class SweepJob:
     ks: list[int]
     modes: list[SearchMode]
     skipped: list[str] = field(default_factory=list)
+    query_set: str = ""  # the query set's file name, kept with the run
+    run_id: int | None = None  # the kept run (rag.runs) of the result
+    run_warning: str | None = None  # why the result was not kept as a run
     id: int = 0  # given by the queue
     status: str = "queued"
     step: str = "Waiting for the jobs before it"  # what it does now, when no progress event says it
@@ -99,6 +104,9 @@ class SweepJob:
             self.result = run_sweep(documents, self.queries, self.configs, self.embedder, store=self.store,
                                     cache=self.cache, ks=self.ks, skipped=self.skipped, modes=self.modes,
                                     progress=self._progress)
+            self.run_id, self.run_warning = keep_sweep(self.store, self.result, self.queries, embedder=self.embedder,
+                                                       query_set=self.query_set,
+                                                       seconds=time.time() - self.started)
             self.status = "done"
         except SweepCancelled:
             self.status = "cancelled"

@@ -4,7 +4,7 @@
     python -m rag eval QUERIES --collection C [--mode dense|sparse|hybrid] [--fusion rrf|dbsf] [--k 1,3,5,10]
                        [--embedder SPEC] [--json] [--html FILE]
     python -m rag sweep DOCS... --queries Q --chunk-size 200,400,800 --overlap 0,50,100 [--mode dense,hybrid]
-                        [--fusion rrf|dbsf] [--k ...] [--json] [--html FILE]
+                        [--fusion rrf|dbsf] [--k ...] [--json] [--html FILE] [--apply-best COLLECTION]
     python -m rag compare ...   (rag/cli_compare.py)
 
 Results go to stdout (a table, or one JSON object with --json), progress and notes to stderr.
@@ -14,13 +14,24 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 from rag import pipeline
 from rag.chunking import chunker as chunking
 from rag.cli.chunk import common
-from rag.cli.store import add_collection, add_embedder, add_fusion, dump, embedder_of, store_of, store_options
+from rag.cli.runs import announce, apply_best, check_apply_target
+from rag.cli.store import (
+    add_collection,
+    add_embedder,
+    add_fusion,
+    dump,
+    embedder_of,
+    given,
+    store_of,
+    store_options,
+)
 from rag.documents.loader import SourceFile
 from rag.documents.samples import SAMPLE_SUFFIXES
 from rag.embeddings import get_embedder
@@ -41,6 +52,7 @@ from rag.evaluation.sweep import (
     run_sweep,
 )
 from rag.reports.evaluation_html import evaluation_report, sweep_report
+from rag.runs.keep import keep_eval, keep_sweep
 from rag.store.fusion import DEFAULT_FUSION
 
 FAILURES_SHOWN = 10
@@ -88,17 +100,21 @@ def run_eval(args: argparse.Namespace) -> int:
     store = store_of(args)
     if args.tune_fusion:
         return run_tune_fusion(args, queries, store)
+    started = time.perf_counter()
     mode = SearchMode(*pipeline.search_defaults(store, args.collection, args.mode, args.fusion))
     embedder = embedder_of(args, store, args.collection) if mode.needs_vectors else None
     evaluation = evaluate_collection(queries, args.collection, embedder, store=store, cache=cache_of(args, store),
                                      ks=args.k, mode=mode)
+    html = evaluation_report(evaluation, collection=args.collection, mode=mode.label,
+                             embedder=embedder.model_id if embedder else None, query_set=Path(args.queries).name)
     if report:
-        common.write_report(report, evaluation_report(evaluation, collection=args.collection, mode=mode.label,
-                                                      embedder=embedder.model_id if embedder else None,
-                                                      query_set=Path(args.queries).name))
+        common.write_report(report, html)
+    run_id = announce(keep_eval(store, evaluation, queries, collection=args.collection, mode=mode.mode,
+                                fusion=mode.fusion_used, embedder=embedder, query_set=Path(args.queries).name,
+                                seconds=time.perf_counter() - started, report=html))
     if args.json:
         dump({"collection": args.collection, "mode": mode.mode, "fusion": mode.fusion_used,
-              "embedder": embedder.model_id if embedder else None} | evaluation.to_json())
+              "embedder": embedder.model_id if embedder else None, "run": run_id} | evaluation.to_json())
         return 0
     how = f"{embedder.model_id}, " if embedder else ""
     print(f"{len(queries)} queries on '{args.collection}' ({how}{mode.label} search)\n")
@@ -214,16 +230,25 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     documents = load_documents(files)
     store = store_of(args)
     embedder = get_embedder(args.embedder)
+    if args.apply_best:
+        check_apply_target(store, args.apply_best, embedder)
     modes = parse_modes(args.mode, args.fusion or DEFAULT_FUSION)
+    started = time.perf_counter()
     result = run_sweep(documents, queries, configs, embedder, store=store, cache=cache_of(args, store), ks=args.k,
                        progress=SweepReporter(), skipped=skipped, modes=modes)
+    html = sweep_report(result)
     if report:
-        common.write_report(report, sweep_report(result))
+        common.write_report(report, html)
+    run_id = announce(keep_sweep(store, result, queries, embedder=embedder, query_set=Path(args.queries).name,
+                                 seconds=time.perf_counter() - started, report=html))
+    applied = apply_best(store, result, args.apply_best, embedder, run_id, documents) if args.apply_best else None
     if args.json:
-        dump(result.to_json())
-        return 0
-    print_sweep(result)
-    return 0
+        dump(result.to_json() | {"run": run_id, "applied": applied.to_json() if applied else None})
+    else:
+        print_sweep(result)
+        if applied:
+            print(f"\n{applied.summary()}")
+    return 1 if applied and applied.failed else 0
 
 
 def print_sweep(result: SweepResult) -> None:
@@ -280,6 +305,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     add_fusion(sweep)
     sweep.add_argument("--embedder", metavar="SPEC", help="embedder spec, e.g. local, fake:64, ollama:<model> "
                        "(default $RAG_EMBEDDER, else local)")
+    sweep.add_argument("--apply-best", metavar="COLLECTION", type=given("the collection name"),
+                       help="then re-ingest the documents into COLLECTION with the best row's chunk_size and overlap, "
+                       "and save its mode and fusion as COLLECTION's defaults (with the run that chose them)")
     add_common(sweep)
     sweep.set_defaults(run=run_sweep_command)
 

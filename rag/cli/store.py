@@ -15,6 +15,7 @@ from rag.cli.chunk import common
 from rag.context import CHAT_MAX_TOKENS, DEFAULT_OVERFLOW, GENERATION_MAX_TOKENS, OVERFLOWS, Context
 from rag.embeddings import EMBEDDER_SPECS
 from rag.errors import DocumentNotFoundError, RagError
+from rag.runs.apply import collection_defaults
 from rag.store.archive import DocumentArchive, default_archive_dir
 from rag.store.client import DEFAULT_COLLECTION, Store
 from rag.store.fusion import DEFAULT_FUSION, parse_fusion
@@ -186,10 +187,12 @@ def add_context_options(parser: argparse.ArgumentParser, default_tokens: int = C
 
 
 def run_collections(args: argparse.Namespace) -> int:
-    infos = store_of(args).collections()
+    store = store_of(args)
+    infos = store.collections()
     if args.json:
         dump([{"name": c.name, "points": c.points, "embedder": c.embedder, "dimension": c.dimension,
-               "foreign": c.foreign, "sparse": c.sparse} for c in infos])
+               "foreign": c.foreign, "sparse": c.sparse,
+               "defaults": None if c.foreign else collection_defaults(store, c.name)} for c in infos])
         return 0
     rows = [[c.name, str(c.points), c.embedder or "(not made by RAG Lab)", str(c.dimension),
              "yes" if c.sparse else "no" if c.foreign else "re-ingest to enable"] for c in infos]

@@ -103,7 +103,7 @@ def read_documents(ws: Workspace, squad_documents: list[Document] | None) -> Cal
 
 
 def run(ws: Workspace, documents: Callable[[], list[Document]], queries: list[Query], sizes: str, overlaps: str,
-        ks: str, strategy: str, modes: list[str]) -> None:
+        ks: str, strategy: str, modes: list[str], query_set: str = "") -> None:
     """Check the grid, then queue the sweep as a job of the app's process (ui.parts.live_jobs draws it): a click
     or a reload never stops it."""
     try:
@@ -118,7 +118,8 @@ def run(ws: Workspace, documents: Callable[[], list[Document]], queries: list[Qu
         st.error("Every overlap is at least its chunk size; use smaller overlaps.")
         return
     submit(live_jobs.queue(), SweepJob(documents, list(queries), configs, embedder, ws.store, ws.location,
-                                       EmbeddingCache(default_cache_dir(ws.store)), cuts, searches, skipped))
+                                       EmbeddingCache(default_cache_dir(ws.store)), cuts, searches, skipped,
+                                       query_set))
 
 
 def answer_ranks(result: SweepResult) -> None:

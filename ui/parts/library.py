@@ -1,5 +1,6 @@
-"""The pieces of the Library: the repair of a document an interrupted ingest left incomplete (delete the rest, or
-ingest again), and the collections sweeps made, deleted one whole sweep at a time."""
+"""The pieces of the Library: the collection's saved search defaults (and the run that chose them), the repair of
+a document an interrupted ingest left incomplete (delete the rest, or ingest again), and the collections sweeps
+made, deleted one whole sweep at a time."""
 
 from __future__ import annotations
 
@@ -10,10 +11,26 @@ from rag import pipeline
 from rag.chunking.chunker import DEFAULT_CHUNK_SIZE, ChunkSettings
 from rag.errors import RagError
 from rag.evaluation.sweep import sweep_groups
+from rag.runs.apply import collection_defaults
 from rag.store.records import DocumentInfo
 from ui import errors, resources, state
 from ui.render import counted, md
 from ui.workspace import Workspace
+
+
+def defaults(workspace: Workspace) -> None:
+    """Say the search defaults saved with the collection, and which kept run chose them (rag.runs.apply)."""
+    if workspace.info is None or workspace.info.foreign:
+        return
+    try:
+        saved = collection_defaults(workspace.store, workspace.collection)
+    except RagError as error:
+        errors.show(error)
+        return
+    shown = ", ".join(f"{key} {value}" for key, value in saved.items() if key != "run" and value is not None)
+    if shown:
+        chosen = f", chosen by run {saved['run']} (Experiments page)" if saved["run"] is not None else ""
+        st.caption(f"Search defaults: {md(shown)}{chosen}.")
 
 
 def repair(workspace: Workspace, document: DocumentInfo) -> None:

@@ -1,0 +1,114 @@
+"""Two kept runs compared on the questions both ran: the paired test of `rag compare --queries`, from kept outcomes.
+
+A side is "ID" (a run's best row; an evaluation has one) or "ID/ROW" (row ROW, 1-based, of a sweep). Questions are
+paired by their text and expected documents (the n-th repeat with the n-th), so two runs of different query sets
+are compared on what they share, and the counts of questions only one side ran are said.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from rag.errors import QuerySetError, RunNotFoundError
+from rag.evaluation.compare import EvaluationComparison, QueryDelta
+from rag.evaluation.paired import paired_difference
+from rag.runs.db import RunLog
+
+
+@dataclass(frozen=True)
+class RunSide:
+    run: dict
+    row: int  # 0-based
+
+    @property
+    def settings(self) -> dict:
+        return self.run["rows"][self.row]
+
+    @property
+    def name(self) -> str:
+        """Return the side as the user names it: "7" for a run's only row, else "7/3"."""
+        return str(self.run["id"]) if len(self.run["rows"]) == 1 else f"{self.run['id']}/{self.row + 1}"
+
+    def to_json(self) -> dict:
+        row = self.settings
+        return {"run": self.run["id"], "row": self.row + 1, "kind": self.run["kind"], "label": row["label"],
+                "collection": row["collection"], "chunk_size": row["chunk_size"], "overlap": row["overlap"],
+                "mode": row["mode"], "fusion": row["fusion"], "rerank": row["rerank"],
+                "embedder": self.run["settings"]["embedder"], "query_set": self.run["settings"]["query_set"],
+                "query_hash": self.run["settings"]["query_hash"], "created_at": self.run["created_at"]}
+
+
+@dataclass(frozen=True)
+class RunComparison:
+    a: RunSide
+    b: RunSide
+    comparison: EvaluationComparison
+    only_a: int  # questions only A ran
+    only_b: int
+
+    def to_json(self) -> dict:
+        """Return the comparison as `rag runs compare --json` prints it: the fields of `rag compare --queries
+        --json` ("paired", "verdict", ...), each side's run and settings, and the questions only one side ran."""
+        data = self.comparison.to_json()
+        a = self.a.to_json() | {"metrics": data.pop("metrics_a")}
+        b = self.b.to_json() | {"metrics": data.pop("metrics_b")}
+        return {"queries": data.pop("queries"), "ks": data.pop("ks"), "a": a, "b": b, "only_a": self.only_a,
+                "only_b": self.only_b, "same_query_set": a["query_hash"] == b["query_hash"]} | data
+
+
+def parse_side(log: RunLog, text: str) -> RunSide:
+    """Return the run side "ID" or "ID/ROW" names; RunNotFoundError for an unknown run or row."""
+    head, _, tail = str(text).strip().partition("/")
+    if not head.isdigit() or (tail and not tail.isdigit()):
+        raise RunNotFoundError(f"'{text}' names no run: write a run id such as 7, or 7/3 for row 3 of sweep 7 "
+                               "(`rag runs` lists them).")
+    run = log.run(int(head))
+    if not tail:
+        return RunSide(run, run["best"] or 0)
+    if not 1 <= int(tail) <= len(run["rows"]):
+        raise RunNotFoundError(f"Run {head} has rows 1 to {len(run['rows'])}, not {tail}.")
+    return RunSide(run, int(tail) - 1)
+
+
+def _keyed(outcomes: list[dict]) -> dict[tuple, dict]:
+    keyed, seen = {}, {}
+    for outcome in outcomes:
+        key = (outcome["query"], tuple(outcome["documents"]))
+        seen[key] = seen.get(key, 0) + 1
+        keyed[(*key, seen[key])] = outcome
+    return keyed
+
+
+def compare_runs(log: RunLog, a: str, b: str) -> RunComparison:
+    """Return B minus A over the questions both runs ran: means, per-question changes, the paired test per metric."""
+    sides = parse_side(log, a), parse_side(log, b)
+    kept = [_keyed(log.outcomes(s.run["id"], s.row)) for s in sides]
+    shared = [key for key in kept[0] if key in kept[1]]
+    if not shared:
+        raise QuerySetError(f"Runs {sides[0].name} and {sides[1].name} share no question (or their outcomes were not "
+                            "kept); compare runs of the same query set.")
+    pairs = [(kept[0][key], kept[1][key]) for key in shared]
+    ks = tuple(k for k in sides[0].run["settings"]["ks"] if k in sides[1].run["settings"]["ks"])
+    names = [n for n in pairs[0][0]["values"] if n in pairs[0][1]["values"] and int(n.split("@")[1]) in ks]
+    if not ks or not names:
+        raise QuerySetError(f"Runs {sides[0].name} and {sides[1].name} share no k; measure both at one k.")
+    values = {n: (np.array([x["values"][n] for x, _ in pairs]), np.array([y["values"][n] for _, y in pairs]))
+              for n in names}
+    means_a, means_b = ({n: float(v[i].mean()) for n, v in values.items()} for i in (0, 1))
+    comparison = EvaluationComparison(
+        ks, means_a, means_b, {n: means_b[n] - means_a[n] for n in names},
+        tuple(_delta(x, y, ks[-1]) for x, y in pairs),
+        {n: paired_difference(*values[n]) for n in names})
+    return RunComparison(*sides, comparison, len(kept[0]) - len(shared), len(kept[1]) - len(shared))
+
+
+def _delta(a: dict, b: dict, k: int) -> QueryDelta:
+    rank_a, rank_b = (o["rank"] if o["rank"] is not None and o["rank"] <= k else None for o in (a, b))
+    order = [float("inf") if r is None else r for r in (rank_a, rank_b)]
+    change = "same" if rank_a == rank_b else "better" if order[1] < order[0] else "worse"
+    comparable = a["score"] is not None and b["score"] is not None and a["score_kind"] == b["score_kind"]
+    deltas = {n: b["values"][n] - a["values"][n] for n in a["values"] if n.endswith(f"@{k}") and n in b["values"]}
+    return QueryDelta(a["query"], a["line"], rank_a, rank_b, a["score"], b["score"],
+                      b["score"] - a["score"] if comparable else None, change, deltas)

@@ -1,0 +1,45 @@
+"""Keep an evaluation or a sweep as a run (rag.runs.records -> rag.runs.db), with its HTML report, for the CLI and the
+app alike; what could not be kept is a warning, never an error: the result is shown either way."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rag.embeddings.base import Embedder
+from rag.evaluation.metrics import Evaluation
+from rag.evaluation.queries import Query
+from rag.evaluation.results import SweepResult
+from rag.reports.evaluation_html import evaluation_report, sweep_report
+from rag.runs.db import RunLog, runs_path_of
+from rag.runs.records import eval_run, sweep_run
+from rag.store.client import Store
+
+Kept = tuple[int | None, str | None]  # (run id, None) or (None, one warning line)
+
+
+def _prompts(embedder: Embedder | None) -> tuple[str, str]:
+    return (embedder.query_prompt, embedder.document_prompt) if embedder else ("", "")
+
+
+def keep_eval(store: Store, evaluation: Evaluation, queries: Sequence[Query], *, collection: str, mode: str,
+              fusion: str | None, embedder: Embedder | None, query_set: str, seconds: float,
+              report: str | None = None) -> Kept:
+    """Keep an evaluation of a collection (its chunking read from the collection) with its HTML report."""
+    sizes = {(d.chunk_size, d.overlap, d.strategy) for d in store.documents(collection)}
+    size, overlap, strategy = next(iter(sizes)) if len(sizes) == 1 else (None, None, None)
+    model = embedder.model_id if embedder else None
+    record = eval_run(evaluation, queries, collection=collection, mode=mode, fusion=fusion, embedder=model,
+                      prompts=_prompts(embedder), chunking={"chunk_size": size, "overlap": overlap,
+                                                            "strategy": strategy},
+                      query_set=query_set, seconds=seconds)
+    if report is None:
+        report = evaluation_report(evaluation, collection=collection, mode=record[0]["rows"][0]["label"],
+                                   embedder=model, query_set=query_set)
+    return RunLog(runs_path_of(store)).save_quietly(*record, report)
+
+
+def keep_sweep(store: Store, result: SweepResult, queries: Sequence[Query], *, embedder: Embedder, query_set: str,
+               seconds: float, report: str | None = None) -> Kept:
+    """Keep a sweep (every row, the best marked) with its HTML report."""
+    record = sweep_run(result, queries, query_set=query_set, seconds=seconds, prompts=_prompts(embedder))
+    return RunLog(runs_path_of(store)).save_quietly(*record, report if report is not None else sweep_report(result))

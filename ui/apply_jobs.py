@@ -1,0 +1,84 @@
+""""Use this configuration" as a job of the app's process (ui.jobs' queue, behind any ingest or sweep: one writer at
+a time): a sweep row's documents re-chunked into a collection, then its mode and fusion saved as the collection's
+defaults with the run that chose them (rag.runs.apply). Cancel stops between documents and embedding batches; the
+defaults are saved only when every document was written."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from rag import pipeline
+from rag.embeddings.base import Embedder
+from rag.errors import IngestCancelled
+from rag.runs.apply import Applied, apply_configuration
+from rag.store.archive import DocumentArchive
+from rag.store.client import Store
+from ui.jobs import failure
+
+
+@dataclass
+class ApplyJob:
+    row: dict  # a kept sweep row (rag.runs.records.sweep_row)
+    collection: str
+    embedder: Embedder
+    store: Store
+    location: str
+    archive: DocumentArchive
+    run_id: int | None = None
+    id: int = 0  # given by the queue
+    status: str = "queued"
+    progress: pipeline.Progress | None = None
+    result: Applied | None = None
+    error: str | None = None
+    submitted: float = field(default_factory=time.time)
+    started: float | None = None
+    finished: float | None = None
+    cancel_requested: bool = False
+
+    @property
+    def active(self) -> bool:
+        return self.status in ("queued", "running")
+
+    @property
+    def fraction(self) -> float:
+        """Return the share of documents done, 0.0-1.0."""
+        p = self.progress
+        return 0.0 if p is None else min((p.file_index + (p.stage == "done")) / max(p.files, 1), 1.0)
+
+    @property
+    def text(self) -> str:
+        p = self.progress
+        if p is None or self.status != "running":
+            return "Waiting for the jobs before it"
+        return f"{p.filename}: {p.stage}"
+
+    def summary(self) -> str:
+        what = f"{self.row['label']} into '{self.collection}'"
+        if self.status == "queued":
+            return f"Waiting: {what}"
+        if self.status == "running":
+            return f"Applying {what}"
+        if self.status == "failed":
+            return f"Failed: {self.error}"
+        if self.status == "cancelled":
+            return f"Cancelled: {what}. Its defaults were not changed."
+        return f"Done: {self.result.summary()}" if self.result else f"Done: {what}"
+
+    def run(self) -> None:
+        """Re-ingest and save the defaults; set status, result or error (the queue's worker calls this)."""
+        self.status, self.started = "running", time.time()
+        try:
+            self.result = apply_configuration(self.row, self.collection, self.embedder, store=self.store,
+                                              archive=self.archive, run_id=self.run_id, progress=self._progress,
+                                              cancel=lambda: self.cancel_requested)
+            cancelled = any(r.error_type == IngestCancelled.__name__ for r in self.result.failed)
+            self.status = "cancelled" if cancelled else "failed" if self.result.failed else "done"
+            self.error = self.result.summary() if self.status == "failed" else None
+        except Exception as error:
+            self.status, self.error = "failed", failure(error, "apply", self.id)
+        finally:
+            self.finished = time.time()
+
+    def _progress(self, event: pipeline.Progress) -> None:
+        self.progress = event
