@@ -29,8 +29,8 @@ from rag.rerank.api import ApiReranker
 from rag.settings import folder_inside_data_root
 from rag.store.records import Hit
 
-__all__ = ["DEFAULT_DEPTH", "RERANK_SPECS", "SCORE_KIND", "Reranker", "check_depth", "get_reranker", "rerank",
-           "rerank_all"]
+__all__ = ["DEFAULT_DEPTH", "RERANK_SPECS", "SCORE_KIND", "Reranker", "check_depth", "describe", "get_reranker",
+           "rerank", "rerank_all"]
 
 DEFAULT_DEPTH = 30  # candidates a reranker reads per query: a cross-encoder pass costs about one embedding each
 MAX_DEPTH = 1000
@@ -69,6 +69,11 @@ def get_reranker(spec: str, *, client: httpx.Client | None = None, root: Path | 
         folder = folder_inside_data_root(argument, root) if root is not None else Path(argument)
         return local.CrossEncoderReranker(local.folder(str(folder)))
     return ApiReranker(dialect, argument, client=client, **options)
+
+
+def describe(reranker: Reranker | None, depth: int) -> dict | None:
+    """Return what a run records and a JSON answer says of its reranker: spec, depth, the name of its scale."""
+    return None if reranker is None else {"spec": reranker.spec, "depth": depth, "scale": reranker.scale}
 
 
 def check_depth(depth: int) -> int:
