@@ -21,6 +21,7 @@ from rag.evaluation.modes import SearchMode
 from rag.evaluation.queries import Query
 from rag.evaluation.results import SweepConfig, SweepProgress, SweepResult
 from rag.evaluation.sweep import run_sweep
+from rag.rerank import DEFAULT_DEPTH, Reranker
 from rag.store.client import Store
 from ui.jobs import JobQueue, failure
 from ui.render import counted
@@ -44,6 +45,8 @@ class SweepJob:
     ks: list[int]
     modes: list[SearchMode]
     skipped: list[str] = field(default_factory=list)
+    reranker: Reranker | None = None  # for the modes with rerank
+    rerank_depth: int = DEFAULT_DEPTH
     id: int = 0  # given by the queue
     status: str = "queued"
     step: str = "Waiting for the jobs before it"  # what it does now, when no progress event says it
@@ -98,7 +101,8 @@ class SweepJob:
             self.step = "Embedding the queries (the first time, this loads the model)…"
             self.result = run_sweep(documents, self.queries, self.configs, self.embedder, store=self.store,
                                     cache=self.cache, ks=self.ks, skipped=self.skipped, modes=self.modes,
-                                    progress=self._progress)
+                                    progress=self._progress, reranker=self.reranker,
+                                    rerank_depth=self.rerank_depth)
             self.status = "done"
         except SweepCancelled:
             self.status = "cancelled"

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn
 
 import httpx
@@ -45,14 +45,16 @@ class ApiReranker:
 
     def __init__(self, dialect: str, argument: str, *, client: httpx.Client | None = None,
                  retry: RetryPolicy | None = None, seconds: float | None = None, api_key: str | None = None,
-                 base_url: str | None = None):
-        service = SERVICES[dialect]
+                 base_url: str | None = None, source: Mapping[str, str] | None = None):
+        """source: where the base URL and the key are configured (default: the environment; the app passes its
+        settings, secrets.toml included)."""
+        service, source = SERVICES[dialect], os.environ if source is None else source
         self.dialect = dialect
         if dialect == "tei":
             self.model, url = "", check_url(base_url or argument, "The TEI URL in tei:<url>", default_scheme=True,
                                             example="http://localhost:8080")
         else:
-            configured = base_url if base_url is not None else os.environ.get(service.url_variable)
+            configured = base_url if base_url is not None else source.get(service.url_variable)
             url = check_url(configured.strip(), service.url_variable, default_scheme=True,
                             example=service.default_url or "") if (configured or "").strip() else service.default_url
             self.model = argument
@@ -60,7 +62,7 @@ class ApiReranker:
         self.base_url = url
         self.spec = f"{dialect}:{argument if dialect != 'tei' else display_url(url)}"
         self.scale = SCALES[dialect]
-        key = api_key if api_key is not None else configured_key(url, service)
+        key = api_key if api_key is not None else configured_key(url, service, source)
         hint = f"Is the server running? Check {'the URL after tei:' if dialect == 'tei' else service.url_variable}."
         self.edge = Edge(service.name, url, ERRORS, timeout=seconds or timeout("RAG_RERANK_TIMEOUT"),
                          timeout_setting="RAG_RERANK_TIMEOUT", hint=hint, key=key, client=client, retry=retry,
