@@ -15,8 +15,9 @@ import streamlit as st
 from rag.evaluation.modes import SearchMode
 from rag.evaluation.rerank_effect import effect_words
 from rag.evaluation.results import SweepResult
-from rag.rerank import DEFAULT_DEPTH, MAX_DEPTH, RERANK_SPECS, Reranker, get_reranker
+from rag.rerank import DEFAULT_DEPTH, MAX_DEPTH, RERANK_SPECS, SCORE_KIND, Reranker, get_reranker
 from rag.rerank.api import SERVICES
+from rag.store.records import Hit
 from ui import settings
 from ui.render import md
 
@@ -60,6 +61,30 @@ def reranker(spec: str) -> Reranker | None:
 @st.cache_resource(show_spinner=False)
 def _made(spec: str, root: str, source: tuple[tuple[str, str], ...]) -> Reranker:
     return get_reranker(spec, root=Path(root), source=dict(source))
+
+
+BEFORE_COLUMN = st.column_config.TextColumn(width=95, help="rank · score the search gave it (the mode's scale), "
+                                           "before the reranker reordered the first candidates")
+
+
+def before(hit: Hit) -> dict[str, str]:
+    """Return the hit table's "before rerank" cell of a reranked hit ("#3 · 0.412"), or nothing."""
+    if hit.score_kind != SCORE_KIND or hit.retrieved_rank is None:
+        return {}
+    score = "" if hit.retrieved_score is None else f" · {hit.retrieved_score:.3f}"
+    return {"before rerank": f"#{hit.retrieved_rank}{score}"}
+
+
+def explanation(hit: Hit) -> list[str]:
+    """Return how a reranked hit got its place (its reranker score, where the search had it); [] otherwise."""
+    if hit.score_kind != SCORE_KIND:
+        return []
+    parts = ["below the rerank depth: not reranked, kept in the search's order" if hit.score is None else
+             f"reranker score {hit.score:.3f}"]
+    if hit.retrieved_rank is not None:
+        score = "" if hit.retrieved_score is None else f", score {hit.retrieved_score:.3f}"
+        parts.append(f"the search placed it #{hit.retrieved_rank}{score}")
+    return parts
 
 
 def with_rerank(modes: list[SearchMode], spec: str) -> list[SearchMode]:

@@ -142,8 +142,7 @@ def hits_frame(hits: list[Hit], mode: str = "dense", query: str = "", analyzer: 
                     "keyword": _listed(h.sparse_rank, h.sparse_score, 2)}
             if h.score_kind == "rrf":
                 row["fused from"] = rrf_sum(h)
-        if h.score_kind == "rerank":  # where the search had placed it before the reranker read it
-            row["before rerank"] = _listed(h.retrieved_rank, h.retrieved_score, 3) or EMPTY_CELL
+        row |= rerank_part.before(h)
         row |= {"query words in chunk": keywords(query, h, analyzer), "document": h.document_title or h.document_id,
                 "heading path": render.heading_tail(h.heading_path),
                 "pages": render.pages_label(h.page_start, h.page_end), "chunk": h.chunk_index}
@@ -169,8 +168,7 @@ def hit_table(hits: list[Hit], mode: str = "dense", query: str = "", top_k: int 
         "keyword": st.column_config.TextColumn(width=80, help=f"rank · BM25 score in the keyword list; {EMPTY_CELL} "
                                                               f"= no query word, or not in its top {depth}"),
         "fused from": st.column_config.TextColumn(width=80, help="RRF: 1 / (rank + 1) from each list, added up"),
-        "before rerank": st.column_config.TextColumn(width=95, help="rank · score the search gave it (the mode's "
-                                                     "scale), before the reranker reordered the first candidates"),
+        "before rerank": rerank_part.BEFORE_COLUMN,
         "query words in chunk": st.column_config.TextColumn("query words", width=130, help=(
             "the query's words whose keyword terms occur in the chunk (stop words left out)")),
         "document": st.column_config.TextColumn(width=150),
@@ -182,13 +180,7 @@ def hit_table(hits: list[Hit], mode: str = "dense", query: str = "", top_k: int 
 
 def explanation(hit: Hit, query: str, depth: int, analyzer: Analyzer | None = None) -> str:
     """Return one line: for hybrid where the hit stood in each list and how that fused; the query words it holds."""
-    parts = []
-    if hit.score_kind == "rerank":
-        parts.append("below the rerank depth: not reranked, kept in the search's order" if hit.score is None else
-                     f"reranker score {hit.score:.3f}")
-        if hit.retrieved_rank is not None:
-            before = "" if hit.retrieved_score is None else f", score {hit.retrieved_score:.3f}"
-            parts.append(f"the search placed it #{hit.retrieved_rank}{before}")
+    parts = rerank_part.explanation(hit)  # empty unless reranked
     if hit.score_kind in ("rrf", "dbsf", "convex"):
         parts.append(f"dense list: cosine {hit.dense_score:.3f}, rank {hit.dense_rank}" if hit.dense_score is not None
                      else f"dense list: not in its top {depth}")
