@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import replace
 
+from rag.errors import UsageError
 from rag.evaluation.modes import SearchMode
 from rag.rerank import DEFAULT_DEPTH, MAX_DEPTH, RERANK_SPECS, Reranker, get_reranker
 
@@ -18,7 +19,7 @@ def add_rerank_options(parser: argparse.ArgumentParser, sweep: bool = False) -> 
     parser.add_argument("--rerank-depth", type=depth_option, default=DEFAULT_DEPTH, metavar="N",
                         help=f"candidates the reranker reads per query (default {DEFAULT_DEPTH}, at most {MAX_DEPTH})")
     if sweep:
-        parser.add_argument("--rerank-modes", type=rerank_modes_option, default=RERANK_MODES, metavar="off,on",
+        parser.add_argument("--rerank-modes", type=rerank_modes_option, default=None, metavar="off,on",
                             help="with --rerank: rows without (off) and with (on) the reranker for every mode "
                             "(default off,on: the paired test then says whether reranking helps)")
 
@@ -49,7 +50,9 @@ def reranker_of(args: argparse.Namespace) -> Reranker | None:
 
 
 def with_rerank(modes: list[SearchMode], args: argparse.Namespace) -> list[SearchMode]:
-    """Return each mode off and/or on rerank, by --rerank-modes (only modes off when --rerank is not given)."""
+    """Return each mode off and/or on rerank, by --rerank-modes (default off,on); modes as given without --rerank."""
     if not getattr(args, "rerank", None):
+        if getattr(args, "rerank_modes", None):
+            raise UsageError("--rerank-modes needs a reranker: give --rerank SPEC too (e.g. tei:http://localhost:8080).")
         return modes
-    return [replace(m, rerank=value == "on") for m in modes for value in args.rerank_modes]
+    return [replace(m, rerank=value == "on") for m in modes for value in args.rerank_modes or RERANK_MODES]

@@ -20,7 +20,9 @@ def server():
     stand_in.close()
 
 
-def test_search_and_context_rerank_with_the_control_and_say_a_bad_spec_in_one_line(app_env, shared_data, server):
+def test_search_and_context_rerank_with_the_control_and_say_a_bad_spec_in_one_line(app_env, shared_data, server,
+                                                                                  monkeypatch):
+    monkeypatch.setenv("TEI_URL", server.url)  # the operator's reranker: visitors may use it
     at = upload(start(), shared_data, PDF).switch_page(nav.SEARCH.path).run()
     assert at.text_input(key="rerank_spec").value == ""  # off by default
     search(at, QUERY, top_k=5)
@@ -50,9 +52,18 @@ def test_search_and_context_rerank_with_the_control_and_say_a_bad_spec_in_one_li
     assert len(at.error) == 1 and "Unknown reranker 'bm25:x'" in plain(at.error[0].value)
     at.text_input(key="rerank_spec").set_value(f"local:{app_env.parent}").run()  # a folder outside the data root
     assert len(at.error) == 1 and "outside the data root" in plain(at.error[0].value)
+    other = RerankServer()
+    try:  # a server the operator did not configure never gets the documents' text
+        at.text_input(key="rerank_spec").set_value(f"tei:{other.url}").run()
+        assert len(at.error) == 1 and "only the one in TEI_URL is allowed" in plain(at.error[0].value)
+        assert other.requests == []
+    finally:
+        other.close()
 
 
-def test_a_sweep_with_a_reranker_runs_each_mode_off_and_on_and_says_whether_it_helps(app_env, shared_data, server):
+def test_a_sweep_with_a_reranker_runs_each_mode_off_and_on_and_says_whether_it_helps(app_env, shared_data, server,
+                                                                                     monkeypatch):
+    monkeypatch.setenv("TEI_URL", server.url)
     samples = app_env / "samples"
     samples.mkdir()
     (samples / "xquad.json").write_bytes((shared_data / "xquad-de/xquad.de.dev.json").read_bytes())

@@ -90,6 +90,8 @@ def test_eval_and_a_sweep_with_rerank_off_and_on_say_whether_it_helps(server, sh
     assert main([*argv, "--rerank-modes", "on"]) == 0
     out = capsys.readouterr().out
     assert "dense+rerank" in out and "no row ran both with and without it" in out
+    assert main([*argv[:-4], "--rerank-modes", "on"]) == 1
+    assert "--rerank-modes needs a reranker" in capsys.readouterr().err
 
     collection = data["configs"][0]["collection"]
     evaluate = ["eval", queries, "--collection", collection, "--store", str(tmp_path / "q"), "--k", "1,5",

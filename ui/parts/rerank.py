@@ -1,7 +1,8 @@
 """The reranking control of the Search, Context and Evaluate pages: a spec (empty: off) and a depth, one per session.
 
 The reranker is made by rag.rerank.get_reranker with the data root as the limit of a `local:<path>` folder (the
-rule for every model folder typed in the browser) and the base URL and key configured beside each other in the
+rule for every model folder typed in the browser), a `tei:<url>` server only when it is the operator's TEI_URL (or
+RAG_UI_SETTINGS=1 lets visitors choose servers), and the base URL and key configured beside each other in the
 environment or secrets.toml (ui.settings), so a key goes only to its own URL. One reranker per spec and process.
 """
 
@@ -12,11 +13,13 @@ from pathlib import Path
 
 import streamlit as st
 
+from rag.errors import InvalidSettingsError
 from rag.evaluation.modes import SearchMode
 from rag.evaluation.rerank_effect import effect_words
 from rag.evaluation.results import SweepResult
 from rag.rerank import DEFAULT_DEPTH, MAX_DEPTH, RERANK_SPECS, SCORE_KIND, Reranker, get_reranker
-from rag.rerank.api import SERVICES
+from rag.rerank.api import SERVICES, TEI
+from rag.settings import check_url, display_url, same_url
 from rag.store.records import Hit
 from ui import settings
 from ui.render import md
@@ -55,6 +58,12 @@ def reranker(spec: str) -> Reranker | None:
     service = SERVICES.get(dialect)
     where = settings._source(service) if service else {}  # noqa: SLF001 (where its URL and key are configured)
     names = (service.url_variable, service.key_variable or "") if service else ()
+    url = spec.strip().partition(":")[2].strip()
+    url = check_url(url, "The TEI URL in tei:<url>", default_scheme=True) if dialect == "tei" and url else url
+    if dialect == "tei" and not settings.ui_settings_allowed() and not same_url(url, where.get(TEI.url_variable)):
+        raise InvalidSettingsError(f"The reranker server '{display_url(url)}' is not the operator's: a server typed "
+                                   "here gets the documents' text, so only the one in TEI_URL is allowed (or all, "
+                                   "with RAG_UI_SETTINGS=1). Ask the operator to set TEI_URL to it.")
     return _made(spec.strip(), str(settings.data_root()), tuple((n, where.get(n) or "") for n in names))
 
 
