@@ -7,6 +7,8 @@ import streamlit as st
 from rag.context import CHAT_MAX_TOKENS, DEFAULT_OVERFLOW, GENERATION_MAX_TOKENS, OVERFLOWS, build_context
 from ui import nav, state, workspace
 from ui.parts import context as parts
+from ui.parts import rerank as rerank_part
+from ui.parts import search as search_part
 from ui.parts.context import parse_separator, show_separator
 from ui.render import counted, md
 
@@ -26,6 +28,16 @@ if not run.outcome.hits:
     st.stop()
 
 
+rerank = rerank_part.control()
+if rerank != run.rerank:  # the same search, reranked (or no longer): the context is built from its hits
+    again = search_part.run_search(ws, run.query, run.top_k, run.threshold if not rerank[0] else None,
+                                   run.document_ids, run.mode, run.fusion, run.include_toc, rerank)
+    if again is None:
+        st.stop()
+    state.put(state.SEARCH, again)
+    run = again
+
+
 def _apply_preset() -> None:
     tokens = PRESETS[st.session_state.get(state.CONTEXT_PRESET) or "custom"][1]
     if tokens:
@@ -40,7 +52,9 @@ state.default(state.CONTEXT_PRESET, "chat")
 state.default(state.MAX_TOKENS, CHAT_MAX_TOKENS)
 state.default(state.SOURCE_LABEL, "Quelle")
 state.default(state.SEPARATOR, show_separator("\n\n---\n\n"))
-st.caption(f"For “{md(run.query)}”: {counted(len(run.outcome.hits), 'hit')} from '{md(run.collection)}', best first.")
+reranked = f", reranked by {md(run.rerank[0])}" if run.rerank[0] else ""
+st.caption(f"For “{md(run.query)}”: {counted(len(run.outcome.hits), 'hit')} from '{md(run.collection)}'{reranked}, "
+           "best first.")
 preset_column, slider_column = st.columns([1.3, 2])
 preset_column.segmented_control("Budget preset", list(PRESETS), format_func=lambda p: PRESETS[p][0],
                                 key=state.CONTEXT_PRESET, on_change=_apply_preset, persist_state="session")

@@ -10,6 +10,7 @@ from rag.store.fusion import DEFAULT_FUSION
 from ui import errors, workspace
 from ui.parts import apply, live_jobs, synthetic
 from ui.parts import evaluate as parts
+from ui.parts import rerank as rerank_part
 from ui.render import COMPARED_MODES, md
 from ui.sweep_jobs import SweepJob
 
@@ -35,16 +36,17 @@ with st.form("evaluate_grid", border=False):
     strategy = cols[3].selectbox("Strategy", ["structure", "tokens"], key="evaluate_strategy", persist_state="session")
     modes = st.multiselect("Search modes", list(COMPARED_MODES), default=[f"hybrid-{DEFAULT_FUSION}"],
                            key="evaluate_modes", help=parts.MODE_HELP, persist_state="session")
+    rerank = rerank_part.control()
     st.caption(f"Embedder: {md(ws.spec)} (from the sidebar). Each configuration gets its own collection "
                f"(`{SWEEP_PREFIX}…`), searched in every chosen mode and reused on the next run; embeddings are "
-               "cached.")
+               "cached. With a reranker, every mode runs without and with it, and a paired test says whether it helps.")
     submitted = st.form_submit_button("Run the sweep", type="primary", icon=":material/play_arrow:")
 
 if submitted:
     if source is None or documents is None:
         st.info("Choose a query set and documents first.")
     else:
-        parts.run(ws, documents, source[0], sizes, overlaps, ks, strategy, modes, source[2])
+        parts.run(ws, documents, source[0], sizes, overlaps, ks, strategy, modes, rerank, source[2])
 
 # the sweep that runs (a job: it goes on after a click or a reload), and one that ended since
 finished = live_jobs.show(ws.location, SweepJob, parts.SWEEP_SEEN, parts.CANCEL_HELP)

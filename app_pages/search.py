@@ -9,6 +9,7 @@ from rag.errors import RagError
 from rag.store.fusion import Fusion, parse_fusion
 from rag.store.search import FUSIONS, MODES
 from ui import errors, nav, state, workspace
+from ui.parts import rerank as rerank_part
 from ui.parts import search as parts
 from ui.render import MODE_LABELS, md
 
@@ -67,10 +68,13 @@ with st.form("search_form", border=False):  # the query is searched on Enter or 
     query = query_column.text_input("Query", key=state.QUERY, persist_state="session",
                                     placeholder="e.g. Welche Schriftgröße verwendet die Klasse?")
     submitted = button_column.form_submit_button("Search", type="primary", icon=":material/search:", width="stretch")
+rerank = rerank_part.control()
 left, middle, right = st.columns([1.2, 1, 1.6])
 top_k = left.slider("top_k", 1, 50, 5, key=state.TOP_K, persist_state="session")
 scale = parts.threshold_scale(mode, method)
-use_threshold = middle.checkbox(f"Score threshold ({scale.name})", key=state.USE_THRESHOLD, persist_state="session")
+use_threshold = middle.checkbox(f"Score threshold ({scale.name})", key=state.USE_THRESHOLD, persist_state="session",
+                                disabled=bool(rerank[0]), help="Off while reranking: the reranker's scale is its own."
+                                if rerank[0] else None) and not rerank[0]
 threshold = middle.number_input("minimum score", 0.0, scale.maximum, scale.default, scale.step, format=scale.format,
                                 key=f"{state.THRESHOLD}-{scale.name}", persist_state="session",
                                 label_visibility="collapsed", help=scale.help)
@@ -79,7 +83,7 @@ document_ids = right.multiselect("Only these documents", list(titles), format_fu
 include_toc = right.checkbox("Include tables of contents", key=state.INCLUDE_TOC, persist_state="session",
                              help="Chunks that list headings with page numbers match every question and answer "
                                   "none; they are left out unless this is on.")
-controls = (top_k, threshold if use_threshold else None, tuple(document_ids), mode, fusion, include_toc)
+controls = (top_k, threshold if use_threshold else None, tuple(document_ids), mode, fusion, include_toc, rerank)
 last = workspace.last_search(ws)
 if submitted or (last is not None and last.settings() != controls):  # after the first search, controls act at once
     found = parts.run_search(ws, query if submitted else last.query, *controls, last=None if submitted else last)
@@ -91,6 +95,8 @@ if run is None:
     st.caption("Type a query and press Enter or Search; then top_k, the mode and the filters act at once.")
     st.stop()
 how = {"dense": md(run.model_id), "sparse": "keyword search (BM25)", "hybrid": f"hybrid ({run.fusion})"}[run.mode]
+if run.rerank[0]:
+    how += f" · reranked by {md(run.rerank[0])}, first {run.rerank[1]} candidates"
 st.caption(f"{len(run.outcome.hits)} hit(s) for “{md(run.query)}” in {run.seconds:.2f} s · {how}"
            + (f" · threshold {run.threshold:.2f}" if run.threshold is not None else ""))
 parts.notes(run)
@@ -100,6 +106,8 @@ if run.outcome.hits:
 distribution = st.expander("Score distribution over the whole collection", expanded=True, key="score_distribution",
                            on_change="rerun", icon=":material/bar_chart:")
 with distribution:
+    if distribution.open and run.rerank[0]:
+        st.caption("The search's own scores, before reranking: the reranker reads only the first candidates.")
     if distribution.open:  # one more search over every chunk: only while the expander is open
         parts.distribution(ws, run, None if run.mode == "sparse" else ws.embedder())
 if run.outcome.hits:

@@ -30,6 +30,7 @@ _EXPORTS = {
     "rag.generation.prompts": ("Prompt", "build_prompt"),
     "rag.generation.llm": ("get_llm",),
     "rag.generation.answer": ("Answer", "answer_with"),
+    "rag.rerank": ("get_reranker",),
     "rag.errors": ("DocumentError", "EmbeddingError", "InvalidSettingsError", "QueryError", "QuerySetError",
                    "RagError", "StoreError"),
 }
@@ -69,4 +70,5 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time the names l
     from rag.generation.llm import get_llm
     from rag.generation.prompts import Prompt, build_prompt
     from rag.pipeline import IngestResult, Progress, embedder_for, ingest, reingest, retrieve, search
+    from rag.rerank import get_reranker
     from rag.store import DEFAULT_COLLECTION, CollectionInfo, DocumentInfo, Hit, Store, open_store

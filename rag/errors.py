@@ -19,6 +19,10 @@ RagError                          base: pages and the CLI catch this and show st
 │   ├── LLMModelNotFoundError     the server does not have that model
 │   ├── LLMAuthError              API key missing or refused (the key is never printed)
 │   └── ContextWindowError        the prompt does not fit the model's context window
+├── RerankError                   the reranker (a /rerank server or a cross-encoder folder) failed
+│   ├── UnknownRerankerError      a --rerank spec that no dialect takes (says the valid forms)
+│   ├── RerankerUnavailableError  server unreachable, timed out, or kept failing
+│   └── RerankerAuthError         API key missing or refused (the key is never printed)
 ├── StoreError                    Qdrant failed
 │   ├── StoreUnavailableError     server down, or the embedded folder is locked by another process
 │   ├── CollectionNotFoundError   no such collection
@@ -127,6 +131,22 @@ class LLMAuthError(LLMError):
 
 
 class ContextWindowError(LLMError):
+    pass
+
+
+class RerankError(RagError):
+    pass
+
+
+class UnknownRerankerError(RerankError):
+    pass
+
+
+class RerankerUnavailableError(RerankError):
+    pass
+
+
+class RerankerAuthError(RerankError):
     pass
 
 

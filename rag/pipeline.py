@@ -25,6 +25,8 @@ from rag.errors import (
     RagError,
 )
 from rag.evaluation.pace import Pace, embed_chunks
+from rag.rerank import DEFAULT_DEPTH as DEFAULT_RERANK_DEPTH
+from rag.rerank import Reranker, check_depth, rerank
 from rag.store.archive import DocumentArchive
 from rag.store.client import DEFAULT_COLLECTION, Store
 from rag.store.fusion import DEFAULT_FUSION
@@ -318,6 +320,8 @@ def search(
     include_toc: bool = False,
     query_vector: np.ndarray | None = None,
     depth: int | None = None,
+    reranker: Reranker | None = None,
+    rerank_depth: int = DEFAULT_RERANK_DEPTH,
 ) -> list[Hit]:
     """Return the top_k chunks of collection for query, best first, each hit's scores explained.
 
@@ -329,7 +333,14 @@ def search(
     query's embedding when the caller has it (as embedder.embed_query gives it), so changing top_k or the mode
     embeds nothing again. depth: how many candidates of each list hybrid search fuses (default
     rag.store.search.candidate_limit(top_k)).
+    reranker: the first rerank_depth hits (the threshold applied to the mode's score) are reordered by it and
+    the first top_k returned, scored on the reranker's scale (rag.rerank.rerank).
     """
+    if reranker is not None:
+        found = search(query, collection, max(top_k, check_depth(rerank_depth)), score_threshold, document_ids,
+                       store=store, embedder=embedder, mode=mode, fusion=fusion, include_toc=include_toc,
+                       query_vector=query_vector, depth=depth)
+        return rerank(query, found, reranker, rerank_depth)[:top_k]
     store = store if store is not None else open_store()
     mode, fusion = search_defaults(store, collection, mode, fusion)
     check_mode(mode, fusion)
@@ -378,9 +389,11 @@ def retrieve(
     fusion: str | None = None,
     include_toc: bool = False,
     overflow: str = DEFAULT_OVERFLOW,
+    reranker: Reranker | None = None,
+    rerank_depth: int = DEFAULT_RERANK_DEPTH,
 ) -> Context:
-    """Return the context an LLM would receive for query: search (in mode), then build_context under max_tokens
-    (overflow: what happens to a chunk that does not fit, rag.context)."""
+    """Return the context an LLM would receive for query: search (in mode, reranked when a reranker is given),
+    then build_context under max_tokens (overflow: what happens to a chunk that does not fit, rag.context)."""
     hits = search(query, collection, top_k, score_threshold, document_ids, store=store, embedder=embedder,
-                  mode=mode, fusion=fusion, include_toc=include_toc)
+                  mode=mode, fusion=fusion, include_toc=include_toc, reranker=reranker, rerank_depth=rerank_depth)
     return build_context(hits, max_tokens=max_tokens, label=label, separator=separator, overflow=overflow)

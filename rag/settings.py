@@ -8,8 +8,8 @@ URLs are compared as the connecting client reads them (scheme, host, port, path;
 URL that parsers could read differently (a backslash, two '@', '%' in the host, a tab...) is refused by
 `check_url` (rag.urls has the form a server URL must have). A URL is shown only through `display_url`.
 
-Timeouts (RAG_QDRANT_TIMEOUT, RAG_EMBED_TIMEOUT, RAG_LLM_TIMEOUT: seconds a server may stay silent) are
-read by `timeout(variable)`; a hanging server's error names the variable to raise.
+Timeouts (RAG_QDRANT_TIMEOUT, RAG_EMBED_TIMEOUT, RAG_LLM_TIMEOUT, RAG_RERANK_TIMEOUT: seconds a server may stay
+silent) are read by `timeout(variable)`; a hanging server's error names the variable to raise.
 
 The data root (RAG_DATA_ROOT, default ./data) is where folders chosen in the app may live: an embedded
 Qdrant folder typed in the browser must lie strictly inside it (`folder_inside_data_root`).
@@ -51,7 +51,7 @@ DEFAULT_DATA_ROOT = "./data"
 LIMITS = {"RAG_MAX_FILE_MB": 200.0, "RAG_MAX_PAGES": 5000.0}
 WHOLE_LIMITS = {"RAG_MAX_PAGES"}  # a page count: 0.5 would refuse every PDF
 # seconds a server may stay silent (connect, or between two pieces of an answer) before its request fails
-TIMEOUTS = {"RAG_QDRANT_TIMEOUT": 10.0, "RAG_EMBED_TIMEOUT": 30.0, "RAG_LLM_TIMEOUT": 60.0}
+TIMEOUTS = {"RAG_QDRANT_TIMEOUT": 10.0, "RAG_EMBED_TIMEOUT": 30.0, "RAG_LLM_TIMEOUT": 60.0, "RAG_RERANK_TIMEOUT": 30.0}
 
 
 def check_url(url: str, what: str, *, default_scheme: bool = False, example: str = "http://localhost:6333") -> str:

@@ -13,11 +13,11 @@ import threading
 
 import pytest
 
-from rag.embeddings.http import RetryPolicy
 from rag.embeddings.ollama import OllamaEmbedder
 from rag.embeddings.openai import OpenAIEmbedder
 from rag.errors import EmbedderUnavailableError, InvalidSettingsError, LLMUnavailableError, StoreUnavailableError
 from rag.generation.llm import OllamaChat, OpenAIChat
+from rag.http import RetryPolicy
 from rag.settings import check_environment, timeout
 from rag.store.open import open_store
 from tests.conftest import run

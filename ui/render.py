@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from rag.documents.text import shorten
 from rag.reports.chunks import Segment
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:=^&\"'])")
@@ -58,8 +59,7 @@ def pages_label(start: int | None, end: int | None) -> str:
 
 def preview(text: str, length: int = 90) -> str:
     """Return the start of a text on one line, for a table column."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= length else flat[: length - 1] + "…"
+    return shorten(text, length)
 
 
 def token_histogram(frame: pd.DataFrame, chunk_size: int | None, domain: tuple[float, float] | None = None) -> dict:

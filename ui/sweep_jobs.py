@@ -22,6 +22,7 @@ from rag.evaluation.modes import SearchMode
 from rag.evaluation.queries import Query
 from rag.evaluation.results import SweepConfig, SweepProgress, SweepResult
 from rag.evaluation.sweep import run_sweep
+from rag.rerank import DEFAULT_DEPTH, Reranker
 from rag.runs.keep import keep_sweep
 from rag.store.client import Store
 from ui.jobs import JobQueue, failure
@@ -46,6 +47,8 @@ class SweepJob:
     ks: list[int]
     modes: list[SearchMode]
     skipped: list[str] = field(default_factory=list)
+    reranker: Reranker | None = None  # for the modes with rerank
+    rerank_depth: int = DEFAULT_DEPTH
     query_set: str = ""  # the query set's file name, kept with the run
     run_id: int | None = None  # the kept run (rag.runs) of the result
     run_warning: str | None = None  # why the result was not kept as a run
@@ -103,7 +106,8 @@ class SweepJob:
             self.step = "Embedding the queries (the first time, this loads the model)…"
             self.result = run_sweep(documents, self.queries, self.configs, self.embedder, store=self.store,
                                     cache=self.cache, ks=self.ks, skipped=self.skipped, modes=self.modes,
-                                    progress=self._progress)
+                                    progress=self._progress, reranker=self.reranker,
+                                    rerank_depth=self.rerank_depth)
             self.run_id, self.run_warning = keep_sweep(self.store, self.result, self.queries, embedder=self.embedder,
                                                        query_set=self.query_set,
                                                        seconds=time.time() - self.started)

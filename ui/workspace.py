@@ -81,17 +81,18 @@ class SearchRun:
     include_toc: bool = False
     ranking: tuple[Hit, ...] = ()  # the first CANDIDATES of the ranking hits were cut from (top_k <= its length)
     version: int = 0  # the store's change count (ui.resources.version) when it was searched
+    rerank: tuple[str, int] = ("", 0)  # (reranker spec, depth) of the ranking; "" when reranking was off
 
     def settings(self) -> tuple:
         """Return what the controls set (the query aside): a change of any of them shows another result."""
-        return self.top_k, self.threshold, self.document_ids, self.mode, self.fusion, self.include_toc
+        return self.top_k, self.threshold, self.document_ids, self.mode, self.fusion, self.include_toc, self.rerank
 
     def same_ranking(self, query: str, document_ids: tuple[str, ...], mode: str, fusion: str, include_toc: bool,
-                     version: int) -> bool:
+                     version: int, rerank: tuple[str, int] = ("", 0)) -> bool:
         """Return whether a search with these settings ranks as this one did, so top_k and the threshold may
         just cut this run's ranking again (a control cuts, never reorders: rag.store.search)."""
-        return (query, document_ids, mode, fusion, include_toc, version) == (
-            self.query, self.document_ids, self.mode, self.fusion, self.include_toc, self.version)
+        return (query, document_ids, mode, fusion, include_toc, version, rerank) == (
+            self.query, self.document_ids, self.mode, self.fusion, self.include_toc, self.version, self.rerank)
 
 
 def current() -> Workspace:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from rag.chunking import chunker as chunking
 from rag.documents import loader
+from rag.documents.text import shorten
 from rag.errors import UsageError
 
 LONG_FILE_BYTES = 2_000_000  # files above this get progress lines on stderr
@@ -108,8 +109,7 @@ def progress(message: str) -> None:
 
 def preview(text: str, width: int) -> str:
     """Return text on one line, cut to width characters with an ellipsis."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
+    return shorten(text, width)
 
 
 def print_table(rows: list[list[str]], headers: list[str]) -> None:

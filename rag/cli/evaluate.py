@@ -2,9 +2,10 @@
 
     python -m rag import-squad FILE --out DIR [--articles N]
     python -m rag eval QUERIES --collection C [--mode dense|sparse|hybrid] [--fusion rrf|dbsf] [--k 1,3,5,10]
-                       [--embedder SPEC] [--json] [--html FILE]
+                       [--embedder SPEC] [--rerank SPEC [--rerank-depth N]] [--json] [--html FILE]
     python -m rag sweep DOCS... --queries Q --chunk-size 200,400,800 --overlap 0,50,100 [--mode dense,hybrid]
-                        [--fusion rrf|dbsf] [--k ...] [--json] [--html FILE] [--apply-best COLLECTION]
+                        [--fusion rrf|dbsf] [--rerank SPEC [--rerank-depth N] [--rerank-modes off,on]] [--k ...]
+                        [--json] [--html FILE] [--apply-best COLLECTION]
     python -m rag compare ...   (rag/cli_compare.py)
 
 Results go to stdout (a table, or one JSON object with --json), progress and notes to stderr.
@@ -16,11 +17,13 @@ import argparse
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from rag import pipeline
 from rag.chunking import chunker as chunking
 from rag.cli.chunk import common
+from rag.cli.rerank import add_rerank_options, reranker_of, with_rerank
 from rag.cli.runs import announce, apply_best, check_apply_target
 from rag.cli.store import (
     add_collection,
@@ -41,6 +44,7 @@ from rag.evaluation.fusion_tuning import tune_fusion
 from rag.evaluation.metrics import DEFAULT_KS, METRICS, Evaluation, QueryOutcome, parse_ks
 from rag.evaluation.modes import MODE_NAMES, SearchMode, parse_modes
 from rag.evaluation.queries import load_query_set
+from rag.evaluation.rerank_effect import effect_words
 from rag.evaluation.squad import QUERIES_FILE, import_squad, write_import
 from rag.evaluation.sweep import (
     SweepProgress,
@@ -52,6 +56,7 @@ from rag.evaluation.sweep import (
     run_sweep,
 )
 from rag.reports.evaluation_html import evaluation_report, sweep_report
+from rag.rerank import describe
 from rag.runs.keep import keep_eval, keep_sweep
 from rag.store.fusion import DEFAULT_FUSION
 
@@ -103,18 +108,22 @@ def run_eval(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     mode = SearchMode(*pipeline.search_defaults(store, args.collection, args.mode, args.fusion))
     embedder = embedder_of(args, store, args.collection) if mode.needs_vectors else None
+    reranker = reranker_of(args)
+    mode = replace(mode, rerank=reranker is not None)
     evaluation = evaluate_collection(queries, args.collection, embedder, store=store, cache=cache_of(args, store),
-                                     ks=args.k, mode=mode)
+                                     ks=args.k, mode=mode, reranker=reranker, rerank_depth=args.rerank_depth)
     html = evaluation_report(evaluation, collection=args.collection, mode=mode.label,
                              embedder=embedder.model_id if embedder else None, query_set=Path(args.queries).name)
     if report:
         common.write_report(report, html)
     run_id = announce(keep_eval(store, evaluation, queries, collection=args.collection, mode=mode.mode,
                                 fusion=mode.fusion_used, embedder=embedder, query_set=Path(args.queries).name,
-                                seconds=time.perf_counter() - started, report=html))
+                                seconds=time.perf_counter() - started, report=html,
+                                rerank=reranker.spec if reranker else None))
     if args.json:
         dump({"collection": args.collection, "mode": mode.mode, "fusion": mode.fusion_used,
-              "embedder": embedder.model_id if embedder else None, "run": run_id} | evaluation.to_json())
+              "embedder": embedder.model_id if embedder else None, "rerank": describe(reranker, args.rerank_depth),
+              "run": run_id} | evaluation.to_json())
         return 0
     how = f"{embedder.model_id}, " if embedder else ""
     print(f"{len(queries)} queries on '{args.collection}' ({how}{mode.label} search)\n")
@@ -232,10 +241,11 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     embedder = get_embedder(args.embedder)
     if args.apply_best:
         check_apply_target(store, args.apply_best, embedder)
-    modes = parse_modes(args.mode, args.fusion or DEFAULT_FUSION)
+    modes = with_rerank(parse_modes(args.mode, args.fusion or DEFAULT_FUSION), args)
     started = time.perf_counter()
     result = run_sweep(documents, queries, configs, embedder, store=store, cache=cache_of(args, store), ks=args.k,
-                       progress=SweepReporter(), skipped=skipped, modes=modes)
+                       progress=SweepReporter(), skipped=skipped, modes=modes, reranker=reranker_of(args),
+                       rerank_depth=args.rerank_depth)
     html = sweep_report(result)
     if report:
         common.write_report(report, html)
@@ -266,6 +276,10 @@ def print_sweep(result: SweepResult) -> None:
           f"queries embedded in {result.query_seconds:.1f} s; ± half the 95 % bootstrap interval over the queries")
     print(result.summary())
     print(result.tie_summary())
+    if result.rerank:
+        effect = effect_words(result.rerank_effect(), result.default_metric())
+        print(f"Reranking with {result.rerank['spec']} (depth {result.rerank['depth']}), on minus off, paired test:")
+        print("\n".join(f"  {line}" for line in effect) or "  no row ran both with and without it")
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -288,6 +302,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     evaluate.add_argument("--save", action="store_true", help="with --tune-fusion: save it as the collection's "
                           "default fusion")
     add_embedder(evaluate)
+    add_rerank_options(evaluate)
     add_common(evaluate)
     evaluate.set_defaults(run=run_eval)
 
@@ -308,6 +323,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     sweep.add_argument("--apply-best", metavar="COLLECTION", type=given("the collection name"),
                        help="then re-ingest the documents into COLLECTION with the best row's chunk_size and overlap, "
                        "and save its mode and fusion as COLLECTION's defaults (with the run that chose them)")
+    add_rerank_options(sweep, sweep=True)
     add_common(sweep)
     sweep.set_defaults(run=run_sweep_command)
 

@@ -69,8 +69,8 @@ def apply_best(store: Store, result: SweepResult, collection: str, embedder, run
     best = result.best()
     common.progress(f"applying {best.short} to '{collection}': re-ingesting {len(documents)} documents")
     archive = DocumentArchive(default_archive_dir(store.location, store.local))
-    return apply_configuration(sweep_row(best), collection, embedder, store=store, archive=archive, run_id=run_id,
-                               documents=documents)
+    return apply_configuration(sweep_row(best, result), collection, embedder, store=store, archive=archive,
+                               run_id=run_id, documents=documents)
 
 
 def _value(row: dict, metric: str | None) -> str:

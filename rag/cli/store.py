@@ -12,9 +12,11 @@ from pathlib import Path
 
 from rag import pipeline
 from rag.cli.chunk import common
+from rag.cli.rerank import add_rerank_options, reranker_of
 from rag.context import CHAT_MAX_TOKENS, DEFAULT_OVERFLOW, GENERATION_MAX_TOKENS, OVERFLOWS, Context
 from rag.embeddings import EMBEDDER_SPECS
 from rag.errors import DocumentNotFoundError, RagError
+from rag.rerank import SCORE_KIND, describe
 from rag.runs.apply import collection_defaults
 from rag.store.archive import DocumentArchive, default_archive_dir
 from rag.store.client import DEFAULT_COLLECTION, Store
@@ -116,7 +118,8 @@ def hit_json(hit: Hit, mode: str = "dense") -> dict:
         "page_start": hit.page_start,
         "page_end": hit.page_end,
         "content": hit.content,
-    }
+    } | ({"retrieved_rank": hit.retrieved_rank, "retrieved_score": hit.retrieved_score}
+         if hit.score_kind == SCORE_KIND else {})
 
 
 def rank_label(rank: int | None, score: float | None) -> str:
@@ -127,22 +130,26 @@ def rank_label(rank: int | None, score: float | None) -> str:
 def run_search(args: argparse.Namespace) -> int:
     store = store_of(args)
     args.mode, args.fusion = pipeline.search_defaults(store, args.collection, args.mode, args.fusion)
+    reranker = reranker_of(args)
     hits = pipeline.search(args.query, args.collection, args.top_k, args.threshold, args.document or None,
                            store=store, embedder=query_embedder(args, store), mode=args.mode, fusion=args.fusion,
-                           include_toc=args.include_toc)
+                           include_toc=args.include_toc, reranker=reranker, rerank_depth=args.rerank_depth)
     if args.json:
-        dump({"hits": [hit_json(h, args.mode) for h in hits]})
+        dump({"hits": [hit_json(h, args.mode) for h in hits], "rerank": describe(reranker, args.rerank_depth)})
         return 0
     hybrid = args.mode == "hybrid"
     rows = []
     for rank, h in enumerate(hits, 1):
         explain = [rank_label(h.dense_rank, h.dense_score), rank_label(h.sparse_rank, h.sparse_score)] if hybrid else []
-        rows.append([str(rank), f"{h.score:.3f}", *explain, common.preview(h.document_title, 30),
-                     common.pages_label(h.page_start, h.page_end), common.preview(" › ".join(h.heading_path), 30),
-                     common.preview(h.content, 60)])
-    kind = hits[0].score_kind if hits else args.mode
+        before = [rank_label(h.retrieved_rank, h.retrieved_score)] if reranker else []
+        rows.append([str(rank), "-" if h.score is None else f"{h.score:.3f}", *before, *explain,
+                     common.preview(h.document_title, 30), common.pages_label(h.page_start, h.page_end),
+                     common.preview(" › ".join(h.heading_path), 30), common.preview(h.content, 60)])
+    kind = f"reranker: {reranker.scale}" if reranker else hits[0].score_kind if hits else args.mode
     explain = ["dense rank (cosine)", "keyword rank (bm25)"] if hybrid else []
-    common.print_table(rows, ["rank", f"score ({kind})", *explain, "document", "pages", "heading path", "content"])
+    before = [f"{args.mode} rank (score)"] if reranker else []
+    common.print_table(rows, ["rank", f"score ({kind})", *before, *explain, "document", "pages", "heading path",
+                              "content"])
     if len(hits) < args.top_k:
         why = "no more chunks contain a query term." if args.mode == "sparse" else "the collection has no more."
         print(f"\n{len(hits)} of top_k {args.top_k}: "
@@ -156,7 +163,7 @@ def run_context(args: argparse.Namespace) -> int:
     context = pipeline.retrieve(args.query, args.collection, args.top_k, args.max_tokens, store=store,
                                 embedder=query_embedder(args, store), score_threshold=args.threshold,
                                 label=args.label, mode=args.mode, fusion=args.fusion, include_toc=args.include_toc,
-                                overflow=args.overflow)
+                                overflow=args.overflow, reranker=reranker_of(args), rerank_depth=args.rerank_depth)
     if args.json:
         dump(context.to_dict())
         return 0
@@ -284,6 +291,7 @@ def add_query_options(parser: argparse.ArgumentParser, json_help: str) -> None:
     parser.add_argument("--include-toc", action="store_true",
                         help="also search chunks flagged as a table of contents (left out by default)")
     add_embedder(parser)
+    add_rerank_options(parser)
     parser.add_argument("--json", action="store_true", help=json_help)
 
 

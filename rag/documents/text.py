@@ -54,3 +54,9 @@ def clean_plain_text(text: str) -> str:
     # line by line, not `[ \t]+$` with MULTILINE: that regex retries every space of a long run (quadratic)
     text = "\n".join(line.rstrip(" \t") for line in text.split("\n"))
     return BLANK_LINES.sub("\n\n", text).strip()
+
+
+def shorten(text: str, limit: int = 200) -> str:
+    """Return text on one line, cut to at most `limit` characters with an ellipsis (for messages and tables)."""
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

@@ -27,12 +27,12 @@ from rag.embeddings import e5
 from rag.embeddings.base import Embedder, embed_in_batches
 from rag.embeddings.e5 import E5Embedder
 from rag.embeddings.fake import FakeEmbedder
-from rag.embeddings.http import RetryPolicy
 from rag.embeddings.local import DEFAULT_MODEL_NAME as MINILM
 from rag.embeddings.local import LocalEmbedder
 from rag.embeddings.ollama import OllamaEmbedder
 from rag.embeddings.openai import OpenAIEmbedder
 from rag.errors import UnknownEmbedderError
+from rag.http import RetryPolicy
 
 __all__ = [
     "DEFAULT_EMBEDDER",

@@ -13,12 +13,12 @@ of their own tokens than cl100k for the same German text.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, NoReturn
 
 import httpx
 
 from rag.embeddings.base import known_prompts
-from rag.embeddings.http import DEFAULT_BATCH_SIZE, HttpEmbedder, RetryPolicy, server_message
+from rag.embeddings.http import DEFAULT_BATCH_SIZE, HttpEmbedder, RetryPolicy
 from rag.errors import EmbeddingError, ModelNotFoundError
 from rag.settings import OLLAMA_PORT, display_url, ollama_base_url
 
@@ -93,9 +93,9 @@ class OllamaEmbedder(HttpEmbedder):
             raise self._malformed("no 'embeddings'", body)
         return body["embeddings"]
 
-    def _refuse(self, response: httpx.Response) -> None:
+    def _refuse(self, response: httpx.Response) -> NoReturn:
         status = response.status_code
-        detail = server_message(response)
+        detail = self.edge.detail(response)
         if status == 404 and "model" in detail.lower():
             raise ModelNotFoundError(
                 f"{self._where()} has no model '{self.model}'. Run `ollama pull {self.model}`."

@@ -17,19 +17,14 @@ cl100k (`tokens_exact = True`), an estimate for any other model.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, NoReturn
 
 import httpx
 
 from rag.embeddings.base import NONE, known_prompts
-from rag.embeddings.http import (
-    DEFAULT_BATCH_SIZE,
-    HttpEmbedder,
-    RetryPolicy,
-    server_message,
-)
-from rag.errors import EmbedderAuthError, EmbeddingError, ModelNotFoundError
-from rag.settings import OPENAI, configured_key, display_url, openai_base_url, openai_key_hint, redact_key
+from rag.embeddings.http import DEFAULT_BATCH_SIZE, HttpEmbedder, RetryPolicy
+from rag.errors import EmbeddingError, ModelNotFoundError
+from rag.settings import OPENAI, configured_key, display_url, openai_base_url, openai_key_hint
 
 DEFAULT_BASE_URL = OPENAI.default_url
 OPENAI_MAX_INPUT_TOKENS = 8191
@@ -75,8 +70,8 @@ class OpenAIEmbedder(HttpEmbedder):
             document_prompt=document_prompt,
             dimension=KNOWN_DIMENSIONS.get(model),
             max_input_tokens=OPENAI_MAX_INPUT_TOKENS if known else DEFAULT_MAX_INPUT_TOKENS,
+            key=api_key if api_key is not None else configured_key(url, OPENAI),
         )
-        self._api_key = (api_key if api_key is not None else configured_key(url, OPENAI)).strip()
         self.model_id = f"openai:{model}"
         self.tokens_exact = known
         self.token_note = (
@@ -87,14 +82,8 @@ class OpenAIEmbedder(HttpEmbedder):
         )
 
     def __repr__(self) -> str:
-        key = "set" if self._api_key else "not set"
+        key = "set" if self.edge.key else "not set"
         return f"OpenAIEmbedder(model={self.model!r}, base_url={display_url(self.base_url)!r}, api_key={key})"
-
-    def _headers(self) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
-
-    def _redact(self, text: str) -> str:
-        return redact_key(text, self._api_key)
 
     def _payload(self, texts: list[str]) -> dict[str, Any]:
         return {"model": self.model, "input": texts}
@@ -111,12 +100,9 @@ class OpenAIEmbedder(HttpEmbedder):
             data = sorted(data, key=lambda item: item["index"])
         return [item.get("embedding") for item in data]
 
-    def _refuse(self, response: httpx.Response) -> None:
+    def _refuse(self, response: httpx.Response) -> NoReturn:
         status = response.status_code
-        detail = self._redact(server_message(response))
-        if status in (401, 403):
-            hint = openai_key_hint(self._api_key)
-            raise EmbedderAuthError(f"{self._where()} refused the API key (HTTP {status}: {detail}). {hint}")
+        detail = self.edge.detail(response)
         if status in (400, 404) and _is_missing_model(response, detail):
             raise ModelNotFoundError(
                 f"{self._where()} has no embedding model '{self.model}' ({detail}). Check the name after "
@@ -127,7 +113,7 @@ class OpenAIEmbedder(HttpEmbedder):
                 f"{self._where()} has no /embeddings endpoint (HTTP 404: {detail}). Check OPENAI_BASE_URL: "
                 "the server's root URL or its /v1 URL."
             )
-        super()._refuse(response)
+        self.edge.refusal(response, f"embed with model '{self.model}'", openai_key_hint(self.edge.key))
 
 
 def _is_missing_model(response: httpx.Response, detail: str) -> bool:

@@ -7,6 +7,7 @@ A SearchMode is the pair Store.search takes as `mode` and `fusion`. Written as t
     hybrid        both lists fused, with the default fusion (rrf unless the caller says otherwise)
     hybrid-rrf    hybrid with reciprocal rank fusion
     hybrid-dbsf   hybrid with distribution-based score fusion
+    <mode>+rerank that mode's candidates reordered by a reranker (rag.rerank), e.g. hybrid-rrf+rerank
 
 Modes are query-time only: one collection serves every mode, provided it has RAG Lab's keyword (sparse)
 vectors (collections made before keyword search existed, and foreign ones, have not: dense only).
@@ -14,12 +15,16 @@ vectors (collections made before keyword search existed, and foreign ones, have 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
 
 from rag.errors import InvalidSettingsError, RagError
+from rag.rerank import Reranker, rerank_all
 from rag.store.client import Store
-from rag.store.records import CollectionInfo, SparseVectorsMissingError
+from rag.store.records import CollectionInfo, Hit, SparseVectorsMissingError
 from rag.store.search import FUSIONS, MODES, check_mode
 
 
@@ -27,6 +32,7 @@ from rag.store.search import FUSIONS, MODES, check_mode
 class SearchMode:
     mode: str = "dense"  # one of rag.store.search.MODES
     fusion: str = "rrf"  # a fusion spec (rag.store.fusion), e.g. "convex:w=0.6"; "rrf" for dense and sparse, unused
+    rerank: bool = False  # the mode's candidates reordered by the run's reranker (rag.rerank)
 
     def __post_init__(self) -> None:
         fusion = check_mode(self.mode, self.fusion)
@@ -35,8 +41,8 @@ class SearchMode:
 
     @property
     def label(self) -> str:
-        """Return the mode as text: "dense", "sparse", "hybrid-rrf", "hybrid-convex:w=0.6" ..."""
-        return f"hybrid-{self.fusion}" if self.mode == "hybrid" else self.mode
+        """Return the mode as text: "dense", "sparse", "hybrid-rrf", "hybrid-convex:w=0.6", "dense+rerank" ..."""
+        return (f"hybrid-{self.fusion}" if self.mode == "hybrid" else self.mode) + ("+rerank" if self.rerank else "")
 
     @property
     def fusion_used(self) -> str | None:
@@ -63,6 +69,8 @@ def parse_mode(text: str | SearchMode, fusion: str = "rrf") -> SearchMode:
     if isinstance(text, SearchMode):
         return text
     name = text.strip().lower()
+    if name.endswith("+rerank"):
+        return replace(parse_mode(name.removesuffix("+rerank"), fusion), rerank=True)
     if name.startswith("hybrid-"):
         name, fusion = "hybrid", name.removeprefix("hybrid-")
     if name not in MODES:
@@ -104,3 +112,24 @@ def require_keywords(store: Store, collection: str, modes: Iterable[SearchMode])
         f"{' or '.join(keyword)}. Re-ingest its documents into a new collection "
         "(python -m rag ingest FILES --collection NEW), or use the dense mode."
     )
+
+
+def search_in_modes(store: Store, collection: str, modes: Sequence[SearchMode], vectors: np.ndarray | None,
+                    embedder: Any, top_k: int, texts: Sequence[str], reranker: Reranker | None = None,
+                    depth: int = 0) -> list[list[list[Hit]]]:
+    """Return, per mode, the top_k hits of each query text. Modes without rerank share one round trip
+    (Store.search_batch_modes); a +rerank mode searches max(top_k, depth) and has the reranker reorder its
+    first `depth` hits (rag.rerank.rerank_all). vectors may be None when no mode needs them."""
+    plain, reranked = [m for m in modes if not m.rerank], [m for m in modes if m.rerank]
+    if reranked and reranker is None:
+        raise InvalidSettingsError(f"The modes {', '.join(m.label for m in reranked)} need a reranker: give --rerank "
+                                   "SPEC (e.g. tei:http://localhost:8080).")
+    found: dict[SearchMode, list[list[Hit]]] = {}
+    if plain:
+        found |= zip(plain, store.search_batch_modes(collection, [(m.mode, m.fusion) for m in plain], vectors,
+                                                     embedder, top_k, query_texts=texts), strict=True)
+    if reranked and reranker is not None:
+        wide = store.search_batch_modes(collection, [(m.mode, m.fusion) for m in reranked], vectors, embedder,
+                                        max(top_k, depth), query_texts=texts)
+        found |= {m: rerank_all(texts, hits, reranker, depth, top_k) for m, hits in zip(reranked, wide, strict=True)}
+    return [found[m] for m in modes]

@@ -16,6 +16,7 @@ from rag.evaluation.metrics import Evaluation
 from rag.evaluation.modes import SearchMode
 from rag.evaluation.pace import time_left
 from rag.evaluation.paired import ALPHA, PairedDifference, p_words, paired_difference
+from rag.evaluation.rerank_effect import Pair, effect_json, effect_words, rerank_pairs
 
 STAGES = ("chunking", "embedding", "indexing", "searching")  # the time split of every configuration
 
@@ -120,6 +121,7 @@ class ConfigResult:
         """Return one row of the sweep: configuration, mode, metrics, chunk count, mean tokens and times."""
         return {"chunk_size": self.config.chunk_size, "overlap": self.config.overlap,
                 "strategy": self.config.strategy, "mode": self.mode.mode, "fusion": self.mode.fusion_used,
+                "rerank": self.mode.rerank,
                 "collection": self.collection, "chunks": self.chunks, "mean_tokens": round(self.mean_tokens, 1),
                 "metrics": dict(self.metrics),
                 "intervals": {k: list(v) for k, v in self.evaluation.intervals.items()},
@@ -139,6 +141,7 @@ class SweepResult:
     query_seconds: float  # embedding the queries, once for all configurations
     skipped: list[str] = field(default_factory=list)  # notes on configurations left out
     created_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
+    rerank: dict | None = None  # the reranker of the "+rerank" rows: spec, depth, scale (rag.rerank.describe)
     _ties: dict[str, list] = field(default_factory=dict, init=False, repr=False, compare=False)  # metric -> ties()
 
     @property
@@ -254,6 +257,10 @@ class SweepResult:
                          f"hit@{k} and recall@{k} are 1 by construction, not by retrieval.")
         return notes
 
+    def rerank_effect(self, metric: str | None = None) -> list[Pair]:
+        """Return each row with rerank paired with its row without: (off, on, on minus off), see rerank_effect."""
+        return rerank_pairs(self.results, metric or self.default_metric())
+
     def to_json(self, per_query: bool = False) -> dict:
         """Return the whole sweep: embedder, date, ks, modes, the rows (each query's outcome if asked), the best
         and its ties (rows as in "configs", each with "paired": its difference from the best)."""
@@ -268,7 +275,9 @@ class SweepResult:
                 "tie_test": {"by": metric, "alpha": ALPHA, "test": "paired sign-flip permutation test over the "
                              "queries; interval: the same test inverted, every shift of the difference (tie minus "
                              "best) it does not reject, so it holds 0 exactly for a tie"},
-                "tie_summary": self.tie_summary(metric)}
+                "tie_summary": self.tie_summary(metric),
+                "rerank": self.rerank and self.rerank | {"effect": effect_json(self.rerank_effect(metric), metric),
+                                                         "summary": effect_words(self.rerank_effect(metric), metric)}}
 
     def table(self) -> list[dict]:
         """Return one flat row per configuration and mode (for CSV): settings, embedder, date, metrics, times."""

@@ -20,7 +20,7 @@ import statistics
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -33,7 +33,7 @@ from rag.embeddings.cache import EmbeddingCache
 from rag.errors import InvalidSettingsError, QueryError
 from rag.evaluation.ahead import Ahead, Relay
 from rag.evaluation.metrics import DEFAULT_KS, Evaluation, covered_unit, evaluate, parse_ks
-from rag.evaluation.modes import SearchMode, parse_mode, parse_modes, require_keywords
+from rag.evaluation.modes import SearchMode, parse_mode, parse_modes, require_keywords, search_in_modes
 from rag.evaluation.pace import Pace, Paced
 from rag.evaluation.queries import Query, check_spans, resolve_labels
 from rag.evaluation.results import STAGES, ConfigResult, SweepConfig, SweepProgress, SweepResult
@@ -45,6 +45,8 @@ from rag.evaluation.sweep_collections import (
     is_sweep_collection,
     sweep_groups,
 )
+from rag.rerank import DEFAULT_DEPTH as DEFAULT_RERANK_DEPTH
+from rag.rerank import Reranker, check_depth, describe
 from rag.store.client import Store
 from rag.store.rebuild import document_from_chunks
 from rag.store.records import Hit
@@ -113,22 +115,28 @@ def evaluate_collection(
     ks: Sequence[int] = DEFAULT_KS,
     mode: str | SearchMode = "dense",
     fusion: str = "rrf",
+    reranker: Reranker | None = None,
+    rerank_depth: int = DEFAULT_RERANK_DEPTH,
 ) -> Evaluation:
     """Return the metrics of queries on an existing collection, searched once at the largest k in one mode.
 
-    mode: "dense", "sparse", "hybrid" (with fusion) or a SearchMode; sparse needs no embedder.
+    mode: "dense", "sparse", "hybrid" (with fusion) or a SearchMode; sparse needs no embedder. reranker: the
+    first rerank_depth hits of each query are reordered by it before they are scored (the mode becomes +rerank).
     QuerySetError when a label names a document the collection lacks, or an answer span misses its answer;
     SparseVectorsMissingError (before anything is embedded) when a keyword mode meets a collection without
     keyword vectors: it has to be re-ingested.
     """
     ks, cache, mode = parse_ks(ks), cache if cache is not None else EmbeddingCache(), _mode(mode, fusion)
+    mode = replace(mode, rerank=reranker is not None)
     require_keywords(store, collection, [mode])
     if mode.needs_vectors and embedder is None:
         raise InvalidSettingsError(
             f"{mode.label.capitalize()} search embeds the queries: give an embedder (or use sparse).")
     queries = resolve_in_collection(queries, store, collection)
     vectors = cache.embed([q.text for q in queries], embedder, query=True) if mode.needs_vectors else None
-    return evaluate(queries, search_queries(store, collection, queries, vectors, embedder, ks[-1], mode), ks)
+    found = search_in_modes(store, collection, [mode], vectors, embedder, ks[-1], [q.text for q in queries], reranker,
+                            check_depth(rerank_depth))
+    return evaluate(queries, found[0], ks)
 
 
 def resolve_in_collection(queries: Sequence[Query], store: Store, collection: str) -> list[Query]:
@@ -194,6 +202,8 @@ def run_sweep(
     skipped: Sequence[str] = (),
     modes: Sequence[str | SearchMode] = ("dense",),
     embed_ahead: bool | None = None,
+    reranker: Reranker | None = None,
+    rerank_depth: int = DEFAULT_RERANK_DEPTH,
 ) -> SweepResult:
     """Return one row per configuration and mode: metrics of queries on documents, chunk count, mean tokens, times.
 
@@ -202,12 +212,15 @@ def run_sweep(
     progress events can say how long the sweep has left (rag.evaluation.pace); they come on the caller's thread.
     embed_ahead: embed the next configuration's chunks on a background thread while this one is indexed and
     searched (rag.evaluation.ahead); None (the default) does so where there are at least 2 cores (on the
-    2-core machine a cold XQuAD sweep took 11-28 % less time: bench/sweep.py). The rows are the same either
+    2-core machine a cold XQuAD sweep took 11-28 % less time: bench/sweep.py). A "+rerank" mode (rag.evaluation.modes)
+    has `reranker` reorder the first `rerank_depth` candidates; its rows are on and off of rerank, the paired test of
+    each pair in SweepResult.rerank_effect. The rows are the same either
     way; a row's "embedding" seconds are then the wall time its chunks took to embed next to the previous
     configuration's indexing and searching, so the stages of a sweep add up to more than its wall time.
     """
     ks, cache = parse_ks(ks), cache if cache is not None else EmbeddingCache()
     modes = parse_modes(modes)
+    reranking = (reranker, check_depth(rerank_depth)) if any(m.rerank for m in modes) else (None, 0)
     queries = prepare_queries(queries, documents)
     embed_ahead = (os.cpu_count() or 1) >= 2 if embed_ahead is None else embed_ahead
     keywords = any(m.needs_keywords for m in modes)
@@ -251,9 +264,9 @@ def run_sweep(
                 plan.seconds["indexing"] = time.perf_counter() - clock
                 pace.indexed(index, plan.seconds["indexing"])
             results.extend(_search_modes(plan, queries, query_vectors, embedder, store, ks, modes, stage_of(index),
-                                         lambda mode, seconds, i=index: pace.searched(i, mode, seconds)))
+                                         lambda mode, seconds, i=index: pace.searched(i, mode, seconds), reranking))
     return SweepResult(results, embedder.model_id, ks, len(queries), [d.title for d in documents], query_seconds,
-                       list(skipped))
+                       list(skipped), rerank=describe(*reranking))
 
 
 @dataclass
@@ -319,7 +332,7 @@ def _embed_plan(plan: _Plan, index: int, embedder, cache, pace: Pace, stage, can
     return vectors
 
 
-def _search_modes(plan: _Plan, queries, query_vectors, embedder, store, ks, modes, stage, searched
+def _search_modes(plan: _Plan, queries, query_vectors, embedder, store, ks, modes, stage, searched, reranking
                   ) -> list[ConfigResult]:
     """Return one row per mode: search the built collection in every mode at the largest k, then score each.
 
@@ -333,8 +346,7 @@ def _search_modes(plan: _Plan, queries, query_vectors, embedder, store, ks, mode
           f"{reusing}")
     clock = time.perf_counter()
     vectors = query_vectors if any(m.needs_vectors for m in modes) else None
-    found = store.search_batch_modes(plan.name, [(m.mode, m.fusion) for m in modes], vectors, embedder, ks[-1],
-                                     query_texts=[q.text for q in queries])
+    found = search_in_modes(store, plan.name, modes, vectors, embedder, ks[-1], [q.text for q in queries], *reranking)
     together = time.perf_counter() - clock
     for done, (mode, hits) in enumerate(zip(modes, found, strict=True)):
         seconds = dict(plan.seconds) if done == 0 else dict.fromkeys(STAGES, 0.0)

@@ -1,14 +1,14 @@
 """Chat models over HTTP, streamed: `ollama:<model>` (POST /api/chat on OLLAMA_HOST) and `openai:<model>`
 (POST /v1/chat/completions on OPENAI_BASE_URL, any OpenAI-compatible server).
 
-As for the embedders (rag.embeddings.http): httpx with timeouts; a request is retried (429, 5xx, connection
-refused) only before any text of its answer arrived (after that a retry would repeat the text, so the error
-says how much came); OPENAI_API_KEY goes only to the URL configured beside it and never appears in a message;
-URLs are shown without user:password (rag.settings.display_url); every failure is one LLMError leaf whose
-message says what to do. RAG_LLM_TIMEOUT (default 60 s) is how long the server may stay silent: before its
-first word or between two pieces. An answer must be a stream of the provider's shape that ends properly
-(`done` / `[DONE]` or a finish_reason) and holds some text; a web page, plain text, pieces of the wrong shape,
-an empty answer or a cut-off stream are errors, never an empty or silently shortened answer.
+On the HTTP edge (rag.http), as the embedders: a request is retried (429, 5xx, connection refused) only before
+any text of its answer arrived (after that a retry would repeat the text, so the error says how much came);
+OPENAI_API_KEY goes only to the URL configured beside it and never appears in a message; URLs are shown without
+user:password; every failure is one LLMError leaf whose message says what to do, and a server's "prompt too
+long" (context length) reply is a ContextWindowError. RAG_LLM_TIMEOUT (default 60 s) is how long the server
+may stay silent: before its first word or between two pieces. An answer must be a stream of the provider's
+shape that ends properly (`done` / `[DONE]` or a finish_reason) and holds some text; a web page, plain text,
+pieces of the wrong shape, an empty answer or a cut-off stream are errors, never an empty or shortened answer.
 """
 
 from __future__ import annotations
@@ -16,26 +16,24 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NoReturn
 
 import httpx
 
-from rag.embeddings.http import RetryPolicy, server_message, shorten
-from rag.errors import LLMAuthError, LLMError, LLMModelNotFoundError, LLMUnavailableError, UnknownLLMError
-from rag.settings import (
-    OPENAI,
-    configured_key,
-    display_url,
-    ollama_base_url,
-    openai_base_url,
-    openai_key_hint,
-    redact_key,
-    timeout,
+from rag.documents.text import shorten
+from rag.errors import (
+    ContextWindowError,
+    LLMAuthError,
+    LLMError,
+    LLMModelNotFoundError,
+    LLMUnavailableError,
+    UnknownLLMError,
 )
-from rag.urls import redact_urls
+from rag.http import Edge, Errors, RetryPolicy, says_context_too_long
+from rag.settings import OPENAI, configured_key, display_url, ollama_base_url, openai_base_url, openai_key_hint, timeout
 
 LLM_SPECS = ("ollama:<model>", "openai:<model>")
-CONNECT_TIMEOUT = 10.0  # at most; less when RAG_LLM_TIMEOUT is shorter
+ERRORS = Errors(LLMError, LLMUnavailableError, LLMAuthError)
 _SSE_FIELDS = ("event", "id", "retry")
 
 
@@ -48,77 +46,34 @@ class ChatModel:
     api = "the chat API"  # what that URL must point at, for hints
 
     def __init__(self, model: str, base_url: str, endpoint: str, *, client: httpx.Client | None = None,
-                 retry: RetryPolicy | None = None, read_timeout: float | None = None):
+                 retry: RetryPolicy | None = None, read_timeout: float | None = None, key: str = ""):
         self.model, self.base_url, self.endpoint = model, base_url, endpoint
         seconds = read_timeout if read_timeout is not None else timeout("RAG_LLM_TIMEOUT")
-        self.timeout = httpx.Timeout(seconds, connect=min(CONNECT_TIMEOUT, seconds))
-        self.retry = retry or RetryPolicy()
-        self.client = client or httpx.Client(timeout=self.timeout)
+        self.edge = Edge(self.service, base_url, ERRORS, timeout=seconds, timeout_setting="RAG_LLM_TIMEOUT",
+                         hint=self.hint, key=key, client=client, retry=retry)
 
     model_id = property(lambda self: f"{self.provider}:{self.model}")
     provider = ""
 
     def stream(self, messages: list[dict[str, str]]) -> Iterator[str]:
         """Yield the pieces of the answer to messages; raise an LLMError leaf when the server fails."""
-        attempts = self.retry.retries + 1
-        for attempt in range(attempts):
-            last, received = attempt == attempts - 1, 0  # characters of answer text yielded by this attempt
-            try:
-                with self.client.stream("POST", self.endpoint, json=self._payload(messages), headers=self._headers(),
-                                        timeout=self.timeout) as response:
-                    if (response.status_code == 429 or response.status_code >= 500) and not last:
-                        self.retry.sleep(self.retry.wait(attempt, response))
-                        continue
-                    if not response.is_success:
-                        response.read()
-                        self._refuse(response)
-                    for piece in self._pieces(response):
-                        received += len(piece)
-                        yield piece
-                    if not received:
-                        raise LLMError(f"{self._where()} sent an empty answer (no text) with model '{self.model}'. "
-                                       "Try again, or another model.")
-                    return
-            except (httpx.ReadTimeout, httpx.WriteTimeout) as exc:
-                raise LLMUnavailableError(self._silent(received)) from exc
-            except httpx.TransportError as exc:
-                reason = shorten(redact_urls(str(exc) or type(exc).__name__), 120)
-                if received:  # not retried: the text so far has been shown and would come again
-                    raise LLMUnavailableError(self._broke_off(received, reason)) from exc
-                if last:
-                    tries = f"{attempt + 1} attempt{'s' if attempt else ''}"
-                    raise LLMUnavailableError(f"Could not reach {self._where()} ({reason}; {tries}). "
-                                              f"{self.hint}") from exc
-                self.retry.sleep(self.retry.wait(attempt))
-        raise AssertionError("unreachable: the last attempt returns or raises")
-
-    def _silent(self, received: int) -> str:
-        seconds = f"{self.timeout.read:g} s"
-        if received:
-            return (f"{self._where()} stopped sending for {seconds} after {received} characters of the answer; it "
-                    "is cut off there. Try again, or raise RAG_LLM_TIMEOUT (seconds) if the model is only slow.")
-        return (f"{self._where()} did not answer within {seconds}. The model may still be loading: try again, "
-                "or raise RAG_LLM_TIMEOUT (seconds).")
-
-    def _broke_off(self, received: int, reason: str) -> str:
-        return (f"The answer from {self._where()} broke off after {received} characters ({reason}); it was not "
-                "retried, so as not to repeat the text. Ask again.")
+        received = 0
+        for piece in self.edge.exchange(self.endpoint, self._payload(messages), self._refuse, self._pieces):
+            received += len(piece)
+            yield piece
+        if not received:
+            raise LLMError(f"{self._where()} sent an empty answer (no text) with model '{self.model}'. "
+                           "Try again, or another model.")
 
     def complete(self, messages: list[dict[str, str]]) -> str:
         return "".join(self.stream(messages))
 
     def _where(self) -> str:
-        return f"{self.service} at {display_url(self.base_url)}"
+        return self.edge.where()
 
     def _malformed(self, what: str, line: str) -> LLMError:
-        return LLMError(f"{self._where()} sent {what}: {self._redact(shorten(line))}. Check that {self.url_setting} "
-                        f"points at {self.api}.")
-
-    def _headers(self) -> dict[str, str]:
-        return {}
-
-    def _redact(self, text: str) -> str:
-        return text
+        return LLMError(f"{self._where()} sent {what}: {self.edge.redact(shorten(line))}. Check that "
+                        f"{self.url_setting} points at {self.api}.")
 
     def _payload(self, messages: list[dict[str, str]]) -> dict[str, Any]:
         raise NotImplementedError
@@ -126,20 +81,16 @@ class ChatModel:
     def _pieces(self, response: httpx.Response) -> Iterator[str]:
         raise NotImplementedError
 
-    def _refuse(self, response: httpx.Response) -> None:
-        status, detail = response.status_code, self._redact(server_message(response))
+    def _refuse(self, response: httpx.Response) -> NoReturn:
+        status, detail = response.status_code, self.edge.detail(response)
         lowered = detail.lower()
-        if status in (401, 403):
-            raise LLMAuthError(f"{self._where()} refused the request (HTTP {status}: {detail}). {self._key_hint()}")
+        if says_context_too_long(detail) or status == 413:
+            raise ContextWindowError(f"{self._where()} says the prompt is too long for '{self.model}' ({detail}). "
+                                     "Lower the context's token budget or top_k.")
         if status == 404 or ("model" in lowered and ("not found" in lowered or "does not exist" in lowered)):
             raise LLMModelNotFoundError(f"{self._where()} has no model '{self.model}' ({detail}). "
                                         f"{self._model_hint()}")
-        if "context" in lowered and ("length" in lowered or "window" in lowered or "too long" in lowered):
-            raise LLMError(f"{self._where()} says the prompt is too long for '{self.model}' ({detail}). Lower the "
-                           "context's token budget or top_k.")
-        if status == 429 or status >= 500:
-            raise LLMUnavailableError(f"{self._where()} kept failing with HTTP {status} ({detail}).")
-        raise LLMError(f"{self._where()} refused to answer with model '{self.model}' (HTTP {status}: {detail}).")
+        self.edge.refusal(response, f"answer with model '{self.model}'", self._key_hint())
 
     def _key_hint(self) -> str:
         return "It needs credentials."
@@ -156,7 +107,7 @@ class ChatModel:
             raise self._malformed("a malformed answer", line)
         if data.get("error"):
             message = data["error"].get("message") if isinstance(data["error"], dict) else data["error"]
-            raise LLMError(f"{self._where()} stopped with an error: {self._redact(shorten(str(message)))}")
+            raise LLMError(f"{self._where()} stopped with an error: {self.edge.redact(shorten(str(message)))}")
         return data
 
 
@@ -205,18 +156,12 @@ class OpenAIChat(ChatModel):
 
     def __init__(self, model: str, base_url: str | None = None, api_key: str | None = None, **options: Any):
         url = openai_base_url(base_url if base_url is not None else os.environ.get("OPENAI_BASE_URL"))
-        super().__init__(model, url, f"{url}/chat/completions", **options)
-        self._api_key = (api_key if api_key is not None else configured_key(url, OPENAI)).strip()
+        key = api_key if api_key is not None else configured_key(url, OPENAI)
+        super().__init__(model, url, f"{url}/chat/completions", key=key, **options)
 
     def __repr__(self) -> str:
-        key = "set" if self._api_key else "not set"
+        key = "set" if self.edge.key else "not set"
         return f"OpenAIChat(model={self.model!r}, base_url={display_url(self.base_url)!r}, api_key={key})"
-
-    def _headers(self) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
-
-    def _redact(self, text: str) -> str:
-        return redact_key(text, self._api_key)
 
     def _payload(self, messages: list[dict[str, str]]) -> dict[str, Any]:
         return {"model": self.model, "messages": messages, "stream": True}
@@ -254,7 +199,7 @@ class OpenAIChat(ChatModel):
         return piece or "", bool(first.get("finish_reason"))
 
     def _key_hint(self) -> str:
-        return openai_key_hint(self._api_key)
+        return openai_key_hint(self.edge.key)
 
     def _model_hint(self) -> str:
         return f"Check the name after 'openai:'; {display_url(self.base_url)}/models lists the server's models."

@@ -75,19 +75,20 @@ def sweep_run(result: SweepResult, queries: Sequence[Query], *, query_set: str, 
               seconds: float) -> tuple[dict, list[list[dict]]]:
     """Return (run, outcomes per row) of a sweep: one row per configuration and mode, the best marked."""
     best = result.best()
-    rows = [sweep_row(row) for row in result.results]
+    rows = [sweep_row(row, result) for row in result.results]
     run = {"schema": SCHEMA, "kind": "sweep", "created_at": result.created_at, "seconds": round(seconds, 3),
            "settings": _settings(queries, query_set, result.embedder, prompts, result.ks, None, result.documents),
            "rows": rows, "best": next((i for i, r in enumerate(result.results) if r is best), None)}
     return run, [outcomes_of(row.evaluation) for row in result.results]
 
 
-def sweep_row(row: ConfigResult) -> dict:
-    """Return a sweep row as it is kept: its settings (chunking, mode, fusion, rerank, collection), metrics."""
-    data = row.to_json()
+def sweep_row(row: ConfigResult, result: SweepResult) -> dict:
+    """Return a row of result as it is kept: its settings (chunking, mode, fusion, rerank: the spec of the
+    sweep's reranker on a "+rerank" row, else None; collection), metrics."""
+    rerank = result.rerank["spec"] if result.rerank and row.mode.rerank else None
     return {"label": row.short, "chunk_size": row.config.chunk_size, "overlap": row.config.overlap,
             "strategy": row.config.strategy, "mode": row.mode.mode, "fusion": row.mode.fusion_used,
-            "rerank": data.get("rerank"), "collection": row.collection, "chunks": row.chunks,
+            "rerank": rerank, "collection": row.collection, "chunks": row.chunks,
             "mean_tokens": round(row.mean_tokens, 1), **_metrics(row.evaluation)}
 
 

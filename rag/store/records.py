@@ -34,11 +34,13 @@ class Hit:
     start: int | None
     end: int | None
     payload: dict = field(default_factory=dict, compare=False)  # the full payload, for display
-    score_kind: str | None = None  # "cosine" | "bm25" | "rrf" | "dbsf" (or "dot", "euclid", "manhattan")
+    score_kind: str | None = None  # "cosine" | "bm25" | "rrf" | "dbsf" (or "dot", ...), "rerank" (rag.rerank)
     dense_score: float | None = None  # Qdrant's score in the dense candidate list
     sparse_score: float | None = None  # BM25 score in the keyword candidate list
     dense_rank: int | None = None  # 1 = first in the dense candidate list
     sparse_rank: int | None = None  # 1 = first in the keyword candidate list
+    retrieved_rank: int | None = None  # after reranking (rag.rerank): 1 = first in the list the reranker read
+    retrieved_score: float | None = None  # after reranking: the score the search gave (its mode's scale)
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ import socket
 
 import pytest
 
-from rag.embeddings.http import RetryPolicy
+from rag.http import RetryPolicy
 from tests.conftest import run
 
 PASSWORD = "pw-s3cret-4711"

@@ -10,7 +10,6 @@ import pytest
 
 from rag.documents.loader import load_document
 from rag.documents.model import Document, Page
-from rag.embeddings.http import RetryPolicy
 from rag.errors import LLMUnavailableError, NoTextLayerError, SyntheticQueriesError
 from rag.evaluation.queries import check_spans, load_query_set, resolve_labels, squeezed
 from rag.evaluation.rewrite import Vocabulary, rewrite
@@ -18,6 +17,7 @@ from rag.evaluation.sentences import rejection, sentence_pools
 from rag.evaluation.synthetic import SENTENCE, allocate, make_queries, spread
 from rag.evaluation.synthetic_llm import locate, parse_reply
 from rag.generation.llm import OllamaChat
+from rag.http import RetryPolicy
 from tests.conftest import FakeChatServer, read_shared
 
 SHARED = ["pdfs/hausarbeit-jura.pdf", "pdfs/pdflatex-outline.pdf", "pdfs/crazyones.pdf",

@@ -7,9 +7,16 @@ import json
 import httpx
 import pytest
 
-from rag.embeddings.http import RetryPolicy
-from rag.errors import LLMAuthError, LLMError, LLMModelNotFoundError, LLMUnavailableError, UnknownLLMError
+from rag.errors import (
+    ContextWindowError,
+    LLMAuthError,
+    LLMError,
+    LLMModelNotFoundError,
+    LLMUnavailableError,
+    UnknownLLMError,
+)
 from rag.generation.llm import OllamaChat, OpenAIChat, get_llm
+from rag.http import RetryPolicy
 
 MESSAGES = [{"role": "system", "content": "Sei knapp."}, {"role": "user", "content": "Frage?"}]
 NO_WAIT = RetryPolicy(retries=2, sleep=lambda seconds: None)
@@ -112,13 +119,34 @@ def test_an_unknown_model_says_how_to_get_it():
         llm.complete(MESSAGES)
 
 
-def test_a_prompt_too_long_for_the_server_is_its_own_message():
+@pytest.mark.parametrize("status, body", [
+    (400, {"error": {"message": "This model's maximum context length is 8192 tokens", "code": "context_length"}}),
+    (400, {"error": "input length exceeds the context length"}),
+    (413, {"error": "prompt is too long: 9000 tokens > 8192 maximum"}),
+])
+def test_a_prompt_too_long_for_the_server_is_a_context_window_error(status, body):
+    calls = []
+
     def handler(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(400, json={"error": {"message": "This model's maximum context length is 8192 tokens"}})
+        calls.append(1)
+        return httpx.Response(status, json=body)
+
+    for llm in (OpenAIChat("gpt-4", base_url="http://llm.test/v1", api_key="", client=client(handler), retry=NO_WAIT),
+                OllamaChat("llama3.1", host="http://o.test:1", client=client(handler), retry=NO_WAIT)):
+        with pytest.raises(ContextWindowError, match="prompt is too long .* Lower the context's token budget") as err:
+            llm.complete(MESSAGES)
+        assert "\n" not in str(err.value)
+    assert len(calls) == 2  # not retried: the same prompt would not fit again
+
+
+def test_a_bad_request_that_is_not_about_length_is_no_context_window_error():
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(400, json={"error": {"message": "temperature must be at most 2"}})
 
     llm = OpenAIChat("gpt-4", base_url="http://llm.test/v1", api_key="", client=client(handler))
-    with pytest.raises(LLMError, match="prompt is too long .* Lower the context's token budget"):
+    with pytest.raises(LLMError, match="temperature must be at most 2") as caught:
         llm.complete(MESSAGES)
+    assert not isinstance(caught.value, ContextWindowError)
 
 
 def test_a_failure_after_text_arrived_is_not_retried():

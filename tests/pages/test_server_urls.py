@@ -7,7 +7,7 @@ import socket
 
 import pytest
 
-from rag.embeddings.http import RetryPolicy
+from rag.http import RetryPolicy
 from tests.pages.conftest import button, start, texts
 from tests.test_url_rule import Recorder
 

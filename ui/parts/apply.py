@@ -68,5 +68,5 @@ def queue_job(ws: Workspace, result: SweepResult, row, collection: str, run_id: 
     except RagError as error:
         errors.show(error)
         return
-    live_jobs.queue().add(ApplyJob(sweep_row(row), collection, embedder, ws.store, ws.location,
+    live_jobs.queue().add(ApplyJob(sweep_row(row, result), collection, embedder, ws.store, ws.location,
                                    resources.archive(ws.store), run_id))

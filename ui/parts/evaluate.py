@@ -32,8 +32,10 @@ from rag.evaluation.sweep import (
 )
 from rag.reports.evaluation_html import sweep_report
 from rag.reports.scores import rank_rows
+from rag.rerank import DEFAULT_DEPTH
 from ui import charts, errors, resources, settings, state
 from ui.parts import live_jobs, synthetic
+from ui.parts import rerank as rerank_part
 from ui.render import md
 from ui.sweep_jobs import SweepJob, submit
 from ui.workspace import Workspace
@@ -103,13 +105,14 @@ def read_documents(ws: Workspace, squad_documents: list[Document] | None) -> Cal
 
 
 def run(ws: Workspace, documents: Callable[[], list[Document]], queries: list[Query], sizes: str, overlaps: str,
-        ks: str, strategy: str, modes: list[str], query_set: str = "") -> None:
+        ks: str, strategy: str, modes: list[str], rerank: tuple[str, int] = ("", 0), query_set: str = "") -> None:
     """Check the grid, then queue the sweep as a job of the app's process (ui.parts.live_jobs draws it): a click
     or a reload never stops it."""
     try:
         configs, skipped = grid(parse_sizes(sizes, "chunk sizes", 4), parse_sizes(overlaps, "overlaps", 0), strategy)
         cuts = parse_ks(ks)
-        searches = parse_modes(modes)
+        searches = rerank_part.with_rerank(parse_modes(modes), rerank[0])
+        reranker = rerank_part.reranker(rerank[0])
         embedder = ws.embedder()
     except RagError as error:
         errors.show(error)
@@ -119,7 +122,7 @@ def run(ws: Workspace, documents: Callable[[], list[Document]], queries: list[Qu
         return
     submit(live_jobs.queue(), SweepJob(documents, list(queries), configs, embedder, ws.store, ws.location,
                                        EmbeddingCache(default_cache_dir(ws.store)), cuts, searches, skipped,
-                                       query_set))
+                                       reranker, rerank[1] or DEFAULT_DEPTH, query_set))
 
 
 def answer_ranks(result: SweepResult) -> None:
@@ -241,6 +244,7 @@ def results(ws: Workspace, result: SweepResult) -> None:
         st.altair_chart(charts.heatmap(result, chosen), width="content" if several else "stretch")
     st.subheader("Time per configuration")
     st.altair_chart(charts.time_chart(result), width="stretch")
+    rerank_part.effect(result, chosen)
     st.subheader("Where the answer ranked")
     answer_ranks(result)
     st.subheader("Failures")

@@ -21,6 +21,7 @@ from rag.store.keywords import Analyzer
 from rag.store.records import Hit
 from rag.store.search import CANDIDATES, candidate_limit
 from ui import errors, render, resources
+from ui.parts import rerank as rerank_part
 from ui.render import md
 from ui.workspace import SearchRun, Workspace
 
@@ -56,19 +57,22 @@ def threshold_scale(mode: str, fusion_method: str) -> ThresholdScale:
 
 
 def run_search(ws: Workspace, query: str, top_k: int, threshold: float | None, document_ids: tuple[str, ...],
-               mode: str, fusion: str, include_toc: bool, last: SearchRun | None = None) -> SearchRun | None:
+               mode: str, fusion: str, include_toc: bool, rerank: tuple[str, int] = ("", 0),
+               last: SearchRun | None = None) -> SearchRun | None:
     """Return the search as the page shows it, or None after its error.
 
     The ranking is searched CANDIDATES deep (the slider's maximum) and cut to top_k: fused scores do not depend
     on top_k up to that depth, so when only top_k or the threshold changed since last, last's ranking is cut
-    again without a search. The query is embedded once per text (ui.resources.query_vector).
+    again without a search. The query is embedded once per text (ui.resources.query_vector). rerank: (spec,
+    depth); with a spec, the first `depth` of the ranking are reordered by that reranker (ui.parts.rerank).
     """
     started, version = time.perf_counter(), resources.version()
     if last is not None and top_k <= len(last.ranking) and last.same_ranking(query, document_ids, mode, fusion,
-                                                                              include_toc, version):
+                                                                              include_toc, version, rerank):
         ranking, model_id = last.ranking, last.model_id
     else:
         try:
+            reranker = rerank_part.reranker(rerank[0])
             embedder = ws.embedder()
             with st.spinner("Searching… (the first search loads the model)"):
                 vector = None
@@ -77,7 +81,7 @@ def run_search(ws: Workspace, query: str, top_k: int, threshold: float | None, d
                 ranking = tuple(pipeline.search(query, ws.collection, max(top_k, CANDIDATES), None,
                                                 list(document_ids) or None, store=ws.store, embedder=embedder,
                                                 mode=mode, fusion=fusion, include_toc=include_toc,
-                                                query_vector=vector))
+                                                query_vector=vector, reranker=reranker, rerank_depth=rerank[1]))
         except RagError as error:
             errors.show(error)
             return None
@@ -85,7 +89,7 @@ def run_search(ws: Workspace, query: str, top_k: int, threshold: float | None, d
     hits = list(ranking[:top_k])
     outcome = hit_report.apply_threshold(hits, top_k, threshold)
     return SearchRun(query, ws.collection, ws.location, top_k, threshold, document_ids, hits, outcome, model_id,
-                     time.perf_counter() - started, mode, fusion, include_toc, ranking, version)
+                     time.perf_counter() - started, mode, fusion, include_toc, ranking, version, rerank)
 
 
 def notes(run: SearchRun) -> None:
@@ -95,8 +99,10 @@ def notes(run: SearchRun) -> None:
 
 
 SCORE_NAMES = {"cosine": "cosine similarity", "bm25": "BM25 keyword score", "rrf": "fused rank score (RRF)",
-               "dbsf": "fused normalised score (DBSF)", "convex": "weighted sum of normalised scores (convex)"}
-SCORE_SHORT = {"cosine": "cosine", "bm25": "BM25", "rrf": "RRF", "dbsf": "DBSF", "convex": "convex"}
+               "dbsf": "fused normalised score (DBSF)", "convex": "weighted sum of normalised scores (convex)",
+               "rerank": "the reranker's own score"}
+SCORE_SHORT = {"cosine": "cosine", "bm25": "BM25", "rrf": "RRF", "dbsf": "DBSF", "convex": "convex",
+               "rerank": "reranker"}
 
 
 def score_kind(hits: list[Hit]) -> str:
@@ -136,6 +142,7 @@ def hits_frame(hits: list[Hit], mode: str = "dense", query: str = "", analyzer: 
                     "keyword": _listed(h.sparse_rank, h.sparse_score, 2)}
             if h.score_kind == "rrf":
                 row["fused from"] = rrf_sum(h)
+        row |= rerank_part.before(h)
         row |= {"query words in chunk": keywords(query, h, analyzer), "document": h.document_title or h.document_id,
                 "heading path": render.heading_tail(h.heading_path),
                 "pages": render.pages_label(h.page_start, h.page_end), "chunk": h.chunk_index}
@@ -161,6 +168,7 @@ def hit_table(hits: list[Hit], mode: str = "dense", query: str = "", top_k: int 
         "keyword": st.column_config.TextColumn(width=80, help=f"rank · BM25 score in the keyword list; {EMPTY_CELL} "
                                                               f"= no query word, or not in its top {depth}"),
         "fused from": st.column_config.TextColumn(width=80, help="RRF: 1 / (rank + 1) from each list, added up"),
+        "before rerank": rerank_part.BEFORE_COLUMN,
         "query words in chunk": st.column_config.TextColumn("query words", width=130, help=(
             "the query's words whose keyword terms occur in the chunk (stop words left out)")),
         "document": st.column_config.TextColumn(width=150),
@@ -172,7 +180,7 @@ def hit_table(hits: list[Hit], mode: str = "dense", query: str = "", top_k: int 
 
 def explanation(hit: Hit, query: str, depth: int, analyzer: Analyzer | None = None) -> str:
     """Return one line: for hybrid where the hit stood in each list and how that fused; the query words it holds."""
-    parts = []
+    parts = rerank_part.explanation(hit)  # empty unless reranked
     if hit.score_kind in ("rrf", "dbsf", "convex"):
         parts.append(f"dense list: cosine {hit.dense_score:.3f}, rank {hit.dense_rank}" if hit.dense_score is not None
                      else f"dense list: not in its top {depth}")

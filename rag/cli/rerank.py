@@ -1,0 +1,58 @@
+"""The reranking options of search, context, eval and sweep: --rerank SPEC, --rerank-depth N, --rerank-modes."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import replace
+
+from rag.errors import UsageError
+from rag.evaluation.modes import SearchMode
+from rag.rerank import DEFAULT_DEPTH, MAX_DEPTH, RERANK_SPECS, Reranker, get_reranker
+
+RERANK_MODES = ("off", "on")
+
+
+def add_rerank_options(parser: argparse.ArgumentParser, sweep: bool = False) -> None:
+    parser.add_argument("--rerank", metavar="SPEC", default=None,
+                        help=f"reorder the candidates with a reranker: {RERANK_SPECS} (default: off; no reranker "
+                        "model ships with RAG Lab, see the README)")
+    parser.add_argument("--rerank-depth", type=depth_option, default=DEFAULT_DEPTH, metavar="N",
+                        help=f"candidates the reranker reads per query (default {DEFAULT_DEPTH}, at most {MAX_DEPTH})")
+    if sweep:
+        parser.add_argument("--rerank-modes", type=rerank_modes_option, default=None, metavar="off,on",
+                            help="with --rerank: rows without (off) and with (on) the reranker for every mode "
+                            "(default off,on: the paired test then says whether reranking helps)")
+
+
+def depth_option(text: str) -> int:
+    """Return a rerank depth from 1 to MAX_DEPTH; a usage error otherwise."""
+    try:
+        depth = int(text)
+    except ValueError:
+        depth = 0
+    if not 1 <= depth <= MAX_DEPTH:
+        raise argparse.ArgumentTypeError(f"give a whole number from 1 to {MAX_DEPTH}, e.g. {DEFAULT_DEPTH}")
+    return depth
+
+
+def rerank_modes_option(text: str) -> tuple[str, ...]:
+    """Return the distinct values of "off,on" in order; a usage error for anything else."""
+    values = tuple(dict.fromkeys(v.strip().lower() for v in text.split(",") if v.strip()))
+    if not values or any(v not in RERANK_MODES for v in values):
+        raise argparse.ArgumentTypeError("give off, on or off,on")
+    return values
+
+
+def reranker_of(args: argparse.Namespace) -> Reranker | None:
+    """Return the reranker --rerank names, or None when it is not given."""
+    spec = (getattr(args, "rerank", None) or "").strip()
+    return get_reranker(spec) if spec else None
+
+
+def with_rerank(modes: list[SearchMode], args: argparse.Namespace) -> list[SearchMode]:
+    """Return each mode off and/or on rerank, by --rerank-modes (default off,on); modes as given without --rerank."""
+    if not getattr(args, "rerank", None):
+        if getattr(args, "rerank_modes", None):
+            raise UsageError("--rerank-modes needs a reranker: give --rerank SPEC too (e.g. tei:http://localhost:8080).")
+        return modes
+    return [replace(m, rerank=value == "on") for m in modes for value in args.rerank_modes or RERANK_MODES]

@@ -1,0 +1,86 @@
+"""The reranking control on the Search, Context and Evaluate pages (AppTest, real Qdrant, the loopback stand-in
+reranker): off by default, the hits reordered on the reranker's own scale, errors as one line."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.pages.conftest import PDF, button, plain, search, start, upload
+from tests.rerank.stand_in import RerankServer, overlap
+from ui import nav
+
+QUERY = "Welche Schriftgröße verwendet die Klasse?"
+pytestmark = pytest.mark.timeout(600)
+
+
+@pytest.fixture
+def server():
+    stand_in = RerankServer()
+    yield stand_in
+    stand_in.close()
+
+
+def test_search_and_context_rerank_with_the_control_and_say_a_bad_spec_in_one_line(app_env, shared_data, server,
+                                                                                  monkeypatch):
+    monkeypatch.setenv("TEI_URL", server.url)  # the operator's reranker: visitors may use it
+    at = upload(start(), shared_data, PDF).switch_page(nav.SEARCH.path).run()
+    assert at.text_input(key="rerank_spec").value == ""  # off by default
+    search(at, QUERY, top_k=5)
+    assert "before rerank" not in at.dataframe[0].value.columns and server.requests == []
+    at.text_input(key="rerank_spec").set_value(f"tei:{server.url}")
+    at.number_input(key="rerank_depth").set_value(8).run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    run = at.session_state["search"]
+    frame = at.dataframe[0].value
+    assert len(server.texts_seen) == 1 and len(server.texts_seen[0]) == 8
+    assert [h.score for h in run.outcome.hits] == [overlap(QUERY, h.content) for h in run.outcome.hits]
+    assert list(frame["score"].round(6)) == [round(h.score, 6) for h in run.outcome.hits]
+    assert list(frame["score"]) == sorted(frame["score"], reverse=True) and "before rerank" in frame.columns
+    assert any("reranked by tei:" in plain(c.value) for c in at.caption)
+    assert at.checkbox(key="use_threshold").disabled  # the reranker's scale is its own
+
+    at.switch_page(nav.CONTEXT.path).run()
+    assert not at.exception, at.exception
+    assert at.text_input(key="rerank_spec").value == f"tei:{server.url}"
+    included = at.dataframe[0].value
+    assert list(included["score"].round(6)) == [round(h.score, 6) for h in run.outcome.hits][:len(included)]
+    at.text_input(key="rerank_spec").set_value("").run()  # off again: the same search without the reranker
+    assert at.session_state["search"].rerank == ("", 0) and len(server.requests) == 1
+
+    at.switch_page(nav.SEARCH.path).run()
+    at.text_input(key="rerank_spec").set_value("bm25:x").run()
+    assert len(at.error) == 1 and "Unknown reranker 'bm25:x'" in plain(at.error[0].value)
+    at.text_input(key="rerank_spec").set_value(f"local:{app_env.parent}").run()  # a folder outside the data root
+    assert len(at.error) == 1 and "outside the data root" in plain(at.error[0].value)
+    other = RerankServer()
+    try:  # a server the operator did not configure never gets the documents' text
+        at.text_input(key="rerank_spec").set_value(f"tei:{other.url}").run()
+        assert len(at.error) == 1 and "only the one in TEI_URL is allowed" in plain(at.error[0].value)
+        assert other.requests == []
+    finally:
+        other.close()
+
+
+def test_a_sweep_with_a_reranker_runs_each_mode_off_and_on_and_says_whether_it_helps(app_env, shared_data, server,
+                                                                                     monkeypatch):
+    monkeypatch.setenv("TEI_URL", server.url)
+    samples = app_env / "samples"
+    samples.mkdir()
+    (samples / "xquad.json").write_bytes((shared_data / "xquad-de/xquad.de.dev.json").read_bytes())
+    at = start(nav.EVALUATE.path)
+    at.radio(key="evaluate_query_from").set_value("Sample folder").run()
+    at.number_input(key="evaluate_articles").set_value(2).run()
+    at.multiselect(key="evaluate_modes").set_value(["dense"])
+    at.text_input(key="evaluate_sizes").set_value("100")
+    at.text_input(key="evaluate_overlaps").set_value("0")
+    at.text_input(key="evaluate_ks").set_value("1,5")
+    at.text_input(key="rerank_spec").set_value(f"tei:{server.url}")
+    at.number_input(key="rerank_depth").set_value(20)
+    button(at, "Run the sweep").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    result = at.session_state["evaluate_result"]
+    assert result.modes == ["dense", "dense+rerank"] and result.rerank["depth"] == 20
+    assert [s.value for s in at.subheader if "Does reranking help?" in s.value]
+    (_, _, test), = result.rerank_effect("mrr@5")
+    said = "helps" if not test.tied and test.difference > 0 else "hurts" if not test.tied else "cannot tell"
+    assert any(f"rerank {said}" in plain(m.value) for m in at.markdown)

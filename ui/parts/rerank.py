@@ -1,0 +1,113 @@
+"""The reranking control of the Search, Context and Evaluate pages: a spec (empty: off) and a depth, one per session.
+
+The reranker is made by rag.rerank.get_reranker with the data root as the limit of a `local:<path>` folder (the
+rule for every model folder typed in the browser), a `tei:<url>` server only when it is the operator's TEI_URL (or
+RAG_UI_SETTINGS=1 lets visitors choose servers), and the base URL and key configured beside each other in the
+environment or secrets.toml (ui.settings), so a key goes only to its own URL. One reranker per spec and process.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import streamlit as st
+
+from rag.errors import InvalidSettingsError
+from rag.evaluation.modes import SearchMode
+from rag.evaluation.rerank_effect import effect_words
+from rag.evaluation.results import SweepResult
+from rag.rerank import DEFAULT_DEPTH, MAX_DEPTH, RERANK_SPECS, SCORE_KIND, Reranker, get_reranker
+from rag.rerank.api import SERVICES, TEI
+from rag.settings import check_url, display_url, same_url
+from rag.store.records import Hit
+from ui import settings
+from ui.render import md
+
+SPEC = "rerank_spec"
+DEPTH = "rerank_depth"
+SAVED = "rerank_saved"  # (spec, depth) as last typed, on any page
+HELP = (f"Reorder the first candidates with a reranker: {RERANK_SPECS}. Empty: off. No reranker model ships with "
+        "RAG Lab: start one, e.g. text-embeddings-inference with BAAI/bge-reranker-v2-m3 (see the README). Scores "
+        "are then the reranker's own.")
+
+
+def control(container=st) -> tuple[str, int]:
+    """Draw the spec field and the depth beside it; return (spec, depth), ("", 0) when reranking is off.
+
+    The same two values on every page: written back before the widgets are drawn (Streamlit's way to keep a
+    widget's value across pages), and kept under SAVED for a page that runs after the widgets were dropped.
+    """
+    saved = st.session_state.get(SAVED, ("", DEFAULT_DEPTH))
+    for key, value in zip((SPEC, DEPTH), saved, strict=True):
+        st.session_state[key] = st.session_state.get(key, value)
+    left, right = container.columns([3, 1])
+    spec = left.text_input("Reranker (optional)", key=SPEC, placeholder="off · e.g. tei:http://localhost:8080",
+                           help=HELP)
+    depth = right.number_input("rerank depth", 1, MAX_DEPTH, step=1, key=DEPTH,
+                               help="How many of the search's first candidates the reranker reads per query.")
+    st.session_state[SAVED] = (spec, int(depth))
+    return (spec.strip(), int(depth)) if spec.strip() else ("", 0)
+
+
+def reranker(spec: str) -> Reranker | None:
+    """Return the reranker of spec (None for ""); a RagError saying what to do when it cannot be made."""
+    if not spec.strip():
+        return None
+    dialect = spec.strip().partition(":")[0].strip().lower()
+    service = SERVICES.get(dialect)
+    where = settings._source(service) if service else {}  # noqa: SLF001 (where its URL and key are configured)
+    names = (service.url_variable, service.key_variable or "") if service else ()
+    url = spec.strip().partition(":")[2].strip()
+    url = check_url(url, "The TEI URL in tei:<url>", default_scheme=True) if dialect == "tei" and url else url
+    if dialect == "tei" and not settings.ui_settings_allowed() and not same_url(url, where.get(TEI.url_variable)):
+        raise InvalidSettingsError(f"The reranker server '{display_url(url)}' is not the operator's: a server typed "
+                                   "here gets the documents' text, so only the one in TEI_URL is allowed (or all, "
+                                   "with RAG_UI_SETTINGS=1). Ask the operator to set TEI_URL to it.")
+    return _made(spec.strip(), str(settings.data_root()), tuple((n, where.get(n) or "") for n in names))
+
+
+@st.cache_resource(show_spinner=False)
+def _made(spec: str, root: str, source: tuple[tuple[str, str], ...]) -> Reranker:
+    return get_reranker(spec, root=Path(root), source=dict(source))
+
+
+BEFORE_COLUMN = st.column_config.TextColumn(width=95, help="rank · score the search gave it (the mode's scale), "
+                                           "before the reranker reordered the first candidates")
+
+
+def before(hit: Hit) -> dict[str, str]:
+    """Return the hit table's "before rerank" cell of a reranked hit ("#3 · 0.412"), or nothing."""
+    if hit.score_kind != SCORE_KIND or hit.retrieved_rank is None:
+        return {}
+    score = "" if hit.retrieved_score is None else f" · {hit.retrieved_score:.3f}"
+    return {"before rerank": f"#{hit.retrieved_rank}{score}"}
+
+
+def explanation(hit: Hit) -> list[str]:
+    """Return how a reranked hit got its place (its reranker score, where the search had it); [] otherwise."""
+    if hit.score_kind != SCORE_KIND:
+        return []
+    parts = ["below the rerank depth: not reranked, kept in the search's order" if hit.score is None else
+             f"reranker score {hit.score:.3f}"]
+    if hit.retrieved_rank is not None:
+        score = "" if hit.retrieved_score is None else f", score {hit.retrieved_score:.3f}"
+        parts.append(f"the search placed it #{hit.retrieved_rank}{score}")
+    return parts
+
+
+def with_rerank(modes: list[SearchMode], spec: str) -> list[SearchMode]:
+    """Return each mode without and with the reranker (the sweep's rerank dimension), or modes when it is off."""
+    return [replace(m, rerank=on) for m in modes for on in (False, True)] if spec else modes
+
+
+def effect(result: SweepResult, metric: str) -> None:
+    """Say for each configuration and mode whether the reranker helped: on minus off, paired over the queries."""
+    if not result.rerank:
+        return
+    st.subheader(f"Does reranking help? ({metric})")
+    lines = effect_words(result.rerank_effect(metric), metric)
+    st.markdown("\n".join(f"- {md(line)}" for line in lines) or "No row ran both with and without the reranker.")
+    st.caption(f"Reranker {md(result.rerank['spec'])}, the first {result.rerank['depth']} candidates; its scores "
+               f"are on its own scale ({md(result.rerank['scale'])}). Helps / hurts: a paired test over the same "
+               "questions finds a difference at the 5 % level; cannot tell: it does not.")
