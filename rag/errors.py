@@ -144,6 +144,10 @@ class DocumentNotFoundError(StoreError):
     pass
 
 
+class ChunkNotFoundError(StoreError):
+    """No searchable chunk of the collection has the id asked for."""
+
+
 class EmbedderMismatchError(StoreError):
     pass
 

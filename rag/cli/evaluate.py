@@ -21,11 +21,13 @@ from rag import pipeline
 from rag.chunking import chunker as chunking
 from rag.cli.chunk import common
 from rag.cli.store import add_collection, add_embedder, add_fusion, dump, embedder_of, store_of, store_options
+from rag.context import CHAT_MAX_TOKENS
 from rag.documents.loader import SourceFile
 from rag.documents.samples import SAMPLE_SUFFIXES
 from rag.embeddings import get_embedder
 from rag.embeddings.cache import EmbeddingCache, default_cache_dir
 from rag.errors import UsageError
+from rag.evaluation.funnel import Funnel, FunnelSummary, evaluation_funnels, summarize
 from rag.evaluation.fusion_tuning import tune_fusion
 from rag.evaluation.metrics import DEFAULT_KS, METRICS, Evaluation, QueryOutcome, parse_ks
 from rag.evaluation.modes import MODE_NAMES, SearchMode, parse_modes
@@ -90,21 +92,47 @@ def run_eval(args: argparse.Namespace) -> int:
         return run_tune_fusion(args, queries, store)
     mode = SearchMode(*pipeline.search_defaults(store, args.collection, args.mode, args.fusion))
     embedder = embedder_of(args, store, args.collection) if mode.needs_vectors else None
-    evaluation = evaluate_collection(queries, args.collection, embedder, store=store, cache=cache_of(args, store),
-                                     ks=args.k, mode=mode)
+    cache = cache_of(args, store)
+    evaluation = evaluate_collection(queries, args.collection, embedder, store=store, cache=cache, ks=args.k,
+                                     mode=mode)
+    funnels = funnels_of(evaluation, args.collection, embedder, store, cache, mode)
     if report:
         common.write_report(report, evaluation_report(evaluation, collection=args.collection, mode=mode.label,
                                                       embedder=embedder.model_id if embedder else None,
                                                       query_set=Path(args.queries).name))
     if args.json:
+        data = evaluation.to_json()
+        for entry, funnel in zip(data["per_query"], funnels, strict=True):
+            entry.update(funnel.to_json())
         dump({"collection": args.collection, "mode": mode.mode, "fusion": mode.fusion_used,
-              "embedder": embedder.model_id if embedder else None} | evaluation.to_json())
+              "embedder": embedder.model_id if embedder else None} | data
+             | {"funnel": summarize(funnels, failure_k(evaluation.ks)).to_json()})
         return 0
     how = f"{embedder.model_id}, " if embedder else ""
     print(f"{len(queries)} queries on '{args.collection}' ({how}{mode.label} search)\n")
     print_metrics(evaluation)
     print_failures(evaluation)
+    print_funnel(summarize(funnels, failure_k(evaluation.ks)))
     return 0
+
+
+def funnels_of(evaluation: Evaluation, collection: str, embedder, store, cache: EmbeddingCache, mode: SearchMode
+               ) -> list[Funnel]:
+    """Return each query's funnel at the failures' k (the queries as the evaluation resolved them)."""
+    queries = [o.query for o in evaluation.per_query]
+    vectors = cache.embed([q.text for q in queries], embedder, query=True) if mode.needs_vectors else None
+    return evaluation_funnels(queries, collection, embedder, store=store, vectors=vectors, mode=mode,
+                              k=failure_k(evaluation.ks))
+
+
+def print_funnel(summary: FunnelSummary) -> None:
+    """Print where the answers that did not reach the context were lost, stage by stage."""
+    if not summary.misses:
+        print(f"\nEvery answer reached the context (top {summary.k}, {CHAT_MAX_TOKENS} tokens).")
+        return
+    stages = ", ".join(f"{stage} {count}" for stage, count in summary.lost_at.items() if count)
+    print(f"\n{summary.misses} of {summary.queries} answers did not reach the context (top {summary.k}, "
+          f"{CHAT_MAX_TOKENS} tokens); lost at: {stages} (`--json`: each query's \"stages\" and \"lost_at\").")
 
 
 def run_tune_fusion(args: argparse.Namespace, queries, store) -> int:
