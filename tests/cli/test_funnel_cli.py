@@ -41,7 +41,7 @@ def test_eval_json_names_where_each_miss_was_lost(store_path, tmp_path, capsys) 
     data = json.loads(out)
     assert code == 0 and data["funnel"]["k"] == 1
     for entry in data["per_query"]:
-        assert OUTCOME_FIELDS < set(entry) and set(entry["stages"]) >= {*STAGES, "chunk_id", "read"}
+        assert set(entry) > OUTCOME_FIELDS and set(entry["stages"]) >= {*STAGES, "chunk_id", "read"}
         missed = entry["rank"] is None or entry["rank"] > 1
         assert (entry["lost_at"] is not None) == missed  # these small chunks always fit the context
         if entry["rank"] is not None:  # the hybrid ranking the funnel reads is the one eval scored
