@@ -9,7 +9,7 @@ from rag.evaluation.sweep import SWEEP_PREFIX
 from rag.store.fusion import DEFAULT_FUSION
 from ui import errors, workspace
 from ui.parts import evaluate as parts
-from ui.parts import live_jobs, synthetic
+from ui.parts import funnel, live_jobs, synthetic
 from ui.render import COMPARED_MODES, md
 from ui.sweep_jobs import SweepJob
 
@@ -52,6 +52,8 @@ if finished is not None:
     st.session_state[parts.RESULT] = finished.result
 if parts.RESULT in st.session_state:
     parts.results(ws, st.session_state[parts.RESULT])
+    st.subheader("Why was it missed?")
+    funnel.evaluate_section(ws, st.session_state[parts.RESULT])
 else:
     st.caption("Choose a query set, documents and a grid, then run the sweep.")
 st.divider()
