@@ -86,7 +86,7 @@ def test_sweep_of_sample_squad_articles_with_failures_and_exports(env):
     assert list(table["± mrr@5"]) == [round((r.evaluation.intervals["mrr@5"][1] - r.evaluation.intervals["mrr@5"][0])
                                             / 2, 3) for r in result.results]
     assert any(plain(result.tie_summary("mrr@5")) in plain(m.value) for m in at.markdown)
-    assert len(at.get("vega_lite_chart")) == 6  # interval dots, hit@k, heatmap, times, where the answer ranked, the funnel
+    assert len(at.get("vega_lite_chart")) == 6  # interval dots, hit@k, heatmap, times, answer ranks, funnel
     assert [b.label for b in at.get("download_button")] == ["Results as CSV", "Results as JSON (with every query)",
                                                            "Download report (HTML)"]
     # the heatmap follows the chosen metric
