@@ -12,6 +12,7 @@ import sys
 
 from rag import pipeline
 from rag.cli import common
+from rag.errors import UsageError
 from rag.evaluation.funnel import CANDIDATES, ChunkStages, Explanation, explain_chunk
 from rag.evaluation.modes import SearchMode
 from rag.store.client import Store
@@ -27,12 +28,15 @@ WHY_LOST = {
 
 
 def run_explain(args: argparse.Namespace, store: Store) -> int:
-    """Print the chunk's stages for the query at --top-k, in the mode and fusion of the search."""
+    """Print the chunk's stages for the query at --top-k: its ranks in every mode, lost_at in the search's mode."""
+    if args.document or args.include_toc or args.threshold is not None:
+        raise UsageError("--explain ranks over the whole collection, as `rag eval` does: leave out --document, "
+                         "--include-toc and --threshold.")
     mode = SearchMode(args.mode, args.fusion)
-    embedder = None if args.mode == "sparse" else pipeline.embedder_for(store, args.collection, args.embedder)
+    embedder = pipeline.embedder_for(store, args.collection, args.embedder)  # the dense ranks, in every mode
     chunk = store.chunk(args.collection, args.explain)
     explanation = explain_chunk(args.query, chunk, args.collection, store=store, embedder=embedder, mode=mode,
-                                k=args.top_k)
+                                k=args.top_k, fusion=args.fusion)
     if args.json:
         json.dump(explanation.to_json(), sys.stdout, ensure_ascii=False)
         print()

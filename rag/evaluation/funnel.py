@@ -43,6 +43,7 @@ from rag.evaluation.queries import Query
 from rag.evaluation.sweep import relevant_chunks
 from rag.reports.chunks import CUT_OFF, WINDOWED, chunk_reports, overflow_flag
 from rag.store.client import Store
+from rag.store.fusion import DEFAULT_FUSION
 from rag.store.records import Hit
 from rag.store.search import CANDIDATES
 
@@ -164,13 +165,17 @@ def summarize(funnels: Sequence[Funnel], k: int) -> FunnelSummary:
 
 def search_rankings(store: Store, collection: str, texts: Sequence[str], vectors: np.ndarray | None,
                     embedder: Embedder | None, mode: SearchMode, reranker: Reranker | None = None,
-                    rerank_depth: int = CANDIDATES) -> list[Rankings]:
-    """Return each query's rankings, CANDIDATES deep, in one round trip (as rag.store.search searches them)."""
-    names = [("dense", "rrf")] if vectors is not None else []
-    if mode.needs_keywords or store.has_keywords(collection):
-        names.append(("sparse", "rrf"))
-    if mode.mode == "hybrid":
-        names.append(("hybrid", mode.fusion))
+                    rerank_depth: int = CANDIDATES, every_mode: str | None = None) -> list[Rankings]:
+    """Return each query's rankings, CANDIDATES deep, in one round trip (as rag.store.search searches them).
+
+    The lists mode searches; with every_mode (a fusion spec), every list the collection can give (dense with
+    vectors, keyword with keyword vectors, fused with that fusion when both), so one chunk's ranks across modes.
+    """
+    keywords = mode.needs_keywords or bool(every_mode and store.has_keywords(collection))
+    names = [("dense", "rrf")] if vectors is not None and (mode.needs_vectors or every_mode) else []
+    names += [("sparse", "rrf")] if keywords else []
+    if mode.mode == "hybrid" or (every_mode and keywords and vectors is not None):
+        names.append(("hybrid", mode.fusion if mode.mode == "hybrid" else every_mode))
     found = store.search_batch_modes(collection, names, vectors, embedder, CANDIDATES, query_texts=list(texts))
     lists = {name: rows for (name, _), rows in zip(names, found, strict=True)}
     rankings = []
@@ -202,12 +207,12 @@ def _rescored(hit: Hit, score: float) -> Hit:
 # ---- the funnel of one question -------------------------------------------------------------------------
 
 
-def chunk_stages(chunk: Hit, rankings: Rankings, k: int, embedder: Embedder | None,
-                 context_status: dict[str, str]) -> ChunkStages:
-    """Return one chunk's place at every stage (context_status: chunk id -> status, from context_of)."""
+def chunk_stages(chunk: Hit, rankings: Rankings, context_status: dict[str, str], read: str | None = None
+                 ) -> ChunkStages:
+    """Return one chunk's place at every stage (context_status: chunk id -> status, from context_of; read: as
+    read_of tells it)."""
     places = {stage: rankings.placed(stage, chunk.chunk_id) for stage in RANKED}
-    return ChunkStages(chunk, **places, context=context_status.get(chunk.chunk_id, NOT_IN_TOP_K),
-                       read=read_of(chunk, embedder))
+    return ChunkStages(chunk, **places, context=context_status.get(chunk.chunk_id, NOT_IN_TOP_K), read=read)
 
 
 def read_of(chunk: Hit, embedder: Embedder | None) -> str | None:
@@ -230,16 +235,21 @@ def context_of(hits: Sequence[Hit], max_tokens: int = CHAT_MAX_TOKENS) -> tuple[
     return status, context.included
 
 
-def funnel_of(query: Query, rankings: Rankings, k: int, embedder: Embedder | None,
+def funnel_of(query: Query, rankings: Rankings, k: int, read: Callable[[Hit], str | None],
               relevant: Sequence[Hit] = ()) -> Funnel:
-    """Return one question's funnel; relevant: its relevant chunks found outside the rankings (may be empty)."""
+    """Return one question's funnel; relevant: its relevant chunks found outside the rankings (may be empty).
+
+    read(chunk) tells whether the model read a chunk whole (read_of); it is asked for the best chunk only.
+    """
     status, pieces = context_of(rankings.final[:k])
     seen: dict[str, Hit] = {}
     for hit in (*rankings.final, *rankings.fused, *rankings.dense, *rankings.keyword, *relevant):
         if hit.chunk_id not in seen and covered_unit(query, hit) is not None:
             seen[hit.chunk_id] = hit
-    stages = sorted((chunk_stages(hit, rankings, k, embedder, status) for hit in seen.values()),
+    stages = sorted((chunk_stages(hit, rankings, status) for hit in seen.values()),
                     key=lambda s: _progress(s, rankings))
+    if stages:
+        stages[0] = replace(stages[0], read=read(stages[0].chunk))
     found = any(covered_unit(query, piece) is not None for piece in pieces)
     return Funnel(query, k, tuple(stages), None if found else lost_at(stages[0] if stages else None, rankings, k))
 
@@ -293,13 +303,19 @@ def evaluation_funnels(queries: Sequence[Query], collection: str, embedder: Embe
     """
     rankings = search_rankings(store, collection, [q.text for q in queries], vectors, embedder, mode, reranker,
                                rerank_depth)
+    reads: dict[str, str | None] = {}  # chunk id -> read_of: a chunk many questions ask for is counted once
+
+    def read(chunk: Hit) -> str | None:
+        if chunk.chunk_id not in reads:
+            reads[chunk.chunk_id] = read_of(chunk, embedder)
+        return reads[chunk.chunk_id]
+
     funnels = []
     for query, ranking in zip(queries, rankings, strict=True):
         listed = (*ranking.final, *ranking.fused, *ranking.dense, *ranking.keyword)
         labelled = query.answer is not None or query.answer_end is not None
         missing = labelled and not any(covered_unit(query, hit) is not None for hit in listed)
-        funnels.append(funnel_of(query, ranking, k, embedder,
-                                 relevant_chunks(store, collection, query) if missing else ()))
+        funnels.append(funnel_of(query, ranking, k, read, relevant_chunks(store, collection, query) if missing else ()))
     return funnels
 
 
@@ -319,13 +335,15 @@ class Explanation:
 
 
 def explain_chunk(text: str, chunk: Hit, collection: str, *, store: Store, embedder: Embedder | None,
-                  mode: SearchMode, k: int, reranker: Reranker | None = None, vector: np.ndarray | None = None,
-                  rerank_depth: int = CANDIDATES) -> Explanation:
-    """Return one chunk's stages for the query text at top_k k (as the Search and Context pages show it)."""
-    if mode.needs_vectors and vector is None:
+                  mode: SearchMode, k: int, fusion: str | None = None, reranker: Reranker | None = None,
+                  vector: np.ndarray | None = None, rerank_depth: int = CANDIDATES) -> Explanation:
+    """Return one chunk's stages for the query text at top_k k, its ranks in every mode the collection has
+    (fusion: the fused list's when mode does not fuse; default the mode's or DEFAULT_FUSION); lost_at by mode."""
+    if embedder is not None and vector is None:
         vector = embedder.embed_query([text])[0]
-    vectors = None if not mode.needs_vectors else np.asarray(vector, dtype=np.float32).reshape(1, -1)
-    rankings = search_rankings(store, collection, [text], vectors, embedder, mode, reranker, rerank_depth)[0]
+    vectors = None if vector is None else np.asarray(vector, dtype=np.float32).reshape(1, -1)
+    every = fusion or (mode.fusion if mode.mode == "hybrid" else DEFAULT_FUSION)
+    rankings = search_rankings(store, collection, [text], vectors, embedder, mode, reranker, rerank_depth, every)[0]
     status, _ = context_of(rankings.final[:k])
-    stages = chunk_stages(chunk, rankings, k, embedder, status)
+    stages = chunk_stages(chunk, rankings, status, read_of(chunk, embedder))
     return Explanation(text, k, mode.label, stages, None if stages.in_context else lost_at(stages, rankings, k))

@@ -76,3 +76,5 @@ def test_search_explain_gives_one_chunks_stages(store_path, capsys) -> None:
     assert "has no chunk 'not-a-chunk'" in err
     code, _, err = run(capsys, *base, "--explain", "00000000-0000-0000-0000-000000000000")
     assert code == 1 and "has no chunk" in err
+    code, _, err = run(capsys, *base, "--explain", first["chunk_id"], "--threshold", "0.5")
+    assert code == 1 and "leave out --document, --include-toc and --threshold" in err

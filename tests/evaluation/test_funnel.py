@@ -116,3 +116,15 @@ def test_explain_names_the_stages_of_any_chunk(store) -> None:
     found = explain_chunk("schlüssel", chunk, "c", store=store, embedder=EMBEDDER, mode=DENSE, k=1,
                           vector=vector(10))
     assert found.lost_at is None and found.stages.context == "included"
+
+
+def test_explain_gives_the_ranks_of_every_mode_and_loses_by_the_chosen_one(store) -> None:
+    chunk = next(h for h in store.document_chunks("c", "doc") if h.content.startswith("alpha"))
+    keyword = explain_chunk("schlüssel", chunk, "c", store=store, embedder=EMBEDDER, mode=SPARSE, k=1,
+                            vector=vector(80))
+    assert keyword.stages.keyword.rank == 2 and keyword.stages.dense.rank > 1 and keyword.stages.fused is not None
+    assert keyword.lost_at == "keyword" and keyword.mode == "sparse"
+    dense = explain_chunk("schlüssel", chunk, "c", store=store, embedder=EMBEDDER, mode=DENSE, k=1, fusion="rrf",
+                          vector=vector(0))
+    assert dense.stages.dense.rank == 1 and dense.stages.keyword.rank == 2 and dense.lost_at is None
+    assert dense.stages.fused is not None  # fused by rrf although the search was dense

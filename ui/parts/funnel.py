@@ -122,11 +122,11 @@ def why_not(ws: Workspace, run: SearchRun) -> None:
     chunk = chunks[int(number)]
     st.code(chunk.content[:600] + (" …" if len(chunk.content) > 600 else ""), language=None, wrap_lines=True)
     try:
-        embedder = None if run.mode == "sparse" else ws.embedder()
-        vector = None if embedder is None else resources.query_vector(
-            embedder, (embedder.model_id, embedder.query_prompt), run.query)
+        embedder = ws.embedder()  # the dense ranks, in every mode
+        vector = resources.query_vector(embedder, (embedder.model_id, embedder.query_prompt), run.query)
         explained = explain_chunk(run.query, chunk, run.collection, store=ws.store, embedder=embedder,
-                                  mode=SearchMode(run.mode, run.fusion), k=run.top_k, vector=vector)
+                                  mode=SearchMode(run.mode, run.fusion), k=run.top_k, fusion=run.fusion,
+                                  vector=vector)
     except RagError as error:
         errors.show(error)
         return
