@@ -45,12 +45,13 @@ def run_explain(args: argparse.Namespace, store: Store) -> int:
     return 0
 
 
-def stage_rows(stages: ChunkStages, mode: str) -> list[list[str]]:
+def stage_rows(stages: ChunkStages, mode: str, reranked: bool = False) -> list[list[str]]:
     """Return the rows of the stage table: stage, rank, score, note."""
     rows = []
     for stage, kind in (("dense", "cosine"), ("keyword", "bm25"), ("fused", mode), ("reranked", "reranker's own")):
         place = getattr(stages, stage)
         note = f"not among the {CANDIDATES} candidates" if stage in ("dense", "keyword") else "not in this ranking"
+        note = "no reranker" if stage == "reranked" and not reranked else note
         rows.append([stage, str(place.rank), f"{place.score:.3f} ({kind})", ""] if place else [stage, "-", "-", note])
     rows.append(["context", "-", "-", stages.context])
     read = "unknown" if stages.read is None else "yes" if stages.read == "whole" else f"no ({stages.read})"
@@ -63,7 +64,7 @@ def print_explanation(explanation: Explanation) -> None:
     hit = stages.chunk
     print(f"Chunk {hit.chunk_id} ({common.preview(hit.document_title, 40)}, chunk {hit.chunk_index}) for "
           f"\"{common.preview(explanation.query, 60)}\" ({explanation.mode} search, top {k}):\n")
-    common.print_table(stage_rows(stages, explanation.mode), ["stage", "rank", "score", "note"])
+    common.print_table(stage_rows(stages, explanation.mode, explanation.reranked), ["stage", "rank", "score", "note"])
     if explanation.lost_at is None:
         print(f"\nFound: it is in the context of the top {k}.")
     else:

@@ -328,6 +328,7 @@ class Explanation:
     mode: str
     stages: ChunkStages
     lost_at: str | None
+    reranked: bool = False  # a reranker was given
 
     def to_json(self) -> dict:
         return {"query": self.query, "k": self.k, "mode": self.mode, "stages": self.stages.to_json(),
@@ -346,4 +347,5 @@ def explain_chunk(text: str, chunk: Hit, collection: str, *, store: Store, embed
     rankings = search_rankings(store, collection, [text], vectors, embedder, mode, reranker, rerank_depth, every)[0]
     status, _ = context_of(rankings.final[:k])
     stages = chunk_stages(chunk, rankings, status, read_of(chunk, embedder))
-    return Explanation(text, k, mode.label, stages, None if stages.in_context else lost_at(stages, rankings, k))
+    return Explanation(text, k, mode.label, stages, None if stages.in_context else lost_at(stages, rankings, k),
+                       rankings.reranked is not None)

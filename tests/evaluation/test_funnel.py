@@ -128,3 +128,8 @@ def test_explain_gives_the_ranks_of_every_mode_and_loses_by_the_chosen_one(store
                           vector=vector(0))
     assert dense.stages.dense.rank == 1 and dense.stages.keyword.rank == 2 and dense.lost_at is None
     assert dense.stages.fused is not None  # fused by rrf although the search was dense
+    gamma = next(h for h in store.document_chunks("c", "doc") if h.content.startswith("gamma"))
+    reranked = explain_chunk("gamma", gamma, "c", store=store, embedder=EMBEDDER, mode=HYBRID, k=1, vector=vector(80),
+                             reranker=reverse)
+    assert reranked.reranked and reranked.stages.reranked.rank == len(TEXTS) and reranked.lost_at == "reranked"
+    assert not dense.reranked and dense.stages.reranked is None

@@ -92,13 +92,14 @@ def evaluate_section(ws: Workspace, result: SweepResult) -> None:
     st.caption(" · ".join(f"{stage}: {why}" for stage, why in WHY.items()))
 
 
-def stage_frame(stages: ChunkStages, mode: str) -> pd.DataFrame:
+def stage_frame(stages: ChunkStages, mode: str, reranked: bool = False) -> pd.DataFrame:
     """Return the stages of one chunk as rows: stage, rank, score (on that ranking's own scale), note."""
     kinds = {"dense": "cosine", "keyword": "bm25", "fused": mode, "reranked": "the reranker's own"}
     rows = []
     for stage in RANKED:
         place = getattr(stages, stage)
         note = f"not among the {CANDIDATES} candidates" if stage in ("dense", "keyword") else "not in this ranking"
+        note = "no reranker" if stage == "reranked" and not reranked else note
         rows.append({"stage": stage, "rank": place.rank if place else None, "score": place.score if place else None,
                      "note": kinds[stage] if place else note})
     read = "unknown" if stages.read is None else "yes" if stages.read == "whole" else f"no: {stages.read}"
@@ -130,7 +131,7 @@ def why_not(ws: Workspace, run: SearchRun) -> None:
     except RagError as error:
         errors.show(error)
         return
-    st.dataframe(stage_frame(explained.stages, explained.mode), hide_index=True, width="stretch",
+    st.dataframe(stage_frame(explained.stages, explained.mode, explained.reranked), hide_index=True, width="stretch",
                  column_config={"rank": st.column_config.NumberColumn(format="%d"),
                                 "score": st.column_config.NumberColumn(format="%.3f")})
     if explained.lost_at is None:
