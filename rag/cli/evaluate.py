@@ -122,7 +122,7 @@ def funnels_of(evaluation: Evaluation, collection: str, embedder, store, cache: 
     queries = [o.query for o in evaluation.per_query]
     vectors = cache.embed([q.text for q in queries], embedder, query=True) if mode.needs_vectors else None
     return evaluation_funnels(queries, collection, embedder, store=store, vectors=vectors, mode=mode,
-                              k=failure_k(evaluation.ks))
+                              k=failure_k(evaluation.ks), outcomes=evaluation.per_query)
 
 
 def print_funnel(summary: FunnelSummary) -> None:

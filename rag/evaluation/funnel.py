@@ -37,7 +37,7 @@ import numpy as np
 
 from rag.context import CHAT_MAX_TOKENS, build_context
 from rag.embeddings.base import Embedder
-from rag.evaluation.metrics import covered_unit
+from rag.evaluation.metrics import QueryOutcome, covered_unit
 from rag.evaluation.modes import SearchMode
 from rag.evaluation.queries import Query
 from rag.evaluation.rankings import Placed, Rankings, Reranker, search_rankings
@@ -217,28 +217,61 @@ def lost_at(stages: ChunkStages | None, rankings: Rankings, k: int) -> str:
 
 def evaluation_funnels(queries: Sequence[Query], collection: str, embedder: Embedder | None, *, store: Store,
                        vectors: np.ndarray | None, mode: SearchMode, k: int, reranker: Reranker | None = None,
-                       rerank_depth: int = CANDIDATES) -> list[Funnel]:
+                       rerank_depth: int = CANDIDATES, outcomes: Sequence[QueryOutcome] | None = None
+                       ) -> list[Funnel]:
     """Return the funnel of each resolved query (as rag.evaluation.sweep.resolve_in_collection gives them) at k.
 
     vectors: the queries' embeddings (None for sparse). A question none of whose relevant chunks is in any
     ranking is still explained by the chunks of its answer (read from the collection), when its label has one.
+    outcomes: the evaluation of these queries in mode (same order): a question it found in the top k needs no
+    search, its hit carries its dense and keyword ranks; only the others are searched (not with a reranker).
     """
-    rankings = search_rankings(store, collection, [q.text for q in queries], vectors, embedder, mode, reranker,
-                               rerank_depth)
-    reads: dict[str, str | None] = {}  # chunk id -> read_of: a chunk many questions ask for is counted once
+    read = _reader(embedder)
+    known = {i: o for i, o in enumerate(outcomes or ()) if reranker is None and o.rank is not None and o.rank <= k}
+    todo = [i for i in range(len(queries)) if i not in known]
+    rows = None if vectors is None else np.asarray(vectors)[todo]
+    searched = search_rankings(store, collection, [queries[i].text for i in todo], rows, embedder, mode, reranker,
+                               rerank_depth) if todo else []
+    rankings = dict(zip(todo, searched, strict=True))
+    funnels = []
+    for i, query in enumerate(queries):
+        if i in known:
+            funnels.append(_found_funnel(query, known[i], mode, k, read))
+            continue
+        ranking = rankings[i]
+        listed = (*ranking.final, *ranking.fused, *ranking.dense, *ranking.keyword)
+        labelled = query.answer is not None or query.answer_end is not None
+        missing = labelled and not any(covered_unit(query, hit) is not None for hit in listed)
+        funnels.append(funnel_of(query, ranking, k, read, relevant_chunks(store, collection, query) if missing else ()))
+    return funnels
+
+
+def _reader(embedder: Embedder | None) -> Callable[[Hit], str | None]:
+    """Return read_of for embedder, remembering each chunk's: a chunk many questions ask for is counted once."""
+    reads: dict[str, str | None] = {}
 
     def read(chunk: Hit) -> str | None:
         if chunk.chunk_id not in reads:
             reads[chunk.chunk_id] = read_of(chunk, embedder)
         return reads[chunk.chunk_id]
 
-    funnels = []
-    for query, ranking in zip(queries, rankings, strict=True):
-        listed = (*ranking.final, *ranking.fused, *ranking.dense, *ranking.keyword)
-        labelled = query.answer is not None or query.answer_end is not None
-        missing = labelled and not any(covered_unit(query, hit) is not None for hit in listed)
-        funnels.append(funnel_of(query, ranking, k, read, relevant_chunks(store, collection, query) if missing else ()))
-    return funnels
+    return read
+
+
+def _found_funnel(query: Query, outcome: QueryOutcome, mode: SearchMode, k: int, read: Callable[[Hit], str | None]
+                  ) -> Funnel:
+    """Return the funnel of a question the evaluation found in its top k, from its hits (what funnel_of gives)."""
+    status, pieces = context_of(outcome.hits[:k])
+    hit = outcome.hits[outcome.rank - 1]
+
+    def placed(rank: int | None, score: float | None) -> Placed | None:
+        return None if rank is None or score is None else Placed(rank, float(score))
+
+    stages = ChunkStages(hit, placed(hit.dense_rank, hit.dense_score), placed(hit.sparse_rank, hit.sparse_score),
+                         placed(outcome.rank, hit.score) if mode.mode == "hybrid" else None, None,
+                         status.get(hit.chunk_id, NOT_IN_TOP_K), read(hit))
+    found = any(covered_unit(query, piece) is not None for piece in pieces)
+    return Funnel(query, k, (stages,), None if found else "context")
 
 
 @dataclass(frozen=True)

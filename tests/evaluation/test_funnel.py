@@ -14,6 +14,7 @@ import pytest
 from rag.chunking.chunker import Chunk, ChunkSettings
 from rag.documents.model import Document, Page
 from rag.evaluation.funnel import STAGES, evaluation_funnels, explain_chunk, summarize
+from rag.evaluation.metrics import evaluate
 from rag.evaluation.modes import SearchMode
 from rag.evaluation.queries import Query
 from rag.evaluation.sweep import resolve_in_collection
@@ -133,3 +134,20 @@ def test_explain_gives_the_ranks_of_every_mode_and_loses_by_the_chosen_one(store
                              reranker=reverse)
     assert reranked.reranked and reranked.stages.reranked.rank == len(TEXTS) and reranked.lost_at == "reranked"
     assert not dense.reranked and dense.stages.reranked is None
+
+
+@pytest.mark.parametrize("mode", [HYBRID, DENSE, SPARSE], ids=lambda m: m.label)
+@pytest.mark.parametrize("k", [1, 2])
+def test_questions_the_evaluation_found_give_the_funnel_a_search_gives(store, mode, k) -> None:
+    cases = [case for _, case in CASES if case[5] is None]
+    queries = resolve_in_collection([Query(text, ("doc.md",), answer) for text, answer, *_ in cases], store, "c")
+    vectors = np.stack([vector(angle) for _, _, angle, *_ in cases]) if mode.needs_vectors else None
+    embedder = EMBEDDER if mode.needs_vectors else None
+    hits = store.search_batch("c", vectors, embedder, 10, mode=mode.mode, fusion=mode.fusion,
+                              query_texts=[q.text for q in queries])
+    outcomes = evaluate(queries, hits, (1, 2, 10)).per_query
+    options = {"store": store, "vectors": vectors, "mode": mode, "k": k}
+    searched = evaluation_funnels(queries, "c", embedder, **options)
+    shortcut = evaluation_funnels(queries, "c", embedder, **options, outcomes=outcomes)
+    assert any(o.rank is not None and o.rank <= k for o in outcomes)  # some take the shortcut
+    assert [f.to_json() for f in shortcut] == [f.to_json() for f in searched]

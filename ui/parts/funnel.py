@@ -57,7 +57,7 @@ def _trace(ws: Workspace, row: ConfigResult, k: int) -> list[Funnel]:
     if embedder is not None:
         vectors = EmbeddingCache(default_cache_dir(ws.store)).embed([q.text for q in queries], embedder, query=True)
     funnels = evaluation_funnels(queries, row.collection, embedder, store=ws.store, vectors=vectors, mode=row.mode,
-                                 k=k)
+                                 k=k, outcomes=row.evaluation.per_query)
     st.session_state[FUNNELS] = (key, funnels)
     return funnels
 
