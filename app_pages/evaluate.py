@@ -8,7 +8,7 @@ from rag.errors import RagError
 from rag.evaluation.sweep import SWEEP_PREFIX
 from rag.store.fusion import DEFAULT_FUSION
 from ui import errors, workspace
-from ui.parts import apply, live_jobs, synthetic
+from ui.parts import apply, funnel, live_jobs, synthetic
 from ui.parts import evaluate as parts
 from ui.parts import rerank as rerank_part
 from ui.render import COMPARED_MODES, md
@@ -57,6 +57,8 @@ if parts.RESULT in st.session_state:
     apply.kept(st.session_state.get(apply.RUN))
     parts.results(ws, st.session_state[parts.RESULT])
     apply.section(ws, st.session_state[parts.RESULT], st.session_state.get(apply.RUN))
+    st.subheader("Why was it missed?")
+    funnel.evaluate_section(ws, st.session_state[parts.RESULT])
 else:
     st.caption("Choose a query set, documents and a grid, then run the sweep.")
 st.divider()

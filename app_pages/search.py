@@ -9,6 +9,7 @@ from rag.errors import RagError
 from rag.store.fusion import Fusion, parse_fusion
 from rag.store.search import FUSIONS, MODES
 from ui import errors, nav, state, workspace
+from ui.parts import funnel
 from ui.parts import rerank as rerank_part
 from ui.parts import search as parts
 from ui.render import MODE_LABELS, md
@@ -116,3 +117,8 @@ if run.outcome.hits:
     st.page_link(nav.CONTEXT.path, label="Preview the LLM context for these hits", icon=":material/article:")
     st.subheader("Hits")
     parts.hit_details(ws, run.outcome.hits, run.query, run.top_k, analyzer)
+why = st.expander("Why not this one? A chunk's ranks across modes", key="why_not", on_change="rerun",
+                  icon=":material/help:")
+with why:
+    if why.open:  # one more search: only while the expander is open
+        funnel.why_not(ws, run)

@@ -166,6 +166,10 @@ class DocumentNotFoundError(StoreError):
     pass
 
 
+class ChunkNotFoundError(StoreError):
+    """No searchable chunk of the collection has the id asked for."""
+
+
 class EmbedderMismatchError(StoreError):
     pass
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from rag.evaluation.funnel import STAGES, FunnelSummary
 from rag.evaluation.results import ConfigResult, SweepResult
 from rag.reports.scores import rank_rows
 
@@ -147,3 +148,16 @@ def rank_chart(row: ConfigResult, threshold: float | None) -> alt.LayerChart:
                                                                                       strokeDash=[4, 3]).encode(
             y="threshold:Q"))
     return alt.layer(*layers).properties(height=300)
+
+
+def funnel_chart(summary: FunnelSummary) -> dict:
+    """Return the misses by the stage that lost them, every stage in pipeline order (a Vega-Lite spec: bars with
+    their count written on them; a stage that lost none shows 0)."""
+    values = [{"stage": stage, "misses": count} for stage, count in summary.lost_at.items()]
+    encoding = {"x": {"field": "stage", "type": "nominal", "sort": list(STAGES), "title": "lost at",
+                      "axis": {"labelAngle": 0}},
+                "y": {"field": "misses", "type": "quantitative", "title": "questions", "axis": {"tickMinStep": 1}},
+                "tooltip": [{"field": "stage", "type": "nominal"}, {"field": "misses", "type": "quantitative"}]}
+    bars = {"mark": {"type": "bar", "color": RANK_COLOURS[3]}}
+    labels = {"mark": {"type": "text", "dy": -6}, "encoding": {"text": {"field": "misses", "type": "quantitative"}}}
+    return {"height": 220, "data": {"values": values}, "encoding": encoding, "layer": [bars, labels]}

@@ -18,6 +18,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 from rag import pipeline
@@ -35,11 +36,13 @@ from rag.cli.store import (
     store_of,
     store_options,
 )
+from rag.context import CHAT_MAX_TOKENS
 from rag.documents.loader import SourceFile
 from rag.documents.samples import SAMPLE_SUFFIXES
 from rag.embeddings import get_embedder
 from rag.embeddings.cache import EmbeddingCache, default_cache_dir
 from rag.errors import UsageError
+from rag.evaluation.funnel import Funnel, FunnelSummary, evaluation_funnels, summarize
 from rag.evaluation.fusion_tuning import tune_fusion
 from rag.evaluation.metrics import DEFAULT_KS, METRICS, Evaluation, QueryOutcome, parse_ks
 from rag.evaluation.modes import MODE_NAMES, SearchMode, parse_modes
@@ -56,7 +59,7 @@ from rag.evaluation.sweep import (
     run_sweep,
 )
 from rag.reports.evaluation_html import evaluation_report, sweep_report
-from rag.rerank import describe
+from rag.rerank import DEFAULT_DEPTH, Reranker, describe, rerank
 from rag.runs.keep import keep_eval, keep_sweep
 from rag.store.fusion import DEFAULT_FUSION
 
@@ -110,8 +113,10 @@ def run_eval(args: argparse.Namespace) -> int:
     embedder = embedder_of(args, store, args.collection) if mode.needs_vectors else None
     reranker = reranker_of(args)
     mode = replace(mode, rerank=reranker is not None)
-    evaluation = evaluate_collection(queries, args.collection, embedder, store=store, cache=cache_of(args, store),
-                                     ks=args.k, mode=mode, reranker=reranker, rerank_depth=args.rerank_depth)
+    cache = cache_of(args, store)
+    evaluation = evaluate_collection(queries, args.collection, embedder, store=store, cache=cache, ks=args.k,
+                                     mode=mode, reranker=reranker, rerank_depth=args.rerank_depth)
+    funnels = funnels_of(evaluation, args.collection, embedder, store, cache, mode, reranker, args.rerank_depth)
     html = evaluation_report(evaluation, collection=args.collection, mode=mode.label,
                              embedder=embedder.model_id if embedder else None, query_set=Path(args.queries).name)
     if report:
@@ -121,15 +126,41 @@ def run_eval(args: argparse.Namespace) -> int:
                                 seconds=time.perf_counter() - started, report=html,
                                 rerank=reranker.spec if reranker else None))
     if args.json:
+        data = evaluation.to_json()
+        for entry, funnel in zip(data["per_query"], funnels, strict=True):
+            entry.update(funnel.to_json())
         dump({"collection": args.collection, "mode": mode.mode, "fusion": mode.fusion_used,
               "embedder": embedder.model_id if embedder else None, "rerank": describe(reranker, args.rerank_depth),
-              "run": run_id} | evaluation.to_json())
+              "run": run_id} | data | {"funnel": summarize(funnels, failure_k(evaluation.ks)).to_json()})
         return 0
     how = f"{embedder.model_id}, " if embedder else ""
     print(f"{len(queries)} queries on '{args.collection}' ({how}{mode.label} search)\n")
     print_metrics(evaluation)
     print_failures(evaluation)
+    print_funnel(summarize(funnels, failure_k(evaluation.ks)))
     return 0
+
+
+def funnels_of(evaluation: Evaluation, collection: str, embedder, store, cache: EmbeddingCache, mode: SearchMode,
+               reranker: Reranker | None = None, rerank_depth: int = DEFAULT_DEPTH) -> list[Funnel]:
+    """Return each query's funnel at the failures' k (the queries as the evaluation resolved them), with the
+    reranker's stage when the evaluation reranked."""
+    queries = [o.query for o in evaluation.per_query]
+    vectors = cache.embed([q.text for q in queries], embedder, query=True) if mode.needs_vectors else None
+    return evaluation_funnels(queries, collection, embedder, store=store, vectors=vectors, mode=mode,
+                              k=failure_k(evaluation.ks), outcomes=evaluation.per_query,
+                              reranker=reranker and partial(rerank, reranker=reranker, depth=rerank_depth),
+                              rerank_depth=rerank_depth)
+
+
+def print_funnel(summary: FunnelSummary) -> None:
+    """Print where the answers that did not reach the context were lost, stage by stage."""
+    if not summary.misses:
+        print(f"\nEvery answer reached the context (top {summary.k}, {CHAT_MAX_TOKENS} tokens).")
+        return
+    stages = ", ".join(f"{stage} {count}" for stage, count in summary.lost_at.items() if count)
+    print(f"\n{summary.misses} of {summary.queries} answers did not reach the context (top {summary.k}, "
+          f"{CHAT_MAX_TOKENS} tokens); lost at: {stages} (`--json`: each query's \"stages\" and \"lost_at\").")
 
 
 def run_tune_fusion(args: argparse.Namespace, queries, store) -> int:

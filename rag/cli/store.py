@@ -118,6 +118,7 @@ def hit_json(hit: Hit, mode: str = "dense") -> dict:
         "page_start": hit.page_start,
         "page_end": hit.page_end,
         "content": hit.content,
+        "chunk_id": hit.chunk_id,
     } | ({"retrieved_rank": hit.retrieved_rank, "retrieved_score": hit.retrieved_score}
          if hit.score_kind == SCORE_KIND else {})
 
@@ -130,6 +131,10 @@ def rank_label(rank: int | None, score: float | None) -> str:
 def run_search(args: argparse.Namespace) -> int:
     store = store_of(args)
     args.mode, args.fusion = pipeline.search_defaults(store, args.collection, args.mode, args.fusion)
+    if args.explain is not None:
+        from rag.cli.explain import run_explain  # the funnel's imports only when asked
+
+        return run_explain(args, store)
     reranker = reranker_of(args)
     hits = pipeline.search(args.query, args.collection, args.top_k, args.threshold, args.document or None,
                            store=store, embedder=query_embedder(args, store), mode=args.mode, fusion=args.fusion,
@@ -345,6 +350,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     search = commands.add_parser("search", parents=[parent], help="similarity search in a collection")
     add_query_options(search, "print {\"hits\": [...]}")
     search.add_argument("--document", action="append", metavar="ID", help="only this document id (repeatable)")
+    search.add_argument("--explain", metavar="CHUNK_ID", type=given("the chunk id"),
+                        help="why (not) this chunk: its rank and score in the dense, keyword, fused and reranked "
+                        "rankings, in the context of the top-k or not, and whether the model read it whole")
     search.set_defaults(run=run_search)
 
     context = commands.add_parser("context", parents=[parent], help="the context an LLM would receive")

@@ -20,7 +20,7 @@ from qdrant_client import models
 from rag.chunking.chunker import TOC, Chunk, ChunkSettings
 from rag.documents.model import Document
 from rag.embeddings.base import Embedder
-from rag.errors import EmbedderMismatchError, StoreError
+from rag.errors import ChunkNotFoundError, EmbedderMismatchError, StoreError
 from rag.store import keywords
 from rag.store.keywords import Analyzer
 from rag.store.records import DocumentInfo, Hit, Layout, hit_from_point, payload_int, point_id
@@ -156,6 +156,22 @@ class DocumentsMixin:
         unfinished = [p for p in points if state.get((p.payload or {}).get("generation")) == WRITING]
         hits = [hit_from_point(p, None) for p in (visible or unfinished)]
         return sorted(hits, key=lambda h: (h.chunk_index is None, h.chunk_index or 0, h.chunk_id))
+
+    def chunk(self, collection: str, chunk_id: str) -> Hit:
+        """Return the searchable chunk with this id (as search returns it, score None); ChunkNotFoundError if none."""
+        layout = self._layout(collection)
+        text = str(chunk_id).strip()
+        key: Any = int(text) if text.isdigit() else text
+        try:
+            flt = models.Filter(must=[models.HasIdCondition(has_id=[key])])
+            flt.must_not = (self.search_filter(layout, None, include_toc=True) or models.Filter()).must_not
+            found = next(iter(self._scroll(collection, flt, True)), None)
+        except (StoreError, ValueError):  # not an id Qdrant takes (a UUID or a whole number)
+            found = None
+        if found is None:
+            raise ChunkNotFoundError(f"Collection '{collection}' has no chunk '{text}'. Take a chunk_id from "
+                                     "`rag search ... --json` (or the Search page).")
+        return hit_from_point(found, None)
 
     def _delete_ids(self, collection: str, ids: list[str]) -> None:
         for i in range(0, len(ids), UPSERT_BATCH):

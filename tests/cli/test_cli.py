@@ -104,7 +104,7 @@ def test_store_commands_round_trip(shared_data, tmp_path, capsys):
     assert code == 0 and len(hits) == 4
     assert set(hits[0]) == {"score", "document_title", "document_id", "chunk_index", "heading_path", "page_start",
                             "page_end", "content", "score_kind", "mode", "dense_score", "sparse_score", "dense_rank",
-                            "sparse_rank"}
+                            "sparse_rank", "chunk_id"}
     assert hits[0]["mode"] == "dense" and hits[0]["score_kind"] == "cosine" and hits[0]["dense_rank"] == 1
     assert [h["score"] for h in hits] == sorted((h["score"] for h in hits), reverse=True)
 

@@ -86,7 +86,7 @@ def test_sweep_of_sample_squad_articles_with_failures_and_exports(env):
     assert list(table["± mrr@5"]) == [round((r.evaluation.intervals["mrr@5"][1] - r.evaluation.intervals["mrr@5"][0])
                                             / 2, 3) for r in result.results]
     assert any(plain(result.tie_summary("mrr@5")) in plain(m.value) for m in at.markdown)
-    assert len(at.get("vega_lite_chart")) == 5  # interval dots, hit@k, heatmap, times, where the answer ranked
+    assert len(at.get("vega_lite_chart")) == 6  # interval dots, hit@k, heatmap, times, answer ranks, funnel
     assert [b.label for b in at.get("download_button")] == ["Results as CSV", "Results as JSON (with every query)",
                                                            "Download report (HTML)"]
     # the heatmap follows the chosen metric
@@ -173,7 +173,7 @@ def test_search_modes_are_a_sweep_dimension(env):
     assert any(m in best for m in ("dense search", "sparse search", "hybrid-dbsf search"))
     assert any("modes dense, sparse, hybrid-dbsf" in plain(c.value) for c in at.caption)
     charts = at.get("vega_lite_chart")
-    assert len(charts) == 5 and "facet" in charts[1].proto.spec and "facet" in charts[2].proto.spec
+    assert len(charts) == 6 and "facet" in charts[1].proto.spec and "facet" in charts[2].proto.spec
     [values] = [convert_arrow_bytes_to_pandas_df(d.data.data) for d in charts[0].proto.datasets]
     assert len(values) == 6 and ((values["low"] <= values["value"]) & (values["value"] <= values["high"])).all()
     assert list(values["standing"]).count("best") == 1
@@ -269,7 +269,7 @@ def test_a_sweep_goes_on_after_a_click_and_a_new_session_shows_its_progress_then
     table = fresh.dataframe[0].value
     assert list(zip(table["chunk_size"], table["overlap"], strict=True)) == [(100, 0), (200, 0)]
     assert plain(fresh.success[0].value).startswith("Best by mrr@5: chunk")
-    assert len(fresh.get("vega_lite_chart")) == 5
+    assert len(fresh.get("vega_lite_chart")) == 6
     assert [b.label for b in fresh.get("download_button")] == ["Results as CSV", "Results as JSON (with every query)",
                                                               "Download report (HTML)"]
     assert fresh.session_state["evaluate_result"] is job.result

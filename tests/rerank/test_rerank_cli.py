@@ -8,6 +8,7 @@ import pytest
 
 from rag.cli import main
 from rag.evaluation.squad import import_squad, write_import
+from rag.runs.db import RunLog
 from tests.conftest import run
 from tests.rerank.stand_in import RerankServer, overlap
 
@@ -99,6 +100,13 @@ def test_eval_and_a_sweep_with_rerank_off_and_on_say_whether_it_helps(server, sh
     assert main([*evaluate, "--rerank", f"tei:{server.url}", "--rerank-depth", "20"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["rerank"]["depth"] == 20 and result["metrics"]["mrr@5"] == pytest.approx(on)
+    found = [q for q in result["per_query"] if q["rank"] is not None and q["rank"] <= 5]
+    assert found and all(q["stages"]["reranked"]["rank"] == q["rank"] for q in found)  # the funnel saw the reranker
+    assert sum(result["funnel"]["lost_at"].values()) == result["funnel"]["misses"]
     assert main(evaluate) == 0
     plain = json.loads(capsys.readouterr().out)
     assert plain["rerank"] is None and plain["metrics"]["mrr@5"] == pytest.approx(off)
+    assert all(q["stages"]["reranked"] is None for q in plain["per_query"])
+    assert plain["funnel"]["lost_at"]["reranked"] == 0
+    kept = RunLog(tmp_path / "runs.sqlite").run(data["run"])  # beside the store folder
+    assert [row["rerank"] for row in kept["rows"]] == [None, f"tei:{server.url}"]  # the spec, for apply-best

@@ -1,0 +1,71 @@
+"""`rag search "..." --explain CHUNK_ID`: one chunk's way through the stages of a search (rag.evaluation.funnel).
+
+Text: a table of the stages (rank and score, or why not), then where the chunk was lost; --json: one object
+{"query", "k", "mode", "stages", "lost_at"} with "stages" as each query of `rag eval --json` carries them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from rag import pipeline
+from rag.cli import common
+from rag.errors import UsageError
+from rag.evaluation.funnel import CANDIDATES, ChunkStages, Explanation, explain_chunk
+from rag.evaluation.modes import SearchMode
+from rag.store.client import Store
+
+WHY_LOST = {
+    "dense": "not in the top {k} of the dense list (nor of the keyword list, when the mode fuses)",
+    "keyword": "not in the top {k} of the keyword list (nor of the dense list, when the mode fuses)",
+    "read_whole": "not in the dense top {k}, and the model cut the chunk off: it never read all of it",
+    "fused": "in the top {k} of the dense or the keyword list, but the fusion ranked it lower",
+    "reranked": "in the top {k} before reranking; the reranker pushed it out",
+    "context": "in the top {k}, but not in the context built from them",
+}
+
+
+def run_explain(args: argparse.Namespace, store: Store) -> int:
+    """Print the chunk's stages for the query at --top-k: its ranks in every mode, lost_at in the search's mode."""
+    if args.document or args.include_toc or args.threshold is not None:
+        raise UsageError("--explain ranks over the whole collection, as `rag eval` does: leave out --document, "
+                         "--include-toc and --threshold.")
+    mode = SearchMode(args.mode, args.fusion)
+    embedder = pipeline.embedder_for(store, args.collection, args.embedder)  # the dense ranks, in every mode
+    chunk = store.chunk(args.collection, args.explain)
+    explanation = explain_chunk(args.query, chunk, args.collection, store=store, embedder=embedder, mode=mode,
+                                k=args.top_k, fusion=args.fusion)
+    if args.json:
+        json.dump(explanation.to_json(), sys.stdout, ensure_ascii=False)
+        print()
+        return 0
+    print_explanation(explanation)
+    return 0
+
+
+def stage_rows(stages: ChunkStages, mode: str, reranked: bool = False) -> list[list[str]]:
+    """Return the rows of the stage table: stage, rank, score, note."""
+    rows = []
+    for stage, kind in (("dense", "cosine"), ("keyword", "bm25"), ("fused", mode), ("reranked", "reranker's own")):
+        place = getattr(stages, stage)
+        note = f"not among the {CANDIDATES} candidates" if stage in ("dense", "keyword") else "not in this ranking"
+        note = "no reranker" if stage == "reranked" and not reranked else note
+        rows.append([stage, str(place.rank), f"{place.score:.3f} ({kind})", ""] if place else [stage, "-", "-", note])
+    rows.append(["context", "-", "-", stages.context])
+    read = "unknown" if stages.read is None else "yes" if stages.read == "whole" else f"no ({stages.read})"
+    rows.append(["read whole", "-", "-", read])
+    return rows
+
+
+def print_explanation(explanation: Explanation) -> None:
+    stages, k = explanation.stages, explanation.k
+    hit = stages.chunk
+    print(f"Chunk {hit.chunk_id} ({common.preview(hit.document_title, 40)}, chunk {hit.chunk_index}) for "
+          f"\"{common.preview(explanation.query, 60)}\" ({explanation.mode} search, top {k}):\n")
+    common.print_table(stage_rows(stages, explanation.mode, explanation.reranked), ["stage", "rank", "score", "note"])
+    if explanation.lost_at is None:
+        print(f"\nFound: it is in the context of the top {k}.")
+    else:
+        print(f"\nLost at {explanation.lost_at}: {WHY_LOST[explanation.lost_at].format(k=k)}.")

@@ -1,0 +1,143 @@
+"""Why was it missed? The funnel on the Evaluate page (misses by stage, each missed question's stages side by side)
+and "why not this one?" on the Search page (one chunk's ranks across modes), from rag.evaluation.funnel."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from rag.context import CHAT_MAX_TOKENS
+from rag.embeddings.cache import EmbeddingCache, default_cache_dir
+from rag.errors import RagError
+from rag.evaluation.funnel import CANDIDATES, RANKED, ChunkStages, Funnel, evaluation_funnels, explain_chunk, summarize
+from rag.evaluation.modes import SearchMode
+from rag.evaluation.results import ConfigResult, SweepResult
+from ui import charts, errors, resources
+from ui.workspace import SearchRun, Workspace
+
+FUNNELS = "evaluate_funnels"  # (key, funnels) of the row and k last traced in this session
+WHY = {
+    "dense": "in neither list's top k, and the dense list ranked it worse (or alone searched)",
+    "keyword": "in neither list's top k, and the keyword list ranked it worse (or alone searched)",
+    "read_whole": "missed by the dense list, and the model cut the chunk off: it never read all of it",
+    "fused": "in the top k of the dense or the keyword list, but not of the fused ranking",
+    "reranked": "in the top k before reranking, pushed out by the reranker",
+    "context": "in the top k, but not in the context built from it",
+}
+
+
+def _place(stages: ChunkStages | None, stage: str) -> int | None:
+    place = getattr(stages, stage) if stages is not None else None
+    return place.rank if place is not None else None
+
+
+def missed_frame(funnels: list[Funnel]) -> pd.DataFrame:
+    """Return one row per question whose answer did not reach the context: its best relevant chunk's stages."""
+    rows = []
+    for funnel in funnels:
+        if funnel.lost_at is None:
+            continue
+        stages = funnel.stages
+        rows.append({"query": funnel.query.text, "lost at": funnel.lost_at,
+                     **{stage: _place(stages, stage) for stage in RANKED},
+                     "context": stages.context if stages else "", "read": (stages.read or "") if stages else "",
+                     "chunk": (f"{stages.chunk.document_title} #{stages.chunk.chunk_index}" if stages else "")})
+    return pd.DataFrame(rows, columns=["query", "lost at", *RANKED, "context", "read", "chunk"])
+
+
+def _trace(ws: Workspace, row: ConfigResult, k: int) -> list[Funnel]:
+    """Return the funnels of row at k, traced once per row and k in this session."""
+    key = (row.collection, row.mode.label, k, tuple(o.query.text for o in row.evaluation.per_query))
+    saved = st.session_state.get(FUNNELS)
+    if saved and saved[0] == key:
+        return saved[1]
+    queries = [o.query for o in row.evaluation.per_query]
+    embedder = ws.embedder_for(row.collection) if row.mode.needs_vectors else None
+    vectors = None
+    if embedder is not None:
+        vectors = EmbeddingCache(default_cache_dir(ws.store)).embed([q.text for q in queries], embedder, query=True)
+    funnels = evaluation_funnels(queries, row.collection, embedder, store=ws.store, vectors=vectors, mode=row.mode,
+                                 k=k, outcomes=row.evaluation.per_query)
+    st.session_state[FUNNELS] = (key, funnels)
+    return funnels
+
+
+def evaluate_section(ws: Workspace, result: SweepResult) -> None:
+    """Draw the misses per stage of one row at one k, and the missed questions' stages side by side."""
+    left, right = st.columns([2, 1])
+    rows = {r.label: r for r in result.results}
+    label = left.selectbox("Configuration and mode", list(rows), index=list(rows).index(result.best().label),
+                           key="evaluate_funnel_config")
+    k = right.selectbox("Top k given to the context", result.ks, index=result.ks.index(5) if 5 in result.ks else 0,
+                        key="evaluate_funnel_k")
+    try:
+        with st.spinner("Tracing each question through the stages…"):
+            funnels = _trace(ws, rows[label], k)
+    except RagError as error:
+        errors.show(error)
+        return
+    summary = summarize(funnels, k)
+    st.vega_lite_chart(charts.funnel_chart(summary), width="stretch")
+    st.caption(f"{summary.misses} of {summary.queries} answers did not reach the context built from the top {k} "
+               f"({CHAT_MAX_TOKENS} tokens); each is counted at the first stage that lost its best relevant chunk "
+               f"(dense and keyword lists {CANDIDATES} deep, as search ranks). The same numbers as `rag eval --json`'s "
+               "\"funnel\" on this collection and mode.")
+    frame = missed_frame(funnels)
+    if frame.empty:
+        return
+    config = {stage: st.column_config.NumberColumn(format="%d", help=f"rank in the {stage} ranking; empty: not "
+                                                    "in it") for stage in RANKED}
+    st.dataframe(frame, hide_index=True, width="stretch", column_config=config,
+                 height=min(38 + 35 * len(frame), 390))
+    st.caption(" · ".join(f"{stage}: {why}" for stage, why in WHY.items()))
+
+
+def stage_frame(stages: ChunkStages, mode: str, reranked: bool = False) -> pd.DataFrame:
+    """Return the stages of one chunk as rows: stage, rank, score (on that ranking's own scale), note."""
+    kinds = {"dense": "cosine", "keyword": "bm25", "fused": mode, "reranked": "the reranker's own"}
+    rows = []
+    for stage in RANKED:
+        place = getattr(stages, stage)
+        note = f"not among the {CANDIDATES} candidates" if stage in ("dense", "keyword") else "not in this ranking"
+        note = "no reranker" if stage == "reranked" and not reranked else note
+        rows.append({"stage": stage, "rank": place.rank if place else None, "score": place.score if place else None,
+                     "note": kinds[stage] if place else note})
+    read = "unknown" if stages.read is None else "yes" if stages.read == "whole" else f"no: {stages.read}"
+    rows += [{"stage": "context", "rank": None, "score": None, "note": stages.context},
+             {"stage": "read whole", "rank": None, "score": None, "note": read}]
+    return pd.DataFrame(rows, columns=["stage", "rank", "score", "note"])
+
+
+def why_not(ws: Workspace, run: SearchRun) -> None:
+    """Draw "why not this one?": a chunk chosen by document and number, its ranks across modes for the query."""
+    documents = {d.document_id: d.title for d in ws.documents()}
+    if not documents:
+        return
+    left, right = st.columns([2, 1])
+    document = left.selectbox("Document", list(documents), format_func=documents.get, key="why_document")
+    chunks = ws.document_chunks(document)
+    if not chunks:
+        return
+    number = right.number_input("Chunk number", 0, len(chunks) - 1, 0, key="why_chunk",
+                                help="The chunk's place in its document, from 0 (the Chunks page shows them).")
+    chunk = chunks[int(number)]
+    st.code(chunk.content[:600] + (" …" if len(chunk.content) > 600 else ""), language=None, wrap_lines=True)
+    try:
+        embedder = ws.embedder()  # the dense ranks, in every mode
+        vector = resources.query_vector(embedder, (embedder.model_id, embedder.query_prompt), run.query)
+        explained = explain_chunk(run.query, chunk, run.collection, store=ws.store, embedder=embedder,
+                                  mode=SearchMode(run.mode, run.fusion), k=run.top_k, fusion=run.fusion,
+                                  vector=vector)
+    except RagError as error:
+        errors.show(error)
+        return
+    st.dataframe(stage_frame(explained.stages, explained.mode, explained.reranked), hide_index=True, width="stretch",
+                 column_config={"rank": st.column_config.NumberColumn(format="%d"),
+                                "score": st.column_config.NumberColumn(format="%.3f")})
+    if explained.lost_at is None:
+        st.caption(f"Found: it is in the context of the top {run.top_k}.")
+    else:
+        st.caption(f"Lost at {explained.lost_at}: {WHY[explained.lost_at]} (top {run.top_k}).")
+    if run.document_ids or run.include_toc:
+        st.caption("Ranked over the whole collection without tables of contents (as `rag search --explain`), not "
+                   "with this page's document filter or tables of contents.")
