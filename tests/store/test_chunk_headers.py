@@ -136,3 +136,21 @@ def test_cli_ingest_and_collections_show_the_setting(tmp_path, capsys):
     assert json.loads(out)[0]["chunk_headers"] is True
     code, _, err = run(capsys, "ingest", str(doc), "--collection", "h", "--chunk-headers", "off", "--store", path)
     assert code != 0 and "chunk headers on" in err
+
+
+def test_cli_sweep_takes_chunk_headers_as_a_dimension(tmp_path, capsys):
+    doc, queries = tmp_path / FILE.name, tmp_path / "q.jsonl"
+    doc.write_bytes(FILE.data)
+    queries.write_text(json.dumps({"query": "Ziervogel Ratgeber", "document": FILE.name}) + "\n")
+    code, out, err = run(capsys, "sweep", str(doc), "--queries", str(queries), "--chunk-size", "60", "--overlap", "0",
+                         "--mode", "sparse", "--chunk-headers", "off,on", "--embedder", "fake:16", "--no-cache",
+                         "--store", str(tmp_path / "qdrant"), "--json")
+    assert code == 0, err
+    rows = json.loads(out)["configs"]
+    assert [(r["chunk_headers"], r["metrics"]["hit@10"]) for r in rows] == [(False, 0.0), (True, 1.0)]
+    try:
+        run(capsys, "sweep", str(doc), "--queries", str(queries), "--chunk-headers", "maybe")
+    except SystemExit as stop:
+        assert stop.code == 2 and "must be 'on' or 'off'" in capsys.readouterr().err
+    else:
+        raise AssertionError("--chunk-headers maybe was accepted")
