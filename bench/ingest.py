@@ -35,6 +35,7 @@ from rag.documents.loader import load_document
 from rag.documents.pdf import read_pdf
 from rag.embeddings import get_embedder
 from rag.errors import DocumentError
+from rag.ingested import STAGES
 from rag.store.open import open_store
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -174,7 +175,7 @@ def end_to_end(path: Path, settings: ChunkSettings, spec: str, runs: int) -> Non
         print(f"{'cold ' + engine:16} {c['extract']:8.2f} {c['chunk']:7.2f} {c['embed']:7.2f} {c['store']:7.2f} "
               f"{c['total']:7.2f} {c['chunks']:6}  (new process, model load included in total)")
     for engine in ENGINES:
-        stages = {s: statistics.median(r.stage_seconds.get(s, 0.0) for r in warm[engine]) for s in pipeline.STAGES}
+        stages = {s: statistics.median(r.stage_seconds.get(s, 0.0) for r in warm[engine]) for s in STAGES}
         total = statistics.median(r.seconds for r in warm[engine])
         print(f"{'warm ' + engine:16} {stages['extract']:8.2f} {stages['chunk']:7.2f} {stages['embed']:7.2f} "
               f"{stages['store']:7.2f} {total:7.2f} {warm[engine][0].chunks:6}  (median of {runs})")

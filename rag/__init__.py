@@ -26,7 +26,8 @@ _EXPORTS = {
     "rag.embeddings.base": ("Embedder",),
     "rag.store": ("DEFAULT_COLLECTION", "CollectionInfo", "DocumentInfo", "Hit", "Store", "open_store"),
     "rag.context": ("CHAT_MAX_TOKENS", "GENERATION_MAX_TOKENS", "Context", "build_context"),
-    "rag.pipeline": ("IngestResult", "Progress", "embedder_for", "ingest", "reingest", "retrieve", "search"),
+    "rag.ingested": ("IngestResult", "Progress"),
+    "rag.pipeline": ("embedder_for", "ingest", "reingest", "retrieve", "search"),
     "rag.generation.prompts": ("Prompt", "build_prompt"),
     "rag.generation.llm": ("get_llm",),
     "rag.generation.answer": ("Answer", "answer_with"),
@@ -69,6 +70,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time the names l
     from rag.generation.answer import Answer, answer_with
     from rag.generation.llm import get_llm
     from rag.generation.prompts import Prompt, build_prompt
-    from rag.pipeline import IngestResult, Progress, embedder_for, ingest, reingest, retrieve, search
+    from rag.ingested import IngestResult, Progress
+    from rag.pipeline import embedder_for, ingest, reingest, retrieve, search
     from rag.rerank import get_reranker
     from rag.store import DEFAULT_COLLECTION, CollectionInfo, DocumentInfo, Hit, Store, open_store

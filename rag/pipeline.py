@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rag import chunking
-from rag.chunking import ChunkSettings
+from rag.chunking import ChunkSettings, headers
 from rag.context import CHAT_MAX_TOKENS, DEFAULT_OVERFLOW, Context, build_context
 from rag.documents.loader import SourceFile, load_document
 from rag.documents.model import Document
@@ -25,6 +25,7 @@ from rag.errors import (
     RagError,
 )
 from rag.evaluation.pace import Pace, embed_chunks
+from rag.ingested import IngestResult, Progress, ProgressCallback
 from rag.rerank import DEFAULT_DEPTH as DEFAULT_RERANK_DEPTH
 from rag.rerank import Reranker, check_depth, rerank
 from rag.store.archive import DocumentArchive
@@ -37,50 +38,6 @@ from rag.store.search import check_mode
 from rag.urls import redact_urls
 
 log = logging.getLogger(__name__)
-STAGES = ("extract", "chunk", "embed", "store")
-
-
-@dataclass(frozen=True)
-class Progress:
-    file_index: int  # 0-based position of the file in this ingest
-    files: int
-    filename: str
-    stage: str  # one of STAGES, then "done" or "error"
-    done: int  # units of the stage done (chunks for embed/store, pages while reading a long PDF, 0/1 otherwise)
-    total: int
-    seconds_left: float | None = None  # the whole ingest's, estimated (rag.evaluation.pace); None until measured
-
-
-@dataclass
-class IngestResult:
-    filename: str
-    ok: bool = False
-    document_id: str | None = None
-    kind: str | None = None
-    pages: int = 0
-    characters: int = 0
-    chunks: int = 0
-    empty_pages: tuple[int, ...] = ()
-    notes: tuple[str, ...] = ()
-    seconds: float = 0.0
-    stage_seconds: dict[str, float] = field(default_factory=dict)
-    error: str | None = None  # the message to show when not ok
-    error_type: str | None = None  # the error class name, e.g. "EncryptedDocumentError"
-    needs_password: bool = False  # the file is encrypted: ask for (another) password and retry
-    wrong_password: bool = False  # ... and the password given did not open it
-    skipped: bool = False  # not written, on purpose (same content already there under another name); see error
-    unchanged: bool = False  # already in the collection with these settings: nothing was embedded or written
-    replaced: tuple[str, ...] = ()  # titles of the documents (earlier versions) this one replaced
-
-    @property
-    def status(self) -> str:
-        """Return the outcome in one word: ingested, unchanged, skipped, needs password or failed."""
-        if self.ok:
-            return "unchanged" if self.unchanged else "ingested"
-        return "skipped" if self.skipped else "needs password" if self.needs_password else "failed"
-
-
-ProgressCallback = Callable[[Progress], None]
 
 
 def ingest(
@@ -95,6 +52,7 @@ def ingest(
     archive: DocumentArchive | None = None,
     language: str | None = None,
     cancel: Callable[[], bool] | None = None,
+    chunk_headers: bool | None = None,
 ) -> list[IngestResult]:
     """Return one result per file; a bad file is reported and the others go on.
 
@@ -107,13 +65,15 @@ def ingest(
     "none" (rag.store.keywords); an existing collection keeps its own. store: default open_store() (RAG_QDRANT_PATH /
     QDRANT_URL, else ./data/qdrant). cancel: asked before each file and embedding batch; once it says True, the
     file at hand and every later one end as IngestCancelled, never inside the store stage (a file is stored
-    whole or not at all).
+    whole or not at all). chunk_headers: embed and keyword-index the chunks of a new collection with their
+    title and heading path (rag.chunking.headers; None = the default); an existing collection keeps its own.
     """
     chunking.validate_settings(settings)
     store = store if store is not None else open_store()
     files = list(files)
     embedder = embedder or embedder_for(store, collection)
-    store.check_writable(collection, embedder, language)
+    store.check_writable(collection, embedder, language, chunk_headers)
+    headed = store.chunk_headers(collection, chunk_headers)
     pace = Pace([(0, 0)] * len(files), [0] * len(files), [])  # a file's work is planned once it is chunked, the
     sizes = [len(f.data) if f.data is not None else f.size or 0 for f in files]  # rest's by its size meanwhile
     results = []
@@ -124,7 +84,8 @@ def ingest(
             if progress:
                 progress(Progress(i, len(files), f.name, stage, done, total, pace.seconds_left()))
 
-        job = _Job(collection, settings, embedder, store, report, keep_versions, archive, language, pace, index)
+        job = _Job(collection, settings, embedder, store, report, keep_versions, archive, language, pace, index,
+                   headed)
         results.append(job.run(file.name, lambda f=file, r=report: load_document(
             f.read(), f.name, password=f.password, pages_read=lambda done, pages: r("extract", done, pages))))
         pace.plan_rest(sizes, index)
@@ -142,17 +103,19 @@ def reingest(
     source: str | None = None,
     progress: ProgressCallback | None = None,
     cancel: Callable[[], bool] | None = None,
+    chunk_headers: bool | None = None,
 ) -> list[IngestResult]:
     """Return one result per document: chunked again with settings and written to collection.
 
     The text comes from the archive; a document ingested before the archive existed is rebuilt from its
-    stored chunks in `source` (default: collection), which is exact for the text the chunks cover. cancel:
-    as for ingest.
+    stored chunks in `source` (default: collection), which is exact for the text the chunks cover. cancel,
+    chunk_headers: as for ingest.
     """
     chunking.validate_settings(settings)
     ids = list(document_ids)
     embedder = embedder or embedder_for(store, collection)
-    store.check_writable(collection, embedder)
+    store.check_writable(collection, embedder, chunk_headers=chunk_headers)
+    headed = store.chunk_headers(collection, chunk_headers)
     titles = {d.document_id: d for d in store.documents(source or collection)} if store.has_collection(
         source or collection) else {}
     pace = Pace([(0, 0)] * len(ids), [0] * len(ids), [])
@@ -178,7 +141,7 @@ def reingest(
                     "chunks are incomplete: upload the file again.")
             return document_from_chunks(i, info.title, store.document_chunks(source or collection, i))
 
-        job = _Job(collection, settings, embedder, store, report, False, archive, None, pace, index)
+        job = _Job(collection, settings, embedder, store, report, False, archive, None, pace, index, headed)
         results.append(job.run(title, read))
     return results
 
@@ -197,6 +160,7 @@ class _Job:
     language: str | None = None
     pace: Pace = field(default_factory=lambda: Pace([(0, 0)], [0], []))  # the ingest's: each file's work, rates
     index: int = 0  # this file's place in the ingest (its configuration in pace)
+    chunk_headers: bool = False  # embed each chunk as its title and heading path, then its text
 
     def run(self, name: str, read: Callable[[], Document]) -> IngestResult:
         result = IngestResult(name)
@@ -217,7 +181,8 @@ class _Job:
             settings = self.settings
             chunks = chunking.chunk_document(document, settings.chunk_size, settings.overlap, settings.strategy)
             stage = _lap(result, stage, "embed", started)
-            texts = [c.content for c in chunks]
+            texts = [headers.indexed_text(c.content, document.title, c.heading_path, self.chunk_headers)
+                     for c in chunks]
             self.pace.plan(self.index, len(texts), sum(map(len, texts)), sum(map(len, texts)))
             self.report(stage, 0, len(chunks))  # said before the first batch: it may wait for the model to load
             vectors = embed_chunks(texts, self.embedder, lambda done: self.report("embed", done, len(chunks)),
@@ -227,6 +192,7 @@ class _Job:
             result.chunks = self.store.upsert_document(
                 self.collection, document, chunks, vectors, settings, self.embedder, keep_versions=self.keep_versions,
                 progress=lambda done, total: self.report("store", done, total), language=self.language,
+                chunk_headers=self.chunk_headers,
             )
             _lap(result, stage, "done", started)
             self.pace.indexed(self.index, result.stage_seconds["store"])

@@ -47,6 +47,7 @@ class IngestJob:
     archive: DocumentArchive | None = None
     keep_versions: bool = False
     language: str | None = None
+    chunk_headers: bool | None = None  # a new collection's (rag.chunking.headers); None: the default
     status: str = "queued"
     progress: dict[int, pipeline.Progress] = field(default_factory=dict)  # file index -> its last progress
     results: list[pipeline.IngestResult] = field(default_factory=list)
@@ -179,7 +180,8 @@ class JobQueue:
                 job.results = pipeline.ingest(job.files, job.collection, job.settings, job.embedder,
                                               store=job.store, progress=on_progress,
                                               keep_versions=job.keep_versions, archive=job.archive,
-                                              language=job.language, cancel=lambda: job.cancel_requested)
+                                              language=job.language, cancel=lambda: job.cancel_requested,
+                                              chunk_headers=job.chunk_headers)
             job.status = "cancelled" if job.cancel_requested else "done"
         except Exception as error:
             job.status, job.error = "failed", failure(error, "ingest", job.id)

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from rag import pipeline
 from rag.chunking import chunker as chunking
+from rag.chunking import headers
 from rag.cli.chunk import common
 from rag.cli.rerank import add_rerank_options, reranker_of, with_rerank
 from rag.cli.runs import announce, apply_best, check_apply_target
@@ -41,7 +42,7 @@ from rag.documents.loader import SourceFile
 from rag.documents.samples import SAMPLE_SUFFIXES
 from rag.embeddings import get_embedder
 from rag.embeddings.cache import EmbeddingCache, default_cache_dir
-from rag.errors import UsageError
+from rag.errors import InvalidSettingsError, UsageError
 from rag.evaluation.funnel import Funnel, FunnelSummary, evaluation_funnels, summarize
 from rag.evaluation.fusion_tuning import tune_fusion
 from rag.evaluation.metrics import DEFAULT_KS, METRICS, Evaluation, QueryOutcome, parse_ks
@@ -260,7 +261,7 @@ class SweepReporter:
 
 def run_sweep_command(args: argparse.Namespace) -> int:
     report = common.output_file(args.html) if args.html else None  # checked before the sweep, not after it
-    configs, skipped = grid(args.chunk_size, args.overlap, args.strategy)
+    configs, skipped = grid(args.chunk_size, args.overlap, args.strategy, args.chunk_headers)
     for note in skipped:
         common.progress(f"note: {note}")
     if not configs:
@@ -296,12 +297,15 @@ def print_sweep(result: SweepResult) -> None:
     deepest = result.ks[-1]
     metrics = [f"hit@{k}" for k in result.ks] + [f"{m}@{deepest}" for m in ("recall", "mrr", "ndcg")]
     best, ties = result.best(), {id(row) for row, _ in result.ties()}
-    rows = [[str(r.config.chunk_size), str(r.config.overlap), r.mode.label, str(r.chunks), f"{r.mean_tokens:.0f}",
+    headed = any(r.config.chunk_headers for r in result.results)  # a column only when headers were swept
+    rows = [[str(r.config.chunk_size), str(r.config.overlap), *(["on" if r.config.chunk_headers else "off"] * headed),
+             r.mode.label, str(r.chunks), f"{r.mean_tokens:.0f}",
              *(with_interval(r.evaluation, m) for m in metrics),
              f"{r.total_seconds:.1f} s" + (" (reused)" if r.reused else ""),
              "best" if r is best else "tie" if id(r) in ties else ""]
             for r in result.results]
-    common.print_table(rows, ["chunk_size", "overlap", "mode", "chunks", "mean tokens", *metrics, "time",
+    common.print_table(rows, ["chunk_size", "overlap", *(["chunk headers"] * headed), "mode", "chunks", "mean tokens",
+                              *metrics, "time",
                               f"by {result.default_metric()}"])
     print(f"\n{result.queries} queries, {len(result.documents)} documents, {result.embedder}; "
           f"queries embedded in {result.query_seconds:.1f} s; ± half the 95 % bootstrap interval over the queries")
@@ -345,6 +349,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     sweep.add_argument("--overlap", type=sizes_option("--overlap", 0), default=[0, 50, 100], metavar="N,N,...",
                        help="overlaps in tokens, default 0,50,100 (configurations with overlap >= size are skipped)")
     sweep.add_argument("--strategy", choices=chunking.STRATEGIES, default="structure", help="chunking strategy")
+    sweep.add_argument("--chunk-headers", type=headers_option, default=[headers.DEFAULT_CHUNK_HEADERS],
+                       metavar="on|off|on,off", help="embed chunks with their title and heading path: off, on, or "
+                       "on,off to compare both (a collection per setting)")
     sweep.add_argument("--mode", type=modes_option, default="dense,sparse,hybrid", metavar="MODE,MODE,...",
                        help=f"search modes, each a row per configuration: {', '.join(MODE_NAMES)} (default "
                        "dense,sparse,hybrid; hybrid uses --fusion). Modes share each configuration's collection")
@@ -357,6 +364,14 @@ def register(commands: argparse._SubParsersAction) -> None:
     add_rerank_options(sweep, sweep=True)
     add_common(sweep)
     sweep.set_defaults(run=run_sweep_command)
+
+
+def headers_option(text: str) -> list[bool]:
+    """Return the chunk header settings of "on", "off" or "on,off"; usage error otherwise."""
+    try:
+        return list(dict.fromkeys(headers.parse_chunk_headers(item) for item in text.split(",")))
+    except InvalidSettingsError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def modes_option(text: str) -> str:

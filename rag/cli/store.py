@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from rag import pipeline
+from rag.chunking import headers
 from rag.cli.chunk import common
 from rag.cli.rerank import add_rerank_options, reranker_of
 from rag.context import CHAT_MAX_TOKENS, DEFAULT_OVERFLOW, GENERATION_MAX_TOKENS, OVERFLOWS, Context
@@ -80,7 +81,8 @@ def run_ingest(args: argparse.Namespace) -> int:
     embedder = embedder_of(args, store, args.collection)
     archive = DocumentArchive(default_archive_dir(store.location, store.local))
     results = pipeline.ingest(files, args.collection, settings, embedder, store=store, progress=IngestProgress(),
-                              keep_versions=args.keep_versions, archive=archive, language=args.language)
+                              keep_versions=args.keep_versions, archive=archive, language=args.language,
+                              chunk_headers=None if args.chunk_headers is None else args.chunk_headers == "on")
     failed = [r for r in results if not r.ok and not r.skipped]
     for result in results:
         if result.error:
@@ -203,7 +205,7 @@ def run_collections(args: argparse.Namespace) -> int:
     infos = store.collections()
     if args.json:
         dump([{"name": c.name, "points": c.points, "embedder": c.embedder, "dimension": c.dimension,
-               "foreign": c.foreign, "sparse": c.sparse,
+               "foreign": c.foreign, "sparse": c.sparse, "chunk_headers": c.chunk_headers,
                "defaults": None if c.foreign else collection_defaults(store, c.name)} for c in infos])
         return 0
     rows = [[c.name, str(c.points), c.embedder or "(not made by RAG Lab)", str(c.dimension),
@@ -342,6 +344,10 @@ def register(commands: argparse._SubParsersAction) -> None:
     ingest.add_argument("--language", choices=LANGUAGE_CHOICES, default=None,
                         help="keyword (BM25) stemming and stop words of a new collection: auto (detected per "
                         "document, the default), de, en or none")
+    ingest.add_argument("--chunk-headers", choices=headers.CHOICES, default=None,
+                        help="embed and keyword-index each chunk of a new collection with its document title and "
+                        f"heading path before the text (default {'on' if headers.DEFAULT_CHUNK_HEADERS else 'off'}); "
+                        "the stored chunk text stays as it is")
     ingest.add_argument("--keep-versions", action="store_true",
                         help="keep a document whose file name is already in the collection (default: replace it)")
     ingest.add_argument("--json", action="store_true", help="print the per-file results as JSON")

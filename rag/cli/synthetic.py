@@ -1,17 +1,19 @@
 """The `make-queries` command: a synthetic query set (JSONL) made from documents, for `rag eval` and `rag sweep`.
 
-    python -m rag make-queries FILE... --out Q.jsonl [--count 50] [--llm SPEC] [--seed 0]
+    python -m rag make-queries FILE... --out Q.jsonl [--count 50] [--llm SPEC] [--seed 0] [--json]
 
 Without --llm, sentences of the documents are rewritten as queries; with it, the LLM writes a question per
 passage and quotes its answer (rag.evaluation.synthetic). Each line holds query, document, answer,
 answer_start, "synthetic": true and method. A file that cannot be read is an error line and the others go on
 (exit 1 at the end, as `rag ingest`); a document without usable text (a scan, an empty file) is a note. The
-summary goes to stdout, notes and progress to stderr.
+summary goes to stdout (--json: one object, SyntheticSet.summary, with "out"), notes and progress to stderr.
+With --llm, questions not in their passage's language are dropped and counted ("wrong_language").
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
@@ -35,6 +37,7 @@ def register(commands: argparse._SubParsersAction) -> None:
                       "are rewritten)")
     make.add_argument("--seed", type=int, default=0, help="which sentences are picked and how they are rewritten")
     make.add_argument("--password", help="password for encrypted PDFs")
+    make.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     make.set_defaults(run=run_make_queries)
 
 
@@ -55,9 +58,14 @@ def run_make_queries(args: argparse.Namespace) -> int:
     if llm is None:
         common.progress(f"note: {SENTENCE_BIAS}")
     write(out, result)
+    if args.json:
+        print(json.dumps(result.summary() | {"out": str(out)}, ensure_ascii=False, indent=2))
+        return 1 if failed else 0
     used = sum(1 for n in result.counts().values() if n)
     print(f"{len(result.queries)} synthetic queries ({result.method}) from {used} of {len(args.files)} file(s) "
           f"written to {out}")
+    if llm is not None:
+        print(f"{result.wrong_language} of {result.asked} questions rejected: not in the passage's language")
     return 1 if failed else 0
 
 

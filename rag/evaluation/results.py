@@ -26,6 +26,7 @@ class SweepConfig:
     chunk_size: int
     overlap: int
     strategy: str = "structure"
+    chunk_headers: bool = False  # embedded and keyword-indexed with title and heading path (rag.chunking.headers)
 
     @property
     def settings(self) -> ChunkSettings:
@@ -34,12 +35,14 @@ class SweepConfig:
     @property
     def short(self) -> str:
         """Return the configuration as analysts write it, e.g. "400/50" (with the strategy if not structure)."""
-        return f"{self.chunk_size}/{self.overlap}" + (f" {self.strategy}" if self.strategy != "structure" else "")
+        strategy = f" {self.strategy}" if self.strategy != "structure" else ""
+        return f"{self.chunk_size}/{self.overlap}{strategy}" + (" +headers" if self.chunk_headers else "")
 
     @property
     def label(self) -> str:
         """Return the configuration in words, e.g. "chunk_size 400, overlap 50"."""
         extra = f", {self.strategy}" if self.strategy != "structure" else ""
+        extra += ", chunk headers" if self.chunk_headers else ""
         return f"chunk_size {self.chunk_size}, overlap {self.overlap}{extra}"
 
 
@@ -120,8 +123,8 @@ class ConfigResult:
     def to_json(self) -> dict:
         """Return one row of the sweep: configuration, mode, metrics, chunk count, mean tokens and times."""
         return {"chunk_size": self.config.chunk_size, "overlap": self.config.overlap,
-                "strategy": self.config.strategy, "mode": self.mode.mode, "fusion": self.mode.fusion_used,
-                "rerank": self.mode.rerank,
+                "strategy": self.config.strategy, "chunk_headers": self.config.chunk_headers,
+                "mode": self.mode.mode, "fusion": self.mode.fusion_used, "rerank": self.mode.rerank,
                 "collection": self.collection, "chunks": self.chunks, "mean_tokens": round(self.mean_tokens, 1),
                 "metrics": dict(self.metrics),
                 "intervals": {k: list(v) for k, v in self.evaluation.intervals.items()},

@@ -42,6 +42,7 @@ from rag.evaluation.sweep_collections import (
     collection_name,
     holds_chunks,
     index_chunks,
+    indexed_texts,
     is_sweep_collection,
     sweep_groups,
 )
@@ -73,9 +74,10 @@ def parse_sizes(text: str, what: str, minimum: int) -> list[int]:
     return values
 
 
-def grid(chunk_sizes: Iterable[int], overlaps: Iterable[int], strategy: str = "structure"
-         ) -> tuple[list[SweepConfig], list[str]]:
-    """Return the configurations of chunk_sizes x overlaps, and a note for each one skipped (overlap >= size)."""
+def grid(chunk_sizes: Iterable[int], overlaps: Iterable[int], strategy: str = "structure",
+         chunk_headers: Sequence[bool] = (False,)) -> tuple[list[SweepConfig], list[str]]:
+    """Return the configurations of chunk_sizes x overlaps (x chunk_headers), and a note for each one skipped
+    (overlap >= size)."""
     if strategy not in STRATEGIES:
         raise InvalidSettingsError(f"Unknown chunking strategy {strategy!r}; use one of {', '.join(STRATEGIES)}.")
     configs, skipped = [], []
@@ -84,7 +86,7 @@ def grid(chunk_sizes: Iterable[int], overlaps: Iterable[int], strategy: str = "s
             if overlap >= size:
                 skipped.append(f"skipped chunk_size {size}, overlap {overlap}: overlap must be below chunk_size")
             else:
-                configs.append(SweepConfig(size, overlap, strategy))
+                configs += [SweepConfig(size, overlap, strategy, headed) for headed in dict.fromkeys(chunk_headers)]
     return configs, skipped
 
 
@@ -277,6 +279,7 @@ class _Plan:
     name: str
     chunks: dict[str, list[Chunk]]  # per document id
     every: list[Chunk]  # in document order
+    texts: list[str]  # what every chunk is embedded as (its content, with its header when config.chunk_headers)
     seconds: dict[str, float]
     reused: bool
     embedded: int = 0  # texts the embedder had to embed (the rest came from the cache)
@@ -291,7 +294,9 @@ def _plan(documents, config, embedder, store, keywords: bool) -> _Plan:
     chunks = {d.id: chunk_document(d, config.chunk_size, config.overlap, config.strategy) for d in documents}
     seconds["chunking"] = time.perf_counter() - clock
     every = [c for d in documents for c in chunks[d.id]]
-    return _Plan(config, name, chunks, every, seconds, holds_chunks(store, name, chunks, config, embedder, keywords))
+    texts = indexed_texts(documents, chunks, config)
+    return _Plan(config, name, chunks, every, texts, seconds,
+                 holds_chunks(store, name, chunks, config, embedder, keywords))
 
 
 def _pace(plans: Sequence[_Plan], query_texts: Sequence[str], modes: Sequence[SearchMode], ahead: bool) -> Pace:
@@ -299,10 +304,10 @@ def _pace(plans: Sequence[_Plan], query_texts: Sequence[str], modes: Sequence[Se
     seen: set[str] = set()
     embed, index = [], []
     for plan in plans:
-        new = set() if plan.reused else {c.content for c in plan.every} - seen
+        new = set() if plan.reused else set(plan.texts) - seen
         seen |= new
         embed.append((len(new), sum(len(t) for t in new)))
-        index.append(0 if plan.reused else sum(len(c.content) for c in plan.every))
+        index.append(0 if plan.reused else sum(map(len, plan.texts)))
     return Pace(embed, index, [m.label for m in modes], query_chars=sum(len(t) for t in set(query_texts)),
                 ahead=ahead)
 
@@ -326,7 +331,7 @@ def _embed_plan(plan: _Plan, index: int, embedder, cache, pace: Pace, stage, can
 
     paced = Paced(embedder, pace, index, cancel, lambda done: stage("embedding", done, todo[0], f"{label}: embedding"))
     clock = time.perf_counter()
-    vectors = cache.embed([c.content for c in plan.every], paced, counted)
+    vectors = cache.embed(plan.texts, paced, counted)
     plan.seconds["embedding"], plan.embedded = time.perf_counter() - clock, paced.embedded
     pace.finished_embedding(index)
     return vectors

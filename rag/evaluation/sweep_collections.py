@@ -1,7 +1,8 @@
 """The collections of a sweep: one per configuration, named from it, reused when they hold exactly its chunks.
 
 A name is `sweep-<8 hex of the sorted document ids>-cs400-ov50-<vector name>` (with the strategy when not
-structure), so a sweep finds its own collections again, and the pickers and the Library can tell them apart.
+structure, `-hdr` with chunk headers), so a sweep finds its own collections again, and the pickers and the
+Library can tell them apart.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from rag.chunking import headers
 from rag.chunking.chunker import Chunk
 from rag.documents.model import Document
 from rag.embeddings.base import Embedder
@@ -38,6 +40,7 @@ def collection_name(document_ids: Iterable[str], config: SweepConfig, model_id: 
     """Return the collection of a configuration: sweep-<hash of the sorted ids>-cs<size>-ov<overlap>-<vector>."""
     digest = hashlib.sha256("\n".join(sorted(set(document_ids))).encode()).hexdigest()[:8]
     strategy = f"-{config.strategy}" if config.strategy != "structure" else ""
+    strategy += "-hdr" if config.chunk_headers else ""
     return f"sweep-{digest}-cs{config.chunk_size}-ov{config.overlap}{strategy}-{vector_name(model_id)}"
 
 
@@ -57,9 +60,17 @@ def holds_chunks(store: Store, name: str, chunks: dict[str, list[Chunk]], config
     )
     if same and keywords:
         same = store.has_keywords(name)
+    if same:
+        same = store.chunk_headers(name) == config.chunk_headers
     if not same:
         store.delete_collection(name)
     return same
+
+
+def indexed_texts(documents: Sequence[Document], chunks: dict[str, list[Chunk]], config: SweepConfig) -> list[str]:
+    """Return the texts a configuration's chunks are embedded as, in document order (rag.chunking.headers)."""
+    return [headers.indexed_text(c.content, d.title, c.heading_path, config.chunk_headers)
+            for d in documents for c in chunks[d.id]]
 
 
 def index_chunks(store: Store, name: str, documents: Sequence[Document], chunks: dict[str, list[Chunk]],
@@ -69,5 +80,5 @@ def index_chunks(store: Store, name: str, documents: Sequence[Document], chunks:
     for document in documents:
         count = len(chunks[document.id])
         store.upsert_document(name, document, chunks[document.id], vectors[row : row + count], config.settings,
-                              embedder)
+                              embedder, chunk_headers=config.chunk_headers)
         row += count

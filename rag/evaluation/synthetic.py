@@ -8,8 +8,9 @@ For documents without labelled questions. Two methods:
   passage around it: a passage spans several small chunks, any of which would count, and small chunk sizes
   would look better than they are.)
 - "llm:<spec>": a chat model gets the passage around such a sentence and writes a question with its answer
-  quoted from the passage (rag.evaluation.synthetic_llm); a reply whose answer is not found in the passage is
-  dropped and another passage is tried.
+  quoted from the passage (rag.evaluation.synthetic_llm); a reply whose answer is not found in the passage, or
+  whose question is not in the passage's language, is dropped (counted by reason in SyntheticSet.rejected) and
+  another passage is tried.
 
 What such a set measures: whether retrieval finds the place a sentence or question came from when it is asked
 in other words, a lower bound on the vocabulary mismatch real questions bring; comparable between
@@ -28,13 +29,13 @@ import json
 import random
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from rag.documents.model import Document
 from rag.errors import InvalidSettingsError, SyntheticQueriesError
 from rag.evaluation.rewrite import Vocabulary, rewrite
 from rag.evaluation.sentences import Sentence, SentencePool, sentence_pools
-from rag.evaluation.synthetic_llm import Asked, ask
+from rag.evaluation.synthetic_llm import WRONG_LANGUAGE, Asked, ask
 from rag.generation.llm import ChatModel
 from rag.store.keywords import detect_language
 
@@ -71,6 +72,19 @@ class SyntheticSet:
     requested: int
     method: str
     notes: tuple[str, ...] = ()
+    rejected: dict[str, int] = field(default_factory=dict)  # LLM replies dropped, per reason (synthetic_llm)
+    asked: int = 0  # questions put to the LLM (0 without one)
+
+    @property
+    def wrong_language(self) -> int:
+        """Return how many LLM questions were dropped for not being in their passage's language."""
+        return self.rejected.get(WRONG_LANGUAGE, 0)
+
+    def summary(self) -> dict:
+        """Return what `rag make-queries --json` prints about the set (the lines themselves are in the file)."""
+        return {"queries": len(self.queries), "requested": self.requested, "method": self.method,
+                "documents": self.counts(), "asked": self.asked, "rejected": dict(self.rejected),
+                "wrong_language": self.wrong_language, "notes": list(self.notes)}
 
     def counts(self) -> dict[str, int]:
         """Return the number of queries per document title, in the documents' order."""
@@ -103,6 +117,7 @@ def make_queries(documents: Sequence[Document], count: int = DEFAULT_COUNT, *, s
     documents, notes = _distinct(documents)
     pools = sentence_pools(documents)
     languages = [detect_language(d.text) for d in documents]
+    failed, tried = Counter(), 0
     if llm is None:
         sources = _rewritten(documents, pools, languages, seed)
         queries = _from_sentences(sources, count, seed)
@@ -122,7 +137,8 @@ def make_queries(documents: Sequence[Document], count: int = DEFAULT_COUNT, *, s
     order = {d.id: i for i, d in enumerate(documents)}
     queries.sort(key=lambda q: (order[q.document_id], q.answer_start))
     method = SENTENCE if llm is None else f"llm:{llm.model_id}"
-    return SyntheticSet(tuple(queries), tuple(documents), count, method, tuple(notes))
+    rejected = {reason: n for reason, n in failed.most_common()}
+    return SyntheticSet(tuple(queries), tuple(documents), count, method, tuple(notes), rejected, tried)
 
 
 @dataclass

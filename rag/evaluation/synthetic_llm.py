@@ -5,6 +5,12 @@ answer is looked for in the passage exactly, then ignoring differences in whites
 model wrote a space), and mapped back to the document's own offsets. A reply that is not such JSON, whose
 answer is not in the passage, or whose question copies the passage, gives a reason instead of a query: the
 caller skips that passage and goes on. A failing server raises its LLMError leaf (rag.generation.llm).
+
+Language: the question is asked for in the passage's language, and a question in another one is rejected
+(WRONG_LANGUAGE), so German documents get German questions. Both are told by the rule keyword search uses to
+tell a document's language (rag.store.keywords.detect_language: which language's stop words it uses more); a
+passage with neither language's stop words takes the document's, and a question with neither (too short to
+tell) is kept.
 """
 
 from __future__ import annotations
@@ -15,9 +21,11 @@ from dataclasses import dataclass
 
 from rag.evaluation.queries import squeezed
 from rag.generation.llm import ChatModel
+from rag.store.keywords import detect_language
 
 MAX_ANSWER_SHARE = 0.9  # an "answer" that is nearly the whole passage pins down nothing
 LANGUAGE_NAMES = {"de": "German", "en": "English"}
+WRONG_LANGUAGE = "question not in the passage's language"  # the reason a question in another language is dropped
 
 SYSTEM = ("You write test questions for a search engine. You are given a passage of a document. Write one "
           "question that a reader of the whole document could ask and that this passage answers. Use your own "
@@ -41,8 +49,12 @@ class Asked:
 
 
 def ask(llm: ChatModel, text: str, passage_start: int, passage_end: int, language: str) -> Asked:
-    """Return the LLM's question on text[passage_start:passage_end], with its answer located in text."""
+    """Return the LLM's question on text[passage_start:passage_end], with its answer located in text.
+
+    language: the document's ("de", "en" or "none"), used when the passage alone does not tell.
+    """
     passage = text[passage_start:passage_end]
+    language = passage_language(passage, language)
     named = LANGUAGE_NAMES.get(language, "the passage's language")
     messages = [{"role": "system", "content": SYSTEM},
                 {"role": "user", "content": USER.format(passage=passage, language=named)}]
@@ -50,6 +62,8 @@ def ask(llm: ChatModel, text: str, passage_start: int, passage_end: int, languag
     if parsed is None:
         return Asked(reason="not the JSON asked for")
     question, answer = parsed
+    if not in_language(question, language):
+        return Asked(reason=WRONG_LANGUAGE)
     span = locate(answer, text, passage_start, passage_end)
     if span is None:
         return Asked(reason="answer not in the passage")
@@ -58,6 +72,18 @@ def ask(llm: ChatModel, text: str, passage_start: int, passage_end: int, languag
     if squeezed(question.rstrip("?")).casefold() in squeezed(passage).casefold():
         return Asked(reason="question copies the passage")
     return Asked(question, span[0], span[1])
+
+
+def passage_language(passage: str, document_language: str) -> str:
+    """Return the language of a passage by its stop words, the document's when it has neither language's."""
+    found = detect_language(passage)
+    return document_language if found == "none" else found
+
+
+def in_language(question: str, language: str) -> bool:
+    """Return False only when the question is told to be in another known language than language."""
+    said = detect_language(question)
+    return said == language or said not in LANGUAGE_NAMES or language not in LANGUAGE_NAMES
 
 
 def parse_reply(reply: str) -> tuple[str, str] | None:

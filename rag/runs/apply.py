@@ -72,7 +72,8 @@ def apply_configuration(
     else:
         ids = [d.document_id for d in store.documents(row["collection"])]
     results = pipeline.reingest(ids, collection, settings, embedder, store=store, archive=archive,
-                                source=row["collection"], progress=progress, cancel=cancel)
+                                source=row["collection"], progress=progress, cancel=cancel,
+                                chunk_headers=row.get("chunk_headers"))
     applied = Applied(collection, results)
     if applied.failed:
         return applied

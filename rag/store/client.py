@@ -12,6 +12,9 @@ point stores the BM25 term-frequency weights of its chunk (rag.store.keywords) a
 `"sparse": "bm25"` and the analyzer. Collections made before that (and foreign ones) have no such vector:
 dense search works as before, sparse and hybrid search raise SparseVectorsMissingError (re-ingest into a
 new collection). Searching is in rag.store.search.
+
+`"chunk_headers"` (rag.chunking.headers) records whether chunks are embedded and keyword-indexed with their
+title and heading path; a collection without the record is indexed without, as before.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import pydantic
 from qdrant_client import QdrantClient, models
 from qdrant_client.http.exceptions import ApiException, UnexpectedResponse
 
+from rag.chunking import headers
 from rag.embeddings.base import Embedder
 from rag.errors import (
     CollectionNotFoundError,
@@ -199,7 +203,7 @@ class Store(DocumentsMixin, VersionsMixin, SearchMixin):
             size = layout.vectors.get(layout.vector, 0)
             infos.append(
                 CollectionInfo(name, points, layout.embedder, size, layout.vectors, layout.foreign, bool(layout.sparse),
-                               layout.prompts)
+                               layout.prompts, layout.chunk_headers)
             )
         return infos
 
@@ -222,11 +226,18 @@ class Store(DocumentsMixin, VersionsMixin, SearchMixin):
                                               with_payload=models.PayloadSelectorInclude(include=fields))
         return found
 
-    def check_writable(self, name: str, embedder: Embedder, language: str | None = None) -> None:
+    def chunk_headers(self, collection: str, asked: bool | None = None) -> bool:
+        """Return whether chunks written to collection are indexed with headers: its record, else asked or default."""
+        if self.has_collection(collection):
+            return self._layout(collection).chunk_headers
+        return headers.DEFAULT_CHUNK_HEADERS if asked is None else asked
+
+    def check_writable(self, name: str, embedder: Embedder, language: str | None = None,
+                       chunk_headers: bool | None = None) -> None:
         """Return None if embedder may write to collection name (new, or made by it); the error saying why not.
 
-        Checked before anything is embedded, so a mismatch costs no embedding time. language (when given)
-        must be the collection's keyword language: a collection keeps the analysis it was made with.
+        Checked before anything is embedded, so a mismatch costs no embedding time. language and
+        chunk_headers (when given) must be the collection's: a collection keeps the indexing it was made with.
         """
         if language is not None:
             keywords.check_language(language)
@@ -253,30 +264,39 @@ class Store(DocumentsMixin, VersionsMixin, SearchMixin):
                 f"Collection '{name}' analyses keywords {'as ' + repr(recorded) if recorded else 'without stemming'}; "
                 f"it cannot switch to '{language}'. Leave --language out, or ingest into a new collection."
             )
+        if chunk_headers is not None and chunk_headers != layout.chunk_headers:
+            raise InvalidSettingsError(
+                f"Collection '{name}' was built with chunk headers {'on' if layout.chunk_headers else 'off'}; it "
+                "cannot switch. Leave --chunk-headers out, or ingest into a new collection."
+            )
 
-    def _ensure_collection(self, name: str, embedder: Embedder, language: str | None = None) -> Layout:
+    def _ensure_collection(self, name: str, embedder: Embedder, language: str | None = None,
+                           chunk_headers: bool | None = None) -> Layout:
         """Return the layout to write with; create the collection if needed, refuse mismatches.
 
         language: the keyword language of a new collection (rag.store.keywords; None = "auto"); an existing
         collection keeps its own, and asking for another one is an error.
         """
         vname = vector_name(embedder.model_id)
-        created = not self.has_collection(name) and self._create_collection(name, embedder, vname, language)
+        created = not self.has_collection(name) and self._create_collection(name, embedder, vname, language,
+                                                                             chunk_headers)
         layout = self._layout(name)
         if layout.foreign and created:
             raise StoreError(
                 f"Qdrant at {self.location} did not keep the metadata of the new collection '{name}'; "
                 "RAG Lab needs Qdrant server 1.16 or newer."
             )
-        self.check_writable(name, embedder, None if created else language)
+        self.check_writable(name, embedder, None if created else language, None if created else chunk_headers)
         return layout
 
-    def _create_collection(self, name: str, embedder: Embedder, vname: str, language: str | None = None) -> bool:
+    def _create_collection(self, name: str, embedder: Embedder, vname: str, language: str | None = None,
+                           chunk_headers: bool | None = None) -> bool:
         """Return True once the collection exists, False if another process created it first."""
         meta = {"embedder": embedder.model_id, "dimension": embedder.dimension, "vector": vname,
                 "query_prompt": embedder.query_prompt, "document_prompt": embedder.document_prompt}
         meta |= {"sparse": SPARSE_VECTOR, "analyzer": keywords.ANALYZER,
                  "language": keywords.check_language(language or keywords.DEFAULT_LANGUAGE)}
+        meta[headers.META_KEY] = headers.DEFAULT_CHUNK_HEADERS if chunk_headers is None else bool(chunk_headers)
         params = models.VectorParams(size=embedder.dimension, distance=models.Distance.COSINE)
         keyword = {SPARSE_VECTOR: models.SparseVectorParams(modifier=models.Modifier.IDF)}
         try:

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 from qdrant_client import models
 
+from rag.chunking import headers
 from rag.chunking.chunker import TOC, Chunk, ChunkSettings
 from rag.documents.model import Document
 from rag.embeddings.base import Embedder
@@ -207,6 +208,7 @@ class DocumentsMixin:
         keep_versions: bool = False,
         progress: Callable[[int, int], None] | None = None,
         language: str | None = None,
+        chunk_headers: bool | None = None,
     ) -> int:
         """Write a document's chunks as a new generation; return the point count (see rag.store.versions).
 
@@ -214,7 +216,9 @@ class DocumentsMixin:
         searches see the document's previous version (other chunk settings, or the file before an edit,
         matched by title unless keep_versions). A failed write removes what it wrote and raises StoreError;
         a crash leaves it hidden and listed as incomplete. progress(done, total) after each batch.
-        language: the keyword language of a new collection (rag.store.keywords; default "auto").
+        language: the keyword language of a new collection (rag.store.keywords; default "auto"). chunk_headers:
+        whether a new collection indexes chunks with their title and heading path (rag.chunking.headers; an
+        existing one keeps its own): the vectors must have been embedded from those texts.
         """
         vectors = np.asarray(vectors, dtype=np.float32)
         if chunks and (vectors.ndim != 2 or len(vectors) != len(chunks) or vectors.shape[1] != embedder.dimension):
@@ -222,7 +226,7 @@ class DocumentsMixin:
                 f"{len(chunks)} chunks of '{document.title}' came with vectors of shape {vectors.shape}, "
                 f"but {embedder.model_id} should give {embedder.dimension} dimensions per chunk."
             )
-        layout = self._ensure_collection(collection, embedder, language)
+        layout = self._ensure_collection(collection, embedder, language, chunk_headers)
         self.collect(collection)  # what an interrupted delete or replacement left
         analyzer = self._analyzer(layout)
         setting = layout.meta.get("language", keywords.DEFAULT_LANGUAGE)
@@ -303,6 +307,7 @@ class DocumentsMixin:
             payload["language"] = language
         vectors: dict[str, Any] = {layout.vector: vector.tolist()}
         if layout.sparse:  # older collections have no keyword vector to fill
-            indices, values = analyzer.document_vector(chunk.content, language or "none")
+            text = headers.indexed_text(chunk.content, document.title, chunk.heading_path, layout.chunk_headers)
+            indices, values = analyzer.document_vector(text, language or "none")
             vectors[layout.sparse] = models.SparseVector(indices=indices, values=values)
         return models.PointStruct(id=pid, vector=vectors, payload=payload)

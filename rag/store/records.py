@@ -14,6 +14,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from rag.chunking import headers
 from rag.chunking.chunker import ChunkSettings
 from rag.errors import EmbedderMismatchError, SparseVectorsMissingError
 
@@ -53,6 +54,7 @@ class CollectionInfo:
     foreign: bool
     sparse: bool = False  # has RAG Lab's keyword (BM25) vectors: sparse and hybrid search work
     prompts: tuple[str, str] = ("", "")  # (query, document) prompts the collection was built with
+    chunk_headers: bool = False  # chunks embedded and keyword-indexed with their title and heading path
 
 
 @dataclass(frozen=True)
@@ -127,6 +129,11 @@ class Layout:
     def prompts(self) -> tuple[str, str]:
         """Return (query prompt, document prompt) the collection was built with ("" when none was recorded)."""
         return str(self.meta.get("query_prompt") or ""), str(self.meta.get("document_prompt") or "")
+
+    @property
+    def chunk_headers(self) -> bool:
+        """Return whether chunks are indexed with title and heading path (rag.chunking.headers); off if unrecorded."""
+        return bool(self.meta.get(headers.META_KEY, False))
 
     @property
     def foreign(self) -> bool:

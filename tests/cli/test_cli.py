@@ -88,6 +88,7 @@ def test_store_commands_round_trip(shared_data, tmp_path, capsys):
     code, out, _ = run(capsys, "--store", store, "collections", "--json")
     assert json.loads(out) == [{"name": "t", "points": results[0]["chunks"] + results[2]["chunks"],
                                 "embedder": "fake:32", "dimension": 32, "foreign": False, "sparse": True,
+                                "chunk_headers": False,
                                 "defaults": {"mode": None, "fusion": None, "rerank": None, "run": None}}]
 
     code, out, _ = run(capsys, "documents", "--collection", "t", "--store", store, "--json")

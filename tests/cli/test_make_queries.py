@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from rag.documents.loader import load_document
 from tests.conftest import FakeChatServer, read_shared, run
@@ -135,3 +136,26 @@ def test_the_set_is_a_query_set_for_rag_sweep(capsys, tmp_path, shared_data):
     assert result["queries"] == 12
     hit = result["configs"][0]["metrics"]["hit@10"]
     assert 0.5 <= hit <= 1.0  # the keyword search finds most passages the rewritten sentences came from
+
+
+def test_questions_in_another_language_are_rejected_and_counted_in_the_json(capsys, tmp_path, shared_data,
+                                                                              monkeypatch):
+    from tests.evaluation.test_synthetic import ScriptedChat, english, german
+
+    server = ScriptedChat(english, german)
+    monkeypatch.setenv("OLLAMA_HOST", server.url)
+    out = tmp_path / "q.jsonl"
+    try:
+        code, stdout, _ = run(capsys, "make-queries", str(shared_data / HAUSARBEIT), "--out", str(out),
+                              "--count", "3", "--llm", "ollama:fake", "--json")
+        plain = run(capsys, "make-queries", str(shared_data / HAUSARBEIT), "--out", str(out), "--count", "3",
+                    "--llm", "ollama:fake")[1]
+    finally:
+        server.close()
+    summary = json.loads(stdout)
+    # every English question is dropped (and a German one about the document's English change history)
+    assert code == 0 and summary["queries"] == 3 and summary["wrong_language"] == summary["asked"] - 3 >= 3
+    assert summary["rejected"] == {"question not in the passage's language": summary["wrong_language"]}
+    assert summary["out"] == str(out)
+    assert {line["query"] for line in lines(out)} == {"Was verlangt der Abschnitt von den Lesern?"}
+    assert re.search(r"^\d+ of \d+ questions rejected: not in the passage's language$", plain, re.MULTILINE)

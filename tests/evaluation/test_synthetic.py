@@ -245,3 +245,61 @@ def test_a_short_set_says_why_without_calling_a_document_with_text_empty():
     made = make_queries([Document("g", "g.md", "markdown", (Page(1, text),), text)], 10)
     [note] = [n for n in made.notes if n.startswith("Made ")]
     assert "g.md: 2 usable, 2 used, left out: none" in note and "no text" not in note
+
+
+# ---- questions in the passage's language ----------------------------------------------------------------
+
+
+def first_sentence(passage: str) -> str:
+    return " ".join(re.split(r"(?<=[.!?])\s", passage, maxsplit=1)[0].split())
+
+
+def german(passage: str) -> str:
+    return json.dumps({"question": "Was verlangt der Abschnitt von den Lesern?", "answer": first_sentence(passage)})
+
+
+def english(passage: str) -> str:
+    return json.dumps({"question": "What does this section ask of the reader?", "answer": first_sentence(passage)})
+
+
+def test_questions_not_in_the_passage_language_are_rejected_and_counted(documents):
+    server = ScriptedChat(german, english)  # every second question is English, about a German passage
+    try:
+        made = make_queries([documents[0]], 4, llm=model(server))
+    finally:
+        server.close()
+    assert len(made.queries) == 4 and len(server.requests) == 7
+    assert {q.query for q in made.queries} == {"Was verlangt der Abschnitt von den Lesern?"}
+    assert made.wrong_language == 3 and made.asked == 7
+    assert made.rejected == {"question not in the passage's language": 3}
+    assert made.summary()["wrong_language"] == 3 and made.summary()["rejected"] == made.rejected
+    assert any("question not in the passage's language: 3" in note for note in made.notes)
+    assert all("in German" in r["body"]["messages"][-1]["content"] for r in server.requests)
+
+
+def test_an_english_document_gets_english_questions_only(documents):
+    license_text = documents[5]  # LICENSE-ASVS.md, English
+    server = ScriptedChat(german)
+    try:
+        with pytest.raises(SyntheticQueriesError, match="question not in the passage's language: 12"):
+            make_queries([license_text], 1, llm=model(server))
+    finally:
+        server.close()
+    assert all("in English" in r["body"]["messages"][-1]["content"] for r in server.requests)
+    server = ScriptedChat(english)
+    try:
+        made = make_queries([license_text], 2, llm=model(server))
+    finally:
+        server.close()
+    assert len(made.queries) == 2 and made.wrong_language == 0
+    assert "question not in the passage's language" not in made.rejected
+
+
+def test_a_question_too_short_to_tell_its_language_is_kept():
+    from rag.evaluation.synthetic_llm import in_language, passage_language
+
+    assert in_language("Wo liegt Wien?", "en")  # no stop word of either language: cannot tell, kept
+    assert not in_language("Where is the tower of Vienna?", "de")
+    assert in_language("Wo steht der Turm?", "de") and not in_language("Wo steht der Turm?", "en")
+    assert passage_language("Berlin 1969 2024", "de") == "de"  # neither language's stop words: the document's
+    assert passage_language("The tower is in the city and it is tall.", "de") == "en"

@@ -122,6 +122,18 @@ def test_a_new_collection_gets_the_language_and_prompts_chosen_on_upload(app_env
     assert not any(t.key == "upload_query_prompt" for t in at.text_input)  # the collection exists now: its own
 
 
+def test_chunk_headers_chosen_on_upload_are_recorded_and_the_stored_text_stays(app_env):
+    at = start()
+    assert at.toggle(key="upload_chunk_headers").value is False  # the default: off (README: measured)
+    at.toggle(key="upload_chunk_headers").set_value(True)
+    upload_text(at, "policy.md", POLICY_V1)
+    store = open_store(path=str(app_env / "qdrant"))
+    assert store.collection_meta("documents")["chunk_headers"] is True
+    (document,) = store.documents("documents")
+    assert all(not c.content.startswith("policy\n") for c in store.document_chunks("documents", document.document_id))
+    assert not any(t.key == "upload_chunk_headers" for t in at.toggle)  # the collection exists now: its own
+
+
 def test_a_delete_confirms_the_document_it_was_shown_for(app_env):
     """The table's selection is a row number: when the listing changes before the click (another process added a
     document above it), the confirmation must not delete whatever document that row holds now."""

@@ -94,3 +94,26 @@ def test_without_documents_or_llm_name_the_page_says_what_is_missing(env, shared
     at.text_input(key="synthetic_llm").set_value("llama3").run()
     button(at, "Make the query set").click().run()
     assert "Unknown LLM 'llama3'" in plain(at.error[0].value)
+
+
+def test_llm_questions_in_another_language_are_counted_on_the_page(env, shared_data, monkeypatch):
+    import re
+
+    from tests.evaluation.test_synthetic import ScriptedChat, english, german
+
+    server = ScriptedChat(english, german)  # every English question about this German document is dropped
+    monkeypatch.setenv("OLLAMA_HOST", server.url)
+    try:
+        at = evaluate_page()
+        upload_document(at, shared_data)
+        at.number_input(key="synthetic_count").set_value(3)
+        at.radio(key="synthetic_method").set_value("An LLM").run()
+        at.text_input(key="synthetic_llm").set_value("ollama:fake").run()
+        button(at, "Make the query set").click().run()
+    finally:
+        server.close()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    captions = " ".join(plain(c.value) for c in at.caption)
+    found = re.search(r"(\d+) of (\d+) questions rejected: not in the passage's language", captions)
+    assert found and int(found[1]) == int(found[2]) - 3 >= 3 and int(found[2]) == len(server.requests)
+    assert set(at.dataframe[0].value["query"]) == {"Was verlangt der Abschnitt von den Lesern?"}

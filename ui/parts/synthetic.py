@@ -110,6 +110,8 @@ def show(made: SyntheticSet) -> None:
     used = sum(1 for n in made.counts().values() if n)
     st.success(md(f"{len(made.queries)} synthetic queries ({made.method}) from {used} of {len(made.documents)} "
                   "documents, every answer span checked against its document's text."))
+    if made.asked:
+        st.caption(f"{made.wrong_language} of {made.asked} questions rejected: not in the passage's language.")
     for note in made.notes:
         st.caption(md(note))
     frame = pd.DataFrame([{"query": q.query, "document": q.document, "answer": q.answer} for q in made.queries])

@@ -9,11 +9,12 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
+from rag.chunking import headers
 from rag.chunking.chunker import ChunkSettings
 from rag.documents import samples
 from rag.documents.loader import SourceFile, check_size
 from rag.errors import DocumentError, RagError
-from rag.pipeline import IngestResult, Progress
+from rag.ingested import IngestResult, Progress
 from ui import errors, jobs, nav, resources, state
 from ui.render import counted, md
 from ui.workspace import Workspace
@@ -78,30 +79,36 @@ def replacement_notice(workspace: Workspace, collection: str, names: Sequence[st
 LANGUAGE_LABELS = {"auto": "detect per document", "de": "German", "en": "English", "none": "no stemming"}
 
 
-def new_collection_options(workspace: Workspace, collection: str) -> tuple[str | None, tuple[str, str] | None]:
-    """Draw the settings a new collection is made with (keyword language, prompts); an existing collection keeps
-    its own: (None, None)."""
+def new_collection_options(workspace: Workspace, collection: str
+                           ) -> tuple[str | None, tuple[str, str] | None, bool | None]:
+    """Draw the settings a new collection is made with (keyword language, prompts, chunk headers); an existing
+    collection keeps its own: (None, None, None)."""
     if any(c.name == collection for c in workspace.collections):
-        return None, None
-    with st.expander(f"New collection '{md(collection)}': keyword language and prompts"):
+        return None, None, None
+    with st.expander(f"New collection '{md(collection)}': keyword language, prompts and chunk headers"):
         language = st.selectbox("Keyword language", list(LANGUAGE_LABELS), format_func=LANGUAGE_LABELS.get,
                                 key=state.UPLOAD_LANGUAGE, help="Stemming and stop words of keyword (BM25) search: "
                                 "detected per document (German or English), or one for all.")
+        chunk_headers = st.toggle("Chunk headers", headers.DEFAULT_CHUNK_HEADERS, key=state.UPLOAD_CHUNK_HEADERS,
+                                  help="Embed and keyword-index each chunk with its document title and heading path "
+                                  "before its text. The stored chunk text (what searches show and the LLM reads) "
+                                  "stays as it is. Measured in the README (Contextual chunk headers).")
         try:
             model = workspace.embedder_for(collection)
         except RagError as error:
             errors.show(error)
-            return language, None
+            return language, None, chunk_headers
         left, right = st.columns(2)
         query = left.text_input("Query prompt", model.query_prompt, key=state.UPLOAD_QUERY_PROMPT,
                                 help=f"Put before each query; {md(model.model_id)}'s own is {model.query_prompt!r}.")
         document = right.text_input("Document prompt", model.document_prompt, key=state.UPLOAD_DOCUMENT_PROMPT,
                                     help=f"Put before each chunk; the model's own is {model.document_prompt!r}.")
-    return language, (query, document)
+    return language, (query, document), chunk_headers
 
 
 def run(files: Sequence[SourceFile], workspace: Workspace, collection: str, settings: ChunkSettings,
-        keep_versions: bool = False, language: str | None = None, prompts: tuple[str, str] | None = None) -> bool:
+        keep_versions: bool = False, language: str | None = None, prompts: tuple[str, str] | None = None,
+        chunk_headers: bool | None = None) -> bool:
     """Queue an ingest job of files into collection (it runs in the app's process, on after a reload).
 
     Return False (with the error shown) when nothing could start, e.g. the embedder is unavailable.
@@ -115,7 +122,8 @@ def run(files: Sequence[SourceFile], workspace: Workspace, collection: str, sett
         return False
     job = jobs.jobs_queue(resources.change_hook()).submit(
         list(files), collection, settings, embedder, workspace.store, workspace.location,
-        archive=resources.archive(workspace.store), keep_versions=keep_versions, language=language)
+        archive=resources.archive(workspace.store), keep_versions=keep_versions, language=language,
+        chunk_headers=chunk_headers)
     state.put(state.MY_JOBS, [*state.get(state.MY_JOBS, []), job.id])
     resources.remember_collection(workspace.location, collection)  # a reload opens what this job writes
     return True

@@ -1,0 +1,51 @@
+"""What an ingest tells while it runs and when it ends: Progress events and one IngestResult per file."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+STAGES = ("extract", "chunk", "embed", "store")
+
+
+@dataclass(frozen=True)
+class Progress:
+    file_index: int  # 0-based position of the file in this ingest
+    files: int
+    filename: str
+    stage: str  # one of STAGES, then "done" or "error"
+    done: int  # units of the stage done (chunks for embed/store, pages while reading a long PDF, 0/1 otherwise)
+    total: int
+    seconds_left: float | None = None  # the whole ingest's, estimated (rag.evaluation.pace); None until measured
+
+
+@dataclass
+class IngestResult:
+    filename: str
+    ok: bool = False
+    document_id: str | None = None
+    kind: str | None = None
+    pages: int = 0
+    characters: int = 0
+    chunks: int = 0
+    empty_pages: tuple[int, ...] = ()
+    notes: tuple[str, ...] = ()
+    seconds: float = 0.0
+    stage_seconds: dict[str, float] = field(default_factory=dict)
+    error: str | None = None  # the message to show when not ok
+    error_type: str | None = None  # the error class name, e.g. "EncryptedDocumentError"
+    needs_password: bool = False  # the file is encrypted: ask for (another) password and retry
+    wrong_password: bool = False  # ... and the password given did not open it
+    skipped: bool = False  # not written, on purpose (same content already there under another name); see error
+    unchanged: bool = False  # already in the collection with these settings: nothing was embedded or written
+    replaced: tuple[str, ...] = ()  # titles of the documents (earlier versions) this one replaced
+
+    @property
+    def status(self) -> str:
+        """Return the outcome in one word: ingested, unchanged, skipped, needs password or failed."""
+        if self.ok:
+            return "unchanged" if self.unchanged else "ingested"
+        return "skipped" if self.skipped else "needs password" if self.needs_password else "failed"
+
+
+ProgressCallback = Callable[[Progress], None]
