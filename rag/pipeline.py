@@ -25,8 +25,9 @@ from rag.errors import (
     RagError,
 )
 from rag.evaluation.pace import Pace, embed_chunks
+from rag.settings import DEFAULT_COLLECTION
 from rag.store.archive import DocumentArchive
-from rag.store.client import DEFAULT_COLLECTION, Store
+from rag.store.client import Store
 from rag.store.fusion import DEFAULT_FUSION
 from rag.store.open import open_store
 from rag.store.rebuild import document_from_chunks

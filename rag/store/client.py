@@ -51,9 +51,7 @@ from rag.store.records import (
 from rag.store.search import SearchMixin
 from rag.store.versions import NOT_REGISTRY, VersionsMixin
 
-DEFAULT_COLLECTION = "documents"
 SYSTEM_COLLECTION = "system-docs"
-DEFAULT_PATH = "./data/qdrant"
 META_KEY = "rag_lab"
 SPARSE_VECTOR = "bm25"  # the keyword vector of collections made here
 UPSERT_BATCH = 256

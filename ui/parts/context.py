@@ -4,7 +4,6 @@ and "Ask the LLM": the answer streamed in as plain text, then with each [Quelle 
 from __future__ import annotations
 
 import json
-import os
 import re
 
 import pandas as pd
@@ -18,7 +17,7 @@ from rag.generation.citations import citation_spans
 from rag.generation.llm import get_llm
 from rag.generation.prompts import PRESETS, Template, question_language, template_for
 from rag.store.records import Hit
-from ui import errors, render, state
+from ui import errors, render, settings, state
 from ui.render import md
 from ui.workspace import SearchRun, Workspace
 
@@ -109,7 +108,7 @@ def linked_answer(text: str, label: str, numbers: set[int]) -> str:
 
 def ask(ws: Workspace, context: Context, question: str, label: str) -> None:
     """Draw "Ask the LLM": model, preset, editable prompt; on click stream the answer, then its citations."""
-    state.default(state.LLM_SPEC, os.environ.get("RAG_LLM", ""))
+    state.default(state.LLM_SPEC, settings.loaded().llm)
     left, middle = st.columns([1.4, 1])
     spec = left.text_input("LLM", key=state.LLM_SPEC, placeholder="ollama:llama3.1 or openai:gpt-4o-mini",
                            help="The chat model; its server is the sidebar's Ollama host or OpenAI-compatible URL.")
