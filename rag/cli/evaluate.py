@@ -229,12 +229,10 @@ def run_sweep_command(args: argparse.Namespace) -> int:
 def print_sweep(result: SweepResult) -> None:
     deepest = result.ks[-1]
     metrics = [f"hit@{k}" for k in result.ks] + [f"{m}@{deepest}" for m in ("recall", "mrr", "ndcg")]
-    best, ties = result.best(), {id(row) for row, _ in result.ties()}
     rows = [[str(r.config.chunk_size), str(r.config.overlap), r.mode.label, str(r.chunks), f"{r.mean_tokens:.0f}",
              *(with_interval(r.evaluation, m) for m in metrics),
-             f"{r.total_seconds:.1f} s" + (" (reused)" if r.reused else ""),
-             "best" if r is best else "tie" if id(r) in ties else ""]
-            for r in result.results]
+             f"{r.total_seconds:.1f} s" + (" (reused)" if r.reused else ""), place.mark]
+            for place in result.standing() for r in [place.row]]
     common.print_table(rows, ["chunk_size", "overlap", "mode", "chunks", "mean tokens", *metrics, "time",
                               f"by {result.default_metric()}"])
     print(f"\n{result.queries} queries, {len(result.documents)} documents, {result.embedder}; "

@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 from rag.errors import InvalidSettingsError
 from rag.evaluation.intervals import RESAMPLES
 from rag.evaluation.metrics import METRICS, Evaluation, QueryOutcome
-from rag.evaluation.paired import ALPHA, PairedDifference, format_p, p_words
-from rag.evaluation.results import ConfigResult, SweepResult
+from rag.evaluation.paired import ALPHA, PairedDifference, format_p
+from rag.evaluation.results import ConfigResult, Standing, SweepResult
 from rag.reports.svg import PALETTE, Estimate, Series, dot_chart, esc, line_chart
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
@@ -69,11 +69,7 @@ def sweep_report(result: SweepResult, metric: str | None = None) -> str:
                                    f"{', '.join(result.results[0].metrics)}")
     best = result.best(metric)
     tied = result.ties(metric) if best is not None else []
-    tests = {id(row): test for row, test in tied}  # and every other row's difference from the best, once
-    tests |= {id(row): result.paired(row, metric) for row in result.results if row is not best and id(row) not in tests
-              and best is not None}
-    ties = [row for row, _ in tied]
-    marks = {id(best): "best"} | {id(row): "tie" for row in ties}
+    ties, places = [row for row, _ in tied], result.standing(metric)
     body = [f"<h1>Sweep: {esc(metric)} of {len(result.results)} configurations and modes</h1>",
             f'<p class="meta">{esc(result.created_at)} · {esc(result.embedder)} · {result.queries} queries · '
             f"{len(result.documents)} documents · modes {esc(', '.join(result.modes))}</p>",
@@ -81,12 +77,12 @@ def sweep_report(result: SweepResult, metric: str | None = None) -> str:
                                               (result.summary(metric), result.tie_summary(metric)) if words)]
     if ties:
         body.append("<p>Tied with the best:</p><ul>" + "".join(
-            f"<li>{esc(row.label)}: {esc(_tie_words(tests[id(row)], metric))}</li>" for row in ties) + "</ul>")
+            f"<li>{esc(row.label)}: {esc(_tie_words(test, metric))}</li>" for row, test in tied) + "</ul>")
     body.append("</div>")
     body += [f'<p class="notes">{esc(note)}</p>' for note in [*result.notes(), *result.skipped]]
     if best is not None:
-        body += _sweep_charts(result, metric, best, ties, marks, tests)
-        body += ["<h2>Every configuration</h2>", _sweep_table(result, metric, marks, tests)]
+        body += _sweep_charts(result, metric, best, ties, places)
+        body += ["<h2>Every configuration</h2>", _sweep_table(result, metric, places)]
         body += _failures(best.evaluation, f"Queries the best ({best.short}) misses")
     body += ["<h2>Settings</h2>", _settings(_sweep_settings(result))]
     return _page(f"RAG Lab sweep {result.created_at}: {metric}", body)
@@ -121,19 +117,12 @@ def evaluation_report(evaluation: Evaluation, *, collection: str, mode: str, emb
 
 
 def _sweep_charts(result: SweepResult, metric: str, best: ConfigResult, ties: list[ConfigResult],
-                  marks: dict[int, str], tests: dict[int, PairedDifference]) -> list[str]:
+                  places: list[Standing]) -> list[str]:
     colours = {mode: PALETTE[i % len(PALETTE)] for i, mode in enumerate(result.modes)}
-
-    def note(row: ConfigResult) -> str:
-        mark = marks.get(id(row), "")
-        if mark != "tie":
-            return mark
-        test = tests[id(row)]
-        return "tie, too few differ" if test.too_few_differ else f"tie, {p_words(test.p_value)}"
-
     groups = [(mode if len(result.modes) > 1 else None,
-               [_estimate(row.evaluation, metric, row.config.short, colours[mode], note(row), row is best)
-                for row in result.results if row.mode.label == mode]) for mode in result.modes]
+               [_estimate(place.row.evaluation, metric, place.row.config.short, colours[mode],
+                          place.words("{mark}, {why}"), place.mark == "best")
+                for place in places if place.row.mode.label == mode]) for mode in result.modes]
     shown = [best, *ties][:TIE_LINES]
     lines = [Series(row.short + (" (best)" if row is best else " (tie)"),
                     [_estimate(row.evaluation, f"hit@{k}", row.short, PALETTE[i % len(PALETTE)], strong=row is best)
@@ -151,16 +140,16 @@ def _sweep_charts(result: SweepResult, metric: str, best: ConfigResult, ties: li
                                                                  " (no configuration is tied with it)") + "." + more)]
 
 
-def _sweep_table(result: SweepResult, metric: str, marks: dict[int, str], tests: dict[int, PairedDifference]) -> str:
+def _sweep_table(result: SweepResult, metric: str, places: list[Standing]) -> str:
     deepest = result.ks[-1]
     others = [m for m in dict.fromkeys([*(f"hit@{k}" for k in result.ks), f"mrr@{deepest}"]) if m != metric]
     head = ["configuration", "mode", metric, *others, "chunks", "mean tokens", "cut by model",
             "time of the configuration (s)", "vs best", "p"]
     hit = f"hit@{deepest}"
-    ranked = sorted(result.results, key=lambda r: (-r.metrics[metric], -r.metrics[hit], r.chunks))  # as best()
-    seconds = {id(row): sum(r.total_seconds for r in run) for run in result.configuration_runs() for row in run}
-    rows = "".join(_sweep_row(row, metric, others, marks.get(id(row), ""), tests.get(id(row)), seconds[id(row)])
-                   for row in ranked)
+    seconds = [sum(r.total_seconds for r in run) for run in result.configuration_runs() for _ in run]  # row order
+    ranked = sorted(zip(places, seconds, strict=True), key=lambda pair: (  # as best()
+        -pair[0].row.metrics[metric], -pair[0].row.metrics[hit], pair[0].row.chunks))
+    rows = "".join(_sweep_row(place.row, metric, others, place.mark, place.test, time) for place, time in ranked)
     header = "".join(f'<th class="{"text" if i < 2 else "chosen" if i == 2 else ""}">{esc(h)}</th>'
                      for i, h in enumerate(head))
     caption = (f"Ranked by {metric}. ± is half the 95 % interval; configuration is chunk_size/overlap in tokens; "

@@ -17,7 +17,6 @@ from rag.errors import RagError
 from rag.evaluation.fusion_tuning import tune_fusion
 from rag.evaluation.metrics import METRICS, parse_ks
 from rag.evaluation.modes import parse_modes
-from rag.evaluation.paired import format_p
 from rag.evaluation.queries import Query, load_query_set
 from rag.evaluation.squad import import_squad, sweep_input
 from rag.evaluation.sweep import (
@@ -193,11 +192,8 @@ def failures(ws: Workspace, result: SweepResult) -> None:
 
 def table_frame(result: SweepResult, metric: str) -> pd.DataFrame:
     """Return the sweep's table for the page: each row's standing on metric (best, tie, p) and its ± first."""
-    best, ties = result.best(metric), {id(row): test for row, test in result.ties(metric)}
     frame = pd.DataFrame(result.table()).drop(columns=["embedder", "created_at", "collection"]).round(3)
-    standing = ["best" if r is best else ("tie (too few differ)" if ties[id(r)].too_few_differ else
-                                          f"tie (p = {format_p(ties[id(r)].p_value)})") if id(r) in ties else ""
-                for r in result.results]
+    standing = [place.words() for place in result.standing(metric)]
     spread = [(r.evaluation.intervals[metric][1] - r.evaluation.intervals[metric][0]) / 2 for r in result.results]
     frame.insert(4, f"by {metric}", standing)
     frame.insert(5, f"± {metric}", [round(v, 3) for v in spread])
