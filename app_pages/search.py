@@ -6,6 +6,7 @@ import streamlit as st
 
 from rag import pipeline
 from rag.errors import RagError
+from rag.reports import hits as hit_report
 from rag.store.fusion import Fusion, parse_fusion
 from rag.store.search import FUSIONS, MODES
 from ui import errors, nav, state, workspace
@@ -69,7 +70,7 @@ with st.form("search_form", border=False):  # the query is searched on Enter or 
     submitted = button_column.form_submit_button("Search", type="primary", icon=":material/search:", width="stretch")
 left, middle, right = st.columns([1.2, 1, 1.6])
 top_k = left.slider("top_k", 1, 50, 5, key=state.TOP_K, persist_state="session")
-scale = parts.threshold_scale(mode, method)
+scale = hit_report.threshold_scale(mode, method)
 use_threshold = middle.checkbox(f"Score threshold ({scale.name})", key=state.USE_THRESHOLD, persist_state="session")
 threshold = middle.number_input("minimum score", 0.0, scale.maximum, scale.default, scale.step, format=scale.format,
                                 key=f"{state.THRESHOLD}-{scale.name}", persist_state="session",

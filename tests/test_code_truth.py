@@ -58,8 +58,8 @@ def test_the_rrf_help_states_the_score_the_engine_gives():
     """The Search page's RRF threshold help says what a first rank in one list scores: the engine must agree."""
     from rag import pipeline
     from rag.embeddings.fake import FakeEmbedder
+    from rag.reports.hits import SCALES
     from rag.store.open import open_store
-    from ui.parts.search import SCALES
 
     store, embedder = open_store(":memory:"), FakeEmbedder()
     pipeline.ingest([pipeline.SourceFile("a.md", "# Titel\n\nPasswörter werden gehasht.\n".encode())], "c",
