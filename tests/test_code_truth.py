@@ -69,3 +69,25 @@ def test_the_rrf_help_states_the_score_the_engine_gives():
     stated = re.search(r"a first rank in one list scores ([\d.]+)", SCALES["rrf"].help)
     assert stated, SCALES["rrf"].help
     assert hit.score == pytest.approx(float(stated.group(1)), abs=0.005)
+
+
+def test_text_is_shortened_by_one_rule_in_the_cli_and_the_pages():
+    from rag.cli import common
+    from rag.reports.text import preview
+    from ui import render
+
+    assert common.preview is render.preview is preview
+    assert preview("Ein  langer\n Satz über Verträge", 12) == "Ein langer …" and len(preview("x" * 200)) == 90
+    assert preview("kurz", 12) == "kurz"
+
+
+def test_tests_share_the_one_fake_embedder():
+    """tests/conftest.py once had its own hash embedder next to rag.embeddings.fake; the tests use the project's."""
+    from rag.embeddings.fake import FakeEmbedder
+    from tests.conftest import fake_embedder
+
+    embedder = fake_embedder(16, "ollama:nomic-embed-text")
+    assert isinstance(embedder, FakeEmbedder) and embedder.model_id == "ollama:nomic-embed-text"
+    here = Path(__file__)
+    sources = [p.read_text(encoding="utf-8") for p in here.parent.rglob("*.py") if p.name != here.name]
+    assert not any("class HashEmbedder" in source for source in sources)

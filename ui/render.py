@@ -10,6 +10,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from rag.reports.chunks import Segment
+from rag.reports.text import preview as preview  # the one shortening rule, as render.preview
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:=^&\"'])")
 CHUNK_COLOURS = ("#e3f0fb", "#e6f4ea")  # alternating backgrounds: which chunk a character belongs to
@@ -54,12 +55,6 @@ def pages_label(start: int | None, end: int | None) -> str:
     if start is None:
         return ""
     return str(start) if end in (None, start) else f"{start}–{end}"
-
-
-def preview(text: str, length: int = 90) -> str:
-    """Return the start of a text on one line, for a table column."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= length else flat[: length - 1] + "…"
 
 
 def token_histogram(frame: pd.DataFrame, chunk_size: int | None, domain: tuple[float, float] | None = None) -> dict:

@@ -15,6 +15,7 @@ from pathlib import Path
 from rag.chunking import chunker as chunking
 from rag.documents import loader
 from rag.errors import UsageError
+from rag.reports.text import preview as preview  # the one shortening rule, as common.preview
 
 LONG_FILE_BYTES = 2_000_000  # files above this get progress lines on stderr
 
@@ -104,12 +105,6 @@ def write_report(file: Path, text: str) -> None:
 
 def progress(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
-
-
-def preview(text: str, width: int) -> str:
-    """Return text on one line, cut to width characters with an ellipsis."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
 def print_table(rows: list[list[str]], headers: list[str]) -> None:

@@ -8,11 +8,12 @@ import pytest
 from rag import pipeline
 from rag.chunking.chunker import ChunkSettings
 from rag.embeddings import get_embedder
+from rag.embeddings.fake import FakeEmbedder
 from rag.errors import DocumentNotFoundError, StoreError
 from rag.store.archive import DocumentArchive
 from rag.store.open import open_store
 from rag.store.versions import REGISTRY_ID, WRITING
-from tests.conftest import TEXT, HashEmbedder, ingest, make_chunks, make_document
+from tests.conftest import TEXT, fake_embedder, ingest, make_chunks, make_document
 
 
 @pytest.fixture
@@ -21,8 +22,8 @@ def store():
 
 
 @pytest.fixture
-def embedder() -> HashEmbedder:
-    return HashEmbedder()
+def embedder() -> FakeEmbedder:
+    return fake_embedder()
 
 
 def search_titles(store, embedder, query: str = "Passwörter Zeichen") -> list[str]:
