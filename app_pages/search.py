@@ -5,7 +5,6 @@ from __future__ import annotations
 import streamlit as st
 
 from rag import pipeline
-from rag.errors import RagError
 from rag.reports import hits as hit_report
 from rag.store.fusion import Fusion, parse_fusion
 from rag.store.search import FUSIONS, MODES
@@ -30,11 +29,8 @@ def _switch_collection() -> None:
 searchable = workspace.collections_or_stop(ws, "There is nothing to search yet.")
 options = list(dict.fromkeys([ws.collection, *searchable]))
 st.session_state["search_collection"] = ws.collection
-try:
+with errors.reported(stop=True):
     documents = ws.documents()
-except RagError as error:
-    errors.show(error)
-    st.stop()
 titles = {d.document_id: d.title for d in documents}
 
 keyword_search = bool(ws.info and ws.info.sparse)

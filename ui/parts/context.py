@@ -11,7 +11,6 @@ import streamlit as st
 
 from rag.chunking import tokens
 from rag.context import Context
-from rag.errors import RagError
 from rag.generation.answer import Answer, answer_with
 from rag.generation.citations import citation_spans
 from rag.generation.llm import get_llm
@@ -132,15 +131,13 @@ def ask(ws: Workspace, context: Context, question: str, label: str) -> None:
             shown.text("".join(pieces))  # plain text while it streams: the answer may quote documents
 
         ollama, openai, key = ws.servers
-        try:
+        with errors.reported() as report:
             llm = get_llm(spec, host=ollama or None, base_url=openai or None, api_key=key if openai else None)
             with st.spinner(f"Asking {md(spec)}…"):
                 result = answer_with(llm, asked, context, preset, template, label, on_text=on_text)
-        except RagError as error:
-            shown.empty()
-            errors.show(error)
-            return
         shown.empty()
+        if report.failed:
+            return
         state.put(state.ANSWER, (context.text, result))
     kept = state.get(state.ANSWER)
     if kept and kept[0] == context.text:

@@ -13,7 +13,6 @@ import streamlit as st
 from rag.documents.loader import SourceFile
 from rag.documents.model import Document
 from rag.embeddings.cache import EmbeddingCache, default_cache_dir
-from rag.errors import RagError
 from rag.evaluation.fusion_tuning import tune_fusion
 from rag.evaluation.metrics import METRICS, parse_ks
 from rag.evaluation.modes import parse_modes
@@ -105,13 +104,12 @@ def run(ws: Workspace, documents: Callable[[], list[Document]], queries: list[Qu
         ks: str, strategy: str, modes: list[str]) -> None:
     """Check the grid, then queue the sweep as a job of the app's process (ui.parts.live_jobs draws it): a click
     or a reload never stops it."""
-    try:
+    with errors.reported() as report:
         configs, skipped = grid(parse_sizes(sizes, "chunk sizes", 4), parse_sizes(overlaps, "overlaps", 0), strategy)
         cuts = parse_ks(ks)
         searches = parse_modes(modes)
         embedder = ws.embedder()
-    except RagError as error:
-        errors.show(error)
+    if report.failed:
         return
     if not configs:
         st.error("Every overlap is at least its chunk size; use smaller overlaps.")
@@ -170,11 +168,7 @@ def failures(ws: Workspace, result: SweepResult) -> None:
     expected, top = st.columns(2)
     with expected:
         st.markdown("**Should have been found**")
-        try:
-            chunks = relevant_chunks(ws.store, chosen.collection, outcome.query)
-        except RagError as error:
-            errors.show(error)
-            chunks = []
+        chunks = errors.attempt(relevant_chunks, ws.store, chosen.collection, outcome.query) or []
         query = outcome.query
         for chunk in chunks:
             where = (f" · the answer starts at character {query.answer_start - chunk.start} of it"
@@ -271,11 +265,9 @@ def tuning(ws: Workspace, queries: list[Query] | None) -> None:
         st.caption("Choose a query set first.")
         return
     if st.button(f"Tune on '{md(ws.collection)}'", icon=":material/tune:", key="tune_fusion"):
-        try:
-            with st.spinner("Searching every question once, then fusing with each weight…"):
-                tuning = tune_fusion(queries, ws.collection, ws.embedder(), store=ws.store)
-        except RagError as error:
-            errors.show(error)
+        with errors.reported() as report, st.spinner("Searching every question once, then fusing with each weight…"):
+            tuning = tune_fusion(queries, ws.collection, ws.embedder(), store=ws.store)
+        if report.failed:
             return
         st.session_state[TUNING] = (ws.collection, tuning)
     saved = st.session_state.get(TUNING)
@@ -292,10 +284,9 @@ def tuning(ws: Workspace, queries: list[Query] | None) -> None:
              f"the weight earns {tuning.metric} {tuning.cv_metric:.3f}: that is what to expect on new questions.")
     if st.button(f"Save {tuning.best.spec} as the fusion of '{md(ws.collection)}'", key="save_fusion",
                  icon=":material/save:"):
-        try:
+        with errors.reported() as report:
             ws.store.save_collection_setting(ws.collection, "fusion", tuning.best.spec)
-        except RagError as error:
-            errors.show(error)
+        if report.failed:
             return
         resources.store_changed()
         st.toast(f"Searches of {md(ws.collection)} now fuse with {tuning.best.spec}.")

@@ -11,7 +11,6 @@ import streamlit as st
 
 from rag import pipeline
 from rag.embeddings import Embedder
-from rag.errors import RagError
 from rag.reports import hits as hit_report
 from rag.reports.hits import SCORE_NAMES, SCORE_SHORT, explanation, keywords, rrf_sum, score_kind, score_name
 from rag.reports.scores import ScoreDistribution, distribution_of, score_distribution
@@ -39,7 +38,7 @@ def run_search(ws: Workspace, query: str, top_k: int, threshold: float | None, d
                                                                               include_toc, version):
         ranking, model_id = last.ranking, last.model_id
     else:
-        try:
+        with errors.reported() as report:
             embedder = ws.embedder()
             with st.spinner("Searching… (the first search loads the model)"):
                 vector = None
@@ -49,8 +48,7 @@ def run_search(ws: Workspace, query: str, top_k: int, threshold: float | None, d
                                                 list(document_ids) or None, store=ws.store, embedder=embedder,
                                                 mode=mode, fusion=fusion, include_toc=include_toc,
                                                 query_vector=vector))
-        except RagError as error:
-            errors.show(error)
+        if report.failed:
             return None
         model_id = embedder.model_id
     hits = list(ranking[:top_k])
@@ -149,10 +147,9 @@ def hit_details(workspace: Workspace, hits: list[Hit], query: str = "", top_k: i
 
 
 def _neighbours(workspace: Workspace, hit: Hit) -> None:
-    try:
+    with errors.reported() as report:
         chunks = workspace.document_chunks(hit.document_id)
-    except RagError as error:
-        errors.show(error)
+    if report.failed:
         return
     before, after = hit_report.neighbours(chunks, hit.chunk_index)
     for label, items in (("before", before), ("after", after)):
@@ -294,15 +291,14 @@ def summary(dist: ScoreDistribution) -> str:
 def distribution(ws: Workspace, run: SearchRun, embedder: Embedder | None) -> None:
     """Draw the score distribution of run's query (one search over the whole collection, cached)."""
     key = (run.location, resources.version(), run.model_id)
-    try:
+    with errors.reported() as report:
         with st.spinner("Scoring every chunk…"):
             scored = _distribution(ws.store, embedder, key, run.query, run.collection, run.mode, run.fusion,
                                    tuple(run.document_ids), run.include_toc)
         dist = distribution_of(scored.scores, run.top_k, run.threshold, scored.total, scored.cap, query=run.query,
                                collection=run.collection, mode=run.mode, fusion=scored.fusion,
                                score_kind=scored.score_kind, depth=candidate_limit(run.top_k))
-    except RagError as error:
-        errors.show(error)
+    if report.failed:
         return
     if not dist.scores:
         st.caption("No chunk got a score for this query.")

@@ -9,7 +9,6 @@ import pandas as pd
 import streamlit as st
 
 from rag.documents.model import Document
-from rag.errors import RagError
 from rag.evaluation.queries import Query, load_query_set
 from rag.evaluation.synthetic import DEFAULT_COUNT, SyntheticSet, make_queries
 from rag.generation.llm import get_llm
@@ -87,7 +86,7 @@ def make(ws: Workspace, documents: Callable[[], list[Document]] | None, count: i
                 "sentences.")
         return
     bar = st.progress(0.0, text="Reading the documents…")
-    try:
+    with errors.reported() as report:
         llm = None
         if spec is not None:
             ollama, openai, key = ws.servers
@@ -95,11 +94,9 @@ def make(ws: Workspace, documents: Callable[[], list[Document]] | None, count: i
         made = make_queries(documents(), count, seed=seed, llm=llm,
                             progress=lambda done, total, message: bar.progress(min(done / total, 1.0),
                                                                                text=md(message)))
-    except RagError as error:
-        bar.empty()
-        errors.show(error)
-        return
     bar.empty()
+    if report.failed:
+        return
     st.session_state[SYNTHETIC] = made
     st.rerun()  # the query-set choice at the top of the page shows the new set
 

@@ -87,10 +87,9 @@ def new_collection_options(workspace: Workspace, collection: str) -> tuple[str |
         language = st.selectbox("Keyword language", list(LANGUAGE_LABELS), format_func=LANGUAGE_LABELS.get,
                                 key=state.UPLOAD_LANGUAGE, help="Stemming and stop words of keyword (BM25) search: "
                                 "detected per document (German or English), or one for all.")
-        try:
+        with errors.reported() as report:
             model = workspace.embedder_for(collection)
-        except RagError as error:
-            errors.show(error)
+        if report.failed:
             return language, None
         left, right = st.columns(2)
         query = left.text_input("Query prompt", model.query_prompt, key=state.UPLOAD_QUERY_PROMPT,
@@ -108,10 +107,9 @@ def run(files: Sequence[SourceFile], workspace: Workspace, collection: str, sett
     """
     if not files:
         return False
-    try:
+    with errors.reported() as report:
         embedder = workspace.embedder_for(collection, prompts)
-    except RagError as error:
-        errors.show(error)
+    if report.failed:
         return False
     job = jobs.jobs_queue(resources.change_hook()).submit(
         list(files), collection, settings, embedder, workspace.store, workspace.location,
