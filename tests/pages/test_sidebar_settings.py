@@ -137,7 +137,7 @@ def test_a_malformed_secrets_file_is_one_clear_error_not_no_keys(tmp_path, monke
     original = config.get_option("secrets.files")
     config.set_option("secrets.files", [str(tmp_path / "secrets.toml")])
     monkeypatch.setattr(st, "secrets", Secrets())
-    monkeypatch.delenv("RAG_UI_SETTINGS", raising=False)
+    monkeypatch.setenv("RAG_UI_SETTINGS", "")  # unset; and Streamlit copies secrets into os.environ: undone after
     try:
         if error is None:
             assert not settings.ui_settings_allowed() and not settings.key_is_set(settings.rag_settings.OPENAI)
