@@ -51,7 +51,7 @@ def test_ingest_writes_payload_and_reports_collection(store: Store, embedder: Fa
     assert count == len(make_chunks(document, 60, 10)) > 3
     (info,) = store.collections()
     assert (info.name, info.points, info.embedder, info.dimension) == ("documents", count, "fake:16", 16)
-    assert info.vectors == {"test-16": 16} and not info.foreign
+    assert info.vectors == {"fake-16": 16} and not info.foreign
     assert store.collection_embedder("documents") == ("fake:16", 16)
     chunks = store.document_chunks("documents", "doc-a")
     assert [h.chunk_index for h in chunks] == list(range(count))
@@ -83,7 +83,7 @@ def test_new_collection_stores_keyword_vectors_next_to_dense(store: Store, embed
     points = [p for p in points if str(p.id) != REGISTRY_ID]
     assert len(points) == count
     for point in points:
-        assert set(point.vector) == {"test-16", "bm25"}
+        assert set(point.vector) == {"fake-16", "bm25"}
         indices, values = analyzer.document_vector(point.payload["content"], point.payload["language"])
         assert point.vector["bm25"].indices == indices and point.vector["bm25"].values == pytest.approx(values)
     hits = store.search("documents", embedder.embed_documents(["Passwörter"])[0], embedder, top_k=3)
@@ -179,7 +179,7 @@ def test_other_embedder_or_dimension_is_refused(store: Store, embedder: FakeEmbe
     ingest(store, embedder, make_document())
     other = fake_embedder(16, "ollama:nomic-embed-text")
     wider = fake_embedder(32, "fake:16")  # same id, other dimension
-    with pytest.raises(EmbedderMismatchError, match="made by test:16 \\(16 dimensions\\).*Pick test:16"):
+    with pytest.raises(EmbedderMismatchError, match="made by fake:16 \\(16 dimensions\\).*Pick fake:16"):
         store.search("documents", other.embed_documents(["x"])[0], other)
     with pytest.raises(EmbedderMismatchError, match="fake:16"):
         store.search("documents", wider.embed_documents(["x"])[0], wider)
@@ -308,7 +308,7 @@ def test_foreign_named_vectors_picked_by_dimension_or_name(store: Store) -> None
 def test_search_without_embedder_checks_dimension(store: Store, embedder: FakeEmbedder) -> None:
     ingest(store, embedder, make_document())
     assert len(store.search("documents", embedder.embed_documents(["Passwörter"])[0], top_k=2)) == 2
-    with pytest.raises(EmbedderMismatchError, match="made by test:16"):
+    with pytest.raises(EmbedderMismatchError, match="made by fake:16"):
         store.search("documents", np.ones(8))
     assert store.search_batch("documents", np.zeros((0, 16)), embedder) == []
 
