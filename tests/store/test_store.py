@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import subprocess
 import sys
 import time
@@ -124,11 +125,11 @@ def test_failed_batch_leaves_document_as_before(store: Store, embedder: FakeEmbe
     def failing_upsert(*args, **kwargs):
         calls.append(1)
         if len(calls) == 3:
-            raise ValueError("disk full")
+            raise sqlite3.OperationalError("database or disk is full")  # as the embedded engine raises it
         return real_upsert(*args, **kwargs)
 
     monkeypatch.setattr(store.client, "upsert", failing_upsert)
-    with pytest.raises(StoreError, match="disk full.*Nothing of 'richtlinie.md' was changed"):
+    with pytest.raises(StoreError, match="is full.*Nothing of 'richtlinie.md' was changed"):
         ingest(store, embedder, document, size=30)
     after = {h.chunk_id: h.content for h in store.document_chunks("documents", "doc-a")}
     assert after == before

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sqlite3
+
 import numpy as np
 import pytest
 
@@ -59,11 +61,11 @@ def test_failed_write_removes_its_chunks_and_its_registry_entry(store, embedder,
     def failing(collection, points, **kwargs):
         calls.append(1)
         if len(calls) == 2:  # the registry is created by the first upsert, the first chunk batch is the second
-            raise ValueError("disk full")
+            raise sqlite3.OperationalError("database or disk is full")  # as the embedded engine raises it
         return real_upsert(collection, points, **kwargs)
 
     monkeypatch.setattr(store.client, "upsert", failing)
-    with pytest.raises(StoreError, match="disk full.*Nothing of 'richtlinie.md' was changed"):
+    with pytest.raises(StoreError, match="is full.*Nothing of 'richtlinie.md' was changed"):
         ingest(store, embedder, make_document())
     assert store.documents("documents") == [] and store.registry("documents") == {}
 
