@@ -21,10 +21,9 @@ from rag.evaluation.squad import import_squad, sweep_input
 from rag.evaluation.sweep import (
     SweepResult,
     collection_documents,
-    grid,
     is_sweep_collection,
     load_documents,
-    parse_sizes,
+    parse_grid,
     query_set_paths,
     relevant_chunks,
 )
@@ -105,14 +104,11 @@ def run(ws: Workspace, documents: Callable[[], list[Document]], queries: list[Qu
     """Check the grid, then queue the sweep as a job of the app's process (ui.parts.live_jobs draws it): a click
     or a reload never stops it."""
     with errors.reported() as report:
-        configs, skipped = grid(parse_sizes(sizes, "chunk sizes", 4), parse_sizes(overlaps, "overlaps", 0), strategy)
+        configs, skipped = parse_grid(sizes, overlaps, strategy)
         cuts = parse_ks(ks)
         searches = parse_modes(modes)
         embedder = ws.embedder()
     if report.failed:
-        return
-    if not configs:
-        st.error("Every overlap is at least its chunk size; use smaller overlaps.")
         return
     submit(live_jobs.queue(), SweepJob(documents, list(queries), configs, embedder, ws.store, ws.location,
                                        EmbeddingCache(default_cache_dir(ws.store)), cuts, searches, skipped))
