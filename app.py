@@ -10,8 +10,7 @@ from __future__ import annotations
 import streamlit as st
 
 from rag.errors import RagError
-from rag.settings import check_environment
-from ui import errors, nav, resources, sidebar, state
+from ui import errors, nav, resources, settings, sidebar, state
 
 st.set_page_config(page_title="RAG Lab", page_icon=":material/biotech:", layout="wide")
 # Denser than Streamlit's defaults: analysts compare numbers, so less air above the title and smaller metrics.
@@ -32,7 +31,7 @@ def navigation():
 
 page = navigation()
 try:
-    check_environment()  # a typo in RAG_MAX_FILE_MB or a malformed server URL is said at start, not ignored
+    settings.check()  # a typo in RAG_MAX_FILE_MB, a malformed server URL or secrets.toml is said at start
 except RagError as error:
     st.title("RAG Lab")
     errors.show(error)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import streamlit as st
 
-from rag.errors import RagError
 from rag.reports import chunks as chunk_report
 from ui import errors, resources, state, workspace
 from ui.parts import chunks as parts
@@ -24,15 +23,12 @@ settings_text = (f"chunk_size {info.chunk_size}, overlap {info.overlap}, {info.s
 pages = counted(info.pages, "page") if info.pages else "? pages"
 st.caption(f"Stored with {settings_text} · {pages} · embedder {md(info.embedder or ws.spec)}")
 
-try:
+with errors.reported(stop=True):
     chunks = ws.document_chunks(document_id)
     embedder = ws.embedder()
     with st.spinner(f"Counting tokens with {md(embedder.model_id)}'s tokenizer (the model loads once)…"):
         model_counts = resources.model_token_counts(embedder, embedder.model_id, tuple(c.content for c in chunks))
     limit = embedder.max_input_tokens
-except RagError as error:
-    errors.show(error)
-    st.stop()
 
 reports = chunk_report.chunk_reports(chunks, model_counts, limit, info.chunk_size, chunk_report.overflow_flag(embedder))
 summary = chunk_report.flag_summary(reports, limit)

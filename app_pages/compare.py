@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import streamlit as st
 
-from rag.errors import RagError
 from rag.evaluation.compare import Side
 from rag.evaluation.metrics import parse_ks
 from rag.evaluation.modes import parse_mode
@@ -85,7 +84,7 @@ else:
 
 if go.button("Compare", type="primary", icon=":material/compare_arrows:", key="compare_button",
              disabled=sides[0] == sides[1], width="stretch"):
-    try:
+    with errors.reported():
         if source == "query":
             with st.spinner("Searching both sides…"):
                 state.put(state.COMPARE, parts.run_query(ws, sides, query, top_k))
@@ -96,8 +95,6 @@ if go.button("Compare", type="primary", icon=":material/compare_arrows:", key="c
             read = squad_queries if file.name.lower().endswith(".json") else load_query_set
             queries = read(file.getvalue(), file.name)
             parts.start_query_set(ws, sides, queries, file.name, cuts)  # a job: a click or a reload never stops it
-    except RagError as error:
-        errors.show(error)
 compared = live_jobs.show(ws.location, CompareJob, parts.COMPARE_SEEN, parts.CANCEL_HELP)
 if compared is not None:
     state.put(state.COMPARE, parts.query_set_run(compared))

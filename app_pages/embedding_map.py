@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import streamlit as st
 
-from rag.errors import RagError
 from rag.evaluation.modes import SearchMode, parse_mode
 from rag.reports.embedding_map import DEFAULT_SAMPLE, available_methods
 from ui import errors, resources, state, workspace
@@ -57,7 +56,7 @@ mode = mode_column.selectbox("Hits from", modes, format_func=MODE_LABELS.get, ke
                              disabled=not query, help="The search mode that finds the hits to mark.")
 
 search = parse_mode(mode)
-try:
+with errors.reported(stop=True):
     embedder = ws.embedder()
     count = min(ws.points, sample)
     with st.spinner(f"Projecting {count:,} embeddings with {METHOD_LABELS[method]}…" + (
@@ -66,9 +65,6 @@ try:
         emap = parts.compute(ws.store, embedder, (ws.location, resources.version(), embedder.model_id),
                                  ws.collection, ws.points, sample, method, query or None, top_k, search.mode,
                                  search.fusion)
-except RagError as error:
-    errors.show(error)
-    st.stop()
 if not emap.points:
     st.info(f"'{md(ws.collection)}' holds no chunks to map.")
     st.stop()

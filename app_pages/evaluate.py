@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import streamlit as st
 
-from rag.errors import RagError
 from rag.evaluation.sweep import SWEEP_PREFIX
 from rag.store.fusion import DEFAULT_FUSION
 from ui import errors, workspace
@@ -21,12 +20,9 @@ st.caption("Which chunk_size, overlap, top_k and search mode retrieve best on yo
            "embedded, indexed and searched in each mode, and scored with hit@k, recall@k, precision@k, MRR and "
            "nDCG.")
 
-try:
+with errors.reported(stop=True):
     source = parts.read_query_source()
     documents = parts.read_documents(ws, source[1] if source else None)
-except RagError as error:
-    errors.show(error)
-    st.stop()
 
 with st.form("evaluate_grid", border=False):
     cols = st.columns([1.2, 1.2, 1, 1])

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import streamlit as st
 
-from rag.errors import RagError
 from rag.runs.db import RunLog, runs_path_of
 from ui import errors, workspace
 from ui.parts import experiments as parts
@@ -15,11 +14,8 @@ st.caption("Every evaluation and sweep is kept with its settings, metrics with t
            "outcome, so runs can be compared later, also across days and after the defaults changed.")
 
 log = RunLog(runs_path_of(ws.store))
-try:
+with errors.reported(stop=True):
     runs = log.runs()
-except RagError as error:
-    errors.show(error)
-    st.stop()
 if not runs:
     st.info("No runs are kept yet. Run a sweep on the Evaluate page, or `rag eval` / `rag sweep`.")
     st.stop()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from rag.errors import RagError
 from ui import errors, nav, resources, state, workspace
 from ui.parts import library as parts
 from ui.render import counted, md
@@ -55,11 +54,9 @@ else:
                  "This cannot be undone.")
         # keyed by the document: a click confirms the document it was shown for, not whatever row 3 is now
         if st.button("Yes, delete the document", type="primary", key=f"confirm_delete_document_{chosen.document_id}"):
-            try:
+            with errors.reported() as report:
                 deleted = ws.store.delete_document(ws.collection, chosen.document_id)
-            except RagError as error:
-                errors.show(error)
-            else:
+            if not report.failed:
                 resources.store_changed()
                 state.announce(f"Deleted {counted(deleted, 'chunk')} of {md(chosen.title)}.")
                 st.rerun()
@@ -78,11 +75,9 @@ with st.popover(f"Delete the collection '{md(ws.collection)}'", icon=":material/
     typed = st.text_input("Collection name", key=f"confirm_collection_name-{ws.collection}")
     if st.button("Delete the collection", type="primary", disabled=typed.strip() != ws.collection,
                  key="confirm_delete_collection"):
-        try:
+        with errors.reported() as report:
             ws.store.delete_collection(ws.collection)
-        except RagError as error:
-            errors.show(error)
-        else:
+        if not report.failed:
             resources.store_changed()
             st.session_state.pop(f"confirm_collection_name-{ws.collection}", None)
             state.announce(f"Deleted the collection '{md(ws.collection)}' ({counted(ws.points, 'chunk')}).")

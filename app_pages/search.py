@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from rag import pipeline
-from rag.errors import RagError
+from rag.reports import hits as hit_report
 from rag.store.fusion import Fusion, parse_fusion
 from rag.store.search import FUSIONS, MODES
 from ui import errors, nav, state, workspace
@@ -31,11 +31,8 @@ def _switch_collection() -> None:
 searchable = workspace.collections_or_stop(ws, "There is nothing to search yet.")
 options = list(dict.fromkeys([ws.collection, *searchable]))
 st.session_state["search_collection"] = ws.collection
-try:
+with errors.reported(stop=True):
     documents = ws.documents()
-except RagError as error:
-    errors.show(error)
-    st.stop()
 titles = {d.document_id: d.title for d in documents}
 
 keyword_search = bool(ws.info and ws.info.sparse)
@@ -72,7 +69,7 @@ with st.form("search_form", border=False):  # the query is searched on Enter or 
 rerank = rerank_part.control()
 left, middle, right = st.columns([1.2, 1, 1.6])
 top_k = left.slider("top_k", 1, 50, 5, key=state.TOP_K, persist_state="session")
-scale = parts.threshold_scale(mode, method)
+scale = hit_report.threshold_scale(mode, method)
 use_threshold = middle.checkbox(f"Score threshold ({scale.name})", key=state.USE_THRESHOLD, persist_state="session",
                                 disabled=bool(rerank[0]), help="Off while reranking: the reranker's scale is its own."
                                 if rerank[0] else None) and not rerank[0]

@@ -12,7 +12,6 @@ from rag.chunking.chunker import (
     ChunkSettings,
     validate_settings,
 )
-from rag.errors import RagError
 from ui import errors, settings, state, workspace
 from ui.parts import upload as parts
 from ui.render import md
@@ -51,11 +50,7 @@ target = target_column.selectbox("Target collection", options, key=state.UPLOAD_
 if target == NEW:
     target = target_column.text_input("New collection name", key=state.UPLOAD_NEW_TARGET).strip()
 
-try:
-    chunk_settings = validate_settings(ChunkSettings(int(chunk_size), int(overlap), strategy))
-except RagError as error:
-    chunk_settings = None
-    errors.show(error)
+chunk_settings = errors.attempt(validate_settings, ChunkSettings(int(chunk_size), int(overlap), strategy))
 
 round_ = state.get(state.UPLOADER_ROUND, 0)
 uploads = st.file_uploader("Documents", type=["pdf", "txt", "md", "markdown"], accept_multiple_files=True,

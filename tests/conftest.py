@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import os
-import re
-from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +19,7 @@ from rag.cli import main
 from rag.documents.loader import SourceFile, load_document
 from rag.documents.model import Document, Page
 from rag.embeddings import get_embedder
+from rag.embeddings.fake import FakeEmbedder
 from rag.evaluation.queries import load_query_set
 from rag.evaluation.squad import import_squad
 from rag.store import legacy_keywords as sparse
@@ -70,36 +68,12 @@ def app_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 # ---- fakes and helpers the test modules share ------------------------------------------------------------
 
-class HashEmbedder:
-    """Deterministic bag-of-words embedder: each word hashed into one of `dimension` buckets."""
-
-    query_prompt = document_prompt = ""
-
-    def __init__(self, dimension: int = 16, model_id: str | None = None):
-        self.model_id = model_id or f"test:{dimension}"
-        self._dimension = dimension
-
-    @property
-    def dimension(self) -> int:
-        return self._dimension
-
-    @property
-    def max_input_tokens(self) -> int:
-        return 512
-
-    def count_tokens(self, text: str) -> int:
-        return len(text.split())
-
-    def embed_query(self, texts: Sequence[str]) -> np.ndarray:
-        return self.embed_documents(texts)
-
-    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        out = np.zeros((len(texts), self._dimension), dtype=np.float32)
-        for row, text in enumerate(texts):
-            for word in re.findall(r"\w+", text.lower()):
-                out[row, int(hashlib.md5(word.encode()).hexdigest(), 16) % self._dimension] += 1.0
-            out[row] /= np.linalg.norm(out[row]) or 1.0
-        return out
+def fake_embedder(dimension: int = 16, model_id: str | None = None) -> FakeEmbedder:
+    """Return the project's fake embedder (rag.embeddings.fake) with dimension; model_id poses as another model."""
+    embedder = FakeEmbedder(dimension)
+    if model_id:
+        embedder.model_id = model_id
+    return embedder
 
 
 TEXT = (
@@ -129,7 +103,7 @@ def make_chunks(document: Document, size: int, overlap: int = 0) -> list[Chunk]:
 
 
 def ingest(
-    store: Store, embedder: HashEmbedder, document: Document, size: int = 60, collection: str = "documents"
+    store: Store, embedder: FakeEmbedder, document: Document, size: int = 60, collection: str = "documents"
 ) -> tuple[int, ChunkSettings]:
     settings = ChunkSettings(chunk_size=size, overlap=10, strategy="tokens")
     chunks = make_chunks(document, size, 10)
@@ -140,7 +114,7 @@ def ingest(
 def make_foreign(client: QdrantClient) -> None:
     """Create a collection the way the existing pipeline did: one unnamed 1536-dim vector."""
     client.create_collection("documents", vectors_config=models.VectorParams(size=1536, distance="Cosine"))
-    big = HashEmbedder(1536)
+    big = fake_embedder(1536)
     texts = ["Passwörter müssen lang sein.", "Katzen schlafen viel.", "Passwörter niemals protokollieren."]
     titles = ["policy.pdf", "tiere.pdf", "policy.pdf"]
     points = [
@@ -228,7 +202,7 @@ def span_query(title: str, paragraph: int, answer: str, text: str | None = None)
             "answer_start": offset}
 
 
-def make_old(store: Store, embedder: HashEmbedder) -> None:
+def make_old(store: Store, embedder: FakeEmbedder) -> None:
     """Create 'documents' the way RAG Lab did before keyword vectors: one named dense vector, no sparse."""
     meta = {"rag_lab": {"embedder": embedder.model_id, "dimension": embedder.dimension, "vector": "test-16"}}
     params = models.VectorParams(size=embedder.dimension, distance=models.Distance.COSINE)

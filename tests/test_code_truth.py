@@ -58,8 +58,8 @@ def test_the_rrf_help_states_the_score_the_engine_gives():
     """The Search page's RRF threshold help says what a first rank in one list scores: the engine must agree."""
     from rag import pipeline
     from rag.embeddings.fake import FakeEmbedder
+    from rag.reports.hits import SCALES
     from rag.store.open import open_store
-    from ui.parts.search import SCALES
 
     store, embedder = open_store(":memory:"), FakeEmbedder()
     pipeline.ingest([pipeline.SourceFile("a.md", "# Titel\n\nPasswörter werden gehasht.\n".encode())], "c",
@@ -69,3 +69,26 @@ def test_the_rrf_help_states_the_score_the_engine_gives():
     stated = re.search(r"a first rank in one list scores ([\d.]+)", SCALES["rrf"].help)
     assert stated, SCALES["rrf"].help
     assert hit.score == pytest.approx(float(stated.group(1)), abs=0.005)
+
+
+def test_text_is_shortened_by_one_rule_in_the_cli_and_the_pages():
+    from rag import http
+    from rag.cli import common
+    from rag.documents.text import shorten as preview
+    from ui import render
+
+    assert common.preview is render.preview is http.shorten is preview
+    assert preview("Ein  langer\n Satz über Verträge", 12) == "Ein langer …" and len(preview("x" * 300)) == 200
+    assert preview("kurz", 12) == "kurz"
+
+
+def test_tests_share_the_one_fake_embedder():
+    """tests/conftest.py once had its own hash embedder next to rag.embeddings.fake; the tests use the project's."""
+    from rag.embeddings.fake import FakeEmbedder
+    from tests.conftest import fake_embedder
+
+    embedder = fake_embedder(16, "ollama:nomic-embed-text")
+    assert isinstance(embedder, FakeEmbedder) and embedder.model_id == "ollama:nomic-embed-text"
+    here = Path(__file__)
+    sources = [p.read_text(encoding="utf-8") for p in here.parent.rglob("*.py") if p.name != here.name]
+    assert not any("class HashEmbedder" in source for source in sources)

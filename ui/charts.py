@@ -57,12 +57,10 @@ STANDING_COLOURS = {"best": "#1c7ed6", "tie": "#74c0fc", "worse": "#adb5bd"}
 
 def interval_chart(result: SweepResult, metric: str) -> alt.LayerChart:
     """Return metric per row as a dot with its 95 % interval: the best, its ties (paired test) and the rest."""
-    best = result.best(metric)
-    ties = {id(row) for row, _ in result.ties(metric)}
     frame = pd.DataFrame([{"configuration": row_name(r), "value": r.metrics[metric],
                            "low": r.evaluation.intervals[metric][0], "high": r.evaluation.intervals[metric][1],
-                           "standing": "best" if r is best else "tie" if id(r) in ties else "worse"}
-                          for r in result.results])
+                           "standing": place.mark or "worse"}
+                          for place in result.standing(metric) for r in [place.row]])
     tooltip = ["configuration", "standing", alt.Tooltip("value:Q", format=".3f", title=metric),
                alt.Tooltip("low:Q", format=".3f", title="95 % from"), alt.Tooltip("high:Q", format=".3f",
                                                                                   title="95 % to")]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TypeVar
 
 import streamlit as st
@@ -22,12 +23,25 @@ def show(error: RagError) -> None:
     st.error(md(redact_urls(str(error))), icon=":material/error:")
 
 
+@dataclass
+class Report:
+    """What `reported` saw: failed is True when the block raised a RagError (shown already)."""
+
+    failed: bool = False
+
+
 @contextmanager
-def reported(stop: bool = False) -> Iterator[None]:
-    """Show a RagError raised inside the block, then go on after it (or end the page's run when stop)."""
+def reported(stop: bool = False) -> Iterator[Report]:
+    """Show a RagError raised inside the block, then go on after it (or end the page's run when stop).
+
+    `with errors.reported() as report: ...` then `if report.failed: return` leaves a function after the error.
+    Any other exception is a bug and propagates (Streamlit shows its traceback).
+    """
+    report = Report()
     try:
-        yield
+        yield report
     except RagError as error:
+        report.failed = True
         show(error)
         if stop:
             st.stop()

@@ -12,6 +12,8 @@ import pandas as pd
 from rag.documents.text import shorten
 from rag.reports.chunks import Segment
 
+preview = shorten  # the one shortening rule (messages, tables): rag.documents.text.shorten
+
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:=^&\"'])")
 CHUNK_COLOURS = ("#e3f0fb", "#e6f4ea")  # alternating backgrounds: which chunk a character belongs to
 OVERLAP_COLOUR = "#ffe08a"  # text that two or more chunks share
@@ -56,10 +58,6 @@ def pages_label(start: int | None, end: int | None) -> str:
         return ""
     return str(start) if end in (None, start) else f"{start}–{end}"
 
-
-def preview(text: str, length: int = 90) -> str:
-    """Return the start of a text on one line, for a table column."""
-    return shorten(text, length)
 
 
 def token_histogram(frame: pd.DataFrame, chunk_size: int | None, domain: tuple[float, float] | None = None) -> dict:

@@ -16,32 +16,52 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import streamlit as st
+from streamlit.errors import StreamlitSecretNotFoundError
 
 from rag import settings as rag_settings
+from rag.errors import InvalidSettingsError
 from rag.settings import Service
-from rag.store.client import DEFAULT_COLLECTION, DEFAULT_PATH
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 SECRET_NAMES = ("QDRANT_API_KEY", "OPENAI_API_KEY")
-TRUE = ("1", "true", "yes", "on")
 
 
 def _secrets() -> dict[str, str]:
-    """Return the top-level values of secrets.toml as strings ({} without one, or when it is malformed)."""
+    """Return the top-level values of secrets.toml as strings ({} without one); InvalidSettingsError when malformed."""
     try:
-        return {str(k): str(v).strip() for k, v in st.secrets.to_dict().items() if not isinstance(v, dict)}
-    except Exception:  # no secrets.toml, or a malformed one: Streamlit raises several types; both mean "unset"
-        return {}
+        values = st.secrets.to_dict()
+    except StreamlitSecretNotFoundError as error:
+        if getattr(error, "error_id", None) == "no-secrets-found":
+            return {}
+        reason = str(error).partition(": ")[2] or str(error)  # tomllib's reason names a line, never a value
+        raise InvalidSettingsError(f"The secrets file is malformed ({reason[:200]}). Fix .streamlit/secrets.toml "
+                                   "(it is TOML: NAME = \"value\"), or remove it.") from None
+    return {str(k): str(v).strip() for k, v in values.items() if not isinstance(v, dict)}
+
+
+def _merged() -> dict[str, str]:
+    """Return the environment's set values over secrets.toml's: where every app setting is read."""
+    return {**_secrets(), **{k: v for k, v in os.environ.items() if v.strip()}}
+
+
+def loaded() -> rag_settings.Settings:
+    """Return the app's RAG_* settings (environment, else secrets.toml), checked: InvalidSettingsError otherwise."""
+    return rag_settings.load(_merged())
+
+
+def check() -> None:
+    """Return None when the app's settings and server URLs (environment and secrets.toml) are all usable."""
+    rag_settings.check_environment(_merged())
 
 
 def setting(name: str, default: str = "") -> str:
     """Return a setting: the environment variable, else the same key in st.secrets, else default."""
-    return os.environ.get(name, "").strip() or _secrets().get(name, "") or default
+    return _merged().get(name, "").strip() or default
 
 
 def ui_settings_allowed() -> bool:
     """Return whether visitors may change the data location and the servers (RAG_UI_SETTINGS, off by default)."""
-    return setting("RAG_UI_SETTINGS").lower() in TRUE
+    return loaded().ui_settings
 
 
 def _source(service: Service) -> Mapping[str, str]:
@@ -70,7 +90,7 @@ def key_is_set(service: Service) -> bool:
 
 
 def qdrant_path() -> str:
-    return setting("RAG_QDRANT_PATH", DEFAULT_PATH)
+    return loaded().qdrant_path
 
 
 def qdrant_url() -> str:
@@ -78,13 +98,13 @@ def qdrant_url() -> str:
 
 
 def collection() -> str:
-    return setting("RAG_COLLECTION", DEFAULT_COLLECTION)
+    return loaded().collection
 
 
 def embedder_spec() -> str:
     from rag.embeddings import DEFAULT_EMBEDDER
 
-    return setting("RAG_EMBEDDER", DEFAULT_EMBEDDER)
+    return loaded().embedder or DEFAULT_EMBEDDER
 
 
 def refused_model_folder(spec: str) -> str | None:
@@ -113,13 +133,13 @@ def refused_model_folder(spec: str) -> str | None:
 
 def data_root() -> Path:
     """Return the data root: RAG_DATA_ROOT (environment or secrets), else ./data."""
-    return rag_settings.data_root({"RAG_DATA_ROOT": setting("RAG_DATA_ROOT")})
+    return rag_settings.data_root({"RAG_DATA_ROOT": loaded().data_root})
 
 
 def sample_dir() -> Path | None:
     """Return the folder of sample documents: RAG_SAMPLE_DIR (relative to the project root), else
     ../shared/data when that exists, else None. A configured folder is returned even if it is missing."""
-    configured = setting("RAG_SAMPLE_DIR")
+    configured = loaded().sample_dir
     if not configured:
         default = PROJECT_ROOT.parent / "shared" / "data"
         return default.resolve() if default.is_dir() else None

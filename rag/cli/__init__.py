@@ -31,10 +31,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; return the exit code (0 ok, 1 user error, 2 usage error)."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
     try:
-        check_environment()
+        check_environment()  # first: the parser's defaults (e.g. RAG_COLLECTION) are settings
+        args = build_parser().parse_args(argv)
         return args.run(args)
     except RagError as error:
         print(f"error: {redact_urls(str(error))}", file=sys.stderr)

@@ -17,6 +17,8 @@ from rag.documents import loader
 from rag.documents.text import shorten
 from rag.errors import UsageError
 
+preview = shorten  # the one shortening rule (messages, tables): rag.documents.text.shorten
+
 LONG_FILE_BYTES = 2_000_000  # files above this get progress lines on stderr
 
 
@@ -106,10 +108,6 @@ def write_report(file: Path, text: str) -> None:
 def progress(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
-
-def preview(text: str, width: int) -> str:
-    """Return text on one line, cut to width characters with an ellipsis."""
-    return shorten(text, width)
 
 
 def print_table(rows: list[list[str]], headers: list[str]) -> None:

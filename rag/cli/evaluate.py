@@ -54,9 +54,10 @@ from rag.evaluation.sweep import (
     SweepProgress,
     SweepResult,
     evaluate_collection,
-    grid,
     load_documents,
-    parse_sizes,
+    parse_chunk_sizes,
+    parse_grid,
+    parse_overlaps,
     run_sweep,
 )
 from rag.reports.evaluation_html import evaluation_report, sweep_report
@@ -74,10 +75,10 @@ def ks_option(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
-def sizes_option(what: str, minimum: int) -> Callable[[str], list[int]]:
+def sizes_option(read: Callable[[str, str], list[int]], what: str) -> Callable[[str], list[int]]:
     def parse(text: str) -> list[int]:
         try:
-            return parse_sizes(text, what, minimum)
+            return read(text, what)
         except ValueError as error:
             raise argparse.ArgumentTypeError(str(error)) from None
 
@@ -261,11 +262,9 @@ class SweepReporter:
 
 def run_sweep_command(args: argparse.Namespace) -> int:
     report = common.output_file(args.html) if args.html else None  # checked before the sweep, not after it
-    configs, skipped = grid(args.chunk_size, args.overlap, args.strategy, args.chunk_headers)
+    configs, skipped = parse_grid(args.chunk_size, args.overlap, args.strategy, args.chunk_headers)
     for note in skipped:
         common.progress(f"note: {note}")
-    if not configs:
-        raise UsageError("No configuration is left: every overlap is >= its chunk size. Use smaller overlaps.")
     files = [SourceFile(p.name, common.read_file(str(p))) for p in document_paths(args.documents)]  # all or none
     queries = load_query_set(common.read_file(args.queries), args.queries)
     documents = load_documents(files)
@@ -296,14 +295,12 @@ def run_sweep_command(args: argparse.Namespace) -> int:
 def print_sweep(result: SweepResult) -> None:
     deepest = result.ks[-1]
     metrics = [f"hit@{k}" for k in result.ks] + [f"{m}@{deepest}" for m in ("recall", "mrr", "ndcg")]
-    best, ties = result.best(), {id(row) for row, _ in result.ties()}
     headed = any(r.config.chunk_headers for r in result.results)  # a column only when headers were swept
     rows = [[str(r.config.chunk_size), str(r.config.overlap), *(["on" if r.config.chunk_headers else "off"] * headed),
              r.mode.label, str(r.chunks), f"{r.mean_tokens:.0f}",
              *(with_interval(r.evaluation, m) for m in metrics),
-             f"{r.total_seconds:.1f} s" + (" (reused)" if r.reused else ""),
-             "best" if r is best else "tie" if id(r) in ties else ""]
-            for r in result.results]
+             f"{r.total_seconds:.1f} s" + (" (reused)" if r.reused else ""), place.mark]
+            for place in result.standing() for r in [place.row]]
     common.print_table(rows, ["chunk_size", "overlap", *(["chunk headers"] * headed), "mode", "chunks", "mean tokens",
                               *metrics, "time",
                               f"by {result.default_metric()}"])
@@ -344,9 +341,10 @@ def register(commands: argparse._SubParsersAction) -> None:
     sweep = commands.add_parser("sweep", parents=[parent], help="compare chunk sizes and overlaps on a query set")
     sweep.add_argument("documents", nargs="+", metavar="DOCS", help="files, or folders of PDF/Markdown/text files")
     sweep.add_argument("--queries", required=True, metavar="Q", help="query set, .jsonl or .csv")
-    sweep.add_argument("--chunk-size", type=sizes_option("--chunk-size", chunking.MIN_CHUNK_SIZE),
+    sweep.add_argument("--chunk-size", type=sizes_option(parse_chunk_sizes, "--chunk-size"),
                        default=[200, 400, 800], metavar="N,N,...", help="chunk sizes in tokens, default 200,400,800")
-    sweep.add_argument("--overlap", type=sizes_option("--overlap", 0), default=[0, 50, 100], metavar="N,N,...",
+    sweep.add_argument("--overlap", type=sizes_option(parse_overlaps, "--overlap"), default=[0, 50, 100],
+                       metavar="N,N,...",
                        help="overlaps in tokens, default 0,50,100 (configurations with overlap >= size are skipped)")
     sweep.add_argument("--strategy", choices=chunking.STRATEGIES, default="structure", help="chunking strategy")
     sweep.add_argument("--chunk-headers", type=headers_option, default=[headers.DEFAULT_CHUNK_HEADERS],

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -19,8 +18,9 @@ from rag.embeddings import EMBEDDER_SPECS
 from rag.errors import DocumentNotFoundError, RagError
 from rag.rerank import SCORE_KIND, describe
 from rag.runs.apply import collection_defaults
+from rag.settings import load as load_settings
 from rag.store.archive import DocumentArchive, default_archive_dir
-from rag.store.client import DEFAULT_COLLECTION, Store
+from rag.store.client import Store
 from rag.store.fusion import DEFAULT_FUSION, parse_fusion
 from rag.store.keywords import LANGUAGE_CHOICES
 from rag.store.open import open_store, size_note
@@ -317,7 +317,7 @@ def add_fusion(parser: argparse.ArgumentParser) -> None:
 
 
 def add_collection(parser: argparse.ArgumentParser, required: bool = False) -> None:
-    default = None if required else os.environ.get("RAG_COLLECTION") or DEFAULT_COLLECTION
+    default = None if required else load_settings().collection
     parser.add_argument("--collection", required=required, default=default, type=given("the collection name"),
                         help="Qdrant collection" + ("" if required else f" (default {default})"))
 

@@ -17,12 +17,12 @@ and `token_note` (one line for the UI). Importing this package loads no model: m
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import Any
 
 import httpx
 
+from rag import settings
 from rag.embeddings import e5
 from rag.embeddings.base import Embedder, embed_in_batches
 from rag.embeddings.e5 import E5Embedder
@@ -99,7 +99,7 @@ _FACTORIES: dict[str, Callable[[str, httpx.Client | None, dict[str, Any]], Embed
 
 def parse_spec(spec: str | None) -> tuple[str, str]:
     """Return (provider, argument) for a spec; None or "" means RAG_EMBEDDER if set, else "local"."""
-    text = (spec or "").strip() or os.environ.get("RAG_EMBEDDER", "").strip() or DEFAULT_EMBEDDER
+    text = (spec or "").strip() or settings.load().embedder or DEFAULT_EMBEDDER
     provider, _, argument = text.partition(":")
     provider, argument = provider.strip().lower(), argument.strip()
     if provider not in _FACTORIES:

@@ -9,17 +9,20 @@ threads (Streamlit sessions) can share one cache object.
 from __future__ import annotations
 
 import hashlib
-import os
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import closing, contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from rag import settings
 from rag.embeddings.base import Embedder
 from rag.errors import EmbeddingCacheError
-from rag.store.client import DEFAULT_PATH, Store
+
+if TYPE_CHECKING:
+    from rag.store.client import Store
 
 EMBED_BATCH = 64  # texts per embed call: the unit of progress reports
 _LOOKUP_BATCH = 500  # keys per SELECT (SQLite limits the number of parameters)
@@ -40,14 +43,9 @@ def cache_model(embedder: Embedder, query: bool) -> str:
 
 
 def default_cache_dir(store: Store | None = None) -> Path:
-    """Return RAG_EMBEDDING_CACHE, else `embedding-cache` next to the store's embedded folder (or ./data)."""
-    configured = os.environ.get("RAG_EMBEDDING_CACHE", "").strip()
-    if configured:
-        return Path(configured).expanduser()
-    if store is not None and store.local and store.location != "memory":
-        return Path(store.location).parent / "embedding-cache"
-    folder = os.environ.get("RAG_QDRANT_PATH") or DEFAULT_PATH
-    return Path(folder).expanduser().resolve().parent / "embedding-cache"
+    """Return RAG_EMBEDDING_CACHE, else `embedding-cache` next to the store's embedded folder (or RAG_QDRANT_PATH)."""
+    folder = store.location if store is not None and store.local and store.location != "memory" else None
+    return settings.embedding_cache_folder(folder)
 
 
 class EmbeddingCache:

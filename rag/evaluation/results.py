@@ -134,6 +134,25 @@ class ConfigResult:
                 "total_seconds": round(self.total_seconds, 3)}
 
 
+@dataclass(frozen=True)
+class Standing:
+    """A row's standing on a metric: "best", "tie" (a paired test cannot tell it from the best) or "" (worse).
+
+    test is the row's paired difference from the best (None for the best itself).
+    """
+
+    row: ConfigResult
+    mark: str
+    test: PairedDifference | None
+
+    def words(self, form: str = "{mark} ({why})") -> str:
+        """Return the standing in words: "best", "tie (p = 0.35)", "tie (too few differ)" or "" (form: a tie's)."""
+        if self.mark != "tie" or self.test is None:
+            return self.mark
+        why = "too few differ" if self.test.too_few_differ else p_words(self.test.p_value)
+        return form.format(mark=self.mark, why=why)
+
+
 @dataclass
 class SweepResult:
     results: list[ConfigResult]
@@ -145,7 +164,7 @@ class SweepResult:
     skipped: list[str] = field(default_factory=list)  # notes on configurations left out
     created_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
     rerank: dict | None = None  # the reranker of the "+rerank" rows: spec, depth, scale (rag.rerank.describe)
-    _ties: dict[str, list] = field(default_factory=dict, init=False, repr=False, compare=False)  # metric -> ties()
+    _tested: dict[str, list] = field(default_factory=dict, init=False, repr=False, compare=False)  # metric -> tests
 
     @property
     def modes(self) -> list[str]:
@@ -183,13 +202,22 @@ class SweepResult:
 
     def ties(self, metric: str | None = None) -> list[tuple[ConfigResult, PairedDifference]]:
         """Return the rows a paired test cannot tell apart from the best at ALPHA, closest first, with the test."""
+        tied = [(row, test) for row, test in self._tests(metric) if test.tied]
+        return sorted(tied, key=lambda pair: -pair[1].difference)
+
+    def _tests(self, metric: str | None = None) -> list[tuple[ConfigResult, PairedDifference]]:
+        """Return every row but the best with its paired difference from the best, in row order."""
         metric = metric or self.default_metric()
-        if metric not in self._ties:  # a page draws them several times per run: test each row once
+        if metric not in self._tested:  # a page draws them several times per run: test each row once
             best = self.best(metric)
-            tested = [(row, self.paired(row, metric)) for row in self.results if row is not best]
-            self._ties[metric] = sorted([(row, test) for row, test in tested if test.tied],
-                                        key=lambda pair: -pair[1].difference)
-        return list(self._ties[metric])
+            self._tested[metric] = [(row, self.paired(row, metric)) for row in self.results if row is not best]
+        return self._tested[metric]
+
+    def standing(self, metric: str | None = None) -> list[Standing]:
+        """Return each row's standing on metric (best, tie or the rest, with its paired test), in row order."""
+        best, tests = self.best(metric), iter(test for _, test in self._tests(metric))  # every row but the best
+        return [Standing(row, "best", None) if row is best else Standing(row, "tie" if test.tied else "", test)
+                for row in self.results for test in [None if row is best else next(tests)]]
 
     def tie_summary(self, metric: str | None = None) -> str:
         """Return best and ties in words, e.g. "400/0 dense and 200/50 dense are indistinguishable on ..."."""

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rag.chunking.chunker import STRATEGIES, Chunk, chunk_document
+from rag.chunking.chunker import MIN_CHUNK_SIZE, STRATEGIES, Chunk, chunk_document
 from rag.documents.loader import SourceFile, load_document
 from rag.documents.model import Document
 from rag.embeddings.base import Embedder
@@ -54,7 +54,8 @@ from rag.store.records import Hit
 
 __all__ = ["STAGES", "SWEEP_PREFIX", "ConfigResult", "SweepConfig", "SweepProgress", "SweepResult",
            "collection_documents", "collection_name", "evaluate_collection", "grid", "is_sweep_collection",
-           "load_documents", "parse_sizes", "prepare_queries", "query_set_paths", "relevant_chunks",
+           "load_documents", "parse_chunk_sizes", "parse_grid",
+           "parse_overlaps", "parse_sizes", "prepare_queries", "query_set_paths", "relevant_chunks",
            "resolve_in_collection", "run_sweep", "search_queries", "sweep_groups"]
 
 ProgressCallback = Callable[[SweepProgress], None]
@@ -72,6 +73,29 @@ def parse_sizes(text: str, what: str, minimum: int) -> list[int]:
         if int(item) not in values:
             values.append(int(item))
     return values
+
+
+def parse_chunk_sizes(text: str, what: str = "chunk sizes") -> list[int]:
+    """Return the chunk sizes of a sweep's grid, e.g. "200,400,800" (each at least MIN_CHUNK_SIZE tokens)."""
+    return parse_sizes(text, what, MIN_CHUNK_SIZE)
+
+
+def parse_overlaps(text: str, what: str = "overlaps") -> list[int]:
+    """Return the overlaps of a sweep's grid, e.g. "0,50,100" (0 or more tokens)."""
+    return parse_sizes(text, what, 0)
+
+
+def parse_grid(chunk_sizes: str | Iterable[int], overlaps: str | Iterable[int], strategy: str = "structure",
+               chunk_headers: Sequence[bool] = (False,)) -> tuple[list[SweepConfig], list[str]]:
+    """Return the configurations of a sweep's grid (the page's fields or the CLI's flags) and the skipped notes;
+    InvalidSettingsError for a malformed size, or when every overlap is at least its chunk size."""
+    sizes = parse_chunk_sizes(chunk_sizes) if isinstance(chunk_sizes, str) else list(chunk_sizes)
+    configs, skipped = grid(sizes, parse_overlaps(overlaps) if isinstance(overlaps, str) else overlaps, strategy,
+                            chunk_headers)
+    if not configs:
+        raise InvalidSettingsError("No configuration is left: every overlap is >= its chunk size. Use smaller "
+                                   "overlaps.")
+    return configs, skipped
 
 
 def grid(chunk_sizes: Iterable[int], overlaps: Iterable[int], strategy: str = "structure",

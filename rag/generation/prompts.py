@@ -12,11 +12,11 @@ against the model's context window, leaving room for the answer.
 from __future__ import annotations
 
 import json
-import os
 import string
 from dataclasses import dataclass
 from pathlib import Path
 
+from rag import settings
 from rag.chunking import tokens
 from rag.context import Context
 from rag.errors import ContextWindowError, InvalidSettingsError
@@ -143,12 +143,8 @@ def build_prompt(question: str, context: Context, preset: str = "chat", template
 
 def context_window(model: str) -> int:
     """Return the model's context window: RAG_LLM_CONTEXT_WINDOW when set, else the table, else a cautious 8192."""
-    configured = os.environ.get("RAG_LLM_CONTEXT_WINDOW", "").strip()
-    if configured:
-        if not configured.isdigit() or int(configured) < 256:
-            raise InvalidSettingsError(f"RAG_LLM_CONTEXT_WINDOW must be a whole number of tokens >= 256, not "
-                                       f"{configured!r}.")
-        return int(configured)
+    if configured := settings.load().llm_context_window:
+        return configured
     name = model.lower().removeprefix("ollama:").removeprefix("openai:").split("/")[-1]
     base = name.split(":")[0]  # an Ollama tag ("llama3.1:8b") has the window of its model
     return CONTEXT_WINDOWS.get(name) or CONTEXT_WINDOWS.get(base) or DEFAULT_CONTEXT_WINDOW

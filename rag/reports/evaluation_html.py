@@ -1,21 +1,23 @@
 """A sweep or an evaluation as one self-contained HTML page, for an analyst's slides or a PDF.
 
 The page loads nothing: charts are inline SVG (rag.reports.svg), the CSS is inline, and a strict
-Content-Security-Policy forbids scripts, fonts and every fetch, so even a bug cannot load anything. Every
-string from the user's documents, queries or settings goes through html.escape: none is ever HTML.
+Content-Security-Policy forbids scripts, fonts and every fetch, so even a bug cannot load anything. The page
+is a Jinja2 template with autoescaping (rag/reports/evaluation_page.py): every string from the user's
+documents, queries or settings is escaped by the template engine, none is ever HTML; only the charts (SVG
+built by rag.reports.svg, which escapes its labels) are inserted as markup.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from rag.errors import InvalidSettingsError
 from rag.evaluation.intervals import RESAMPLES
 from rag.evaluation.metrics import METRICS, Evaluation, QueryOutcome
-from rag.evaluation.paired import ALPHA, PairedDifference, format_p, p_words
-from rag.evaluation.results import ConfigResult, SweepResult
-from rag.reports.svg import PALETTE, Estimate, Series, dot_chart, esc, line_chart
+from rag.evaluation.paired import ALPHA, PairedDifference
+from rag.evaluation.results import ConfigResult, Standing, SweepResult
+from rag.reports.evaluation_page import render
+from rag.reports.svg import PALETTE, Estimate, Series, dot_chart, line_chart
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 FAILURES_SHOWN = 10
@@ -29,37 +31,6 @@ TIE_METHOD = (f"A configuration is tied with the best when a paired sign-flip pe
               "it holds 0 exactly for a tie. Where 5 or fewer questions differ no test can decide (too few differ). "
               "A tie is not proof of equality: more queries may show a small difference.")
 
-STYLE = """
-:root { color-scheme: light; }
-body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif;
-  color: #1f1f1f; background: #fff; margin: 0 auto; max-width: 1180px; padding: 24px 28px 40px; }
-h1 { font-size: 26px; margin: 0 0 4px; } h2 { font-size: 19px; margin: 30px 0 10px; padding-bottom: 3px;
-  border-bottom: 1px solid #ddd; }
-p { margin: 6px 0; } .meta { color: #555; margin-bottom: 14px; }
-.summary { background: #f2f7fb; border-left: 4px solid #0072B2; padding: 10px 14px; margin: 12px 0; }
-.notes { color: #444; }
-table { border-collapse: collapse; font-variant-numeric: tabular-nums; font-size: 13px; margin: 6px 0; }
-th, td { padding: 4px 6px; border-bottom: 1px solid #e2e2e2; text-align: right; vertical-align: top; }
-th { background: #f0f0f0; font-weight: 600; vertical-align: bottom; } td { white-space: nowrap; }
-td.text, th.text { text-align: left; } td.wrap { white-space: normal; max-width: 420px; overflow-wrap: anywhere; }
-td .pm { color: #666; font-size: 12px; } th.chosen, td.chosen { background: #f7f7f7; }
-tr.best td { background: #ffefb0; font-weight: 600; } tr.tie td { background: #e1eefa; }
-.mark { display: inline-block; margin-left: 2px; padding: 0 6px; border-radius: 3px; font-size: 12px;
-  font-weight: 700; color: #fff; } .mark.best { background: #7a5700; } .mark.tie { background: #0b4f8a; }
-figure { margin: 14px 0 22px; } figcaption { color: #444; font-size: 13.5px; max-width: 960px; }
-svg.chart { display: block; max-width: 100%; height: auto; font-family: inherit; }
-dl.settings { display: grid; grid-template-columns: max-content 1fr; gap: 4px 18px; margin: 6px 0; }
-dl.settings dt { font-weight: 600; } dl.settings dd { margin: 0; overflow-wrap: anywhere; }
-footer { margin-top: 30px; color: #666; font-size: 13px; }
-@page { size: A4 landscape; margin: 12mm; }
-@media print {
-  body { max-width: none; padding: 0; font-size: 10.5pt; } table { font-size: 8.5pt; }
-  th, td { padding: 3px 4px; } td .pm { font-size: 7.5pt; } svg.chart { max-width: 900px; }
-  * { print-color-adjust: exact; -webkit-print-color-adjust: exact; }
-  h2 { break-after: avoid; } figure, table, .summary, dl.settings { break-inside: avoid; }
-}
-"""
-
 
 def sweep_report(result: SweepResult, metric: str | None = None) -> str:
     """Return the sweep as one HTML page: best and ties in words, charts, every row, failures, the settings."""
@@ -69,27 +40,17 @@ def sweep_report(result: SweepResult, metric: str | None = None) -> str:
                                    f"{', '.join(result.results[0].metrics)}")
     best = result.best(metric)
     tied = result.ties(metric) if best is not None else []
-    tests = {id(row): test for row, test in tied}  # and every other row's difference from the best, once
-    tests |= {id(row): result.paired(row, metric) for row in result.results if row is not best and id(row) not in tests
-              and best is not None}
-    ties = [row for row, _ in tied]
-    marks = {id(best): "best"} | {id(row): "tie" for row in ties}
-    body = [f"<h1>Sweep: {esc(metric)} of {len(result.results)} configurations and modes</h1>",
-            f'<p class="meta">{esc(result.created_at)} · {esc(result.embedder)} · {result.queries} queries · '
-            f"{len(result.documents)} documents · modes {esc(', '.join(result.modes))}</p>",
-            '<div class="summary">' + "".join(f"<p>{esc(words)}</p>" for words in
-                                              (result.summary(metric), result.tie_summary(metric)) if words)]
-    if ties:
-        body.append("<p>Tied with the best:</p><ul>" + "".join(
-            f"<li>{esc(row.label)}: {esc(_tie_words(tests[id(row)], metric))}</li>" for row in ties) + "</ul>")
-    body.append("</div>")
-    body += [f'<p class="notes">{esc(note)}</p>' for note in [*result.notes(), *result.skipped]]
+    page = {"kind": "sweep", "metric": metric, "result": result, "best": best, "CSP": CSP,
+            "title": f"RAG Lab sweep {result.created_at}: {metric}",
+            "words": [w for w in (result.summary(metric), result.tie_summary(metric)) if w],
+            "ties": [(row.label, _tie_words(test, metric)) for row, test in tied],
+            "notes": [*result.notes(), *result.skipped], "settings": _sweep_settings(result)}
     if best is not None:
-        body += _sweep_charts(result, metric, best, ties, marks, tests)
-        body += ["<h2>Every configuration</h2>", _sweep_table(result, metric, marks, tests)]
-        body += _failures(best.evaluation, f"Queries the best ({best.short}) misses")
-    body += ["<h2>Settings</h2>", _settings(_sweep_settings(result))]
-    return _page(f"RAG Lab sweep {result.created_at}: {metric}", body)
+        places = result.standing(metric)
+        page |= {"figures": _sweep_charts(result, metric, best, [row for row, _ in tied], places),
+                 "table": _sweep_table(result, metric, places),
+                 "failures": _failures(best.evaluation, f"Queries the best ({best.short}) misses")}
+    return render(page)
 
 
 def evaluation_report(evaluation: Evaluation, *, collection: str, mode: str, embedder: str | None,
@@ -99,96 +60,73 @@ def evaluation_report(evaluation: Evaluation, *, collection: str, mode: str, emb
     deepest, queries = evaluation.ks[-1], len(evaluation.per_query)
     estimates = [_estimate(evaluation, f"{m}@{deepest}", f"{m}@{deepest}") for m in METRICS]
     hit = Series("hit@k", [_estimate(evaluation, f"hit@{k}", f"hit@{k}") for k in evaluation.ks], PALETTE[0])
-    body = [f"<h1>Evaluation: {esc(query_set)} on {esc(collection)}</h1>",
-            f'<p class="meta">{esc(created_at)} · {esc(embedder or "no embedder (keywords only)")} · {esc(mode)} '
-            f"search · {queries} queries</p>",
-            "<h2>Metrics with their 95 % intervals</h2>",
-            _figure(line_chart([hit], [f"k = {k}" for k in evaluation.ks], x_axis="k: the top k hits",
-                               y_axis="hit@k", title="hit@k by k"),
-                    f"hit@k by k: dot = value, bar = 95 % interval over the {queries} queries."),
-            _figure(dot_chart([(None, estimates)], axis=f"value at k = {deepest}", title=f"metrics at k = {deepest}"),
-                    f"Every metric at k = {deepest}, with its 95 % interval."),
-            _metrics_table(evaluation)]
-    body += _failures(evaluation, "Queries without a relevant chunk in the top k")
-    body += ["<h2>Settings</h2>", _settings([
-        ("collection", collection), ("search mode", mode), ("embedder (model)", embedder or "none: keywords only"),
-        ("query set", query_set), ("queries", str(queries)), ("k", ", ".join(map(str, evaluation.ks))),
-        ("created", created_at), ("intervals", METHOD)])]
-    return _page(f"RAG Lab evaluation: {query_set} on {collection}", body)
+    figures = [(line_chart([hit], [f"k = {k}" for k in evaluation.ks], x_axis="k: the top k hits", y_axis="hit@k",
+                           title="hit@k by k"),
+                f"hit@k by k: dot = value, bar = 95 % interval over the {queries} queries."),
+               (dot_chart([(None, estimates)], axis=f"value at k = {deepest}", title=f"metrics at k = {deepest}"),
+                f"Every metric at k = {deepest}, with its 95 % interval.")]
+    return render({
+        "kind": "evaluation", "CSP": CSP, "title": f"RAG Lab evaluation: {query_set} on {collection}",
+        "query_set": query_set, "collection": collection, "created_at": created_at, "mode": mode, "queries": queries,
+        "embedder": embedder or "no embedder (keywords only)", "figures": figures,
+        "metrics": {"names": METRICS, "rows": [(k, [_cell(evaluation, f"{m}@{k}") for m in METRICS])
+                                               for k in evaluation.ks]},
+        "failures": _failures(evaluation, "Queries without a relevant chunk in the top k"),
+        "settings": [("collection", collection), ("search mode", mode),
+                     ("embedder (model)", embedder or "none: keywords only"), ("query set", query_set),
+                     ("queries", str(queries)), ("k", ", ".join(map(str, evaluation.ks))), ("created", created_at),
+                     ("intervals", METHOD)]})
 
 
 # ---- sweep pieces ----------------------------------------------------------------------------------------
 
 
 def _sweep_charts(result: SweepResult, metric: str, best: ConfigResult, ties: list[ConfigResult],
-                  marks: dict[int, str], tests: dict[int, PairedDifference]) -> list[str]:
+                  places: list[Standing]) -> list[tuple[str, str]]:
+    """Return the two charts as (svg, caption): metric per row by mode, and hit@k of the best and its ties."""
     colours = {mode: PALETTE[i % len(PALETTE)] for i, mode in enumerate(result.modes)}
-
-    def note(row: ConfigResult) -> str:
-        mark = marks.get(id(row), "")
-        if mark != "tie":
-            return mark
-        test = tests[id(row)]
-        return "tie, too few differ" if test.too_few_differ else f"tie, {p_words(test.p_value)}"
-
     groups = [(mode if len(result.modes) > 1 else None,
-               [_estimate(row.evaluation, metric, row.config.short, colours[mode], note(row), row is best)
-                for row in result.results if row.mode.label == mode]) for mode in result.modes]
+               [_estimate(place.row.evaluation, metric, place.row.config.short, colours[mode],
+                          place.words("{mark}, {why}"), place.mark == "best")
+                for place in places if place.row.mode.label == mode]) for mode in result.modes]
     shown = [best, *ties][:TIE_LINES]
     lines = [Series(row.short + (" (best)" if row is best else " (tie)"),
                     [_estimate(row.evaluation, f"hit@{k}", row.short, PALETTE[i % len(PALETTE)], strong=row is best)
                      for k in result.ks], PALETTE[i % len(PALETTE)]) for i, row in enumerate(shown)]
     more = f" The other {len(ties) + 1 - len(shown)} ties are in the table." if len(ties) + 1 > len(shown) else ""
-    return ["<h2>Charts</h2>",
-            _figure(dot_chart(groups, axis=f"{metric} (dot: value; bar: 95 % interval over {result.queries} queries)",
-                              title=f"{metric} by configuration", legend=[(colours[m], m) for m in result.modes]
-                              if len(result.modes) > 1 else ()),
-                    f"{metric} of every configuration (chunk_size/overlap), grouped by search mode; the best is "
-                    "ringed, its ties are marked with the paired test's p-value."),
-            _figure(line_chart(lines, [f"k = {k}" for k in result.ks], x_axis="k: the top k hits", y_axis="hit@k",
-                               title="hit@k by k, the best and its ties"),
-                    "hit@k by k for the best configuration" + (" and the configurations tied with it" if ties else
-                                                                 " (no configuration is tied with it)") + "." + more)]
+    return [(dot_chart(groups, axis=f"{metric} (dot: value; bar: 95 % interval over {result.queries} queries)",
+                       title=f"{metric} by configuration", legend=[(colours[m], m) for m in result.modes]
+                       if len(result.modes) > 1 else ()),
+             f"{metric} of every configuration (chunk_size/overlap), grouped by search mode; the best is "
+             "ringed, its ties are marked with the paired test's p-value."),
+            (line_chart(lines, [f"k = {k}" for k in result.ks], x_axis="k: the top k hits", y_axis="hit@k",
+                        title="hit@k by k, the best and its ties"),
+             "hit@k by k for the best configuration" + (" and the configurations tied with it" if ties else
+                                                          " (no configuration is tied with it)") + "." + more)]
 
 
-def _sweep_table(result: SweepResult, metric: str, marks: dict[int, str], tests: dict[int, PairedDifference]) -> str:
+def _sweep_table(result: SweepResult, metric: str, places: list[Standing]) -> dict:
+    """Return the table of every row, ranked by metric as best() ranks: head, rows (each with its cells) and caption."""
     deepest = result.ks[-1]
     others = [m for m in dict.fromkeys([*(f"hit@{k}" for k in result.ks), f"mrr@{deepest}"]) if m != metric]
-    head = ["configuration", "mode", metric, *others, "chunks", "mean tokens", "cut by model",
-            "time of the configuration (s)", "vs best", "p"]
     hit = f"hit@{deepest}"
-    ranked = sorted(result.results, key=lambda r: (-r.metrics[metric], -r.metrics[hit], r.chunks))  # as best()
-    seconds = {id(row): sum(r.total_seconds for r in run) for run in result.configuration_runs() for row in run}
-    rows = "".join(_sweep_row(row, metric, others, marks.get(id(row), ""), tests.get(id(row)), seconds[id(row)])
-                   for row in ranked)
-    header = "".join(f'<th class="{"text" if i < 2 else "chosen" if i == 2 else ""}">{esc(h)}</th>'
-                     for i, h in enumerate(head))
+    seconds = [sum(r.total_seconds for r in run) for run in result.configuration_runs() for _ in run]  # row order
+    ranked = sorted(zip(places, seconds, strict=True), key=lambda pair: (
+        -pair[0].row.metrics[metric], -pair[0].row.metrics[hit], pair[0].row.chunks))
+    rows = [{"place": place, "row": place.row, "chosen": _cell(place.row.evaluation, metric),
+             "others": [_cell(place.row.evaluation, m) for m in others], "seconds": time} for place, time in ranked]
     caption = (f"Ranked by {metric}. ± is half the 95 % interval; configuration is chunk_size/overlap in tokens; "
                "cut by model: the share of chunks longer than the model reads; time: the configuration's chunking, "
                "embedding, indexing and searching, shared by its modes (one collection, one search round trip); "
                "vs best: the paired difference from the best "
                f"with its 95 % interval, and the p-value of the paired test (tied: p ≥ {ALPHA:g}).")
-    return (f"<table><thead><tr>{header}</tr></thead><tbody>{rows}</tbody></table>"
-            f'<p class="notes">{esc(caption)}</p>')
+    return {"head": ["configuration", "mode", metric, *others, "chunks", "mean tokens", "cut by model",
+                     "time of the configuration (s)", "vs best", "p"], "rows": rows, "caption": caption}
 
 
 def _tie_words(test: PairedDifference, metric: str) -> str:
     """Return a tie's difference in words, with why the test cannot decide when too few questions differ."""
     return test.words(metric) + (f"; {test.few_words()}" if test.too_few_differ else "")
-
-
-def _sweep_row(row: ConfigResult, metric: str, others: list[str], mark: str, test: PairedDifference | None,
-               seconds: float) -> str:
-    badge = f' <span class="mark {mark}">{mark}</span>' if mark else ""
-    reused = '<br><span class="pm">reused</span>' if row.reused else ""
-    versus = ["—", ""] if test is None else [
-        f'{test.difference:+.3f}<br><span class="pm">{test.low:+.3f} to {test.high:+.3f}</span>',
-        format_p(test.p_value) + ('<br><span class="pm">too few differ</span>' if test.too_few_differ else "")]
-    cells = [f'<td class="text">{esc(row.config.short)}{badge}</td>', f'<td class="text">{esc(row.mode.label)}</td>',
-             _metric_cell(row.evaluation, metric, "chosen"), *(_metric_cell(row.evaluation, m) for m in others),
-             f"<td>{row.chunks}</td>", f"<td>{row.mean_tokens:.0f}</td>", f"<td>{row.cut_share:.0%}</td>",
-             f"<td>{seconds:.1f}{reused}</td>", *(f"<td>{v}</td>" for v in versus)]
-    return f'<tr class="{mark}">' + "".join(cells) + "</tr>"
 
 
 def _sweep_settings(result: SweepResult) -> list[tuple[str, str]]:
@@ -217,63 +155,26 @@ def _estimate(evaluation: Evaluation, metric: str, label: str, colour: str = PAL
     return Estimate(label, evaluation.metrics[metric], low, high, colour, note, strong)
 
 
-def _metric_cell(evaluation: Evaluation, metric: str, css: str = "") -> str:
+def _cell(evaluation: Evaluation, metric: str) -> tuple[float, float, float]:
+    """Return (value, low, high) of a metric: a table cell shows the value ± half the interval."""
     low, high = evaluation.intervals[metric]
-    return (f'<td class="{css}" title="95 % interval {low:.3f} to {high:.3f}">{evaluation.metrics[metric]:.3f}'
-            f'<span class="pm"> ±{(high - low) / 2:.3f}</span></td>')
+    return evaluation.metrics[metric], low, high
 
 
-def _metrics_table(evaluation: Evaluation) -> str:
-    header = '<th class="text">k</th>' + "".join(f"<th>{m}</th>" for m in METRICS)
-    rows = "".join(f'<tr><td class="text">{k}</td>' + "".join(_metric_cell(evaluation, f"{m}@{k}") for m in METRICS)
-                   + "</tr>" for k in evaluation.ks)
-    return (f"<table><thead><tr>{header}</tr></thead><tbody>{rows}</tbody></table>"
-            '<p class="notes">± is half the 95 % bootstrap interval over the queries.</p>')
-
-
-def _failures(evaluation: Evaluation, heading: str) -> list[str]:
-    k = 5 if 5 in evaluation.ks else evaluation.ks[-1]  # a usual top_k when measured, as `rag eval` lists them
+def _failures(evaluation: Evaluation, heading: str) -> dict:
+    """Return the queries without a relevant chunk in a usual top_k (the first FAILURES_SHOWN), as `rag eval` lists."""
+    k = 5 if 5 in evaluation.ks else evaluation.ks[-1]
     missed = evaluation.failures(k)
     words = f"{len(missed)} of {len(evaluation.per_query)} queries have no relevant chunk in the top {k}"
-    if not missed:
-        return [f"<h2>{esc(heading)}</h2>", f"<p>{esc(words)}.</p>"]
-    words += f"; the first {FAILURES_SHOWN}:" if len(missed) > FAILURES_SHOWN else ":"
-    header = "".join(f'<th class="{c}">{h}</th>' for h, c in
-                     [("rank", ""), ("score", ""), ("top score", ""), ("query", "text"), ("expected", "text"),
-                      ("top hit", "text")])
-    rows = "".join(_failure_row(o, evaluation.ks[-1]) for o in missed[:FAILURES_SHOWN])
-    return [f"<h2>{esc(heading)}</h2>", f"<p>{esc(words)}</p>",
-            f"<table><thead><tr>{header}</tr></thead><tbody>{rows}</tbody></table>"]
+    if missed:
+        words += f"; the first {FAILURES_SHOWN}:" if len(missed) > FAILURES_SHOWN else ":"
+    else:
+        words += "."
+    return {"heading": heading, "words": words, "deepest": evaluation.ks[-1],
+            "rows": [_failure_row(o) for o in missed[:FAILURES_SHOWN]]}
 
 
-def _failure_row(outcome: QueryOutcome, deepest: int) -> str:
-    def score(value: float | None) -> str:
-        return "—" if value is None else f"{value:.3f}"
-
+def _failure_row(outcome: QueryOutcome) -> dict:
     top = outcome.hits[0].document_title if outcome.hits else "(no hits)"
-    cells = [str(outcome.rank) if outcome.rank else f"&gt;{deepest}", score(outcome.score), score(outcome.top_score)]
-    texts = [outcome.query.text, ", ".join(outcome.query.documents), top]
-    return ("<tr>" + "".join(f"<td>{c}</td>" for c in cells)
-            + "".join(f'<td class="text wrap">{esc(t)}</td>' for t in texts) + "</tr>")
-
-
-
-
-def _figure(svg: str, caption: str) -> str:
-    return f"<figure>{svg}<figcaption>{esc(caption)}</figcaption></figure>"
-
-
-def _settings(items: Sequence[tuple[str, str]]) -> str:
-    return '<dl class="settings">' + "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in items) + "</dl>"
-
-
-def _page(title: str, body: list[str]) -> str:
-    return ("<!DOCTYPE html>\n"
-            '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-            f'<meta http-equiv="Content-Security-Policy" content="{CSP}">\n'
-            '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-            '<meta name="generator" content="RAG Lab">\n'
-            f"<title>{esc(title)}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n"
-            + "\n".join(body)
-            + "\n<footer>Made by RAG Lab. This file is self-contained: it loads nothing and runs no scripts.</footer>"
-            "\n</body>\n</html>\n")
+    return {"rank": outcome.rank, "scores": [outcome.score, outcome.top_score],
+            "texts": [outcome.query.text, ", ".join(outcome.query.documents), top]}

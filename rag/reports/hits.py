@@ -1,4 +1,5 @@
-"""What the Search page shows about hits: scores per source, the score threshold and what it removed, neighbours."""
+"""What the Search page shows about hits: scores per source, the score threshold and what it removed, which score
+scale belongs to which search mode, and how a hit came to its place (its lists, the fusion, the query words)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,9 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from rag.rerank import SCORE_KIND as RERANK_SCORE
+from rag.store.fusion import RRF_K
+from rag.store.keywords import Analyzer
 from rag.store.records import Hit
 
 
@@ -63,3 +67,87 @@ def neighbours(chunks: Sequence[Hit], chunk_index: int, radius: int = 1) -> tupl
     before = [c for c in chunks if c.chunk_index is not None and chunk_index - radius <= c.chunk_index < chunk_index]
     after = [c for c in chunks if c.chunk_index is not None and chunk_index < c.chunk_index <= chunk_index + radius]
     return before, after
+
+
+@dataclass(frozen=True)
+class ThresholdScale:
+    name: str
+    default: float
+    step: float
+    maximum: float | None
+    format: str
+    help: str
+
+
+SCALES = {
+    "cosine": ThresholdScale("cosine", 0.3, 0.01, 1.0, "%.2f", "Cosine similarity, 0–1: a chunk scoring less is cut."),
+    "bm25": ThresholdScale("BM25", 2.0, 0.5, None, "%.1f", "BM25 keyword score, 0 and up; it grows with the number "
+                           "and rarity of the query words a chunk holds."),
+    "convex": ThresholdScale("convex", 0.3, 0.01, 1.0, "%.2f", "Weighted sum of the normalised dense and keyword "
+                             "scores, 0–1."),
+    "rrf": ThresholdScale("RRF", 0.1, 0.01, 1.0, "%.3f", f"Reciprocal-rank score: 1/({RRF_K} + rank − 1) per list, "
+                          f"summed; a first rank in one list scores {1 / RRF_K:.2f}, a tenth {1 / (RRF_K + 9):.3f}."),
+    "dbsf": ThresholdScale("DBSF", 0.3, 0.01, None, "%.2f", "Sum of the scores normalised by their spread (about "
+                           "0–1 per list)."),
+}
+
+
+def threshold_scale(mode: str, fusion_method: str) -> ThresholdScale:
+    """Return the scale of the score the threshold applies to in mode (hybrid: the fusion's)."""
+    return SCALES["bm25" if mode == "sparse" else "cosine" if mode == "dense" else fusion_method]
+
+
+SCORE_NAMES = {"cosine": "cosine similarity", "bm25": "BM25 keyword score", "rrf": "fused rank score (RRF)",
+               "dbsf": "fused normalised score (DBSF)", "convex": "weighted sum of normalised scores (convex)",
+               RERANK_SCORE: "the reranker's own score"}
+SCORE_SHORT = {"cosine": "cosine", "bm25": "BM25", "rrf": "RRF", "dbsf": "DBSF", "convex": "convex",
+               RERANK_SCORE: "reranker"}
+
+
+def score_kind(hits: list[Hit]) -> str:
+    return next((h.score_kind for h in hits if getattr(h, "score_kind", None)), "cosine")
+
+
+def score_name(hits: list[Hit]) -> str:
+    kind = score_kind(hits)
+    return SCORE_NAMES.get(kind, kind)
+
+
+def keywords(query: str, hit: Hit, analyzer: Analyzer | None) -> str:
+    """Return the query's words (as typed) whose keyword terms the chunk contains, comma-separated ("" if none)."""
+    return ", ".join(analyzer.matching_words(query, hit.content)) if analyzer and query else ""
+
+
+def rrf_sum(hit: Hit) -> str:
+    """Return how RRF added up this hit's score, e.g. "1/2 + 1/4" (Qdrant: 1 / (rank + 1) per list)."""
+    parts = [f"1/{rank + 1}" for rank in (hit.dense_rank, hit.sparse_rank) if rank is not None]
+    return " + ".join(parts)
+
+
+def explanation(hit: Hit, query: str, depth: int, analyzer: Analyzer | None = None) -> str:
+    """Return one line: how a reranker placed it; for hybrid where the hit stood in each list and how that fused;
+    the query words it holds."""
+    parts = rerank_explanation(hit)
+    if hit.score_kind in ("rrf", "dbsf", "convex"):
+        parts.append(f"dense list: cosine {hit.dense_score:.3f}, rank {hit.dense_rank}" if hit.dense_score is not None
+                     else f"dense list: not in its top {depth}")
+        parts.append(f"keyword list: BM25 {hit.sparse_score:.2f}, rank {hit.sparse_rank}"
+                     if hit.sparse_score is not None else f"keyword list: not in its top {depth}")
+        how = {"rrf": f"{rrf_sum(hit)} = ", "convex": "w × dense + (1 − w) × keyword, each normalised = "}.get(
+            hit.score_kind, "both normalised and added = ")
+        parts.append(f"fused ({SCORE_SHORT[hit.score_kind]}): {how}{hit.score:.3f}")
+    words = keywords(query, hit, analyzer)
+    parts.append(f"query words in it: {words}" if words else "no query word in it")
+    return " · ".join(parts)
+
+
+def rerank_explanation(hit: Hit) -> list[str]:
+    """Return how a reranked hit got its place (its reranker score, where the search had it); [] otherwise."""
+    if hit.score_kind != RERANK_SCORE:
+        return []
+    parts = ["below the rerank depth: not reranked, kept in the search's order" if hit.score is None else
+             f"reranker score {hit.score:.3f}"]
+    if hit.retrieved_rank is not None:
+        score = "" if hit.retrieved_score is None else f", score {hit.retrieved_score:.3f}"
+        parts.append(f"the search placed it #{hit.retrieved_rank}{score}")
+    return parts

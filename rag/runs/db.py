@@ -19,10 +19,9 @@ from pathlib import Path
 
 from rag.errors import RunNotFoundError, RunsDatabaseError
 from rag.runs.records import upgrade, upgrade_outcome
-from rag.settings import data_root
-from rag.store.client import DEFAULT_PATH, Store
+from rag.settings import load, runs_file
+from rag.store.client import Store
 
-FILE = "runs.sqlite"
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS runs (id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, "
     "created_at TEXT NOT NULL, schema INTEGER NOT NULL, data TEXT NOT NULL)",
@@ -36,16 +35,13 @@ def runs_path(path: str | None = None, url: str | None = None) -> Path:
     """Return the runs file of a store named as the CLI names it (--store / --qdrant-url, else RAG_QDRANT_PATH /
     QDRANT_URL), without opening the store."""
     if url or (not path and os.environ.get("QDRANT_URL")):
-        return data_root() / FILE
-    folder = path or os.environ.get("RAG_QDRANT_PATH") or DEFAULT_PATH
-    return Path(os.path.abspath(os.path.expanduser(folder))).parent / FILE
+        return runs_file()
+    return runs_file(os.path.abspath(os.path.expanduser(path or load().qdrant_path)))
 
 
 def runs_path_of(store: Store) -> Path:
     """Return the runs file of an open store: beside its embedded folder, else in the data root."""
-    if store.local and store.location != "memory":
-        return Path(store.location).parent / FILE
-    return data_root() / FILE
+    return runs_file(store.location if store.local and store.location != "memory" else None)
 
 
 class RunLog:

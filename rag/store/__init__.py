@@ -8,7 +8,8 @@ records    Hit, CollectionInfo, DocumentInfo, point ids       archive    documen
 rebuild    a stored document rebuilt from its chunks
 """
 
-from rag.store.client import DEFAULT_COLLECTION, SYSTEM_COLLECTION, Store
+from rag.settings import DEFAULT_COLLECTION
+from rag.store.client import SYSTEM_COLLECTION, Store
 from rag.store.open import open_store
 from rag.store.records import CollectionInfo, DocumentInfo, Hit
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from rag.documents.model import PAGE_SEPARATOR, Document, Heading, Page
 from rag.errors import StoreError
-from rag.settings import data_root
+from rag.settings import archive_folder
 
 _DOCUMENT_ID = re.compile(r"[0-9a-f]{64}")
 FORMAT = 1
@@ -26,9 +26,7 @@ FORMAT = 1
 
 def default_archive_dir(location: str, local: bool) -> Path:
     """Return the archive folder for a store: beside its embedded folder, else `documents` in the data root."""
-    if local and location != "memory":
-        return Path(location).parent / "documents"
-    return data_root() / "documents"
+    return archive_folder(location if local and location != "memory" else None)
 
 
 class DocumentArchive:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
@@ -55,9 +56,7 @@ from rag.store.records import (
 from rag.store.search import SearchMixin
 from rag.store.versions import NOT_REGISTRY, VersionsMixin
 
-DEFAULT_COLLECTION = "documents"
 SYSTEM_COLLECTION = "system-docs"
-DEFAULT_PATH = "./data/qdrant"
 META_KEY = "rag_lab"
 SPARSE_VECTOR = "bm25"  # the keyword vector of collections made here
 UPSERT_BATCH = 256
@@ -124,6 +123,8 @@ class Store(DocumentsMixin, VersionsMixin, SearchMixin):
                 raise self._disk_error(action, e) from e
             raise StoreError(f"Qdrant at {self.location} failed {action}: {e}") from e
         except (ValueError, RuntimeError) as e:
+            if not engine_refusal(e):
+                raise  # ours, or the engine's for a cause no user can fix: a bug, shown as one
             raise StoreError(f"Qdrant at {self.location} failed {action}: {e}") from e
 
     def _check_folder(self, action: str) -> None:
@@ -338,3 +339,18 @@ def _identity(folder: str) -> tuple[int, int] | None:
     except OSError:
         return None
     return found.st_dev, found.st_ino
+
+
+# what the embedded engine (qdrant_client.local) raises, as ValueError or RuntimeError, for a user's cause
+_REFUSALS = re.compile(r"not found|already exists|does not exist|cannot (be|contain)|at most \d+ characters|NaN|"
+                       r"is invalid|Wrong input|Invalid path|instance is closed|already accessed")
+
+
+def engine_refusal(error: BaseException) -> bool:
+    """Return whether qdrant-client itself raised error (the last frame is its code) for a cause a user can fix
+    (a missing or existing collection, a bad name, a NaN vector...). Anything else is a bug and stays one."""
+    frame = error.__traceback__
+    while frame is not None and frame.tb_next is not None:
+        frame = frame.tb_next
+    module = frame.tb_frame.f_globals.get("__name__", "") if frame is not None else ""
+    return module.startswith("qdrant_client") and bool(_REFUSALS.search(str(error)))

@@ -13,8 +13,8 @@ from qdrant_client import QdrantClient
 from qdrant_client.http.exceptions import ApiException, UnexpectedResponse
 
 from rag.errors import InvalidSettingsError, StoreUnavailableError
-from rag.settings import QDRANT, check_url, configured_key, display_url, timeout
-from rag.store.client import DEFAULT_PATH, Store, invalid_reply, not_qdrant, timed_out
+from rag.settings import QDRANT, check_url, configured_key, configured_url, display_url, load, timeout
+from rag.store.client import Store, invalid_reply, not_qdrant, timed_out
 from rag.urls import endpoint, redact_urls
 
 LARGE_LOCAL_COLLECTION = 20_000  # points above which the embedded engine gets slow (qdrant-client's own figure)
@@ -39,13 +39,13 @@ def open_store(path: str | None = None, url: str | None = None, api_key: str | N
         raise InvalidSettingsError("The Qdrant folder is empty. Give a folder path, or leave it out for the default.")
     if url is not None and not url.strip():
         raise InvalidSettingsError("The Qdrant URL is empty. Give a URL such as http://localhost:6333.")
-    url = url or (None if path else os.environ.get("QDRANT_URL") or None)
+    url = url or (None if path else configured_url(QDRANT))
     if url:
         url = check_url(url, "The Qdrant URL")
         api_key = (api_key if api_key is not None else configured_key(url, QDRANT)) or None
         key = ("url", url, api_key or "", timeout("RAG_QDRANT_TIMEOUT"))
     else:
-        path = os.path.abspath(os.path.expanduser(path or os.environ.get("RAG_QDRANT_PATH") or DEFAULT_PATH))
+        path = os.path.abspath(os.path.expanduser(path or load().qdrant_path))
         key = ("path", path)
     with _CACHE_LOCK:
         if key not in _STORES:

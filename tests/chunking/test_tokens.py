@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rag.chunking import tokens
+from rag.errors import InvalidSettingsError
 
 PIECES = st.sampled_from(
     ["Auftragsklärung", " ", "  ", "\n", "\n\n", ".", "“", "Straße", "2.1.1", "12345", "😀", "é", "'s", "<|endoftext|>",
@@ -94,8 +95,11 @@ def test_parallel_encoding_of_real_german_text(shared_data):
 def test_thread_setting(monkeypatch):
     monkeypatch.setenv("RAG_TOKENIZER_THREADS", "1")
     assert tokens.encoding_threads() == 1
-    monkeypatch.setenv("RAG_TOKENIZER_THREADS", "nonsense")
+    monkeypatch.delenv("RAG_TOKENIZER_THREADS")
     assert 1 <= tokens.encoding_threads() <= 4
+    monkeypatch.setenv("RAG_TOKENIZER_THREADS", "nonsense")  # was silently the default
+    with pytest.raises(InvalidSettingsError, match="RAG_TOKENIZER_THREADS='nonsense' is not a whole number"):
+        tokens.encoding_threads()
 
 
 def test_official_encoding_is_preferred_when_available(monkeypatch):

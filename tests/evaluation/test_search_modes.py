@@ -7,7 +7,7 @@ import pytest
 from rag.errors import CollectionNotFoundError, SparseVectorsMissingError
 from rag.evaluation.modes import SearchMode, parse_mode, parse_modes, require_keywords
 from rag.store.open import open_store
-from tests.conftest import HashEmbedder, ingest, make_document, make_foreign, make_old
+from tests.conftest import fake_embedder, ingest, make_document, make_foreign, make_old
 
 
 def test_labels_and_fusion_only_for_hybrid():
@@ -31,7 +31,7 @@ def test_unknown_or_no_modes_are_refused(bad):
 
 
 def test_require_keywords_explains_old_foreign_and_missing_collections():
-    store, embedder = open_store(":memory:"), HashEmbedder(16)
+    store, embedder = open_store(":memory:"), fake_embedder(16)
     make_old(store, embedder)
     ingest(store, embedder, make_document())
     require_keywords(store, "documents", [SearchMode()])  # dense needs nothing

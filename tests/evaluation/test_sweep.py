@@ -12,7 +12,7 @@ from rag.chunking.chunker import chunk_document
 from rag.cli import main
 from rag.embeddings import get_embedder
 from rag.embeddings.cache import EmbeddingCache, default_cache_dir
-from rag.errors import QuerySetError
+from rag.errors import InvalidSettingsError, QuerySetError
 from rag.evaluation.queries import Query
 from rag.evaluation.squad import import_squad, write_import
 from rag.evaluation.sweep import SweepConfig, collection_name, grid, parse_sizes, run_sweep
@@ -304,3 +304,20 @@ def test_the_share_cut_by_the_model_and_hit_at_k_by_construction_are_said(xquad)
     assert result.notes() == [f"chunk_size 4000, overlap 0: {long.chunks} chunks, at most k = 10: every chunk is "
                               "returned, so hit@10 and recall@10 are 1 by construction, not by retrieval."]
     assert long.metrics["hit@10"] == 1.0
+
+
+def test_the_sweep_grid_is_parsed_by_one_rule_for_the_page_and_the_cli():
+    from rag.chunking.chunker import MIN_CHUNK_SIZE
+    from rag.evaluation.sweep import parse_chunk_sizes, parse_grid
+
+    configs, skipped = parse_grid("400, 200,400", "0,300", "tokens")
+    assert [(c.chunk_size, c.overlap, c.strategy) for c in configs] == [(400, 0, "tokens"), (400, 300, "tokens"),
+                                                                         (200, 0, "tokens")]
+    assert skipped == ["skipped chunk_size 200, overlap 300: overlap must be below chunk_size"]
+    assert parse_grid([400], [0])[0] == parse_grid("400", "0")[0]  # the CLI's parsed flags give the same grid
+    with pytest.raises(InvalidSettingsError, match=f"chunk sizes must be whole numbers >= {MIN_CHUNK_SIZE}"):
+        parse_chunk_sizes(str(MIN_CHUNK_SIZE - 1))
+    with pytest.raises(InvalidSettingsError, match="overlaps must be whole numbers >= 0.*'-5'"):
+        parse_grid("200", "-5")
+    with pytest.raises(InvalidSettingsError, match="No configuration is left"):
+        parse_grid("100", "100")

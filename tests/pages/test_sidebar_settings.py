@@ -118,3 +118,32 @@ def test_the_embedder_loader_refuses_a_model_folder_outside_the_data_root(app_en
 
     with pytest.raises(InvalidSettingsError, match="outside the data root"):
         resources.embedder("local:/outside/model")
+
+
+@pytest.mark.parametrize("text,error", [
+    ('OPENAI_API_KEY = "sk-operator-secret-0123456789\n', "The secrets file is malformed"),  # an unclosed quote
+    ('RAG_UI_SETTINGS = "maybe"\n', "RAG_UI_SETTINGS='maybe' is not one of"),  # well-formed, a malformed value
+    ("", None),  # an empty file: nothing set
+])
+def test_a_malformed_secrets_file_is_one_clear_error_not_no_keys(tmp_path, monkeypatch, text, error):
+    import streamlit as st
+    from streamlit import config
+    from streamlit.runtime.secrets import Secrets
+
+    from rag.errors import InvalidSettingsError
+    from ui import settings
+
+    (tmp_path / "secrets.toml").write_text(text, encoding="utf-8")
+    original = config.get_option("secrets.files")
+    config.set_option("secrets.files", [str(tmp_path / "secrets.toml")])
+    monkeypatch.setattr(st, "secrets", Secrets())
+    monkeypatch.setenv("RAG_UI_SETTINGS", "")  # unset; and Streamlit copies secrets into os.environ: undone after
+    try:
+        if error is None:
+            assert not settings.ui_settings_allowed() and not settings.key_is_set(settings.rag_settings.OPENAI)
+            return
+        with pytest.raises(InvalidSettingsError, match=error) as raised:
+            settings.check()
+        assert SECRET not in str(raised.value) and "\n" not in str(raised.value)
+    finally:
+        config.set_option("secrets.files", original)

@@ -10,7 +10,7 @@ from rag.embeddings import get_embedder
 from rag.errors import RagError
 from rag.reports.embedding_map import available_methods, embedding_map, normalised, pca, preview, sample_ids
 from rag.store.open import open_store
-from tests.conftest import PARAGRAPHS, HashEmbedder, ingest_paragraphs, make_foreign
+from tests.conftest import PARAGRAPHS, fake_embedder, ingest_paragraphs, make_foreign
 
 
 def test_pca_of_a_known_matrix_up_to_sign():
@@ -105,7 +105,7 @@ def test_nonlinear_methods_and_errors(collection):
 def test_foreign_collection_map():
     store = open_store(":memory:")
     make_foreign(store.client)  # unnamed 1536-dim vectors, chunk ids that are not the point ids
-    big = HashEmbedder(1536, "openai:text-embedding-3-small")
+    big = fake_embedder(1536, "openai:text-embedding-3-small")
     m = embedding_map(store, "documents", big, query="Passwörter lang", top_k=1)
     assert m.total == 3 and len(m.points) == 3 and sum(p.is_hit for p in m.points) == 1
     assert {p.document_title for p in m.points} == {"policy.pdf", "tiere.pdf"}

@@ -163,6 +163,22 @@ def test_apply_threshold_says_what_it_removed_and_when_top_k_is_too_big():
     assert hit_report.apply_threshold(hits, top_k=2, threshold=None).notes == ()
 
 
+def test_each_mode_has_its_score_scale_and_a_hybrid_hit_says_how_it_was_fused():
+    """The rules the Search and Compare pages share live in rag.reports.hits, not in one page's part."""
+    assert [hit_report.threshold_scale(mode, "rrf").name for mode in ("dense", "sparse", "hybrid")] == [
+        "cosine", "BM25", "RRF"]
+    assert hit_report.threshold_scale("hybrid", "convex").maximum == 1.0
+    assert hit_report.threshold_scale("sparse", "rrf").maximum is None  # BM25 has no upper bound
+    fused = Hit(0.75, "Passwörter werden gehasht.", "d1", "d1.pdf", "d1-0", 0, ("A",), 1, 1, None, None,
+                score_kind="rrf", dense_rank=1, dense_score=0.8, sparse_rank=3, sparse_score=2.5)
+    words = hit_report.explanation(fused, "Passwörter", 20)
+    assert "dense list: cosine 0.800, rank 1" in words and "keyword list: BM25 2.50, rank 3" in words
+    assert "fused (RRF): 1/2 + 1/4 = 0.750" in words
+    alone = Hit(0.5, "x", "d1", "d1.pdf", "d1-1", 1, (), 1, 1, None, None, score_kind="rrf", dense_rank=1,
+                dense_score=0.8)
+    assert "keyword list: not in its top 20" in hit_report.explanation(alone, "", 20)
+
+
 def test_neighbours_are_the_chunks_around_an_index():
     chunks = [hit(i) for i in range(5)]
     before, after = hit_report.neighbours(chunks, 2)

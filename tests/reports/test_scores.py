@@ -18,7 +18,7 @@ from rag.reports.scores import distribution_of, rank_rows, score_distribution, s
 from rag.store.open import open_store
 from rag.store.records import Hit
 from rag.store.search import CANDIDATES
-from tests.conftest import PARAGRAPHS, HashEmbedder, ingest, ingest_paragraphs, make_document, make_old
+from tests.conftest import PARAGRAPHS, fake_embedder, ingest, ingest_paragraphs, make_document, make_old
 
 SCORES = [0.5, 0.9, 0.1, 0.7, 0.3]  # sorted: 0.9 0.7 0.5 0.3 0.1
 
@@ -94,7 +94,7 @@ def test_keyword_and_hybrid_distributions(collection):
 
 
 def test_old_collection_says_reingest():
-    store, embedder = open_store(":memory:"), HashEmbedder(16)
+    store, embedder = open_store(":memory:"), fake_embedder(16)
     make_old(store, embedder)
     ingest(store, embedder, make_document())
     assert len(score_distribution("Passwörter", "documents", store=store, embedder=embedder).scores) > 1

@@ -14,7 +14,7 @@ from rag.errors import RagError, SparseVectorsMissingError, StoreError
 from rag.store.client import Store
 from rag.store.open import open_store
 from rag.store.search import candidate_limit
-from tests.conftest import HashEmbedder, ingest, make_document, make_foreign, make_old, store_texts
+from tests.conftest import fake_embedder, ingest, make_document, make_foreign, make_old, store_texts
 
 # Dense order A, B, C, D, E (angles 0..80 degrees from the query); keyword order E, C, D (A and B lack the term).
 NAMES = "ABCDE"
@@ -35,13 +35,13 @@ def known() -> tuple[Store, dict[str, str]]:
     """Return a store with the five chunks A-E, and chunk id -> name."""
     store = open_store(":memory:")
     vectors = [[math.cos(math.radians(a)), math.sin(math.radians(a))] for a in ANGLES]
-    ids = store_texts(store, TEXTS, HashEmbedder(2), vectors=vectors)
+    ids = store_texts(store, TEXTS, fake_embedder(2), vectors=vectors)
     return store, dict(zip(ids, NAMES, strict=True))
 
 
 def search(store: Store, mode: str, **options) -> list:
     options.setdefault("top_k", 10)
-    return store.search("c", QUERY, HashEmbedder(2), mode=mode, query_text="Schlüssel", **options)
+    return store.search("c", QUERY, fake_embedder(2), mode=mode, query_text="Schlüssel", **options)
 
 
 def test_single_modes_give_the_known_orders(known) -> None:
@@ -103,11 +103,11 @@ def test_threshold_top_k_filter_and_batch_in_hybrid(known) -> None:
     above = search(store, "hybrid", score_threshold=0.5)  # on the fused score
     assert "".join(name[h.chunk_id] for h in above) == "ECA"
     assert search(store, "sparse", score_threshold=10.0) == []  # on the BM25 score
-    ingest(store, HashEmbedder(2), make_document("schlüssel schlüssel", "doc-b", "b.md"), collection="c")
+    ingest(store, fake_embedder(2), make_document("schlüssel schlüssel", "doc-b", "b.md"), collection="c")
     only_b = search(store, "hybrid", document_ids=["doc-b"])
     assert only_b and {h.document_id for h in only_b} == {"doc-b"}
     single = [[h.chunk_id for h in search(store, mode)] for mode in ("dense", "sparse", "hybrid")]
-    rows = [store.search_batch("c", np.vstack([QUERY, QUERY]), HashEmbedder(2), 10, mode=mode,
+    rows = [store.search_batch("c", np.vstack([QUERY, QUERY]), fake_embedder(2), 10, mode=mode,
                                query_texts=["Schlüssel", "Schlüssel"]) for mode in ("dense", "sparse", "hybrid")]
     assert [[h.chunk_id for h in row[1]] for row in rows] == single
     assert store.search_batch("c", mode="sparse", query_texts=[]) == []
@@ -132,7 +132,7 @@ def test_query_without_terms_and_bad_arguments(known) -> None:
 
 
 def test_collection_from_before_sparse_vectors_says_reingest() -> None:
-    store, embedder = open_store(":memory:"), HashEmbedder(16)
+    store, embedder = open_store(":memory:"), fake_embedder(16)
     make_old(store, embedder)
     count, _ = ingest(store, embedder, make_document())  # still writable: dense vectors only
     (info,) = store.collections()
@@ -154,7 +154,7 @@ def test_collection_from_before_sparse_vectors_says_reingest() -> None:
 def test_foreign_collection_searches_dense_and_explains_sparse() -> None:
     store = open_store(":memory:")
     make_foreign(store.client)
-    big = HashEmbedder(1536, "openai:text-embedding-3-small")
+    big = fake_embedder(1536, "openai:text-embedding-3-small")
     hits = store.search("documents", big.embed_documents(["Passwörter lang"])[0], big)
     assert hits[0].score_kind == "cosine" and hits[0].dense_rank == 1
     with pytest.raises(SparseVectorsMissingError, match="not made by RAG Lab.*use dense search"):
@@ -171,7 +171,7 @@ def rounded(hit):
 
 
 def test_modes_searched_together_give_what_each_mode_gives_alone(shared_data) -> None:
-    store, embedder = open_store(":memory:"), HashEmbedder(16)
+    store, embedder = open_store(":memory:"), fake_embedder(16)
     text = (shared_data / "markdown/asvs-de-V2-Authentication.md").read_text(encoding="utf-8")
     ingest(store, embedder, make_document(text), size=400)
     queries = ["Wie lang muss ein Passwort sein?", "Zwei-Faktor-Authentifizierung per SMS", "und oder",  # no terms

@@ -12,7 +12,7 @@ from py_rust_stemmers import SnowballStemmer
 from rag.store import keywords
 from rag.store.keywords import Analyzer, analyzer_for, detect_language
 from rag.store.open import open_store
-from tests.conftest import HashEmbedder
+from tests.conftest import fake_embedder
 from tests.conftest import store_texts as legacy_store_texts
 
 BM25 = Analyzer(keywords.ANALYZER, ("de",))
@@ -62,7 +62,7 @@ def test_analyzer_from_collection_metadata():
 
 
 def test_engine_scores_are_bm25_with_stemming_and_idf():
-    store, embedder = open_store(":memory:"), HashEmbedder(16)
+    store, embedder = open_store(":memory:"), fake_embedder(16)
     texts = ["Das Passwort muss lang sein. Ein langes Passwort schützt.", "Die Straße ist gesperrt.",
              "Passwörter werden gehasht und gesalzen."]
     from tests.conftest import Chunk, ChunkSettings, Document, Page
@@ -91,7 +91,7 @@ def test_engine_scores_are_bm25_with_stemming_and_idf():
 
 
 def test_mixed_languages_are_analysed_per_document_and_queried_in_each():
-    store, embedder = open_store(":memory:"), HashEmbedder(16)
+    store, embedder = open_store(":memory:"), fake_embedder(16)
     from rag import pipeline
 
     files = [pipeline.SourceFile("de.md", GERMAN.encode()),
@@ -108,7 +108,7 @@ def test_a_collection_keeps_its_language_and_refuses_another(tmp_path):
     from rag import pipeline
     from rag.errors import InvalidSettingsError
 
-    store, embedder = open_store(":memory:"), HashEmbedder(16)
+    store, embedder = open_store(":memory:"), fake_embedder(16)
     pipeline.ingest([pipeline.SourceFile("a.md", GERMAN.encode())], "c", embedder=embedder, store=store,
                     language="de")
     assert store.collection_meta("c")["language"] == "de"
@@ -121,7 +121,7 @@ def test_a_collection_keeps_its_language_and_refuses_another(tmp_path):
 
 def test_legacy_collections_keep_their_unstemmed_analysis():
     store = open_store(":memory:")
-    ids = legacy_store_texts(store, ["Passwörter werden geprüft.", "Das Passwort ist lang."], HashEmbedder(16))
+    ids = legacy_store_texts(store, ["Passwörter werden geprüft.", "Das Passwort ist lang."], fake_embedder(16))
     assert store.analyzer("c").legacy
     (hit,) = store.search("c", mode="sparse", query_text="Passwörter", top_k=5)
     assert hit.chunk_id == ids[0]
@@ -149,7 +149,7 @@ def test_an_invisible_mark_inside_a_word_does_not_split_it_for_keyword_search(ma
 
     store = open_store(":memory:")
     text = f"Das Pass{mark}wort muss lang sein. Die Straße ist gesperrt. Ein Satz über Wolken und Regen."
-    pipeline.ingest([pipeline.SourceFile(name, text.encode())], "c", embedder=HashEmbedder(16), store=store)
+    pipeline.ingest([pipeline.SourceFile(name, text.encode())], "c", embedder=fake_embedder(16), store=store)
     (chunk,) = store.document_chunks("c", store.documents("c")[0].document_id)
     assert mark not in chunk.content and "Passwort" in chunk.content
     assert store.search("c", mode="sparse", query_text="Passwort", top_k=5)

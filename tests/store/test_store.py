@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import subprocess
 import sys
 import time
@@ -12,13 +13,14 @@ import pytest
 from qdrant_client import QdrantClient, models
 
 from rag.chunking.chunker import ChunkSettings
+from rag.embeddings.fake import FakeEmbedder
 from rag.errors import CollectionNotFoundError, EmbedderMismatchError, StoreError, StoreUnavailableError
 from rag.store import documents as store_documents
 from rag.store.client import Store
 from rag.store.open import open_store
 from rag.store.records import Hit, hit_from_point, point_id, vector_name
 from rag.store.versions import REGISTRY_ID
-from tests.conftest import TEXT, HashEmbedder, ingest, make_chunks, make_document, make_foreign
+from tests.conftest import TEXT, fake_embedder, ingest, make_chunks, make_document, make_foreign
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -35,8 +37,8 @@ def store() -> Store:
 
 
 @pytest.fixture
-def embedder() -> HashEmbedder:
-    return HashEmbedder()
+def embedder() -> FakeEmbedder:
+    return fake_embedder()
 
 
 def test_vector_name_is_sanitised_model_id() -> None:
@@ -44,14 +46,14 @@ def test_vector_name_is_sanitised_model_id() -> None:
     assert vector_name("openai:text-embedding-3-small") == "openai-text-embedding-3-small"
 
 
-def test_ingest_writes_payload_and_reports_collection(store: Store, embedder: HashEmbedder) -> None:
+def test_ingest_writes_payload_and_reports_collection(store: Store, embedder: FakeEmbedder) -> None:
     document = make_document()
     count, settings = ingest(store, embedder, document)
     assert count == len(make_chunks(document, 60, 10)) > 3
     (info,) = store.collections()
-    assert (info.name, info.points, info.embedder, info.dimension) == ("documents", count, "test:16", 16)
-    assert info.vectors == {"test-16": 16} and not info.foreign
-    assert store.collection_embedder("documents") == ("test:16", 16)
+    assert (info.name, info.points, info.embedder, info.dimension) == ("documents", count, "fake:16", 16)
+    assert info.vectors == {"fake-16": 16} and not info.foreign
+    assert store.collection_embedder("documents") == ("fake:16", 16)
     chunks = store.document_chunks("documents", "doc-a")
     assert [h.chunk_index for h in chunks] == list(range(count))
     first = chunks[0]
@@ -59,16 +61,16 @@ def test_ingest_writes_payload_and_reports_collection(store: Store, embedder: Ha
     assert first.chunk_id == point_id("doc-a", settings, 0, first.payload["generation"]) == first.payload["chunk_id"]
     assert first.heading_path == ("Kapitel 1",) and (first.page_start, first.page_end) == (1, 1)
     payload = first.payload
-    assert payload["embedder"] == "test:16" and payload["document_kind"] == "markdown"
+    assert payload["embedder"] == "fake:16" and payload["document_kind"] == "markdown"
     assert payload["document_pages"] == 1 and payload["heading_path"] == ["Kapitel 1"]
     assert (payload["chunk_size"], payload["overlap"], payload["strategy"]) == (60, 10, "tokens")
     assert payload["ingested_at"].endswith("+00:00")
     (doc,) = store.documents("documents")
     assert (doc.document_id, doc.title, doc.chunks, doc.pages) == ("doc-a", "richtlinie.md", count, 1)
-    assert (doc.chunk_size, doc.overlap, doc.strategy, doc.embedder) == (60, 10, "tokens", "test:16")
+    assert (doc.chunk_size, doc.overlap, doc.strategy, doc.embedder) == (60, 10, "tokens", "fake:16")
 
 
-def test_new_collection_stores_keyword_vectors_next_to_dense(store: Store, embedder: HashEmbedder) -> None:
+def test_new_collection_stores_keyword_vectors_next_to_dense(store: Store, embedder: FakeEmbedder) -> None:
     from rag.store import keywords
 
     count, _ = ingest(store, embedder, make_document())
@@ -82,7 +84,7 @@ def test_new_collection_stores_keyword_vectors_next_to_dense(store: Store, embed
     points = [p for p in points if str(p.id) != REGISTRY_ID]
     assert len(points) == count
     for point in points:
-        assert set(point.vector) == {"test-16", "bm25"}
+        assert set(point.vector) == {"fake-16", "bm25"}
         indices, values = analyzer.document_vector(point.payload["content"], point.payload["language"])
         assert point.vector["bm25"].indices == indices and point.vector["bm25"].values == pytest.approx(values)
     hits = store.search("documents", embedder.embed_documents(["Passwörter"])[0], embedder, top_k=3)
@@ -90,7 +92,7 @@ def test_new_collection_stores_keyword_vectors_next_to_dense(store: Store, embed
     assert all(h.dense_score == h.score for h in hits)
 
 
-def test_same_document_twice_is_one_version(store: Store, embedder: HashEmbedder) -> None:
+def test_same_document_twice_is_one_version(store: Store, embedder: FakeEmbedder) -> None:
     document = make_document()
     first, _ = ingest(store, embedder, document)
     ids = all_ids(store)
@@ -101,7 +103,7 @@ def test_same_document_twice_is_one_version(store: Store, embedder: HashEmbedder
     assert len(hits) == second and store.registry("documents") == {}
 
 
-def test_new_settings_replace_old_chunks(store: Store, embedder: HashEmbedder) -> None:
+def test_new_settings_replace_old_chunks(store: Store, embedder: FakeEmbedder) -> None:
     document = make_document()
     ingest(store, embedder, document, size=60)
     old_ids = all_ids(store)
@@ -113,7 +115,7 @@ def test_new_settings_replace_old_chunks(store: Store, embedder: HashEmbedder) -
     assert new_ids == {point_id("doc-a", settings, i, generation) for i in range(count)}
 
 
-def test_failed_batch_leaves_document_as_before(store: Store, embedder: HashEmbedder, monkeypatch) -> None:
+def test_failed_batch_leaves_document_as_before(store: Store, embedder: FakeEmbedder, monkeypatch) -> None:
     document = make_document()
     ingest(store, embedder, document, size=60)
     before = {h.chunk_id: h.content for h in store.document_chunks("documents", "doc-a")}
@@ -123,17 +125,17 @@ def test_failed_batch_leaves_document_as_before(store: Store, embedder: HashEmbe
     def failing_upsert(*args, **kwargs):
         calls.append(1)
         if len(calls) == 3:
-            raise ValueError("disk full")
+            raise sqlite3.OperationalError("database or disk is full")  # as the embedded engine raises it
         return real_upsert(*args, **kwargs)
 
     monkeypatch.setattr(store.client, "upsert", failing_upsert)
-    with pytest.raises(StoreError, match="disk full.*Nothing of 'richtlinie.md' was changed"):
+    with pytest.raises(StoreError, match="is full.*Nothing of 'richtlinie.md' was changed"):
         ingest(store, embedder, document, size=30)
     after = {h.chunk_id: h.content for h in store.document_chunks("documents", "doc-a")}
     assert after == before
 
 
-def test_delete_document_and_collection(store: Store, embedder: HashEmbedder) -> None:
+def test_delete_document_and_collection(store: Store, embedder: FakeEmbedder) -> None:
     count_a, _ = ingest(store, embedder, make_document())
     count_b, _ = ingest(store, embedder, make_document(TEXT[:100], "doc-b", "kurz.md"))
     assert [d.document_id for d in store.documents("documents")] == ["doc-b", "doc-a"]  # by title
@@ -147,7 +149,7 @@ def test_delete_document_and_collection(store: Store, embedder: HashEmbedder) ->
         store.delete_collection("documents")
 
 
-def test_search_scores_filter_threshold_and_top_k(store: Store, embedder: HashEmbedder) -> None:
+def test_search_scores_filter_threshold_and_top_k(store: Store, embedder: FakeEmbedder) -> None:
     ingest(store, embedder, make_document())
     ingest(store, embedder, make_document("Ganz anderer Text über Katzen und Hunde im Garten.", "doc-b", "b.md"))
     query = embedder.embed_documents(["Mehrfaktor-Authentifizierung schützt Konten"])[0]
@@ -166,7 +168,7 @@ def test_search_scores_filter_threshold_and_top_k(store: Store, embedder: HashEm
     assert [[h.chunk_id for h in hits]] * 2 == [[h.chunk_id for h in row] for row in batch]
 
 
-def test_unknown_collection_lists_existing(store: Store, embedder: HashEmbedder) -> None:
+def test_unknown_collection_lists_existing(store: Store, embedder: FakeEmbedder) -> None:
     ingest(store, embedder, make_document())
     with pytest.raises(CollectionNotFoundError, match="'nope'.*Existing: 'documents'"):
         store.search("nope", np.ones(16), embedder)
@@ -174,13 +176,13 @@ def test_unknown_collection_lists_existing(store: Store, embedder: HashEmbedder)
         store.documents("nope")
 
 
-def test_other_embedder_or_dimension_is_refused(store: Store, embedder: HashEmbedder) -> None:
+def test_other_embedder_or_dimension_is_refused(store: Store, embedder: FakeEmbedder) -> None:
     ingest(store, embedder, make_document())
-    other = HashEmbedder(16, "ollama:nomic-embed-text")
-    wider = HashEmbedder(32, "test:16")  # same id, other dimension
-    with pytest.raises(EmbedderMismatchError, match="made by test:16 \\(16 dimensions\\).*Pick test:16"):
+    other = fake_embedder(16, "ollama:nomic-embed-text")
+    wider = fake_embedder(32, "fake:16")  # same id, other dimension
+    with pytest.raises(EmbedderMismatchError, match="made by fake:16 \\(16 dimensions\\).*Pick fake:16"):
         store.search("documents", other.embed_documents(["x"])[0], other)
-    with pytest.raises(EmbedderMismatchError, match="test:16"):
+    with pytest.raises(EmbedderMismatchError, match="fake:16"):
         store.search("documents", wider.embed_documents(["x"])[0], wider)
     with pytest.raises(EmbedderMismatchError, match="ollama:nomic-embed-text"):
         ingest(store, other, make_document(doc_id="doc-b"))
@@ -196,7 +198,7 @@ def test_foreign_collection_is_searchable_not_writable(store: Store) -> None:
     (info,) = store.collections()
     assert info.foreign and info.embedder is None and info.dimension == 1536 and info.vectors == {"": 1536}
     assert store.collection_embedder("documents") == (None, 1536)
-    big = HashEmbedder(1536, "openai:text-embedding-3-small")
+    big = fake_embedder(1536, "openai:text-embedding-3-small")
     hits = store.search("documents", big.embed_documents(["Passwörter lang"])[0], big, top_k=5)
     assert len(hits) == 3 and hits[0].content == "Passwörter müssen lang sein."
     top = hits[0]
@@ -211,13 +213,13 @@ def test_foreign_collection_is_searchable_not_writable(store: Store) -> None:
         1
     ] == "Passwörter niemals protokollieren."
     with pytest.raises(EmbedderMismatchError, match="not made by RAG Lab.*1536"):
-        store.search("documents", np.ones(16), HashEmbedder(16))
+        store.search("documents", np.ones(16), fake_embedder(16))
     with pytest.raises(StoreError, match="not made by RAG Lab.*another collection"):
         ingest(store, big, make_document())
     assert store.collections()[0].points == 3
 
 
-def test_folder_persists_across_processes(tmp_path: Path, embedder: HashEmbedder) -> None:
+def test_folder_persists_across_processes(tmp_path: Path, embedder: FakeEmbedder) -> None:
     folder = tmp_path / "qdrant"
     store = open_store(str(folder))
     assert open_store(str(folder)) is store  # one client per location
@@ -295,7 +297,7 @@ def test_foreign_named_vectors_picked_by_dimension_or_name(store: Store) -> None
         "fremd",
         [models.PointStruct(id=1, vector={"dense": [1.0] * 8, "small": [1.0] * 4}, payload={"content": "eins"})],
     )
-    assert store.search("fremd", np.ones(8), HashEmbedder(8))[0].content == "eins"
+    assert store.search("fremd", np.ones(8), fake_embedder(8))[0].content == "eins"
     assert store.search("fremd", np.ones(4), vector_name="small")[0].score == pytest.approx(1.0)
     with pytest.raises(EmbedderMismatchError, match="vector 'missing'"):
         store.search("fremd", np.ones(4), vector_name="missing")
@@ -304,15 +306,15 @@ def test_foreign_named_vectors_picked_by_dimension_or_name(store: Store) -> None
     assert store.search_batch("fremd", np.ones((2, 8)), top_k=1)[1][0].content == "eins"
 
 
-def test_search_without_embedder_checks_dimension(store: Store, embedder: HashEmbedder) -> None:
+def test_search_without_embedder_checks_dimension(store: Store, embedder: FakeEmbedder) -> None:
     ingest(store, embedder, make_document())
     assert len(store.search("documents", embedder.embed_documents(["Passwörter"])[0], top_k=2)) == 2
-    with pytest.raises(EmbedderMismatchError, match="made by test:16"):
+    with pytest.raises(EmbedderMismatchError, match="made by fake:16"):
         store.search("documents", np.ones(8))
     assert store.search_batch("documents", np.zeros((0, 16)), embedder) == []
 
 
-def test_document_without_chunks_removes_old_ones(store: Store, embedder: HashEmbedder) -> None:
+def test_document_without_chunks_removes_old_ones(store: Store, embedder: FakeEmbedder) -> None:
     document = make_document()
     ingest(store, embedder, document)
     empty = np.zeros((0, 16), dtype=np.float32)

@@ -18,7 +18,7 @@ import pytest
 from rag import pipeline
 from rag.chunking.chunker import ChunkSettings
 from rag.embeddings import get_embedder
-from rag.errors import StoreUnavailableError
+from rag.errors import StoreError, StoreUnavailableError
 from rag.store.client import Store
 from rag.store.open import open_store
 
@@ -109,3 +109,15 @@ def test_ingest_onto_a_full_tmpfs_is_one_line(tmpfs: Path, tmp_path: Path):
         assert pipeline.search("Kündigungsfrist", "documents", 5, store=store, mode="sparse") == []
     finally:
         store.close()
+
+
+def test_the_guard_turns_the_engines_refusals_into_store_errors_but_lets_bugs_through():
+    """Store._guard once made every ValueError/RuntimeError a StoreError, so a bug in our own code read like a
+    Qdrant problem; now only what the engine raises for a user's cause becomes one."""
+    store = open_store(":memory:")
+    with pytest.raises(StoreError, match="failed reading: Collection nirgends not found"), store._guard("reading"):
+        store.client.get_collection("nirgends")
+    with pytest.raises(ValueError, match="our own mistake"), store._guard("reading"):
+        raise ValueError("our own mistake")
+    with pytest.raises(RuntimeError, match="a bug"), store._guard("reading"):
+        raise RuntimeError("a bug")

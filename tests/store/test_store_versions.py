@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import sqlite3
+
 import numpy as np
 import pytest
 
 from rag import pipeline
 from rag.chunking.chunker import ChunkSettings
 from rag.embeddings import get_embedder
+from rag.embeddings.fake import FakeEmbedder
 from rag.errors import DocumentNotFoundError, StoreError
 from rag.store.archive import DocumentArchive
 from rag.store.open import open_store
 from rag.store.versions import REGISTRY_ID, WRITING
-from tests.conftest import TEXT, HashEmbedder, ingest, make_chunks, make_document
+from tests.conftest import TEXT, fake_embedder, ingest, make_chunks, make_document
 
 
 @pytest.fixture
@@ -21,8 +24,8 @@ def store():
 
 
 @pytest.fixture
-def embedder() -> HashEmbedder:
-    return HashEmbedder()
+def embedder() -> FakeEmbedder:
+    return fake_embedder()
 
 
 def search_titles(store, embedder, query: str = "Passwörter Zeichen") -> list[str]:
@@ -58,11 +61,11 @@ def test_failed_write_removes_its_chunks_and_its_registry_entry(store, embedder,
     def failing(collection, points, **kwargs):
         calls.append(1)
         if len(calls) == 2:  # the registry is created by the first upsert, the first chunk batch is the second
-            raise ValueError("disk full")
+            raise sqlite3.OperationalError("database or disk is full")  # as the embedded engine raises it
         return real_upsert(collection, points, **kwargs)
 
     monkeypatch.setattr(store.client, "upsert", failing)
-    with pytest.raises(StoreError, match="disk full.*Nothing of 'richtlinie.md' was changed"):
+    with pytest.raises(StoreError, match="is full.*Nothing of 'richtlinie.md' was changed"):
         ingest(store, embedder, make_document())
     assert store.documents("documents") == [] and store.registry("documents") == {}
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import streamlit as st
 
-from rag.errors import RagError
 from rag.evaluation.results import SweepResult
 from rag.evaluation.sweep import is_sweep_collection
 from rag.runs.records import sweep_row
@@ -58,15 +57,16 @@ def queue_job(ws: Workspace, result: SweepResult, row, collection: str, run_id: 
     if is_sweep_collection(collection):
         st.error(f"'{md(collection)}' is one of the sweeps' own collections; give another name.")
         return
-    try:
-        embedder = ws.embedder_for(collection)
-        if embedder.model_id != result.embedder:
-            st.error(f"The sweep embedded with {md(result.embedder)}, but '{md(collection)}' takes "
-                     f"{md(embedder.model_id)}. Choose another collection name, or that embedder in the sidebar.")
-            return
-        ws.store.check_writable(collection, embedder)
-    except RagError as error:
-        errors.show(error)
+    embedder = errors.attempt(ws.embedder_for, collection)
+    if embedder is None:
+        return
+    if embedder.model_id != result.embedder:
+        st.error(f"The sweep embedded with {md(result.embedder)}, but '{md(collection)}' takes "
+                 f"{md(embedder.model_id)}. Choose another collection name, or that embedder in the sidebar.")
+        return
+    with errors.reported() as report:
+        ws.store.check_writable(collection, embedder, chunk_headers=row.config.chunk_headers)
+    if report.failed:
         return
     live_jobs.queue().add(ApplyJob(sweep_row(row, result), collection, embedder, ws.store, ws.location,
                                    resources.archive(ws.store), run_id))

@@ -10,7 +10,6 @@ import streamlit as st
 from rag.chunking.chunker import DEFAULT_CHUNK_SIZE, STRATEGIES, Chunk, ChunkSettings, validate_settings
 from rag.documents.model import Document
 from rag.embeddings import Embedder
-from rag.errors import RagError
 from rag.reports import chunks as chunk_report
 from rag.reports.chunks import ChunkReport, FlagSummary
 from rag.store.records import DocumentInfo, Hit
@@ -57,7 +56,7 @@ def reports_frame(reports: Sequence[ChunkReport]) -> pd.DataFrame:
     return pd.DataFrame([
         {"#": r.chunk_index, "tokens": r.tokens, "model tokens": r.model_tokens, "cut off": r.cut_tokens,
          "heading path": render.heading_tail(r.heading_path), "pages": render.pages_label(r.page_start, r.page_end),
-         "flags": ", ".join(r.flags), "start of content": render.preview(r.content)}
+         "flags": ", ".join(r.flags), "start of content": render.preview(r.content, 90)}
         for r in reports
     ])
 
@@ -141,10 +140,9 @@ def tuning_view(ws: Workspace, document: Document, info: DocumentInfo, stored: S
     size = left.slider("chunk_size", 50, 2000, min(max(size0, 50), 2000), step=10, key="tune_size")
     overlap = middle.slider("overlap", 0, 500, min(overlap0, 500), step=5, key="tune_overlap")
     strategy = right.segmented_control("strategy", STRATEGIES, default=strategy0, key="tune_strategy") or strategy0
-    try:
+    with errors.reported() as report:
         validate_settings(ChunkSettings(size, overlap, strategy))
-    except RagError as error:
-        errors.show(error)
+    if report.failed:
         return
     chunks = resources.rechunk(document, key, size, overlap, strategy)
     counts = resources.model_token_counts(embedder, embedder.model_id, tuple(c.content for c in chunks))
@@ -179,10 +177,9 @@ def apply_settings(ws: Workspace, info: DocumentInfo, settings: ChunkSettings) -
         documents = [info] if scope == "this document" else [d for d in ws.documents() if d.complete]
         if st.button(f"Re-ingest {counted(len(documents), 'document')} into '{md(name)}'", type="primary",
                      key="apply_run", disabled=not name):
-            try:
+            with errors.reported() as report:
                 embedder = ws.embedder_for(name)
-            except RagError as error:
-                errors.show(error)
+            if report.failed:
                 return
             job = jobs.jobs_queue(resources.change_hook()).submit_reingest(
                 [d.document_id for d in documents], [d.title for d in documents], name, settings, embedder,

@@ -25,11 +25,11 @@ from rag.evaluation.compare import (
 from rag.evaluation.metrics import METRICS
 from rag.evaluation.paired import ALPHA, format_p
 from rag.evaluation.queries import Query
+from rag.reports import hits as hit_report
 from rag.store.search import candidate_limit
 from ui import render, resources, state
 from ui.compare_jobs import CompareJob, submit
 from ui.parts import live_jobs
-from ui.parts import search as search_parts
 from ui.render import md
 from ui.workspace import Workspace
 
@@ -180,7 +180,7 @@ def show_hits(ws: Workspace, run: CompareRun) -> None:
                         f"{md(render.heading_label(hit.heading_path))}")
             side = run.sides[0 if letter == "A" else 1]
             analyzer = ws.store.analyzer(side.collection) if side.mode.needs_keywords else None
-            st.caption(md(search_parts.explanation(hit, run.query, candidate_limit(run.top_k), analyzer)))
+            st.caption(md(hit_report.explanation(hit, run.query, candidate_limit(run.top_k), analyzer)))
             st.code(hit.content, language=None, wrap_lines=True, height=min(400, 60 + len(hit.content) // 4))
 
 

@@ -4,7 +4,6 @@ and "Ask the LLM": the answer streamed in as plain text, then with each [Quelle 
 from __future__ import annotations
 
 import json
-import os
 import re
 
 import pandas as pd
@@ -12,13 +11,12 @@ import streamlit as st
 
 from rag.chunking import tokens
 from rag.context import Context
-from rag.errors import RagError
 from rag.generation.answer import Answer, answer_with
 from rag.generation.citations import citation_spans
 from rag.generation.llm import get_llm
 from rag.generation.prompts import PRESETS, Template, question_language, template_for
 from rag.store.records import Hit
-from ui import errors, render, state
+from ui import errors, render, settings, state
 from ui.render import md
 from ui.workspace import SearchRun, Workspace
 
@@ -109,7 +107,7 @@ def linked_answer(text: str, label: str, numbers: set[int]) -> str:
 
 def ask(ws: Workspace, context: Context, question: str, label: str) -> None:
     """Draw "Ask the LLM": model, preset, editable prompt; on click stream the answer, then its citations."""
-    state.default(state.LLM_SPEC, os.environ.get("RAG_LLM", ""))
+    state.default(state.LLM_SPEC, settings.loaded().llm)
     left, middle = st.columns([1.4, 1])
     spec = left.text_input("LLM", key=state.LLM_SPEC, placeholder="ollama:llama3.1 or openai:gpt-4o-mini",
                            help="The chat model; its server is the sidebar's Ollama host or OpenAI-compatible URL.")
@@ -133,15 +131,13 @@ def ask(ws: Workspace, context: Context, question: str, label: str) -> None:
             shown.text("".join(pieces))  # plain text while it streams: the answer may quote documents
 
         ollama, openai, key = ws.servers
-        try:
+        with errors.reported() as report:
             llm = get_llm(spec, host=ollama or None, base_url=openai or None, api_key=key if openai else None)
             with st.spinner(f"Asking {md(spec)}…"):
                 result = answer_with(llm, asked, context, preset, template, label, on_text=on_text)
-        except RagError as error:
-            shown.empty()
-            errors.show(error)
-            return
         shown.empty()
+        if report.failed:
+            return
         state.put(state.ANSWER, (context.text, result))
     kept = state.get(state.ANSWER)
     if kept and kept[0] == context.text:

@@ -11,7 +11,6 @@ import pandas as pd
 import streamlit as st
 
 from rag.embeddings import Embedder
-from rag.errors import RagError
 from rag.reports.embedding_map import EmbeddingMap, embedding_map
 from rag.store.client import Store
 from ui import errors, render
@@ -136,10 +135,9 @@ def picked_chunk(ws: Workspace, event) -> None:
     if not chosen:
         return
     document_id, index = chosen[0].get("document_id"), chosen[0].get("chunk")
-    try:
+    with errors.reported() as report:
         chunks = ws.document_chunks(document_id)
-    except RagError as error:
-        errors.show(error)
+    if report.failed:
         return
     chunk = next((c for c in chunks if c.chunk_index == index), None)
     if chunk is None:

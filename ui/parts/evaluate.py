@@ -13,20 +13,17 @@ import streamlit as st
 from rag.documents.loader import SourceFile
 from rag.documents.model import Document
 from rag.embeddings.cache import EmbeddingCache, default_cache_dir
-from rag.errors import RagError
 from rag.evaluation.fusion_tuning import tune_fusion
 from rag.evaluation.metrics import METRICS, parse_ks
 from rag.evaluation.modes import parse_modes
-from rag.evaluation.paired import format_p
 from rag.evaluation.queries import Query, load_query_set
 from rag.evaluation.squad import import_squad, sweep_input
 from rag.evaluation.sweep import (
     SweepResult,
     collection_documents,
-    grid,
     is_sweep_collection,
     load_documents,
-    parse_sizes,
+    parse_grid,
     query_set_paths,
     relevant_chunks,
 )
@@ -108,17 +105,13 @@ def run(ws: Workspace, documents: Callable[[], list[Document]], queries: list[Qu
         ks: str, strategy: str, modes: list[str], rerank: tuple[str, int] = ("", 0), query_set: str = "") -> None:
     """Check the grid, then queue the sweep as a job of the app's process (ui.parts.live_jobs draws it): a click
     or a reload never stops it."""
-    try:
-        configs, skipped = grid(parse_sizes(sizes, "chunk sizes", 4), parse_sizes(overlaps, "overlaps", 0), strategy)
+    with errors.reported() as report:
+        configs, skipped = parse_grid(sizes, overlaps, strategy)
         cuts = parse_ks(ks)
         searches = rerank_part.with_rerank(parse_modes(modes), rerank[0])
         reranker = rerank_part.reranker(rerank[0])
         embedder = ws.embedder()
-    except RagError as error:
-        errors.show(error)
-        return
-    if not configs:
-        st.error("Every overlap is at least its chunk size; use smaller overlaps.")
+    if report.failed:
         return
     submit(live_jobs.queue(), SweepJob(documents, list(queries), configs, embedder, ws.store, ws.location,
                                        EmbeddingCache(default_cache_dir(ws.store)), cuts, searches, skipped,
@@ -175,11 +168,7 @@ def failures(ws: Workspace, result: SweepResult) -> None:
     expected, top = st.columns(2)
     with expected:
         st.markdown("**Should have been found**")
-        try:
-            chunks = relevant_chunks(ws.store, chosen.collection, outcome.query)
-        except RagError as error:
-            errors.show(error)
-            chunks = []
+        chunks = errors.attempt(relevant_chunks, ws.store, chosen.collection, outcome.query) or []
         query = outcome.query
         for chunk in chunks:
             where = (f" · the answer starts at character {query.answer_start - chunk.start} of it"
@@ -197,11 +186,8 @@ def failures(ws: Workspace, result: SweepResult) -> None:
 
 def table_frame(result: SweepResult, metric: str) -> pd.DataFrame:
     """Return the sweep's table for the page: each row's standing on metric (best, tie, p) and its ± first."""
-    best, ties = result.best(metric), {id(row): test for row, test in result.ties(metric)}
     frame = pd.DataFrame(result.table()).drop(columns=["embedder", "created_at", "collection"]).round(3)
-    standing = ["best" if r is best else ("tie (too few differ)" if ties[id(r)].too_few_differ else
-                                          f"tie (p = {format_p(ties[id(r)].p_value)})") if id(r) in ties else ""
-                for r in result.results]
+    standing = [place.words() for place in result.standing(metric)]
     spread = [(r.evaluation.intervals[metric][1] - r.evaluation.intervals[metric][0]) / 2 for r in result.results]
     frame.insert(4, f"by {metric}", standing)
     frame.insert(5, f"± {metric}", [round(v, 3) for v in spread])
@@ -280,11 +266,9 @@ def tuning(ws: Workspace, queries: list[Query] | None) -> None:
         st.caption("Choose a query set first.")
         return
     if st.button(f"Tune on '{md(ws.collection)}'", icon=":material/tune:", key="tune_fusion"):
-        try:
-            with st.spinner("Searching every question once, then fusing with each weight…"):
-                tuning = tune_fusion(queries, ws.collection, ws.embedder(), store=ws.store)
-        except RagError as error:
-            errors.show(error)
+        with errors.reported() as report, st.spinner("Searching every question once, then fusing with each weight…"):
+            tuning = tune_fusion(queries, ws.collection, ws.embedder(), store=ws.store)
+        if report.failed:
             return
         st.session_state[TUNING] = (ws.collection, tuning)
     saved = st.session_state.get(TUNING)
@@ -301,10 +285,9 @@ def tuning(ws: Workspace, queries: list[Query] | None) -> None:
              f"the weight earns {tuning.metric} {tuning.cv_metric:.3f}: that is what to expect on new questions.")
     if st.button(f"Save {tuning.best.spec} as the fusion of '{md(ws.collection)}'", key="save_fusion",
                  icon=":material/save:"):
-        try:
+        with errors.reported() as report:
             ws.store.save_collection_setting(ws.collection, "fusion", tuning.best.spec)
-        except RagError as error:
-            errors.show(error)
+        if report.failed:
             return
         resources.store_changed()
         st.toast(f"Searches of {md(ws.collection)} now fuse with {tuning.best.spec}.")

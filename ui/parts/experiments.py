@@ -6,7 +6,6 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from rag.errors import RagError
 from rag.evaluation.metrics import METRICS
 from rag.evaluation.paired import format_p
 from rag.runs.compare import compare_runs
@@ -84,10 +83,9 @@ def details(log: RunLog, run: dict) -> None:
         sure = st.checkbox(f"Yes, delete run {run['id']}", key=f"experiments_confirm_{run['id']}")
         if st.button(f"Delete run {run['id']}", icon=":material/delete:", disabled=not sure,
                      key=f"experiments_delete_{run['id']}"):
-            try:
+            with errors.reported() as report:
                 log.delete(run["id"])
-            except RagError as error:
-                errors.show(error)
+            if report.failed:
                 return
             state.announce(f"Deleted run {run['id']}.")
             st.rerun()
@@ -112,10 +110,8 @@ def compare(log: RunLog, runs: list[dict]) -> None:
     left, right = st.columns(2)
     a = left.selectbox("A", keys, index=min(1, len(keys) - 1), format_func=options.get, key="experiments_a")
     b = right.selectbox("B", keys, index=0, format_func=options.get, key="experiments_b")
-    try:
-        result = compare_runs(log, a, b)
-    except RagError as error:
-        errors.show(error)
+    result = errors.attempt(compare_runs, log, a, b)
+    if result is None:
         return
     comparison = result.comparison
     st.caption(f"{len(comparison.per_query)} questions both ran; only A ran {result.only_a}, only B {result.only_b}."

@@ -8,7 +8,6 @@ import streamlit as st
 
 from rag.context import CHAT_MAX_TOKENS
 from rag.embeddings.cache import EmbeddingCache, default_cache_dir
-from rag.errors import RagError
 from rag.evaluation.funnel import CANDIDATES, RANKED, ChunkStages, Funnel, evaluation_funnels, explain_chunk, summarize
 from rag.evaluation.modes import SearchMode
 from rag.evaluation.results import ConfigResult, SweepResult
@@ -70,11 +69,9 @@ def evaluate_section(ws: Workspace, result: SweepResult) -> None:
                            key="evaluate_funnel_config")
     k = right.selectbox("Top k given to the context", result.ks, index=result.ks.index(5) if 5 in result.ks else 0,
                         key="evaluate_funnel_k")
-    try:
-        with st.spinner("Tracing each question through the stages…"):
-            funnels = _trace(ws, rows[label], k)
-    except RagError as error:
-        errors.show(error)
+    with errors.reported() as report, st.spinner("Tracing each question through the stages…"):
+        funnels = _trace(ws, rows[label], k)
+    if report.failed:
         return
     summary = summarize(funnels, k)
     st.vega_lite_chart(charts.funnel_chart(summary), width="stretch")
@@ -122,14 +119,13 @@ def why_not(ws: Workspace, run: SearchRun) -> None:
                                 help="The chunk's place in its document, from 0 (the Chunks page shows them).")
     chunk = chunks[int(number)]
     st.code(chunk.content[:600] + (" …" if len(chunk.content) > 600 else ""), language=None, wrap_lines=True)
-    try:
+    with errors.reported() as report:
         embedder = ws.embedder()  # the dense ranks, in every mode
         vector = resources.query_vector(embedder, (embedder.model_id, embedder.query_prompt), run.query)
         explained = explain_chunk(run.query, chunk, run.collection, store=ws.store, embedder=embedder,
                                   mode=SearchMode(run.mode, run.fusion), k=run.top_k, fusion=run.fusion,
                                   vector=vector)
-    except RagError as error:
-        errors.show(error)
+    if report.failed:
         return
     st.dataframe(stage_frame(explained.stages, explained.mode, explained.reranked), hide_index=True, width="stretch",
                  column_config={"rank": st.column_config.NumberColumn(format="%d"),

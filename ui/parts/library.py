@@ -9,7 +9,6 @@ import streamlit as st
 
 from rag import pipeline
 from rag.chunking.chunker import DEFAULT_CHUNK_SIZE, ChunkSettings
-from rag.errors import RagError
 from rag.evaluation.sweep import sweep_groups
 from rag.runs.apply import collection_defaults
 from rag.store.records import DocumentInfo
@@ -22,10 +21,8 @@ def defaults(workspace: Workspace) -> None:
     """Say the search defaults saved with the collection, and which kept run chose them (rag.runs.apply)."""
     if workspace.info is None or workspace.info.foreign:
         return
-    try:
-        saved = collection_defaults(workspace.store, workspace.collection)
-    except RagError as error:
-        errors.show(error)
+    saved = errors.attempt(collection_defaults, workspace.store, workspace.collection)
+    if saved is None:
         return
     shown = ", ".join(f"{key} {value}" for key, value in saved.items() if key != "run" and value is not None)
     if shown:
@@ -50,26 +47,24 @@ def repair(workspace: Workspace, document: DocumentInfo) -> None:
     if again.button(f"Ingest '{md(document.title)}' again", icon=":material/restart_alt:",
                     key=f"repair_reingest_{document.document_id}", type="primary"):
         try:
-            with st.spinner("Ingesting again…"):
+            with errors.reported() as report, st.spinner("Ingesting again…"):
                 (result,) = pipeline.reingest([document.document_id], workspace.collection, settings,
                                               workspace.embedder(), store=workspace.store,
                                               archive=resources.archive(workspace.store))
-        except RagError as error:
-            errors.show(error)
-            return
         finally:
             resources.store_changed()
+        if report.failed:
+            return
         if result.ok:
             state.announce(f"Stored {counted(result.chunks, 'chunk')} of {md(document.title)}.")
             st.rerun()
         st.error(md(result.error or "The ingest failed."))
     label = "Delete the rest of the document" if document.missing else "Delete what the interrupted ingest left"
     if delete.button(label, icon=":material/delete:", key=f"repair_delete_{document.document_id}"):
-        try:
+        with errors.reported() as report:
             removed = workspace.store.delete_document(workspace.collection, document.document_id,
                                                       only_interrupted=not document.missing)
-        except RagError as error:
-            errors.show(error)
+        if report.failed:
             return
         resources.store_changed()
         state.announce(f"Deleted {counted(removed, 'chunk')} left by the interrupted ingest of {md(document.title)}.")
@@ -100,12 +95,10 @@ def sweeps(ws: Workspace) -> None:
                      "The next sweep over the same documents builds them again; cached embeddings are kept.")
             if st.button("Yes, delete the sweep", type="primary", key="confirm_delete_sweep"):
                 deleted = 0
-                try:
+                with errors.reported():
                     for name in names:
                         ws.store.delete_collection(name)
                         deleted += 1
-                except RagError as error:
-                    errors.show(error)
                 resources.store_changed()
                 state.announce(f"Deleted {deleted} of {len(names)} collections of sweep {md(key)}.")
                 st.rerun()

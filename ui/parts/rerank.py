@@ -84,18 +84,6 @@ def before(hit: Hit) -> dict[str, str]:
     return {"before rerank": f"#{hit.retrieved_rank}{score}"}
 
 
-def explanation(hit: Hit) -> list[str]:
-    """Return how a reranked hit got its place (its reranker score, where the search had it); [] otherwise."""
-    if hit.score_kind != SCORE_KIND:
-        return []
-    parts = ["below the rerank depth: not reranked, kept in the search's order" if hit.score is None else
-             f"reranker score {hit.score:.3f}"]
-    if hit.retrieved_rank is not None:
-        score = "" if hit.retrieved_score is None else f", score {hit.retrieved_score:.3f}"
-        parts.append(f"the search placed it #{hit.retrieved_rank}{score}")
-    return parts
-
-
 def with_rerank(modes: list[SearchMode], spec: str) -> list[SearchMode]:
     """Return each mode without and with the reranker (the sweep's rerank dimension), or modes when it is off."""
     return [replace(m, rerank=on) for m in modes for on in (False, True)] if spec else modes

@@ -5,18 +5,16 @@ threshold cuts drawn on both, so a threshold can be chosen by eye)."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
 import pandas as pd
 import streamlit as st
 
 from rag import pipeline
 from rag.embeddings import Embedder
-from rag.errors import RagError
 from rag.reports import hits as hit_report
+from rag.reports.hits import SCORE_NAMES, SCORE_SHORT, explanation, keywords, rrf_sum, score_kind, score_name
 from rag.reports.scores import ScoreDistribution, distribution_of, score_distribution
 from rag.store.client import Store
-from rag.store.fusion import RRF_K
 from rag.store.keywords import Analyzer
 from rag.store.records import Hit
 from rag.store.search import CANDIDATES, candidate_limit
@@ -26,34 +24,6 @@ from ui.render import md
 from ui.workspace import SearchRun, Workspace
 
 EMPTY_CELL = "—"
-
-
-@dataclass(frozen=True)
-class ThresholdScale:
-    name: str
-    default: float
-    step: float
-    maximum: float | None
-    format: str
-    help: str
-
-
-SCALES = {
-    "cosine": ThresholdScale("cosine", 0.3, 0.01, 1.0, "%.2f", "Cosine similarity, 0–1: a chunk scoring less is cut."),
-    "bm25": ThresholdScale("BM25", 2.0, 0.5, None, "%.1f", "BM25 keyword score, 0 and up; it grows with the number "
-                           "and rarity of the query words a chunk holds."),
-    "convex": ThresholdScale("convex", 0.3, 0.01, 1.0, "%.2f", "Weighted sum of the normalised dense and keyword "
-                             "scores, 0–1."),
-    "rrf": ThresholdScale("RRF", 0.1, 0.01, 1.0, "%.3f", f"Reciprocal-rank score: 1/({RRF_K} + rank − 1) per list, "
-                          f"summed; a first rank in one list scores {1 / RRF_K:.2f}, a tenth {1 / (RRF_K + 9):.3f}."),
-    "dbsf": ThresholdScale("DBSF", 0.3, 0.01, None, "%.2f", "Sum of the scores normalised by their spread (about "
-                           "0–1 per list)."),
-}
-
-
-def threshold_scale(mode: str, fusion_method: str) -> ThresholdScale:
-    """Return the scale of the score the threshold applies to in mode (hybrid: the fusion's)."""
-    return SCALES["bm25" if mode == "sparse" else "cosine" if mode == "dense" else fusion_method]
 
 
 def run_search(ws: Workspace, query: str, top_k: int, threshold: float | None, document_ids: tuple[str, ...],
@@ -71,7 +41,7 @@ def run_search(ws: Workspace, query: str, top_k: int, threshold: float | None, d
                                                                               include_toc, version, rerank):
         ranking, model_id = last.ranking, last.model_id
     else:
-        try:
+        with errors.reported() as report:
             reranker = rerank_part.reranker(rerank[0])
             embedder = ws.embedder()
             with st.spinner("Searching… (the first search loads the model)"):
@@ -82,8 +52,7 @@ def run_search(ws: Workspace, query: str, top_k: int, threshold: float | None, d
                                                 list(document_ids) or None, store=ws.store, embedder=embedder,
                                                 mode=mode, fusion=fusion, include_toc=include_toc,
                                                 query_vector=vector, reranker=reranker, rerank_depth=rerank[1]))
-        except RagError as error:
-            errors.show(error)
+        if report.failed:
             return None
         model_id = embedder.model_id
     hits = list(ranking[:top_k])
@@ -96,33 +65,6 @@ def notes(run: SearchRun) -> None:
     """Say why there are fewer hits than asked for, if there are."""
     for note in run.outcome.notes:
         (st.warning if not run.outcome.hits else st.info)(md(note))
-
-
-SCORE_NAMES = {"cosine": "cosine similarity", "bm25": "BM25 keyword score", "rrf": "fused rank score (RRF)",
-               "dbsf": "fused normalised score (DBSF)", "convex": "weighted sum of normalised scores (convex)",
-               "rerank": "the reranker's own score"}
-SCORE_SHORT = {"cosine": "cosine", "bm25": "BM25", "rrf": "RRF", "dbsf": "DBSF", "convex": "convex",
-               "rerank": "reranker"}
-
-
-def score_kind(hits: list[Hit]) -> str:
-    return next((h.score_kind for h in hits if getattr(h, "score_kind", None)), "cosine")
-
-
-def score_name(hits: list[Hit]) -> str:
-    kind = score_kind(hits)
-    return SCORE_NAMES.get(kind, kind)
-
-
-def keywords(query: str, hit: Hit, analyzer: Analyzer | None) -> str:
-    """Return the query's words (as typed) whose keyword terms the chunk contains, comma-separated ("" if none)."""
-    return ", ".join(analyzer.matching_words(query, hit.content)) if analyzer and query else ""
-
-
-def rrf_sum(hit: Hit) -> str:
-    """Return how RRF added up this hit's score, e.g. "1/2 + 1/4" (Qdrant: 1 / (rank + 1) per list)."""
-    parts = [f"1/{rank + 1}" for rank in (hit.dense_rank, hit.sparse_rank) if rank is not None]
-    return " + ".join(parts)
 
 
 def _listed(rank: int | None, score: float | None, digits: int) -> str | None:
@@ -178,22 +120,6 @@ def hit_table(hits: list[Hit], mode: str = "dense", query: str = "", top_k: int 
     })
 
 
-def explanation(hit: Hit, query: str, depth: int, analyzer: Analyzer | None = None) -> str:
-    """Return one line: for hybrid where the hit stood in each list and how that fused; the query words it holds."""
-    parts = rerank_part.explanation(hit)  # empty unless reranked
-    if hit.score_kind in ("rrf", "dbsf", "convex"):
-        parts.append(f"dense list: cosine {hit.dense_score:.3f}, rank {hit.dense_rank}" if hit.dense_score is not None
-                     else f"dense list: not in its top {depth}")
-        parts.append(f"keyword list: BM25 {hit.sparse_score:.2f}, rank {hit.sparse_rank}"
-                     if hit.sparse_score is not None else f"keyword list: not in its top {depth}")
-        how = {"rrf": f"{rrf_sum(hit)} = ", "convex": "w × dense + (1 − w) × keyword, each normalised = "}.get(
-            hit.score_kind, "both normalised and added = ")
-        parts.append(f"fused ({SCORE_SHORT[hit.score_kind]}): {how}{hit.score:.3f}")
-    words = keywords(query, hit, analyzer)
-    parts.append(f"query words in it: {words}" if words else "no query word in it")
-    return " · ".join(parts)
-
-
 def sources(hits: list[Hit]) -> None:
     """Draw hits per document with best and mean score, so one sees which documents dominate."""
     scores = hit_report.source_scores(hits)
@@ -227,10 +153,9 @@ def hit_details(workspace: Workspace, hits: list[Hit], query: str = "", top_k: i
 
 
 def _neighbours(workspace: Workspace, hit: Hit) -> None:
-    try:
+    with errors.reported() as report:
         chunks = workspace.document_chunks(hit.document_id)
-    except RagError as error:
-        errors.show(error)
+    if report.failed:
         return
     before, after = hit_report.neighbours(chunks, hit.chunk_index)
     for label, items in (("before", before), ("after", after)):
@@ -372,15 +297,14 @@ def summary(dist: ScoreDistribution) -> str:
 def distribution(ws: Workspace, run: SearchRun, embedder: Embedder | None) -> None:
     """Draw the score distribution of run's query (one search over the whole collection, cached)."""
     key = (run.location, resources.version(), run.model_id)
-    try:
+    with errors.reported() as report:
         with st.spinner("Scoring every chunk…"):
             scored = _distribution(ws.store, embedder, key, run.query, run.collection, run.mode, run.fusion,
                                    tuple(run.document_ids), run.include_toc)
         dist = distribution_of(scored.scores, run.top_k, run.threshold, scored.total, scored.cap, query=run.query,
                                collection=run.collection, mode=run.mode, fusion=scored.fusion,
                                score_kind=scored.score_kind, depth=candidate_limit(run.top_k))
-    except RagError as error:
-        errors.show(error)
+    if report.failed:
         return
     if not dist.scores:
         st.caption("No chunk got a score for this query.")

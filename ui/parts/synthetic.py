@@ -3,18 +3,16 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 
 import pandas as pd
 import streamlit as st
 
 from rag.documents.model import Document
-from rag.errors import RagError
 from rag.evaluation.queries import Query, load_query_set
 from rag.evaluation.synthetic import DEFAULT_COUNT, SyntheticSet, make_queries
 from rag.generation.llm import get_llm
-from ui import errors, state
+from ui import errors, settings, state
 from ui.render import md
 from ui.workspace import Workspace
 
@@ -57,7 +55,7 @@ def section(ws: Workspace, documents: Callable[[], list[Document]] | None) -> No
     with st.expander("Make a synthetic query set", expanded=SYNTHETIC in st.session_state,
                      icon=":material/auto_awesome:"):
         st.markdown(EXPLANATION)
-        state.default(LLM_KEY, state.get(state.LLM_SPEC) or os.environ.get("RAG_LLM", ""))
+        state.default(LLM_KEY, state.get(state.LLM_SPEC) or settings.loaded().llm)
         count_column, seed_column, method_column, llm_column = st.columns([0.8, 0.8, 1.4, 1.6])
         count = count_column.number_input("Questions", 1, 1000, DEFAULT_COUNT, key="synthetic_count",
                                           help="In all, spread over the documents by their length.")
@@ -88,7 +86,7 @@ def make(ws: Workspace, documents: Callable[[], list[Document]] | None, count: i
                 "sentences.")
         return
     bar = st.progress(0.0, text="Reading the documents…")
-    try:
+    with errors.reported() as report:
         llm = None
         if spec is not None:
             ollama, openai, key = ws.servers
@@ -96,11 +94,9 @@ def make(ws: Workspace, documents: Callable[[], list[Document]] | None, count: i
         made = make_queries(documents(), count, seed=seed, llm=llm,
                             progress=lambda done, total, message: bar.progress(min(done / total, 1.0),
                                                                                text=md(message)))
-    except RagError as error:
-        bar.empty()
-        errors.show(error)
-        return
     bar.empty()
+    if report.failed:
+        return
     st.session_state[SYNTHETIC] = made
     st.rerun()  # the query-set choice at the top of the page shows the new set
 

@@ -93,10 +93,9 @@ def new_collection_options(workspace: Workspace, collection: str
                                   help="Embed and keyword-index each chunk with its document title and heading path "
                                   "before its text. The stored chunk text (what searches show and the LLM reads) "
                                   "stays as it is. Measured in the README (Contextual chunk headers).")
-        try:
+        with errors.reported() as report:
             model = workspace.embedder_for(collection)
-        except RagError as error:
-            errors.show(error)
+        if report.failed:
             return language, None, chunk_headers
         left, right = st.columns(2)
         query = left.text_input("Query prompt", model.query_prompt, key=state.UPLOAD_QUERY_PROMPT,
@@ -115,10 +114,9 @@ def run(files: Sequence[SourceFile], workspace: Workspace, collection: str, sett
     """
     if not files:
         return False
-    try:
+    with errors.reported() as report:
         embedder = workspace.embedder_for(collection, prompts)
-    except RagError as error:
-        errors.show(error)
+    if report.failed:
         return False
     job = jobs.jobs_queue(resources.change_hook()).submit(
         list(files), collection, settings, embedder, workspace.store, workspace.location,
