@@ -95,29 +95,33 @@ def decode_with_offsets(tokens: list[int]) -> tuple[str, list[int]]:
 class TokenIndex:
     """A text's cl100k tokens, encoded once, with each token's start as a character offset.
 
-    `count(start, end)` is exact for any span, at the cost of two tiny encodes at the span's edges
-    instead of encoding the span: cl100k's pre-tokenizer never puts a non-space character and a
-    following space into one piece, so each such place is a piece boundary in the whole text and in
-    any substring alike, and the tokens between two such places are the same in both. Nor does a piece
-    go on from a line break to a non-space character after it (no piece but whitespace and punctuation
-    ones holds a "\n", and those end at their last line break): a span starting there has no head to encode.
+    `count(start, end)` is exact for any span without encoding it: the span's head (up to its first piece
+    boundary) is encoded, the text's own tokens are counted up to its last piece boundary, and its tail is
+    encoded. Heads and tails are kept per position, so repeated counts from one chunk start, or to one chunk
+    end, cost a dictionary look-up; the tails are mostly a sentence's last punctuation, and words repeat, so
+    few edges are ever encoded. A piece boundary is a place where cl100k's pre-tokenizer starts a new piece
+    in the whole text and in every substring that holds it alike, so the tokens between two of them are the
+    same in both. Three kinds are used (see _BOUNDARY), and the text's start and end:
+
+    - a space after a non-space: no piece holds a non-space character and a space after it;
+    - a non-space after a line break: only whitespace and punctuation pieces hold a "\n", and they end at
+      their last line break;
+    - an ASCII non-alphanumeric character after a letter or digit: letters are one possessive run
+      (`\\p{L}++`, after at most one prefix character), digits too (`\\p{N}{1,3}+`), and no other piece holds
+      either. Only letters and digits whose class every Unicode version agrees on (ASCII and Latin-1/Latin
+      Extended-A letters) are used, so Python's and tiktoken's Unicode tables cannot disagree.
     """
 
     def __init__(self, text: str, threads: int | None = None):
         self.text = text
         self.ids = encode_array(text, threads)
-        raw = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
-        continuation = np.zeros(len(raw) + 1, dtype=np.int32)  # continuation[p]: UTF-8 continuation bytes <= p
-        np.cumsum((raw & 0xC0) == 0x80, dtype=np.int32, out=continuation[:-1])
-        continuation[-1] = continuation[-2] if len(raw) else 0
-        byte_starts = np.zeros(len(self.ids) + 1, dtype=np.int64)
-        np.cumsum(_token_byte_lengths()[self.ids], out=byte_starts[1:])
-        # the character holding byte p is p minus the continuation bytes up to p
-        self.starts = byte_starts - continuation[byte_starts]  # starts[i]: char offset of token i
+        self.starts = _char_starts(text, self.ids)  # starts[i]: char offset of token i; starts[size] == len(text)
         self.size = len(self.ids)
-        # bisect on a memoryview reads plain ints from the array's memory: as fast as on a list (and ~5x faster
-        # than on the numpy array), without building a list of a million ints first
-        self._starts = memoryview(np.ascontiguousarray(self.starts, dtype=np.int64))
+        # bisect on a memoryview reads plain ints from the array's memory, without building a list of a million
+        # ints first (which would cost more than the look-ups it speeds up)
+        self._starts = memoryview(self.starts)
+        self._heads: dict[int, tuple[int, int]] = {}  # start -> (its first boundary x, count(start..x) - index of x)
+        self._tails: dict[int, tuple[int, int]] = {}  # end -> (its last boundary y, index of y + count(y..end))
 
     def index_at(self, offset: int) -> int:
         """Return the number of tokens that start before character offset."""
@@ -129,21 +133,62 @@ class TokenIndex:
 
     def count(self, start: int, end: int) -> int:
         """Return the exact cl100k token count of text[start:end]."""
-        text = self.text
         if end - start < 48:
-            return _count_short(text[start:end])
-        if start > 0 and text[start - 1] == "\n" and not text[start].isspace():
-            x = start  # a line's first character (a chunk starting at a line): no head to encode
+            return _count_short(self.text[start:end])
+        head = self._heads.get(start) or self._head(start)
+        tail = self._tails.get(end) or self._tail(end)
+        if head[0] <= tail[0]:  # a boundary within the span: the tokens between x and y are the text's own
+            return head[1] + tail[1]
+        return count(self.text[start:end])
+
+    def _head(self, start: int) -> tuple[int, int]:
+        text = self.text
+        found = _BOUNDARY.search(text, start - 1, start + EDGE_SEARCH) if start else None
+        x = 0 if not start else found.end() if found else len(text) if len(text) - start <= EDGE_SEARCH else -1
+        if x < 0:  # no boundary near: every span from here is encoded whole
+            head = (_NONE, 0)
         else:
-            x = _piece_boundary(text, start + 1, end, forward=True)
-        if end < len(text) and text[end] == " " and not text[end - 1].isspace():
-            y = end  # end is such a place itself (a chunk ending before a space): no tail to encode
+            head = (x, (_count_short(text[start:x]) if x > start else 0) - bisect.bisect_left(self._starts, x))
+        self._heads[start] = head
+        return head
+
+    def _tail(self, end: int) -> tuple[int, int]:
+        text = self.text
+        found = _LAST_BOUNDARY.match(text, max(end - EDGE_SEARCH, 0), end + 1) if end < len(text) else None
+        y = len(text) if end == len(text) else found.end() if found else -1
+        if y < 0:  # no boundary near: every span to here is encoded whole
+            tail = (-1, 0)
         else:
-            y = _piece_boundary(text, start + 1, end, forward=False)
-        if x < 0 or y <= x:
-            return count(text[start:end])
-        middle = bisect.bisect_left(self._starts, y) - bisect.bisect_left(self._starts, x)  # index_at: x < y <= end
-        return _count_short(text[start:x]) + middle + _count_short(text[y:end])
+            tail = (y, bisect.bisect_left(self._starts, y) + (_count_short(text[y:end]) if y < end else 0))
+        self._tails[end] = tail
+        return tail
+
+
+EDGE_SEARCH = 256  # characters searched from a span's edge for a piece boundary (prose has one every word)
+_NONE = 1 << 62  # no boundary after a start: beyond every end
+# the character before a piece boundary (see TokenIndex), the boundary being right after it: a non-space before a
+# space, a line break before a non-space, a letter or digit before an ASCII non-alphanumeric character
+_KINDS = r"\S(?= )|\n(?=\S)|[0-9A-Za-z\xc0-\xd6\xd8-\xf6\xf8-\u017f](?=[\x00-/:-@\[-`{-\x7f])"
+_BOUNDARY = re.compile(_KINDS)
+_LAST_BOUNDARY = re.compile(rf"(?s:.*)(?:{_KINDS})")  # matched from a window's start: its last boundary
+
+
+def _char_starts(text: str, ids: np.ndarray) -> np.ndarray:
+    """Return the char offset where each token starts, and len(text) after the last, as a contiguous int64 array.
+
+    A token's byte offset is the sum of the byte lengths before it; the character holding byte p is p minus
+    the UTF-8 continuation bytes up to p, counted per token from where each continuation byte falls.
+    """
+    starts = np.zeros(len(ids) + 1, dtype=np.int64)
+    np.cumsum(_token_byte_lengths()[ids], out=starts[1:])
+    if text.isascii():
+        return starts
+    raw = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+    continuation = np.flatnonzero((raw & 0xC0) == 0x80)
+    # the first token starting at or after each continuation byte: from that token on, it counts
+    counted = np.bincount(np.searchsorted(starts, continuation), minlength=len(starts))
+    starts -= np.cumsum(counted[: len(starts)])
+    return starts
 
 
 @lru_cache(maxsize=1 << 16)
