@@ -120,12 +120,18 @@ class TokenIndex:
         # bisect on a memoryview reads plain ints from the array's memory, without building a list of a million
         # ints first (which would cost more than the look-ups it speeds up)
         self._starts = memoryview(self.starts)
+        # _blocks[k]: the tokens that start before char k * BLOCK, so that a look-up bisects only the few tokens
+        # of one block of BLOCK characters (6 comparisons instead of 20 on a million tokens)
+        self._blocks = np.searchsorted(self.starts, np.arange(0, len(text) + 2 * BLOCK, BLOCK)).tolist()
         self._heads: dict[int, tuple[int, int]] = {}  # start -> (its first boundary x, count(start..x) - index of x)
         self._tails: dict[int, tuple[int, int]] = {}  # end -> (its last boundary y, index of y + count(y..end))
 
     def index_at(self, offset: int) -> int:
         """Return the number of tokens that start before character offset."""
-        return min(bisect.bisect_left(self._starts, offset), self.size)
+        if offset >= len(self.text):
+            return self.size
+        k = max(offset, 0) // BLOCK
+        return bisect.bisect_left(self._starts, offset, self._blocks[k], self._blocks[k + 1])
 
     def offset_of(self, token_index: int) -> int:
         """Return the char offset where token token_index starts (len(text) at or past the end)."""
@@ -142,28 +148,27 @@ class TokenIndex:
         return count(self.text[start:end])
 
     def _head(self, start: int) -> tuple[int, int]:
+        """Return and keep (x, count(text[start:x]) - index_at(x)) for start's first boundary x (_NONE: none near)."""
         text = self.text
         found = _BOUNDARY.search(text, start - 1, start + EDGE_SEARCH) if start else None
         x = 0 if not start else found.end() if found else len(text) if len(text) - start <= EDGE_SEARCH else -1
-        if x < 0:  # no boundary near: every span from here is encoded whole
-            head = (_NONE, 0)
-        else:
-            head = (x, (_count_short(text[start:x]) if x > start else 0) - bisect.bisect_left(self._starts, x))
+        edge = _count_short(text[start:x]) if x > start else 0
+        head = (x, edge - self.index_at(x)) if x >= 0 else (_NONE, 0)  # none: spans from here are encoded whole
         self._heads[start] = head
         return head
 
     def _tail(self, end: int) -> tuple[int, int]:
+        """Return and keep (y, index_at(y) + count(text[y:end])) for end's last boundary y (-1: none near)."""
         text = self.text
         found = _LAST_BOUNDARY.match(text, max(end - EDGE_SEARCH, 0), end + 1) if end < len(text) else None
         y = len(text) if end == len(text) else found.end() if found else -1
-        if y < 0:  # no boundary near: every span to here is encoded whole
-            tail = (-1, 0)
-        else:
-            tail = (y, bisect.bisect_left(self._starts, y) + (_count_short(text[y:end]) if y < end else 0))
+        edge = _count_short(text[y:end]) if 0 <= y < end else 0
+        tail = (y, self.index_at(y) + edge) if y >= 0 else (-1, 0)  # none: spans to here are encoded whole
         self._tails[end] = tail
         return tail
 
 
+BLOCK = 256  # characters per entry of TokenIndex._blocks
 EDGE_SEARCH = 256  # characters searched from a span's edge for a piece boundary (prose has one every word)
 _NONE = 1 << 62  # no boundary after a start: beyond every end
 # the character before a piece boundary (see TokenIndex), the boundary being right after it: a non-space before a
