@@ -271,9 +271,19 @@ def _piece_boundary(text: str, lo: int, hi: int, forward: bool) -> int:
 
 @lru_cache(maxsize=1)
 def _token_byte_lengths() -> np.ndarray:
-    """Return the UTF-8 byte length of every token id (0 for unused ids)."""
+    """Return the UTF-8 byte length of every token id (0 for unused ids), once per process.
+
+    Read from the encoding's rank table (20 ms) rather than by decoding each of its 100,000 tokens (160 ms, more
+    than a third of encoding a 3 MB document, paid by the first document a process chunks).
+    """
     enc = encoding()
     lengths = np.zeros(enc.n_vocab, dtype=np.int64)
+    ranks = getattr(enc, "_mergeable_ranks", None)  # tiktoken's own bytes -> id table
+    if isinstance(ranks, dict) and ranks:
+        lengths[np.fromiter(ranks.values(), np.int64, len(ranks))] = np.fromiter(map(len, ranks), np.int64, len(ranks))
+        for name, token_id in getattr(enc, "_special_tokens", {}).items():
+            lengths[token_id] = len(name.encode("utf-8"))
+        return lengths
     for token_id in range(enc.n_vocab):
         with contextlib.suppress(KeyError):
             lengths[token_id] = len(enc.decode_single_token_bytes(token_id))

@@ -164,3 +164,16 @@ def test_official_encoding_is_preferred_when_available(monkeypatch):
         assert asked == ["cl100k_base"]
     finally:
         tokens.encoding.cache_clear()
+
+
+def test_token_byte_lengths_are_those_of_each_token_decoded():
+    """The table read from the encoding's ranks equals decoding every token id on its own."""
+    encoding = tokens.encoding()
+    decoded = np.zeros(encoding.n_vocab, dtype=np.int64)
+    for token_id in range(encoding.n_vocab):
+        try:
+            decoded[token_id] = len(encoding.decode_single_token_bytes(token_id))
+        except KeyError:  # an unused id
+            continue
+    assert np.array_equal(tokens._token_byte_lengths(), decoded)
+    assert decoded[tokens.encode("Auftragsklärung")].sum() == len("Auftragsklärung".encode())
