@@ -212,15 +212,16 @@ def _chunk_end(index: tokens.TokenIndex, a: int, first: int, end: int, end_index
         if n <= chunk_size:
             return end, n
     text = index.text
-    hi = min(index.offset_of(first + chunk_size), end)
+    hi = index.offset_of(first + chunk_size)
+    hi = hi if hi < end else end  # (conditionals, not min and max: this runs for every chunk)
     if a < hi < end and not (text[hi].isspace() or text[hi - 1].isspace()):  # mid-word: the word may fit whole
-        space = _SPACE.search(text, hi, min(end, hi + WORD_LOOKAHEAD))
+        space = _SPACE.search(text, hi, hi + WORD_LOOKAHEAD if hi + WORD_LOOKAHEAD < end else end)
         word_end = space.start() if space else end if end - hi <= WORD_LOOKAHEAD else -1
         if word_end > 0 and index.count(a, word_end) <= chunk_size:
             hi = word_end
     lo = index.offset_of(first + int(chunk_size * MIN_FILL))
     while True:
-        b = _best_boundary(text, a, min(lo, hi), hi)
+        b = _best_boundary(text, a, lo if lo < hi else hi, hi)
         n = index.count(a, b)
         if n <= chunk_size:
             return b, n
@@ -229,7 +230,7 @@ def _chunk_end(index: tokens.TokenIndex, a: int, first: int, end: int, end_index
 
 def _best_boundary(text: str, a: int, lo: int, hi: int) -> int:
     """Return the end of a chunk starting at a: the last paragraph, sentence, line or word end <= hi."""
-    lo = max(lo, a + 1)
+    lo = lo if lo > a else a + 1
     pos = text.rfind("\n\n", lo, hi)  # the last paragraph end
     if pos > a and (b := _trim_end(text, a, pos)) > a:
         return b
@@ -262,8 +263,9 @@ def _next_start(index: tokens.TokenIndex, a: int, first: int, b: int, end: int, 
     """Return where the chunk after [a, b) (a at token first) starts: at a word, sharing at most overlap tokens."""
     text = index.text
     if overlap:
-        target = index.offset_of(max(index.index_at(b) - overlap, first + 1))
-        start = _word_start(text, max(target, a + 1), b)
+        back = index.index_at(b) - overlap
+        target = index.offset_of(back if back > first else first + 1)
+        start = _word_start(text, target if target > a else a + 1, b)
         while start < b:
             if index.count(start, b) <= overlap:
                 return start

@@ -113,7 +113,7 @@ class TokenIndex:
     """
 
     def __init__(self, text: str, threads: int | None = None):
-        self.text = text
+        self.text, self.length = text, len(text)
         self.ids = encode_array(text, threads)
         self.starts = _char_starts(text, self.ids)  # starts[i]: char offset of token i; starts[size] == len(text)
         self.size = len(self.ids)
@@ -128,14 +128,14 @@ class TokenIndex:
 
     def index_at(self, offset: int) -> int:
         """Return the number of tokens that start before character offset."""
-        if offset >= len(self.text):
-            return self.size
-        k = max(offset, 0) // BLOCK
+        if offset >= self.length or offset <= 0:  # (no min/max here: builtins cost more than the bisect)
+            return self.size if offset > 0 else 0
+        k = offset // BLOCK
         return bisect.bisect_left(self._starts, offset, self._blocks[k], self._blocks[k + 1])
 
     def offset_of(self, token_index: int) -> int:
         """Return the char offset where token token_index starts (len(text) at or past the end)."""
-        return self._starts[min(max(token_index, 0), self.size)]
+        return self._starts[token_index if 0 <= token_index <= self.size else 0 if token_index < 0 else self.size]
 
     def count(self, start: int, end: int) -> int:
         """Return the exact cl100k token count of text[start:end]."""
@@ -151,7 +151,7 @@ class TokenIndex:
         """Return and keep (x, count(text[start:x]) - index_at(x)) for start's first boundary x (_NONE: none near)."""
         text = self.text
         found = _BOUNDARY.search(text, start - 1, start + EDGE_SEARCH) if start else None
-        x = 0 if not start else found.end() if found else len(text) if len(text) - start <= EDGE_SEARCH else -1
+        x = 0 if not start else found.end() if found else self.length if self.length - start <= EDGE_SEARCH else -1
         edge = _count_short(text[start:x]) if x > start else 0
         head = (x, edge - self.index_at(x)) if x >= 0 else (_NONE, 0)  # none: spans from here are encoded whole
         self._heads[start] = head
@@ -160,8 +160,9 @@ class TokenIndex:
     def _tail(self, end: int) -> tuple[int, int]:
         """Return and keep (y, index_at(y) + count(text[y:end])) for end's last boundary y (-1: none near)."""
         text = self.text
-        found = _LAST_BOUNDARY.match(text, max(end - EDGE_SEARCH, 0), end + 1) if end < len(text) else None
-        y = len(text) if end == len(text) else found.end() if found else -1
+        length, lo = self.length, end - EDGE_SEARCH if end > EDGE_SEARCH else 0
+        found = _LAST_BOUNDARY.match(text, lo, end + 1) if end < length else None
+        y = length if end == length else found.end() if found else -1
         edge = _count_short(text[y:end]) if 0 <= y < end else 0
         tail = (y, self.index_at(y) + edge) if y >= 0 else (-1, 0)  # none: spans to here are encoded whole
         self._tails[end] = tail
