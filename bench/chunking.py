@@ -11,7 +11,10 @@ like-for-like comparison with plain encoding) and, with --wall on a machine with
 default of encoding long texts on several threads. Times are CPU time of the process unless --wall: on a
 shared machine other work hardly changes them. Runs alternate with plain encoding, so load hits both alike.
 Cold runs start with an empty edge-word cache (a new document: what a user sees); warm runs keep it
-(memoising chunkers get faster on text they have seen). Seconds are medians over --runs; "x tiktoken" is
+(memoising chunkers get faster on text they have seen). Everything else the chunker keeps (boundaries, edge counts,
+look-up blocks) is built per document, so cold and warm differ only in that cache. One more pair runs each as the
+first work of a new process, where also the token byte-length table is still to build (both after loading
+tiktoken's ranks, which they share). Seconds are medians over --runs; "x tiktoken" is
 the median over the runs of (plain encoding's seconds / the run's seconds) of each pair.
 --profile prints where a cold structure run spends its time (cProfile).
 """
@@ -24,6 +27,7 @@ import os
 import pstats
 import statistics
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -178,6 +182,39 @@ def toc_share(document, chunk_size: int, overlap: int, runs: int) -> tuple[float
     return tuple(statistics.median(times[key]) for key in ("chunking", "one pass", "per chunk"))
 
 
+FRESH = """
+import sys, time
+from pathlib import Path
+from rag.chunking import tokens
+from rag.chunking.chunker import chunk_document
+from rag.documents.loader import load_document
+path, mode, chunk_size, overlap = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+document = load_document(Path(path).read_bytes(), Path(path).name)
+encoding = tokens.encoding()  # loading tiktoken's ranks is shared by both: not timed
+started = time.process_time()
+if mode == "encode":
+    encoding.encode_ordinary(document.text)
+else:
+    chunk_document(document, chunk_size, overlap)
+print(time.process_time() - started)
+"""
+
+
+def fresh_process(path: Path, chunk_size: int, overlap: int, runs: int) -> tuple[float, float, float]:
+    """Return the median seconds of plain encoding and of chunking as the first work of a new process (every table
+    and cache still to build), and the median ratio of the pairs; each pair runs in two new processes."""
+    env = {**os.environ, "RAG_TOKENIZER_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    times: dict[str, list[float]] = {"encode": [], "chunk": []}
+    for _ in range(max(runs, 1)):
+        for mode in ("encode", "chunk"):
+            done = subprocess.run([sys.executable, "-c", FRESH, str(path), mode, str(chunk_size), str(overlap)],
+                                  env=env, capture_output=True, text=True, check=True)  # fmt: skip
+            times[mode].append(float(done.stdout.split()[-1]))
+    ratios = [e / c for e, c in zip(times["encode"], times["chunk"], strict=True)]
+    median = statistics.median
+    return median(times["encode"]), median(times["chunk"]), median(ratios)
+
+
 def print_table(text: str, rows: list[Row], megabytes: float) -> None:
     print(f"{'':44} {'cold s':>7} {'MB/s':>6} {'x tiktoken':>10} {'warm s':>7} {'x tiktoken':>10} "
           f"{'chunks':>7} {'mean tok':>8} {'mid-word':>8}")
@@ -231,6 +268,9 @@ def main() -> None:
         print(f"table-of-contents check (structure, 1 thread, cold): {1000 * one_pass:.1f} ms in one pass, "
               f"{100 * one_pass / chunking:.1f} % of the chunking's {1000 * chunking:.0f} ms; "
               f"line by line per chunk, as before: {1000 * per_chunk:.0f} ms")
+        encode, chunk, ratio = fresh_process(path, chunk_size, overlap, max(args.runs // 2, 1))
+        print(f"first work of a new process (structure, 1 thread; tables and caches empty): chunking {chunk:.3f} s, "
+              f"plain encoding {encode:.3f} s, {ratio:.2f} x tiktoken")
         if args.profile:
             profile(document, chunk_size, overlap)
     print(f"\n{len(tokens.encode(text)):,} tokens in the corpus")

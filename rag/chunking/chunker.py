@@ -41,9 +41,11 @@ class Chunk:
 
 
 TOC = "toc"
+_TOC_FLAGS = (TOC,)
 MIN_CHUNK_SIZE = 4  # one character can take 4 byte tokens; below that a chunk could not hold it
 _SENTENCE_END = re.compile(r"[.!?…][\"'»«“”„)\]]*(?=\s)")
 _SPACE = re.compile(r"\s+")
+_NON_SPACE = re.compile(r"\S")
 # Words after which a full stop does not end a sentence (German and English abbreviations).
 _ABBREVIATIONS = frozenset(
     "abs art aufl bd bspw bzw ca dr etc evtl ff ggf hrsg inkl jh max min mio mr mrs nr prof rn s sog str tel usw "
@@ -60,7 +62,7 @@ def chunk_document(
 ) -> list[Chunk]:
     """Return the chunks of document, each within chunk_size cl100k tokens, in document order."""
     validate_settings(ChunkSettings(chunk_size, overlap, strategy))
-    if not document.text.strip():
+    if not document.text or document.text.isspace():
         return []
     index = tokens.TokenIndex(document.text)
     if strategy == "tokens":
@@ -69,28 +71,39 @@ def chunk_document(
         spans = []
         for start, end in _sections(document):
             spans.extend(_split_section(index, start, end, chunk_size, overlap))
+    return _chunks(document, spans)
+
+
+def _chunks(document: Document, spans: list[Span]) -> list[Chunk]:
+    """Return the Chunks of spans: content, heading path, pages and flags, each looked up once per chunk."""
+    text, document_id = document.text, document.id
     paths = _heading_paths(document)
-    paged = document.kind == "pdf" or len(document.pages) > 1  # text and Markdown: one "page", no page numbers
     path_starts = [start for start, _ in paths]
     heading_starts = set(path_starts)
-    tables_of_contents = toc_flags(document.text, [(a, b) for a, b, _ in spans])
-    return [
-        Chunk(
-            document_id=document.id,
-            chunk_index=i,
-            content=document.text[a:b],
-            token_count=n,
-            heading_path=paths[k][1]
-            if (k := bisect.bisect_right(path_starts, _path_anchor(document.text, a, b, heading_starts)) - 1) >= 0
-            else (),
-            page_start=document.page_at(a) if paged else None,
-            page_end=document.page_at(b - 1) if paged else None,
-            start=a,
-            end=b,
-            flags=(TOC,) if tables_of_contents[i] else (),
-        )
-        for i, (a, b, n) in enumerate(spans)
-    ]
+    paged = document.kind == "pdf" or len(document.pages) > 1  # text and Markdown: one "page", no page numbers
+    page_starts, numbers = document.page_starts, [page.number for page in document.pages]
+    tables_of_contents = toc_flags(text, [(a, b) for a, b, _ in spans])
+    chunks = []
+    for i, (a, b, n) in enumerate(spans):
+        anchor = _path_anchor(text, a, b, heading_starts) if a in heading_starts else a
+        k = bisect.bisect_right(path_starts, anchor) - 1
+        if paged:  # Document.page_at, inlined
+            first, last = bisect.bisect_right(page_starts, a) - 1, bisect.bisect_right(page_starts, b - 1) - 1
+            page_start, page_end = numbers[max(first, 0)], numbers[max(last, 0)]
+        else:
+            page_start = page_end = None
+        chunk = _new(Chunk)  # Chunk(...) without its __init__: see below
+        chunk.__dict__.update(document_id=document_id, chunk_index=i, content=text[a:b], token_count=n,
+                              heading_path=paths[k][1] if k >= 0 else (), page_start=page_start, page_end=page_end,
+                              start=a, end=b, flags=_TOC_FLAGS if tables_of_contents[i] else ())  # fmt: skip
+        chunks.append(chunk)
+    return chunks
+
+
+# A frozen dataclass's __init__ sets each field through object.__setattr__: 3 µs a chunk, more than all the rest of
+# its assembly. The chunks above get the same fields directly (tests/chunking/test_chunking.py checks that they
+# equal Chunk(...) and that every field is set).
+_new = object.__new__
 
 
 def _path_anchor(text: str, start: int, end: int, heading_starts: set[int]) -> int:
@@ -133,7 +146,7 @@ def _sections(document: Document) -> list[tuple[int, int]]:
     text = document.text
     starts = {h.start for h in document.headings}
     cuts = sorted({0, *starts, len(text)})
-    sections = [(a, b) for a, b in zip(cuts, cuts[1:], strict=False) if text[a:b].strip()]
+    sections = [(a, b) for a, b in zip(cuts, cuts[1:], strict=False) if _NON_SPACE.search(text, a, b)]
     merged: list[tuple[int, int]] = []
     joins = False  # the section before was a heading alone: this one continues it
     for a, b in sections:
@@ -150,8 +163,10 @@ def _sections(document: Document) -> list[tuple[int, int]]:
 
 def _heading_only(text: str, start: int, end: int, heading_starts: set[int]) -> bool:
     """Return whether text[start:end] is a heading's section holding only its one line."""
-    body = text[start:end].strip()
-    return start in heading_starts and "\n" not in body and len(body) <= HEADING_ONLY_MAX_CHARS
+    if start not in heading_starts:
+        return False
+    first, last = _skip_space(text, start, end), _trim_end(text, start, end)  # text[first:last]: the body, stripped
+    return last - first <= HEADING_ONLY_MAX_CHARS and text.find("\n", first, last) < 0
 
 
 def _heading_paths(document: Document) -> list[tuple[int, tuple[str, ...]]]:
@@ -173,35 +188,40 @@ def _split_section(index: tokens.TokenIndex, start: int, end: int, chunk_size: i
     """Return the chunk spans of text[start:end], split at the best boundary that fits."""
     text = index.text
     a, end = _skip_space(text, start, end), _trim_end(text, start, end)
+    end_index = index.index_at(end)
     spans: list[Span] = []
     while a < end:
-        b, n = _chunk_end(index, a, end, chunk_size)
+        first = index.index_at(a)
+        b, n = _chunk_end(index, a, first, end, end_index, chunk_size)
         if spans and b <= spans[-1][1]:  # the overlap left no room to move on: restart without it
             a = _skip_space(text, spans[-1][1], end)
-            b, n = _chunk_end(index, a, end, chunk_size)
+            first = index.index_at(a)
+            b, n = _chunk_end(index, a, first, end, end_index, chunk_size)
         spans.append((a, b, n))
         if b >= end:
             break
-        a = _next_start(index, a, b, end, overlap)
+        a = _next_start(index, a, first, b, end, overlap)
     return spans
 
 
-def _chunk_end(index: tokens.TokenIndex, a: int, end: int, chunk_size: int) -> tuple[int, int]:
-    """Return (end, token count) of the chunk that starts at a: as far as fits, at the best boundary."""
-    first = index.index_at(a)
-    if index.index_at(end) - first <= chunk_size + 2:
+def _chunk_end(index: tokens.TokenIndex, a: int, first: int, end: int, end_index: int, chunk_size: int
+               ) -> tuple[int, int]:  # fmt: skip
+    """Return (end, token count) of the chunk that starts at a (token first): as far as fits, at the best boundary."""
+    if end_index - first <= chunk_size + 2:
         n = index.count(a, end)
         if n <= chunk_size:
             return end, n
-    hi = min(index.offset_of(first + chunk_size), end)
-    if a < hi < end and not text_at_space(index.text, hi):  # mid-word: the word may fit whole on its own tokens
-        space = _SPACE.search(index.text, hi, min(end, hi + WORD_LOOKAHEAD))
+    text = index.text
+    hi = index.offset_of(first + chunk_size)
+    hi = hi if hi < end else end  # (conditionals, not min and max: this runs for every chunk)
+    if a < hi < end and not (text[hi].isspace() or text[hi - 1].isspace()):  # mid-word: the word may fit whole
+        space = _SPACE.search(text, hi, hi + WORD_LOOKAHEAD if hi + WORD_LOOKAHEAD < end else end)
         word_end = space.start() if space else end if end - hi <= WORD_LOOKAHEAD else -1
         if word_end > 0 and index.count(a, word_end) <= chunk_size:
             hi = word_end
     lo = index.offset_of(first + int(chunk_size * MIN_FILL))
     while True:
-        b = _best_boundary(index.text, a, min(lo, hi), hi)
+        b = _best_boundary(text, a, lo if lo < hi else hi, hi)
         n = index.count(a, b)
         if n <= chunk_size:
             return b, n
@@ -210,28 +230,19 @@ def _chunk_end(index: tokens.TokenIndex, a: int, end: int, chunk_size: int) -> t
 
 def _best_boundary(text: str, a: int, lo: int, hi: int) -> int:
     """Return the end of a chunk starting at a: the last paragraph, sentence, line or word end <= hi."""
-    lo = max(lo, a + 1)
-    for find in (_last_paragraph_end, _last_sentence_end, _last_line_end):
-        pos = find(text, lo, hi)
-        b = _trim_end(text, a, pos) if pos > a else a
-        if b > a:
-            return b
+    lo = lo if lo > a else a + 1
+    pos = text.rfind("\n\n", lo, hi)  # the last paragraph end
+    if pos > a and (b := _trim_end(text, a, pos)) > a:
+        return b
+    pos = _last_sentence_end(text, lo, hi)
+    if pos > a and (b := _trim_end(text, a, pos)) > a:
+        return b
+    pos = text.rfind("\n", lo, hi)  # the last line end
+    if pos > a and (b := _trim_end(text, a, pos)) > a:
+        return b
     space = max(text.rfind(" ", a + 1, hi), text.rfind("\n", a + 1, hi), text.rfind("\t", a + 1, hi))
     b = _trim_end(text, a, space) if space > a else a
     return b if b > a else max(hi, a + 1)  # one word longer than the chunk: cut it between tokens
-
-
-def _last_paragraph_end(text: str, lo: int, hi: int) -> int:
-    return text.rfind("\n\n", lo, hi)
-
-
-def _last_line_end(text: str, lo: int, hi: int) -> int:
-    return text.rfind("\n", lo, hi)
-
-
-def text_at_space(text: str, pos: int) -> bool:
-    """Return whether pos is at a word's edge: a space at pos, or a space just before it."""
-    return text[pos].isspace() or text[pos - 1].isspace()
 
 
 def _last_sentence_end(text: str, lo: int, hi: int) -> int:
@@ -248,19 +259,18 @@ def _last_sentence_end(text: str, lo: int, hi: int) -> int:
     return best
 
 
-def _next_start(index: tokens.TokenIndex, a: int, b: int, end: int, overlap: int) -> int:
-    """Return where the chunk after [a, b) starts: at a word, sharing at most overlap tokens."""
+def _next_start(index: tokens.TokenIndex, a: int, first: int, b: int, end: int, overlap: int) -> int:
+    """Return where the chunk after [a, b) (a at token first) starts: at a word, sharing at most overlap tokens."""
     text = index.text
-    fresh = _skip_space(text, b, end)
-    if overlap == 0:
-        return fresh
-    target = index.offset_of(max(index.index_at(b) - overlap, index.index_at(a) + 1))
-    start = _word_start(text, max(target, a + 1), b)
-    while start < b:
-        if index.count(start, b) <= overlap:
-            return start
-        start = _word_start(text, start + 1, b)
-    return fresh
+    if overlap:
+        back = index.index_at(b) - overlap
+        target = index.offset_of(back if back > first else first + 1)
+        start = _word_start(text, target if target > a else a + 1, b)
+        while start < b:
+            if index.count(start, b) <= overlap:
+                return start
+            start = _word_start(text, start + 1, b)
+    return _skip_space(text, b, end)
 
 
 def _word_start(text: str, pos: int, limit: int) -> int:

@@ -54,9 +54,11 @@ def toc_flags(text: str, spans: list[tuple[int, int]]) -> list[bool]:
     chars = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)  # one code point per offset
     starts, ends = _entry_lines(text, chars)
     bounds = np.array(spans, dtype=np.int64).reshape(-1, 2)
-    whole = np.searchsorted(ends, bounds[:, 1], "right") - np.searchsorted(starts, bounds[:, 0], "left")
-    framed = np.concatenate(([ord("\n")], chars, [ord("\n")]))  # framed[p + 1] == text[p]; a line break outside
-    cut = (framed[bounds[:, 0]] != ord("\n")).astype(np.int64) + (framed[bounds[:, 1] + 1] != ord("\n"))
+    first, last = bounds[:, 0], bounds[:, 1]
+    whole = np.searchsorted(ends, last, "right") - np.searchsorted(starts, first, "left")
+    # a first line is cut unless a line break (or the text's start) is before it, a last one unless one is after it
+    cut = ((first > 0) & (chars[np.maximum(first - 1, 0)] != ord("\n"))).astype(np.int64)
+    cut += (last < len(chars)) & (chars[np.minimum(last, len(chars) - 1)] != ord("\n"))
     flags = [False] * len(spans)
     for i in np.flatnonzero(np.maximum(whole, 0) + cut >= MIN_ENTRIES).tolist():
         start, end = spans[i]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import pickle
 import re
 
 import pytest
@@ -9,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rag.chunking import tokens
-from rag.chunking.chunker import chunk_document
+from rag.chunking.chunker import Chunk, chunk_document
 from rag.documents.loader import load_document
 from rag.documents.model import PAGE_SEPARATOR, Document, Heading, Page
 
@@ -215,6 +217,21 @@ def test_headings_start_new_chunks():
     chunks = check_invariants(make_document(text, headings), chunk_size=600, overlap=80)
     assert [c.heading_path for c in chunks] == [("Kapitel 1",), ("Kapitel 1", "Auftragsklärung"), ("Kapitel 2",)]
     assert chunks[1].content == "## Auftragsklärung\n\nText zwei."
+
+
+def test_chunks_are_what_chunk_init_builds():
+    """chunk_document builds its Chunks without Chunk.__init__ (for speed): each equals the one __init__ builds."""
+    document = Document("d", "d.pdf", "pdf", (Page(1, GERMAN), Page(2, GERMAN)), GERMAN + PAGE_SEPARATOR + GERMAN,
+                        (Heading("Kapitel", 1, 0, "outline"),))  # fmt: skip
+    chunks = chunk_document(document, chunk_size=60, overlap=10)
+    assert len(chunks) > 5 and chunks[-1].page_end == 2
+    for chunk in chunks:
+        assert list(vars(chunk)) == [field.name for field in dataclasses.fields(Chunk)]  # every field, no other
+        built = Chunk(**vars(chunk))
+        assert chunk == built and hash(chunk) == hash(built) and repr(chunk) == repr(built)
+        assert pickle.loads(pickle.dumps(chunk)) == built
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            chunk.content = "x"
 
 
 def test_empty_and_whitespace_documents_have_no_chunks():

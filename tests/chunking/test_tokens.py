@@ -51,6 +51,57 @@ def test_span_counts_are_exact(text, data):
     assert index.count(start, end) == tokens.count(text[start:end])
 
 
+# where piece boundaries are decided: letters of every kind (the Latin ones cut before punctuation, others not),
+# digits, punctuation after each, contractions, line breaks and whitespace of every kind
+EDGE_PIECES = st.sampled_from(
+    ["Wort", "die", "Straße", "ÄÖÜäöüß", "œŒſ", "éà", "ª", "º", "µ", "×", "÷", "Ωμέγα", "ж", "日本", "e\u0301", "ǅ",
+     "ʰ", "ᾼ", "2024", "123456", "٣", "²", "½", "Ⅻ", "'s", "'S", "'ll", "'re", "'t", "’s", ".", ",", ";", ":", "!",
+     "?", "(", ")", "[", "]", "{", "}", "\"", "'", "`", "-", "_", "/", "@", "#", "*", "|", "~", "^", "\\", "$", "%",
+     "&", "+", "=", "<", ">", "…", "„", "“", "»", "«", "–", "<|endoftext|>", " ", " ", "  ", "\t", "\n", "\n\n",
+     " \n", "\n ", "\r", "\r\n", "\xa0", "\u2028", "\x85", "\x0b", "\x0c", "\x1c", "\u3000", "\x00", "\x7f",
+     "x" * 60]
+)
+EDGE_TEXTS = st.lists(EDGE_PIECES, max_size=150).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(EDGE_TEXTS, st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 10_000)), min_size=1, max_size=30))
+def test_span_counts_at_every_kind_of_edge_are_exact(text, pairs):
+    """Many spans of one index, so that kept heads and tails are reused by spans they were not made for."""
+    index = tokens.TokenIndex(text)
+    for a, b in pairs:
+        start, end = sorted((a % (len(text) + 1), b % (len(text) + 1)))
+        assert index.count(start, end) == tokens.count(text[start:end]), (start, end)
+
+
+@settings(max_examples=500, deadline=None)
+@given(EDGE_TEXTS, st.data())
+def test_the_text_tokens_between_two_boundaries_are_a_spans_own(text, data):
+    """What TokenIndex.count rests on, as token ids: a span's tokens are its head's, then the whole text's own
+    tokens from its first boundary to its last, then its tail's."""
+    index = tokens.TokenIndex(text)
+    places = sorted({0, len(text)} | {m.end() for m in tokens._BOUNDARY.finditer(text)})
+    x, y = sorted((data.draw(st.sampled_from(places)), data.draw(st.sampled_from(places))))
+    start = data.draw(st.integers(max(x - 12, 0), x))
+    end = data.draw(st.integers(y, min(y + 12, len(text))))
+    if start < x and x == len(text) or y < end and y == 0:
+        return  # the text's very start and end are boundaries only for spans that reach them
+    middle = index.ids[index.index_at(x) : index.index_at(y)].tolist()
+    assert tokens.encode(text[start:x]) + middle + tokens.encode(text[y:end]) == tokens.encode(text[start:end])
+
+
+@settings(max_examples=200, deadline=None)
+@given(EDGE_TEXTS, st.data())
+def test_span_counts_from_and_to_each_boundary_are_exact(text, data):
+    """Spans from and to the places counted as piece boundaries (see TokenIndex), across one index."""
+    index = tokens.TokenIndex(text)
+    places = sorted({0, len(text)} | {m.end() for m in tokens._BOUNDARY.finditer(text)})
+    near = st.sampled_from(places).flatmap(lambda p: st.sampled_from([p, max(p - 1, 0), min(p + 1, len(text))]))
+    for _ in range(10):
+        start, end = sorted((data.draw(near), data.draw(near)))
+        assert index.count(start, end) == tokens.count(text[start:end]), (start, end)
+
+
 @settings(max_examples=200, deadline=None)
 @given(TEXTS, st.data())
 def test_span_counts_from_line_starts_and_to_spaces_are_exact(text, data):
@@ -117,3 +168,16 @@ def test_official_encoding_is_preferred_when_available(monkeypatch):
         assert asked == ["cl100k_base"]
     finally:
         tokens.encoding.cache_clear()
+
+
+def test_token_byte_lengths_are_those_of_each_token_decoded():
+    """The table read from the encoding's ranks equals decoding every token id on its own."""
+    encoding = tokens.encoding()
+    decoded = np.zeros(encoding.n_vocab, dtype=np.int64)
+    for token_id in range(encoding.n_vocab):
+        try:
+            decoded[token_id] = len(encoding.decode_single_token_bytes(token_id))
+        except KeyError:  # an unused id
+            continue
+    assert np.array_equal(tokens._token_byte_lengths(), decoded)
+    assert decoded[tokens.encode("Auftragsklärung")].sum() == len("Auftragsklärung".encode())
