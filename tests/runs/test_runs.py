@@ -227,3 +227,16 @@ def test_the_runs_file_lies_beside_the_qdrant_folder_or_in_the_data_root(tmp_pat
     assert runs_path(url="http://localhost:6333") == (tmp_path / "root" / "runs.sqlite").resolve()
     assert runs_path_of(open_store(path=str(tmp_path / "opened" / "qdrant"))) == tmp_path / "opened" / "runs.sqlite"
     assert runs_path_of(open_store(":memory:")) == (tmp_path / "root" / "runs.sqlite").resolve()
+
+
+def test_the_best_row_with_chunk_headers_is_applied_with_them(squad, tmp_path, capsys):
+    store_path = str(tmp_path / "qdrant")
+    code, out, err = run(capsys, "--store", store_path, "sweep", str(squad), "--queries", str(squad / "queries.jsonl"),
+                         "--chunk-size", "250", "--overlap", "0", "--chunk-headers", "on", "--k", "1,5",
+                         "--embedder", "fake:32", "--mode", "dense", "--apply-best", "headed", "--json")
+    assert code == 0, err
+    sweep = json.loads(out)
+    assert sweep["best"]["chunk_headers"] is True
+    store = open_store(path=store_path)
+    assert store.chunk_headers("headed") is True  # recorded with the collection: later ingests index the same way
+    assert RunLog(tmp_path / "runs.sqlite").run(sweep["run"])["rows"][0]["chunk_headers"] is True
