@@ -19,18 +19,19 @@ from rag.evaluation.modes import SearchMode
 from rag.evaluation.queries import Query
 from rag.evaluation.sweep import resolve_in_collection
 from rag.store.open import open_store
-from tests.conftest import HashEmbedder
+from tests.conftest import fake_embedder
 
 BIG = "epsilon " + "füllwort " * 4000  # over the 3000-token context budget: cut to fit, and the context is full
 TEXTS = {  # name: (content, angle of its dense vector in degrees)
     "A": ("alpha schlüssel", 0),
     "B": ("beta", 10),
     "C": ("gamma schlüssel schlüssel", 80),
-    "D": ("delta " + "wort " * 599, 85),  # 600 words: over HashEmbedder's 512, so the model cut it off
+    "D": ("delta " + "wort " * 599, 85),  # 600 words: over EMBEDDER's 512, so the model cut it off
     "E": (BIG, 3),
     "F": ("zeta", 45),
 }
-EMBEDDER = HashEmbedder(2)
+EMBEDDER = fake_embedder(2)
+EMBEDDER.max_input_tokens = 512  # a model that reads 512 words (the fake counts words): D is cut off
 HYBRID, DENSE, SPARSE = SearchMode("hybrid", "convex"), SearchMode("dense"), SearchMode("sparse")
 
 

@@ -11,12 +11,13 @@ from rag import pipeline
 from rag.chunking import headers
 from rag.chunking.chunker import ChunkSettings
 from rag.documents.loader import SourceFile
+from rag.embeddings.fake import FakeEmbedder
 from rag.errors import InvalidSettingsError
 from rag.evaluation.queries import load_query_set
 from rag.evaluation.sweep import grid, load_documents, run_sweep
 from rag.store.client import META_KEY
 from rag.store.open import open_store
-from tests.conftest import HashEmbedder, run
+from tests.conftest import run
 
 # "Zebrafinken" is in the file name only: BM25 finds it through the header alone
 GUIDE = ("# Haltung\n\nZebrafinken leben gern in Gruppen.\n\n## Futter\n\n"
@@ -25,7 +26,7 @@ GUIDE = ("# Haltung\n\nZebrafinken leben gern in Gruppen.\n\n## Futter\n\n"
 FILE = SourceFile("Ziervogel-Ratgeber.md", GUIDE.replace("Zebrafinken", "Die Tiere").encode())
 
 
-class RecordingEmbedder(HashEmbedder):
+class RecordingEmbedder(FakeEmbedder):
     """The test embedder that remembers every document text it was given."""
 
     def __init__(self):
