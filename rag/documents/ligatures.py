@@ -3,10 +3,11 @@
 A TeX font without a ToUnicode table names its ligatures in its /Encoding /Differences: "f_i", "f_f_i", "T_h",
 "Q_u" ... pdfium maps only the names of the Adobe Glyph List and returns the glyph's code for the others, a
 code that differs from font to font (\\x1b is "fi" in one, \\x1c "ft" in another; one page can hold both).
-So each code on a page with such words is looked up in the glyph names of its own font (FontGlyphs: the page's font
-dictionaries, read with pypdf's object parser, never its text extraction) and named by the Glyph List's
-rules: components joined by "_", "uniXXXX", "uXXXX". Only names that spell letters replace a code; codes
-without such a name stay (text cleaning drops them).
+So each code on a page with such words is looked up in the glyph names of its own font (FontGlyphs: the
+page's font dictionaries, read with pypdf's object parser, never its text extraction) and named by the Glyph
+List's rules: components joined by "_", "uniXXXX", "uXXXX". Only names that spell letters replace a code; codes
+without such a name stay (text cleaning drops them). The same font question restores TeX's ⟨⟩ brackets,
+which pdfium reads as the letters h and i of the math symbol font (symbol_brackets).
 """
 
 from __future__ import annotations
@@ -151,3 +152,53 @@ def _differences(font: Any) -> dict[int, str]:
             codes[code] = letters
         code += 1
     return codes
+
+
+# ---- pdfium's view of a character's font: the pdf module holds the lock ----------------------------------
+
+def font_at(textpage: Any, at: int, char: str) -> str | None:
+    """Return the base name of the font of char at text index at; None when pdfium's index is not aligned."""
+    import ctypes
+
+    from pypdfium2 import raw
+
+    if raw.FPDFText_GetUnicode(textpage.raw, at) != ord(char):  # a character beyond UTF-16 came before
+        return None
+    size = raw.FPDFText_GetFontInfo(textpage.raw, at, None, 0, None)
+    buffer = ctypes.create_string_buffer(max(size, 1))
+    raw.FPDFText_GetFontInfo(textpage.raw, at, buffer, size, None)
+    return buffer.value.decode("latin-1")
+
+
+# the h first, so re looks for it alone (a leading look-behind tried at every character was 15x slower)
+_ANGLED = re.compile(r"h(?<![^\W\d_]h)[^\W\d_][^\s⟨⟩]{0,40}?i(?![^\W\d_])")
+_SYMBOL_FONT = re.compile(r"^(?:[A-Z]{6}\+)?(?:CMB?SY\d|LMMathSymbols)", re.IGNORECASE)
+_FONT_NAME = 64
+
+
+def symbol_brackets(textpage: Any, text: str) -> str:
+    """Return text with TeX's ⟨argument⟩ brackets back where pdfium read them as letters ("hSprachei").
+
+    The math symbol font (CMSY, Latin Modern's MathSymbols) has no ToUnicode table in many TeX PDFs, and pdfium
+    then returns its codes as letters: 0x68 "h" is ⟨, 0x69 "i" is ⟩ (the OMS encoding). Only an h and an i
+    of such a font are changed; the font of a character is asked only where the text has the h...i shape.
+    """
+    import ctypes
+
+    from pypdfium2 import raw
+
+    buffer = ctypes.create_string_buffer(_FONT_NAME)
+
+    def symbol(at: int, letter: str) -> bool:
+        if raw.FPDFText_GetUnicode(textpage.raw, at) != ord(letter):  # not aligned (a character beyond UTF-16)
+            return False
+        raw.FPDFText_GetFontInfo(textpage.raw, at, buffer, _FONT_NAME, None)
+        return bool(_SYMBOL_FONT.match(buffer.value.decode("latin-1")))
+
+    chars = None
+    for match in _ANGLED.finditer(text):
+        for at, letter, bracket in ((match.start(), "h", "⟨"), (match.end() - 1, "i", "⟩")):
+            if symbol(at, letter):
+                chars = chars or list(text)
+                chars[at] = bracket
+    return "".join(chars) if chars else text

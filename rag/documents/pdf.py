@@ -19,7 +19,7 @@ import unicodedata
 from collections.abc import Callable
 from typing import Any
 
-from rag.documents.ligatures import FontGlyphs, repair
+from rag.documents.ligatures import FontGlyphs, font_at, repair, symbol_brackets
 from rag.documents.model import Page
 from rag.documents.text import BLANK_LINES, CONTROL_CHARS, INVISIBLE_IN_WORDS, SURROGATES
 from rag.errors import CorruptDocumentError, DocumentTooLargeError, EmptyDocumentError, NoTextLayerError
@@ -175,62 +175,14 @@ def pdfium_page_text(document: Any, index: int, fonts: _Fallback | None = None) 
     try:
         textpage = page.get_textpage()
         try:
-            text = _symbol_brackets(textpage, textpage.get_text_range())
+            text = symbol_brackets(textpage, textpage.get_text_range())
             if fonts is None:
                 return text
-            return repair(text, lambda at: fonts.letters(index + 1, _font_at(textpage, at, text[at]), text[at]))
+            return repair(text, lambda at: fonts.letters(index + 1, font_at(textpage, at, text[at]), text[at]))
         finally:
             textpage.close()
     finally:
         page.close()
-
-
-def _font_at(textpage: Any, at: int, char: str) -> str | None:
-    """Return the base name of the font of char at text index at; None when pdfium's index is not aligned."""
-    import ctypes
-
-    from pypdfium2 import raw
-
-    if raw.FPDFText_GetUnicode(textpage.raw, at) != ord(char):  # a character beyond UTF-16 came before
-        return None
-    size = raw.FPDFText_GetFontInfo(textpage.raw, at, None, 0, None)
-    buffer = ctypes.create_string_buffer(max(size, 1))
-    raw.FPDFText_GetFontInfo(textpage.raw, at, buffer, size, None)
-    return buffer.value.decode("latin-1")
-
-
-# the h first, so re looks for it alone (a leading look-behind tried at every character was 15x slower)
-_ANGLED = re.compile(r"h(?<![^\W\d_]h)[^\W\d_][^\s⟨⟩]{0,40}?i(?![^\W\d_])")
-_SYMBOL_FONT = re.compile(r"^(?:[A-Z]{6}\+)?(?:CMB?SY\d|LMMathSymbols)", re.IGNORECASE)
-_FONT_NAME = 64
-
-
-def _symbol_brackets(textpage: Any, text: str) -> str:
-    """Return text with TeX's ⟨argument⟩ brackets back where pdfium read them as letters ("hSprachei").
-
-    The math symbol font (CMSY, Latin Modern's MathSymbols) has no ToUnicode table in many TeX PDFs, and pdfium
-    then returns its codes as letters: 0x68 "h" is ⟨, 0x69 "i" is ⟩ (the OMS encoding). Only an h and an i
-    of such a font are changed; the font of a character is asked only where the text has the h...i shape.
-    """
-    import ctypes
-
-    from pypdfium2 import raw
-
-    buffer = ctypes.create_string_buffer(_FONT_NAME)
-
-    def symbol(at: int, letter: str) -> bool:
-        if raw.FPDFText_GetUnicode(textpage.raw, at) != ord(letter):  # not aligned (a character beyond UTF-16)
-            return False
-        raw.FPDFText_GetFontInfo(textpage.raw, at, buffer, _FONT_NAME, None)
-        return bool(_SYMBOL_FONT.match(buffer.value.decode("latin-1")))
-
-    chars = None
-    for match in _ANGLED.finditer(text):
-        for at, letter, bracket in ((match.start(), "h", "⟨"), (match.end() - 1, "i", "⟩")):
-            if symbol(at, letter):
-                chars = chars or list(text)
-                chars[at] = bracket
-    return "".join(chars) if chars else text
 
 
 def _pdfium_outline(document: Any) -> Outline:
