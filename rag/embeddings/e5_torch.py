@@ -16,14 +16,16 @@ length, padded to the longest of the batch with an attention mask), up to BATCH_
 from __future__ import annotations
 
 import ctypes
+import os
 import threading
-from collections.abc import Callable, Sequence
+import weakref
+from collections.abc import Sequence
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from rag.embeddings.e5_file import ModelFile, dequantize, read_model
+from rag.embeddings.e5_file import Q4_BLOCK, ModelFile, dequantize, read_model
 from rag.embeddings.e5_tokens import Tokenizer
 
 BATCH_TOKENS = 2048  # padded tokens per forward pass: bench/models.py found 2048 best of 2048-8192 at 1 and 2 threads
@@ -35,13 +37,14 @@ class TorchE5:
     name = "torch"
 
     def __init__(self, threads: int, model: ModelFile | None = None, tokenizer: Tokenizer | None = None):
-        model = model or read_model()
+        model = model or read_model(vocabulary=tokenizer is None)
         self.shape, self.dim = model.shape, model.shape.hidden
         self.tokenizer = tokenizer or Tokenizer(model.vocabulary)
         self._lock = threading.Lock()
+        map_large_blocks()
         torch.set_num_threads(threads)
         t = model.tensors
-        self._word = t["emb.word"]  # 4-bit rows, looked up per batch
+        self._word = WordRows(model)  # 4-bit rows, read per batch
         self._position = _tensor(t["emb.pos"]).view(self.shape.positions, -1)
         self._type = _tensor(t["emb.type"])[: self.dim]
         self._norm = (_tensor(t["emb.ln.w"]), _tensor(t["emb.ln.b"]))
@@ -81,29 +84,72 @@ class TorchE5:
             mask[row, : len(window)] = True
         x = self._embed(ids) + self._position[:length] + self._type
         x = F.layer_norm(x, (self.dim,), *self._norm, eps=self.shape.eps)
-        keep = mask[:, None, None, :]
+        lengths = [len(w) for w in windows]
         for layer in self._layers:
-            x = self._layer(x, keep, layer)
+            x = self._layer(x, lengths, layer)
         weights = mask.to(x.dtype)[:, :, None]
         return ((x * weights).sum(dim=1) / weights.sum(dim=1)).numpy()
 
     def _embed(self, ids: np.ndarray) -> torch.Tensor:
         unique, where = np.unique(ids, return_inverse=True)
-        rows = torch.from_numpy(dequantize(self._word[unique]))
+        rows = torch.from_numpy(dequantize(self._word.take(unique)))
         return rows[torch.from_numpy(where.reshape(ids.shape))]
 
-    def _layer(self, x: torch.Tensor, keep: torch.Tensor, layer: dict[str, torch.Tensor]) -> torch.Tensor:
+    def _layer(self, x: torch.Tensor, lengths: list[int], layer: dict[str, torch.Tensor]) -> torch.Tensor:
         batch, length, hidden = x.shape
-        heads = self.shape.heads
-        qkv = self._linear(x, layer["qkv.w"], layer["qkv.b"]).view(batch, length, 3, heads, hidden // heads)
-        q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)
-        attended = F.scaled_dot_product_attention(q, k, v, attn_mask=keep)
-        attended = attended.transpose(1, 2).reshape(batch, length, hidden)
-        x = F.layer_norm(x + self._linear(attended, layer["ao.w"], layer["ao.b"]), (hidden,), layer["aln.w"],
-                         layer["aln.b"], eps=self.shape.eps)
+        qkv = self._linear(x, layer["qkv.w"], layer["qkv.b"]).view(batch, length, 3, self.shape.heads, -1)
+        attended = _attention(qkv, lengths).view(batch, length, hidden)
+        del qkv  # each intermediate goes as soon as it is used: a batch's peak is what is alive at once
+        residual = self._linear(attended, layer["ao.w"], layer["ao.b"])
+        del attended
+        residual += x
+        x = F.layer_norm(residual, (hidden,), layer["aln.w"], layer["aln.b"], eps=self.shape.eps)
+        del residual
         inner = self._linear(x, layer["fi.w"], layer["fi.b"], gelu=True)
-        return F.layer_norm(x + self._linear(inner, layer["fo.w"], layer["fo.b"]), (hidden,), layer["oln.w"],
-                            layer["oln.b"], eps=self.shape.eps)
+        residual = self._linear(inner, layer["fo.w"], layer["fo.b"])
+        del inner
+        residual += x
+        return F.layer_norm(residual, (hidden,), layer["oln.w"], layer["oln.b"], eps=self.shape.eps)
+
+
+def _attention(qkv: torch.Tensor, lengths: list[int]) -> torch.Tensor:
+    """Return each window's self-attention over its own tokens, shape (batch, length, heads, head size).
+
+    qkv is (batch, length, 3, heads, head size). Window by window and without padding, so no mask is needed
+    and torch's fused kernel runs without materialising a (heads, length, length) score tensor for the whole
+    batch (that was 80 MB at a batch's peak). Padded rows stay zero: no real token attends to them, and
+    the mean leaves them out.
+    """
+    batch, length, _, heads, size = qkv.shape
+    out = qkv.new_zeros(batch, length, heads, size)
+    for row, n in enumerate(lengths):
+        q, k, v = qkv[row, :n].permute(1, 2, 0, 3).unsqueeze(1).unbind(0)  # each (1, heads, n, size)
+        out[row, :n] = F.scaled_dot_product_attention(q, k, v)[0].transpose(0, 1)
+    return out
+
+
+class WordRows:
+    """The 4-bit word-embedding table (250,037 rows, 54 MB), its rows read from the model file as a batch needs
+    them (os.pread: a few thousand rows, a few ms). Mapped, every row ever met stayed in the process: 35 MB
+    of the file after 16 chunks, the whole table over a long ingest."""
+
+    def __init__(self, model: ModelFile):
+        self._table = model.tensors["emb.word"]
+        self._blocks = self._table.shape[1]
+        self._bytes = self._blocks * Q4_BLOCK.itemsize
+        self._fd: int | None = None
+        if model.path is not None and "emb.word" in model.offsets:
+            self._fd, self._offset = os.open(model.path, os.O_RDONLY), model.offsets["emb.word"]
+            weakref.finalize(self, os.close, self._fd)
+            self._table = None  # the mapping goes with the model file's other views
+
+    def take(self, ids: np.ndarray) -> np.ndarray:
+        """Return the Q4_0 rows of ids, shape (len(ids), blocks)."""
+        if self._fd is None:
+            return self._table[ids]
+        fd, size, start = self._fd, self._bytes, self._offset
+        data = b"".join([os.pread(fd, size, start + int(i) * size) for i in ids])
+        return np.frombuffer(data, dtype=Q4_BLOCK).reshape(len(ids), self._blocks)
 
 
 def _onednn(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, gelu: bool = False) -> torch.Tensor:
@@ -144,21 +190,33 @@ def _layer(tensors: dict[str, np.ndarray], prefix: str) -> dict[str, torch.Tenso
     return layer
 
 
+def map_large_blocks() -> None:
+    """Have glibc map every block of 1 MiB or more on its own and unmap it when freed (mallopt
+    M_MMAP_THRESHOLD; process-wide, no-op elsewhere). glibc's default threshold rises to the size of the
+    largest block freed, so a batch's activations (3-12 MB each) came from the heap and stayed there, split
+    up: the process grew by about 60 MB over a batch's live tensors. A fresh mapping costs its page faults,
+    small next to the product that fills it (bench/models.py measures both)."""
+    if _LIBC is not None:
+        _LIBC.mallopt(_M_MMAP_THRESHOLD, 1 << 20)
+
+
 def give_back_memory() -> None:
     """Return the free pages of the C heap to the system: glibc keeps the freed activations of a batch
     (about 90 MB) and the dequantization's scratch otherwise (no-op where the C library is not glibc)."""
-    if _MALLOC_TRIM is not None:
-        _MALLOC_TRIM(0)
+    if _LIBC is not None:
+        _LIBC.malloc_trim(0)
 
 
-def _malloc_trim() -> Callable[[int], int] | None:
+def _glibc() -> ctypes.CDLL | None:
     try:
-        return ctypes.CDLL("libc.so.6").malloc_trim
-    except (OSError, AttributeError):
+        libc = ctypes.CDLL("libc.so.6")
+        return libc if hasattr(libc, "malloc_trim") and hasattr(libc, "mallopt") else None
+    except OSError:
         return None
 
 
-_MALLOC_TRIM = _malloc_trim()
+_LIBC = _glibc()
+_M_MMAP_THRESHOLD = -3
 
 
 def _batches(windows: list[list[int]]) -> list[list[int]]:

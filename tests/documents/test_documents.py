@@ -169,10 +169,10 @@ def test_a_page_pdfium_fails_on_is_read_by_pypdf_else_left_empty_with_a_note(mon
     data = make_pdf([["Erste Seite."], ["Zweite Seite."], ["Dritte Seite."]])
     pdfium_text, pypdf_text = pdf.pdfium_page_text, pypdf.PageObject.extract_text
 
-    def pdfium_fails_on_page_2(document, index):
+    def pdfium_fails_on_page_2(document, index, fonts=None):
         if index == 1:
             raise RuntimeError("broken content stream")
-        return pdfium_text(document, index)
+        return pdfium_text(document, index, fonts)
 
     def pypdf_fails(self, *args, **kwargs):
         text = pypdf_text(self, *args, **kwargs)
@@ -189,7 +189,7 @@ def test_a_page_pdfium_fails_on_is_read_by_pypdf_else_left_empty_with_a_note(mon
     assert document.pages[1].text == "" and document.text == "Erste Seite.\n\n\n\nDritte Seite."
     assert document.page_at(document.text.index("Dritte")) == 3
     assert any("Page(s) 2 could not be read" in note for note in document.notes)
-    monkeypatch.setattr(pdf, "pdfium_page_text", lambda document, index: pdfium_fails_on_page_2(document, 1))
+    monkeypatch.setattr(pdf, "pdfium_page_text", lambda document, index, *_: pdfium_fails_on_page_2(document, 1))
     pypdf_fails.all = True
     with pytest.raises(CorruptDocumentError, match="flaky.pdf"):
         load_document(make_pdf([["Erste Seite."], ["Zweite Seite."]]), "flaky.pdf")

