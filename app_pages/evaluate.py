@@ -24,7 +24,7 @@ with errors.reported(stop=True):
     source = parts.read_query_source()
     documents = parts.read_documents(ws, source[1] if source else None)
 
-with st.form("evaluate_grid", border=False):
+with st.form("evaluate_grid", border=False, enter_to_submit=False):  # Enter in a field must not start a sweep
     cols = st.columns([1.2, 1.2, 1, 1])
     sizes = cols[0].text_input("chunk_size values", "200,400,800", key="evaluate_sizes", persist_state="session")
     overlaps = cols[1].text_input("overlap values", "0,50,100", key="evaluate_overlaps", persist_state="session")

@@ -154,7 +154,9 @@ def funnel_chart(summary: FunnelSummary) -> dict:
     values = [{"stage": stage, "misses": count} for stage, count in summary.lost_at.items()]
     encoding = {"x": {"field": "stage", "type": "nominal", "sort": list(STAGES), "title": "lost at",
                       "axis": {"labelAngle": 0}},
-                "y": {"field": "misses", "type": "quantitative", "title": "questions", "axis": {"tickMinStep": 1}},
+                "y": {"field": "misses", "type": "quantitative", "title": "questions",
+                      "axis": {"tickMinStep": 1, "format": "d"},  # whole questions; with no miss the axis read 0.000000
+                      "scale": {"domainMin": 0, "nice": True}},
                 "tooltip": [{"field": "stage", "type": "nominal"}, {"field": "misses", "type": "quantitative"}]}
     bars = {"mark": {"type": "bar", "color": RANK_COLOURS[3]}}
     labels = {"mark": {"type": "text", "dy": -6}, "encoding": {"text": {"field": "misses", "type": "quantitative"}}}

@@ -93,6 +93,10 @@ def test_a_sweep_is_kept_and_a_chosen_row_becomes_the_collections_configuration(
     monkeypatch.setenv("RAG_COLLECTION", "best")  # the Library says what the collection searches with, and why
     library = page(nav.LIBRARY.path)
     assert f"Search defaults: mode {best.mode.mode}" in text(library) and "chosen by run 1" in text(library)
+    assert "Chunk headers: on" not in text(library)
+    RunLog(env / "runs.sqlite").delete(1)  # the Library does not point at a run that is gone without saying so
+    library = page(nav.LIBRARY.path)
+    assert "chosen by run 1 (deleted from the Experiments page since)" in text(library)
 
 
 def test_runs_are_listed_filtered_compared_and_deleted(env, shared_data, capsys):

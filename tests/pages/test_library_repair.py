@@ -132,6 +132,8 @@ def test_chunk_headers_chosen_on_upload_are_recorded_and_the_stored_text_stays(a
     (document,) = store.documents("documents")
     assert all(not c.content.startswith("policy\n") for c in store.document_chunks("documents", document.document_id))
     assert not any(t.key == "upload_chunk_headers" for t in at.toggle)  # the collection exists now: its own
+    at.switch_page(nav.LIBRARY.path).run()
+    assert "Chunk headers: on" in texts(at.caption)  # the Library says how the collection indexes its chunks
 
 
 def test_a_delete_confirms_the_document_it_was_shown_for(app_env):

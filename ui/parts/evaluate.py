@@ -207,6 +207,7 @@ def results(ws: Workspace, result: SweepResult) -> None:
         st.caption(f"{chosen} of the best: {best.metrics[chosen]:.3f}, 95 % bootstrap interval {low:.3f}–{high:.3f} "
                    f"over its {result.queries} queries: on another set of questions like these, expect it there.")
         st.markdown(f"**{md(result.tie_summary(chosen))}**")
+    if best is not None and result.ties(chosen):  # the word is explained where a row is tied
         st.caption("Tied: a paired test over the same questions (each question's difference from the best; sign-"
                    "flip permutation test) cannot tell the two apart at the 5 % level. Pick among tied "
                    "configurations by what else matters: chunks the model reads whole, smaller contexts, speed.")

@@ -11,6 +11,7 @@ from rag import pipeline
 from rag.chunking.chunker import DEFAULT_CHUNK_SIZE, ChunkSettings
 from rag.evaluation.sweep import sweep_groups
 from rag.runs.apply import collection_defaults
+from rag.runs.db import RunLog, runs_path_of
 from rag.store.records import DocumentInfo
 from ui import errors, resources, state
 from ui.render import counted, md
@@ -18,16 +19,31 @@ from ui.workspace import Workspace
 
 
 def defaults(workspace: Workspace) -> None:
-    """Say the search defaults saved with the collection, and which kept run chose them (rag.runs.apply)."""
+    """Say how the collection indexes its chunks (chunk headers), the search defaults saved with it, and which
+    kept run chose them (rag.runs.apply)."""
     if workspace.info is None or workspace.info.foreign:
         return
+    if workspace.info.chunk_headers:
+        st.caption("Chunk headers: on. Each chunk is embedded and keyword-indexed with its document title and "
+                   "heading path before its text; the stored text (what searches show, what the LLM reads) is the "
+                   "chunk's own.")
     saved = errors.attempt(collection_defaults, workspace.store, workspace.collection)
     if saved is None:
         return
     shown = ", ".join(f"{key} {value}" for key, value in saved.items() if key != "run" and value is not None)
     if shown:
-        chosen = f", chosen by run {saved['run']} (Experiments page)" if saved["run"] is not None else ""
-        st.caption(f"Search defaults: {md(shown)}{chosen}.")
+        st.caption(f"Search defaults: {md(shown)}{_chosen_by(workspace, saved['run'])}.")
+
+
+def _chosen_by(workspace: Workspace, run_id: int | None) -> str:
+    """Return ", chosen by run N (Experiments page)", saying so when that run has been deleted since."""
+    if run_id is None:
+        return ""
+    with errors.reported() as report:
+        kept = any(run["id"] == run_id for run in RunLog(runs_path_of(workspace.store)).runs())
+    if report.failed or kept:
+        return f", chosen by run {run_id} (Experiments page)"
+    return f", chosen by run {run_id} (deleted from the Experiments page since)"
 
 
 def repair(workspace: Workspace, document: DocumentInfo) -> None:
