@@ -113,7 +113,7 @@ def run_eval(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     mode = SearchMode(*pipeline.search_defaults(store, args.collection, args.mode, args.fusion))
     embedder = embedder_of(args, store, args.collection) if mode.needs_vectors else None
-    reranker = reranker_of(args)
+    reranker = reranker_of(args, store, args.collection)
     mode = replace(mode, rerank=reranker is not None)
     cache = cache_of(args, store)
     evaluation = evaluate_collection(queries, args.collection, embedder, store=store, cache=cache, ks=args.k,

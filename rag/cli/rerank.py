@@ -5,17 +5,20 @@ from __future__ import annotations
 import argparse
 from dataclasses import replace
 
+from rag.cli.common import progress
 from rag.errors import UsageError
 from rag.evaluation.modes import SearchMode
 from rag.rerank import DEFAULT_DEPTH, MAX_DEPTH, RERANK_SPECS, Reranker, get_reranker
+from rag.store.client import Store
 
 RERANK_MODES = ("off", "on")
+OFF = ("off", "none")  # --rerank off: no reranker, not even the collection's default
 
 
 def add_rerank_options(parser: argparse.ArgumentParser, sweep: bool = False) -> None:
     parser.add_argument("--rerank", metavar="SPEC", default=None,
-                        help=f"reorder the candidates with a reranker: {RERANK_SPECS} (default: off; no reranker "
-                        "model ships with RAG Lab, see the README)")
+                        help=f"reorder the candidates with a reranker: {RERANK_SPECS}, or off (default: the "
+                        "collection's saved default, else off; no reranker model ships with RAG Lab, see the README)")
     parser.add_argument("--rerank-depth", type=depth_option, default=DEFAULT_DEPTH, metavar="N",
                         help=f"candidates the reranker reads per query (default {DEFAULT_DEPTH}, at most {MAX_DEPTH})")
     if sweep:
@@ -43,15 +46,21 @@ def rerank_modes_option(text: str) -> tuple[str, ...]:
     return values
 
 
-def reranker_of(args: argparse.Namespace) -> Reranker | None:
-    """Return the reranker --rerank names, or None when it is not given."""
+def reranker_of(args: argparse.Namespace, store: Store | None = None, collection: str | None = None
+                ) -> Reranker | None:
+    """Return the reranker --rerank names; without --rerank the one saved as the collection's default (sweep
+    --apply-best), said on stderr; None for --rerank off or when there is neither."""
     spec = (getattr(args, "rerank", None) or "").strip()
-    return get_reranker(spec) if spec else None
+    if not spec and store is not None and collection and store.has_collection(collection):
+        spec = store.collection_setting(collection, "rerank") or ""
+        if spec:
+            progress(f"note: reranking with {spec}, the default saved with '{collection}' (--rerank off: without)")
+    return get_reranker(spec) if spec and spec.lower() not in OFF else None
 
 
 def with_rerank(modes: list[SearchMode], args: argparse.Namespace) -> list[SearchMode]:
     """Return each mode off and/or on rerank, by --rerank-modes (default off,on); modes as given without --rerank."""
-    if not getattr(args, "rerank", None):
+    if (getattr(args, "rerank", None) or "off").strip().lower() in OFF:
         if getattr(args, "rerank_modes", None):
             raise UsageError("--rerank-modes needs a reranker: give --rerank SPEC too (e.g. tei:http://localhost:8080).")
         return modes

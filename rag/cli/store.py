@@ -137,7 +137,7 @@ def run_search(args: argparse.Namespace) -> int:
         from rag.cli.explain import run_explain  # the funnel's imports only when asked
 
         return run_explain(args, store)
-    reranker = reranker_of(args)
+    reranker = reranker_of(args, store, args.collection)
     hits = pipeline.search(args.query, args.collection, args.top_k, args.threshold, args.document or None,
                            store=store, embedder=query_embedder(args, store), mode=args.mode, fusion=args.fusion,
                            include_toc=args.include_toc, reranker=reranker, rerank_depth=args.rerank_depth)
@@ -170,7 +170,8 @@ def run_context(args: argparse.Namespace) -> int:
     context = pipeline.retrieve(args.query, args.collection, args.top_k, args.max_tokens, store=store,
                                 embedder=query_embedder(args, store), score_threshold=args.threshold,
                                 label=args.label, mode=args.mode, fusion=args.fusion, include_toc=args.include_toc,
-                                overflow=args.overflow, reranker=reranker_of(args), rerank_depth=args.rerank_depth)
+                                overflow=args.overflow, reranker=reranker_of(args, store, args.collection),
+                                rerank_depth=args.rerank_depth)
     if args.json:
         dump(context.to_dict())
         return 0

@@ -9,6 +9,7 @@ import pytest
 from rag.cli import main
 from rag.evaluation.squad import import_squad, write_import
 from rag.runs.db import RunLog
+from rag.store.open import open_store
 from tests.conftest import run
 from tests.rerank.stand_in import RerankServer, overlap
 
@@ -48,6 +49,18 @@ def test_search_reranks_the_depth_and_names_the_scale(server, store, capsys):
         assert before[hit["retrieved_rank"] - 1]["score"] == hit["retrieved_score"]
     code, out, _ = run(capsys, *argv, "--rerank", f"tei:{server.url}")
     assert code == 0 and "score (reranker: TEI rerank score" in out and "hybrid rank (score)" in out
+
+
+def test_a_collections_saved_reranker_is_its_default_until_turned_off(server, store, capsys):
+    open_store(path=store).save_collection_setting("t", "rerank", f"tei:{server.url}")  # as sweep --apply-best does
+    argv = ["search", QUERY, "--collection", "t", "--store", store, "--json"]
+    code, out, err = run(capsys, *argv)
+    assert code == 0 and json.loads(out)["rerank"]["spec"] == f"tei:{server.url}" and len(server.texts_seen) == 1
+    assert "the default saved with 't'" in err
+    code, out, _ = run(capsys, *argv, "--rerank", "off")
+    assert code == 0 and json.loads(out)["rerank"] is None and len(server.texts_seen) == 1
+    code, out, _ = run(capsys, "context", QUERY, "--collection", "t", "--store", store, "--json")
+    assert code == 0 and {c["score_kind"] for c in json.loads(out)["included"]} == {"rerank"}
 
 
 def test_context_is_built_from_the_reranked_hits(server, store, capsys):
