@@ -28,7 +28,7 @@ from rag.embeddings.base import Embedder, embed_in_batches
 from rag.embeddings.e5 import E5Embedder
 from rag.embeddings.fake import FakeEmbedder
 from rag.embeddings.local import DEFAULT_MODEL_NAME as MINILM
-from rag.embeddings.local import LocalEmbedder
+from rag.embeddings.local import LocalEmbedder, require_packages
 from rag.embeddings.ollama import OllamaEmbedder
 from rag.embeddings.openai import OpenAIEmbedder
 from rag.errors import UnknownEmbedderError
@@ -49,6 +49,7 @@ __all__ = [
     "embed_in_batches",
     "get_embedder",
     "parse_spec",
+    "check_packages",
 ]
 
 DEFAULT_EMBEDDER = "local"
@@ -108,6 +109,14 @@ def parse_spec(spec: str | None) -> tuple[str, str]:
     if provider in _NEEDS_ARGUMENT and not argument:
         raise UnknownEmbedderError(f"The embedder '{provider}' needs a model name, e.g. {_NEEDS_ARGUMENT[provider]}.")
     return provider, argument
+
+
+def check_packages(spec: str | None) -> None:
+    """Raise the one-line MissingPackageError when a spec needs the optional extra and it is not installed
+    (`local:all-MiniLM-L6-v2`, `local:<path>`); cheap: nothing is imported or loaded."""
+    provider, argument = parse_spec(spec)
+    if provider == "local" and argument.lower() not in ("", *e5.NAMES):
+        require_packages(argument)
 
 
 def get_embedder(spec: str | None = None, *, client: httpx.Client | None = None, **options: Any) -> Embedder:
