@@ -58,7 +58,7 @@ def test_the_cli_prints_the_one_line_and_stores_nothing(without_extras, shared_d
                          "--store", store)
     assert (code, err) == (1, f"error: {MINILM_LINE}\n")
     code, out, _ = run(capsys, "collections", "--store", store, "--json")
-    assert code == 0 and "\"t\"" not in out and json.loads(out) in ([], {"collections": []})
+    assert code == 0 and json.loads(out) == []  # nothing half-stored: no collection was made
 
 
 def test_nothing_imports_the_extra_eagerly(tmp_path) -> None:
@@ -71,3 +71,11 @@ def test_nothing_imports_the_extra_eagerly(tmp_path) -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "['pca']"
+
+
+def test_the_tsne_map_without_the_extra_names_the_command(without_extras) -> None:
+    from rag.reports.embedding_map import _check_method, available_methods
+
+    assert "tsne" not in available_methods()
+    with pytest.raises(MissingPackageError, match=r"tsne map needs the package scikit-learn.*run `make extras`"):
+        _check_method("tsne")
