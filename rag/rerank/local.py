@@ -1,4 +1,5 @@
-"""`local:<path>`: a cross-encoder folder on this machine, through sentence-transformers (when installed).
+"""`local:<path>`: a cross-encoder folder on this machine, through sentence-transformers (the optional
+extra: `make extras`; without it, one MissingPackageError line names that command).
 
 Nothing is downloaded (HF_HUB_OFFLINE, as for the local embedders); the model loads on first use and is kept
 for the process (one per folder). Its score is the cross-encoder's own: what CrossEncoder.predict returns
@@ -13,7 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rag.errors import MissingPackageError, RerankError
+from rag import extras
+from rag.errors import RerankError
 
 _MODELS: dict[str, Any] = {}
 _LOCK = threading.Lock()
@@ -47,6 +49,7 @@ class CrossEncoderReranker:
 
 def folder(argument: str) -> Path:
     """Return the cross-encoder folder of a `local:<path>` argument; RerankError when it is no folder."""
+    extras.require("A local:<path> reranker", *extras.SENTENCE_TRANSFORMERS)
     path = Path(argument).expanduser().resolve()
     if not path.is_dir() or not (path / "config.json").is_file():
         raise RerankError(f"No cross-encoder folder at '{argument}' (a folder with config.json). Nothing is "
@@ -69,8 +72,7 @@ def _load(path: str) -> Any:
     try:
         from sentence_transformers import CrossEncoder
     except ImportError as exc:
-        raise MissingPackageError("A local:<path> reranker needs sentence-transformers: pip install "
-                                  "sentence-transformers (or use a rerank server: tei:<url>).") from exc
+        raise extras.missing("A local:<path> reranker") from exc
     try:
         return CrossEncoder(path, device="cpu", local_files_only=True)
     except Exception as exc:  # transformers raises OSError, ValueError, KeyError ... for a bad folder
