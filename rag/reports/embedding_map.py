@@ -1,7 +1,7 @@
 """A 2-D map of a collection's chunk embeddings, with a query and its hits marked.
 
 Projection: "pca" (numpy SVD, the default: fast, deterministic, distances along the axes mean something),
-"tsne" (scikit-learn, in the optional extra: `make extras`) or "umap" (umap-learn), the last two only when
+"tsne" (scikit-learn) or "umap" (umap-learn), the last two only when
 their package is installed (`available_methods()`). Vectors are L2-normalised first, since cosine search
 compares directions.
 PCA components get a fixed sign (each one's largest loading positive), so the same vectors give the same
@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from rag import extras, pipeline
+from rag import pipeline
 from rag.embeddings.base import Embedder
 from rag.errors import InvalidSettingsError, MissingPackageError, StoreError
 from rag.store.client import Store
@@ -181,7 +181,7 @@ def _check_method(method: str) -> None:
         raise InvalidSettingsError(f"Unknown map method '{method}'. Use one of: {', '.join(METHODS)}.")
     if method not in available_methods():
         module, package = _PACKAGES[method]
-        install = extras.INSTALL if method == "tsne" else f"run `pip install {package}`"
+        install = f"run `pip install {package}`"
         raise MissingPackageError(f"The {method} map needs the package {package}, which is not installed here: "
                                   f"{install}, or use the pca map.")
 
