@@ -40,6 +40,7 @@ from rag.errors import (
 )
 from rag.store import keywords
 from rag.store.documents import DocumentsMixin
+from rag.store.edge import EdgeClient
 from rag.store.keywords import Analyzer, analyzer_for
 from rag.store.records import (
     CollectionInfo,
@@ -288,7 +289,7 @@ class Store(DocumentsMixin, VersionsMixin, SearchMixin):
             if self.has_collection(name):
                 return False
             raise
-        if not self.local:  # the embedded engine ignores payload indexes (and warns)
+        if not self.local or isinstance(self.client, EdgeClient):  # qdrant-client's local mode ignores them (and warns)
             for field in ("document_id", "document_title", "generation"):
                 with self._guard(f"indexing {field} in '{name}'"):
                     self.client.create_payload_index(name, field, models.PayloadSchemaType.KEYWORD)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import logging
 import math
 import os
 import threading
@@ -12,14 +13,18 @@ import httpx
 from qdrant_client import QdrantClient
 from qdrant_client.http.exceptions import ApiException, UnexpectedResponse
 
-from rag.errors import InvalidSettingsError, StoreUnavailableError
+from rag.errors import InvalidSettingsError, StoreError, StoreUnavailableError
 from rag.settings import QDRANT, check_url, configured_key, display_url, timeout
 from rag.store.client import DEFAULT_PATH, Store, invalid_reply, not_qdrant, timed_out
+from rag.store.edge import EdgeClient
+from rag.store.edge.migrate import MigrationFailed, has_local_format, migrate
 from rag.urls import endpoint, redact_urls
 
 LARGE_LOCAL_COLLECTION = 20_000  # points above which the embedded engine gets slow (qdrant-client's own figure)
 # qdrant-client warns about that on every load and upsert, in its words; rag says it once, with what to do
 warnings.filterwarnings("ignore", message="Local mode is not recommended", category=UserWarning)
+ENGINES = ("edge", "local")  # RAG_QDRANT_ENGINE: Qdrant Edge, or qdrant-client's local mode (the old engine)
+logger = logging.getLogger(__name__)
 _STORES: dict[tuple[str, ...], Store] = {}
 _CACHE_LOCK = threading.Lock()
 
@@ -54,11 +59,16 @@ def open_store(path: str | None = None, url: str | None = None, api_key: str | N
 
 
 def _open_folder(path: str) -> Store:
+    """Open an embedded folder with its engine: Qdrant Edge (the default; a folder in qdrant-client's local
+    format is moved to it first) or qdrant-client's local mode when RAG_QDRANT_ENGINE=local."""
+    engine = (os.environ.get("RAG_QDRANT_ENGINE") or "edge").strip().lower()
+    if engine not in ENGINES:
+        raise InvalidSettingsError(f"Unknown RAG_QDRANT_ENGINE '{engine}'. Use one of: {', '.join(ENGINES)}.")
     try:
-        client = QdrantClient(path=path)
+        client = EdgeClient(path) if engine == "edge" else QdrantClient(path=path)
     except RuntimeError as e:
         if "already accessed" not in str(e):
-            raise
+            raise StoreUnavailableError(f"The Qdrant folder {path} cannot be opened: {e}.") from e
         raise StoreUnavailableError(
             f"The Qdrant folder {path} is in use by another process (another RAG Lab app or CLI). "
             "Close that one, or run a Qdrant server and set QDRANT_URL so several processes can share it."
@@ -67,7 +77,24 @@ def _open_folder(path: str) -> Store:
         raise StoreUnavailableError(
             f"The Qdrant folder {path} cannot be opened: {e}. Set RAG_QDRANT_PATH to a writable folder."
         ) from e
+    if engine == "edge" and has_local_format(path) and not client.collection_names():
+        _move_to_edge(client, path)
     return Store(client, path, local=True, on_close=forget)
+
+
+def _move_to_edge(client: EdgeClient, path: str) -> None:
+    """Move a qdrant-client local-mode folder to Qdrant Edge (rag.store.edge.migrate); one line if it fails."""
+    try:
+        moved, backup = migrate(client)
+    except MigrationFailed as e:
+        client.close()
+        raise StoreError(
+            f"Moving the Qdrant folder {path} to the new engine failed ({e}); the old data is untouched. Free "
+            "disk space and try again (`rag migrate`), or set RAG_QDRANT_ENGINE=local to keep the old engine."
+        ) from e
+    if moved:
+        counts = ", ".join(f"'{m.name}' ({m.points:,} points)" for m in moved)
+        logger.warning("Moved %s to Qdrant Edge in %s; the old files are kept in %s.", counts, path, backup)
 
 
 def _connect_server(url: str, api_key: str | None) -> Store:
@@ -131,8 +158,9 @@ def _reason(error: Exception) -> str:
 
 
 def size_note(store: Store, infos: list | None = None) -> str | None:
-    """Return a note when an embedded store holds a collection too large for it (else None)."""
-    if not store.local:
+    """Return a note when qdrant-client's local mode holds a collection too large for it (else None; Qdrant Edge
+    searches 100,000 chunks at numpy speed)."""
+    if not store.local or isinstance(store.client, EdgeClient):
         return None
     large = [c for c in (infos if infos is not None else store.collections()) if c.points > LARGE_LOCAL_COLLECTION]
     if not large:

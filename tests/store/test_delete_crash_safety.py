@@ -2,7 +2,8 @@
 
 A real `python -m rag delete` is SIGKILLed at chosen points: just before and just after the one registry
 update that commits the delete, and after the first, a middle and the last but one of its point deletions
-(counted where the embedded engine writes them to disk, so every point is a place a power cut could hit).
+(counted where rag.store.edge.api hands them to the engine's write-ahead log, one point per update, so every
+point is a place a power cut could hit).
 The folder is then opened afresh, as the next process would: listings, searches, and an ingest of the file.
 """
 
@@ -32,27 +33,35 @@ SETTINGS = ChunkSettings(40, 0)
 # Runs the CLI and kills itself (SIGKILL, as kill -9) at the KILL_AT-th point the engine deletes from disk, or
 # right before ("commit") / after ("committed") the registry point is stored with a retired generation.
 KILLER = """
-import os, pickle, signal, sys
-from qdrant_client.local import persistence
+import os, signal, sys
+from rag.store.edge import api
+from rag.store.versions import REGISTRY_ID
 
 where, deletes = os.environ["KILL_AT"], [0]
-real_delete, real_persist = persistence.CollectionPersistence.delete, persistence.CollectionPersistence.persist
+real_delete, real_set, real_upsert = api.delete_ids, api.set_payload, api.upsert
 
-def delete(self, point_id):
-    deletes[0] += 1
-    if where.isdigit() and deletes[0] == int(where):
-        os.kill(os.getpid(), signal.SIGKILL)
-    real_delete(self, point_id)
+def delete_ids(shard, ids):  # one engine update per point, so the kill can fall between any two of them
+    for point_id in ids:
+        deletes[0] += 1
+        if where.isdigit() and deletes[0] == int(where):
+            os.kill(os.getpid(), signal.SIGKILL)
+        real_delete(shard, [point_id])
 
-def persist(self, point):
-    commit = "retired" in repr(point.payload) and "rag_lab_registry" in (point.payload or {})
+def committing(write, commit, *args):
     if commit and where == "commit":
         os.kill(os.getpid(), signal.SIGKILL)
-    real_persist(self, point)
+    write(*args)
     if commit and where == "committed":
         os.kill(os.getpid(), signal.SIGKILL)
 
-persistence.CollectionPersistence.delete, persistence.CollectionPersistence.persist = delete, persist
+def set_payload(shard, ids, payload):
+    committing(real_set, [str(i) for i in ids] == [REGISTRY_ID] and "retired" in repr(payload), shard, ids, payload)
+
+def upsert(shard, points, unnamed):
+    commit = any("rag_lab_registry" in (p.payload or {}) and "retired" in repr(p.payload) for p in points)
+    committing(real_upsert, commit, shard, points, unnamed)
+
+api.delete_ids, api.set_payload, api.upsert = delete_ids, set_payload, upsert
 from rag.cli import main
 sys.exit(main(sys.argv[1:]))
 """

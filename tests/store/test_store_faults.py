@@ -1,8 +1,9 @@
 """Disk full and a store folder removed under the running app: one line that says what to do, nothing half-stored.
 
-The full disk is real sqlite: the embedded engine's own database gets a page limit (PRAGMA max_page_count), so
-sqlite itself answers "database or disk is full" mid-write, as on a full disk; with root rights, a 5 MB tmpfs
-is filled for real by the CLI as well.
+The embedded engine (Qdrant Edge) writes through memory-mapped files, which die of SIGBUS on a full disk, so
+each write first checks the free space of the folder's disk (rag.store.edge.client.free_bytes). The first test
+makes that reading drop mid-ingest (the disk filling up while it runs); with root rights, a 5 MB tmpfs is
+filled for real by the CLI as well.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from rag.chunking.chunker import ChunkSettings
 from rag.embeddings import get_embedder
 from rag.errors import StoreUnavailableError
 from rag.store.client import Store
+from rag.store.edge import client as edge_client
 from rag.store.open import open_store
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,11 +36,6 @@ def ingest(store: Store, text: str) -> pipeline.IngestResult:
     return result
 
 
-def sqlite_of(store: Store, collection: str):
-    """Return the sqlite connection the embedded engine keeps the collection's points in (qdrant-client's own)."""
-    return store.client._client.collections[collection].storage.storage
-
-
 @pytest.fixture
 def folder_store(tmp_path: Path):
     store = open_store(path=str(tmp_path / "qdrant"))
@@ -46,23 +43,25 @@ def folder_store(tmp_path: Path):
     store.close()
 
 
-def test_a_full_disk_mid_ingest_is_one_line_and_keeps_the_old_version(folder_store: Store):
+def test_a_full_disk_mid_ingest_is_one_line_and_keeps_the_old_version(folder_store: Store, monkeypatch):
     assert ingest(folder_store, OLD).ok
     (old,) = folder_store.documents("documents")
-    database = sqlite_of(folder_store, "documents")
-    pages = database.execute("PRAGMA page_count").fetchone()[0]
-    database.execute(f"PRAGMA max_page_count = {pages + 40}")  # room for some batches, not for all of them
+    plenty, reads = edge_client.free_bytes(folder_store.location), []
 
+    def filling_up(path: str) -> int:  # room for some batches, not for all of them
+        reads.append(path)
+        return plenty if len(reads) < 3 else edge_client.MIN_FREE // 2
+
+    monkeypatch.setattr(edge_client, "free_bytes", filling_up)
     result = ingest(folder_store, NEW)
+    assert len(reads) >= 3  # it did fail mid-ingest, after some batches
     assert not result.ok and result.error_type == "StoreError"
     assert "is full" in result.error and "Free disk space" in result.error and "bug" not in result.error
     assert "\n" not in result.error
+    monkeypatch.setattr(edge_client, "free_bytes", lambda path: plenty)  # disk space freed
     assert folder_store.documents("documents") == [old]  # the old version, complete, nothing else listed
     hits = pipeline.search("Kündigungsfrist", "documents", 50, store=folder_store, mode="sparse")
     assert [h.content for h in hits] == [c.content for c in folder_store.document_chunks("documents", old.document_id)]
-
-    database.execute("PRAGMA max_page_count = 1073741823")  # disk space freed
-    assert folder_store.documents("documents") == [old]  # the listing deletes what the failed ingest left
     assert folder_store.collections()[0].points == old.chunks and folder_store.registry("documents") == {}
     assert ingest(folder_store, NEW).ok
 
@@ -104,8 +103,10 @@ def test_ingest_onto_a_full_tmpfs_is_one_line(tmpfs: Path, tmp_path: Path):
     assert len(errors) == 1 and "is full" in errors[0] and "Free disk space" in errors[0]
     store = open_store(path=str(tmpfs / "qdrant"))
     try:
-        # hidden and deleted, or (when the full disk kept even the registry from being updated) listed incomplete
-        assert all(not d.complete for d in store.documents("documents"))
-        assert pipeline.search("Kündigungsfrist", "documents", 5, store=store, mode="sparse") == []
+        # refused before the collection was made (the engine's write checks see 5 MB free), or hidden and deleted,
+        # or (when the full disk kept even the registry from being updated) listed incomplete
+        if store.has_collection("documents"):
+            assert all(not d.complete for d in store.documents("documents"))
+            assert pipeline.search("Kündigungsfrist", "documents", 5, store=store, mode="sparse") == []
     finally:
         store.close()
