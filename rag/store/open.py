@@ -25,6 +25,7 @@ LARGE_LOCAL_COLLECTION = 20_000  # points above which the embedded engine gets s
 warnings.filterwarnings("ignore", message="Local mode is not recommended", category=UserWarning)
 ENGINES = ("edge", "local")  # RAG_QDRANT_ENGINE: Qdrant Edge, or qdrant-client's local mode (the old engine)
 logger = logging.getLogger(__name__)
+MOVES: dict[str, tuple[list, str | None]] = {}  # folder -> what its move to Qdrant Edge moved, and the backup
 _STORES: dict[tuple[str, ...], Store] = {}
 _CACHE_LOCK = threading.Lock()
 
@@ -92,9 +93,22 @@ def _move_to_edge(client: EdgeClient, path: str) -> None:
             f"Moving the Qdrant folder {path} to the new engine failed ({e}); the old data is untouched. Free "
             "disk space and try again (`rag migrate`), or set RAG_QDRANT_ENGINE=local to keep the old engine."
         ) from e
+    MOVES[path] = (moved, backup)
     if moved:
         counts = ", ".join(f"'{m.name}' ({m.points:,} points)" for m in moved)
         logger.warning("Moved %s to Qdrant Edge in %s; the old files are kept in %s.", counts, path, backup)
+
+
+def migrate_folder(path: str | None = None) -> dict:
+    """Open an embedded folder, moving it to Qdrant Edge if it holds qdrant-client local-mode data (`rag migrate`);
+    return {"folder", "moved": [{"collection", "points"}], "backup"} (nothing moved: [] and None)."""
+    path = os.path.abspath(os.path.expanduser(path or os.environ.get("RAG_QDRANT_PATH") or DEFAULT_PATH))
+    if (os.environ.get("RAG_QDRANT_ENGINE") or "edge").strip().lower() != "edge":
+        raise InvalidSettingsError("`rag migrate` moves folders to Qdrant Edge; unset RAG_QDRANT_ENGINE first.")
+    MOVES.pop(path, None)
+    open_store(path=path)
+    moved, backup = MOVES.get(path, ([], None))
+    return {"folder": path, "moved": [{"collection": m.name, "points": m.points} for m in moved], "backup": backup}
 
 
 def _connect_server(url: str, api_key: str | None) -> Store:
