@@ -290,7 +290,7 @@ class Store(DocumentsMixin, VersionsMixin, SearchMixin):
                 return False
             raise
         if not self.local or isinstance(self.client, EdgeClient):  # qdrant-client's local mode ignores them (and warns)
-            for field in ("document_id", "document_title", "generation"):
+            for field in ("document_id", "document_title", "generation", "flags"):
                 with self._guard(f"indexing {field} in '{name}'"):
                     self.client.create_payload_index(name, field, models.PayloadSchemaType.KEYWORD)
         return True

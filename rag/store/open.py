@@ -5,6 +5,7 @@ from __future__ import annotations
 import atexit
 import logging
 import math
+import tempfile
 import os
 import threading
 import warnings
@@ -37,10 +38,12 @@ def open_store(path: str | None = None, url: str | None = None, api_key: str | N
     only to QDRANT_URL: another url gets api_key, or no key (rag.settings); a URL that qdrant-client would
     read as another server than rag.urls does is refused before anything is sent. One Store per location is
     cached, because an embedded folder can be opened by one client only; path=":memory:" gives a new
-    in-memory engine every call (for tests). A malformed URL or an empty path raises InvalidSettingsError.
+    engine every call (for tests: Qdrant Edge in a temporary folder, removed on close and at exit). A malformed URL or an empty path raises InvalidSettingsError.
     """
     if path == ":memory:":
-        return Store(QdrantClient(location=":memory:"), "memory", local=True)
+        if _engine() == "local":
+            return Store(QdrantClient(location=":memory:"), "memory", local=True)
+        return Store(EdgeClient(tempfile.mkdtemp(prefix="rag-memory-"), temporary=True), "memory", local=True)
     if path is not None and not str(path).strip():
         raise InvalidSettingsError("The Qdrant folder is empty. Give a folder path, or leave it out for the default.")
     if url is not None and not url.strip():
@@ -62,9 +65,7 @@ def open_store(path: str | None = None, url: str | None = None, api_key: str | N
 def _open_folder(path: str) -> Store:
     """Open an embedded folder with its engine: Qdrant Edge (the default; a folder in qdrant-client's local
     format is moved to it first) or qdrant-client's local mode when RAG_QDRANT_ENGINE=local."""
-    engine = (os.environ.get("RAG_QDRANT_ENGINE") or "edge").strip().lower()
-    if engine not in ENGINES:
-        raise InvalidSettingsError(f"Unknown RAG_QDRANT_ENGINE '{engine}'. Use one of: {', '.join(ENGINES)}.")
+    engine = _engine()
     try:
         client = EdgeClient(path) if engine == "edge" else QdrantClient(path=path)
     except RuntimeError as e:
@@ -81,6 +82,13 @@ def _open_folder(path: str) -> Store:
     if engine == "edge" and has_local_format(path) and not client.collection_names():
         _move_to_edge(client, path)
     return Store(client, path, local=True, on_close=forget)
+
+
+def _engine() -> str:
+    engine = (os.environ.get("RAG_QDRANT_ENGINE") or "edge").strip().lower()
+    if engine not in ENGINES:
+        raise InvalidSettingsError(f"Unknown RAG_QDRANT_ENGINE '{engine}'. Use one of: {', '.join(ENGINES)}.")
+    return engine
 
 
 def _move_to_edge(client: EdgeClient, path: str) -> None:

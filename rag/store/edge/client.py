@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import itertools
 import json
 import os
 import shutil
 import threading
 import uuid
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
@@ -33,6 +35,7 @@ from rag.store.edge import api
 EDGE_DIR = "edge"
 MIN_FREE = 128 * 2**20  # bytes a write leaves free at least: the engine grows its files by up to 32 MB at once
 SMALL_FREE = 4 * 2**20  # the same for payload updates of a few points
+TIE_MARGIN = 16  # points asked for beyond a search's limit, so that ties at the cut-off come in a stable order
 CONFIG_FILE = "collection.json"
 SHARD_DIR = "shard"
 
@@ -58,16 +61,15 @@ class CollectionView:
     """What get_collection returns: the fields of qdrant-client's CollectionInfo that RAG Lab reads."""
 
     config: _Config
-    points_count: int = 0
-    indexed_vectors_count: int = 0
-    segments_count: int = 0
 
 
 class EdgeClient:
     """Collections of an embedded folder on Qdrant Edge, with QdrantClient's method names and models."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, temporary: bool = False):
+        """Open (create) the folder at path and lock it; temporary: remove the folder on close and at exit."""
         self.path = path
+        self._remove = weakref.finalize(self, shutil.rmtree, path, True) if temporary else None
         os.makedirs(os.path.join(path, EDGE_DIR), exist_ok=True)
         self._lock_file = open(os.path.join(path, ".lock"), "a+")  # noqa: SIM115 - held until close()
         try:
@@ -88,6 +90,8 @@ class EdgeClient:
             if not self._lock_file.closed:
                 fcntl.flock(self._lock_file, fcntl.LOCK_UN)
                 self._lock_file.close()
+            if self._remove is not None:
+                self._remove()
 
     # ---- collections -------------------------------------------------------------------------------------------
 
@@ -128,9 +132,7 @@ class EdgeClient:
             vectors = vectors[""]
         sparse = {k: models.SparseVectorParams(modifier=models.Modifier.IDF if v.get("modifier") == "idf" else None)
                   for k, v in config["sparse"].items()}
-        info = api.shard_info(self._shard(name))
-        return CollectionView(_Config(_Params(vectors, sparse), config.get("metadata")), info["points"],
-                              info["indexed_vectors"], info["segments"])
+        return CollectionView(_Config(_Params(vectors, sparse), config.get("metadata")))
 
     def create_collection(self, collection_name: str, vectors_config: Any = None,
                           sparse_vectors_config: dict | None = None, metadata: dict | None = None, **_: Any) -> bool:
@@ -235,9 +237,11 @@ class EdgeClient:
 
     def query_batch_points(self, collection_name: str, requests: list[models.QueryRequest], **_: Any
                            ) -> list[rest.QueryResponse]:
-        answers = api.query_batch(self._shard(collection_name), list(requests), self._unnamed(collection_name),
-                                  self.exact)
-        return [rest.QueryResponse(points=points) for points in answers]
+        requests = list(requests)
+        deeper = [r if r.offset else r.model_copy(update={"limit": _deeper(r.limit)}) for r in requests]
+        answers = api.query_batch(self._shard(collection_name), deeper, self._unnamed(collection_name), self.exact)
+        return [rest.QueryResponse(points=_ties_in_order(points, r.limit)) for points, r in zip(answers, requests,
+                                                                                              strict=True)]
 
     def query_points(self, collection_name: str, query: Any = None, using: str | None = None,
                      prefetch: Any = None, query_filter: models.Filter | None = None, limit: int = 10,
@@ -264,9 +268,34 @@ class EdgeClient:
 
     # ---- index -------------------------------------------------------------------------------------------------
 
+    def build_index(self, collection_name: str) -> bool:
+        """Build the HNSW index of a collection (the engine's optimizers; blocks: minutes at 100k points)."""
+        self._check_space(0)
+        return api.build_index(self._shard(collection_name))
+
     def index_state(self, collection_name: str) -> dict[str, int]:
         """Return {"points", "indexed_vectors", "segments"} of a collection's shard."""
         return api.shard_info(self._shard(collection_name))
+
+
+def _deeper(limit: int | None) -> int:
+    """Return how many points to ask the engine for to return limit with ties in a stable order."""
+    limit = 10 if limit is None else limit
+    return limit + max(limit, TIE_MARGIN)
+
+
+def _ties_in_order(points: list[models.ScoredPoint], limit: int | None) -> list[models.ScoredPoint]:
+    """Return the first limit points, equal scores ordered by point id.
+
+    The engine's top-k heap returns points of equal score (keyword and RRF scores tie often) in an order that
+    depends on the limit, and picks among those tied at the cut-off at random; qdrant-client's local mode kept
+    them in one order. Asking for more than limit and ordering ties by id makes every top_k a prefix of a deeper
+    one, as Store's callers rely on (a tie group longer than the extra points asked for is cut as the engine did).
+    """
+    ordered: list[models.ScoredPoint] = []
+    for _, tied in itertools.groupby(points, key=lambda p: p.score):  # the engine's order (any distance), runs of
+        ordered += sorted(tied, key=lambda p: str(p.id))               # equal scores sorted by id
+    return ordered[: 10 if limit is None else limit]
 
 
 def free_bytes(path: str) -> int:
