@@ -1,7 +1,7 @@
 """Search latency of the embedded engines through Store.search, next to numpy brute force, in one run.
 
     python -m bench.search [--json] [--sizes 10000,100000] [--queries 100] [--top-k 10] [--dim 384]
-                           [--indexed-sizes 10000] [--local-sizes 10000,100000]
+                           [--indexed-sizes 10000] [--local-sizes 10000,100000] [--local-queries 20]
 
 For each size N a fresh process per engine (so open time and resident memory are its own) runs the same
 queries through Store.search in the modes dense, sparse (keyword, BM25) and hybrid (rrf), and prints rows
@@ -56,11 +56,12 @@ class BenchEmbedder:
 
 
 def data(size: int, queries: int, dim: int) -> tuple[np.ndarray, np.ndarray, list[str], list[str]]:
-    """Return (vectors, query vectors, chunk texts, query texts): the same for every process (seeded)."""
-    rng = np.random.default_rng(7)
-    centres = rng.standard_normal((200, dim)).astype(np.float32)
+    """Return (vectors, query vectors, chunk texts, query texts): the same for every process (each seeded on its
+    own, so that the points do not depend on the number of queries)."""
+    centres = np.random.default_rng(7).standard_normal((200, dim)).astype(np.float32)
 
-    def unit(count: int) -> np.ndarray:
+    def unit(count: int, seed: int) -> np.ndarray:
+        rng = np.random.default_rng(seed)
         picks = centres[rng.integers(0, len(centres), count)]
         v = picks + 0.6 * rng.standard_normal(picks.shape).astype(np.float32) / np.sqrt(dim)
         return (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)
@@ -68,10 +69,10 @@ def data(size: int, queries: int, dim: int) -> tuple[np.ndarray, np.ndarray, lis
     vocabulary = [f"begriff{n}" for n in range(4000)]
     weights = 1 / np.arange(1, 4001)  # Zipf: a few common words, many rare ones
     weights /= weights.sum()
-    words = rng.choice(len(vocabulary), size=(size, 60), p=weights)
+    words = np.random.default_rng(9).choice(len(vocabulary), size=(size, 60), p=weights)
     texts = [" ".join(vocabulary[i] for i in row) for row in words]
-    asked = rng.choice(len(vocabulary), size=(queries, 3), p=weights)
-    return unit(size), unit(queries), texts, [" ".join(vocabulary[i] for i in row) for row in asked]
+    asked = np.random.default_rng(10).choice(len(vocabulary), size=(queries, 3), p=weights)
+    return unit(size, 11), unit(queries, 12), texts, [" ".join(vocabulary[i] for i in row) for row in asked]
 
 
 def fill(store, vectors: np.ndarray, texts: list[str], embedder: BenchEmbedder) -> None:
@@ -172,14 +173,18 @@ def worker(args: argparse.Namespace) -> None:
 
 def run(engine: str, size: int, args: argparse.Namespace, folder: str | None = None, env: dict | None = None
         ) -> list[dict]:
+    queries = args.local_queries if engine == "local" else args.queries
     command = [sys.executable, "-m", "bench.search", "--worker", engine, "--size", str(size), "--queries",
-               str(args.queries), "--top-k", str(args.top_k), "--dim", str(args.dim)] + (["--folder", folder]
+               str(queries), "--top-k", str(args.top_k), "--dim", str(args.dim)] + (["--folder", folder]
                                                                                          if folder else [])
     environment = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
     done = subprocess.run(command, capture_output=True, text=True, env=environment, cwd=ROOT, check=False)
     if done.returncode:
         raise SystemExit(f"bench worker {engine} at {size} failed: {done.stderr.strip()[-400:]}")
-    return [{"points": size, "engine": engine, **row} for row in json.loads(done.stdout.strip().splitlines()[-1])]
+    rows = [{"points": size, "engine": engine, "queries": queries, **row}
+            for row in json.loads(done.stdout.strip().splitlines()[-1])]
+    print(json.dumps(rows), file=sys.stderr, flush=True)  # each process's rows as they come
+    return rows
 
 
 def main() -> None:
@@ -189,6 +194,7 @@ def main() -> None:
     parser.add_argument("--indexed-sizes", default="10000", help="sizes to build the HNSW index for ('' for none)")
     parser.add_argument("--local-sizes", default="10000,100000", help="sizes to run qdrant-client's local mode at")
     parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--local-queries", type=int, default=20, help="queries for qdrant-client's local mode (slow)")
     parser.add_argument("--top-k", type=int, default=10)
     parser.add_argument("--dim", type=int, default=384)
     parser.add_argument("--worker", help=argparse.SUPPRESS)
@@ -218,7 +224,8 @@ def main() -> None:
     if args.json:
         print(json.dumps(report, indent=1))
         return
-    print(f"{'points':>8} {'engine':24} {'mode':7} {'p50 ms':>8} {'p95 ms':>8} {'open s':>7} {'RSS MB':>7} {'recall':>7}")
+    header = ("points", "engine", "mode", "p50 ms", "p95 ms", "open s", "RSS MB", "recall")
+    print("{:>8} {:24} {:7} {:>8} {:>8} {:>7} {:>7} {:>7}".format(*header))
     for r in rows:
         opened = "" if r.get("open_s") is None else f"{r['open_s']:.2f}"
         recall = "" if r.get("recall_at_10") is None else f"{r['recall_at_10']:.3f}"

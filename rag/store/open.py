@@ -5,8 +5,8 @@ from __future__ import annotations
 import atexit
 import logging
 import math
-import tempfile
 import os
+import tempfile
 import threading
 import warnings
 
@@ -38,7 +38,8 @@ def open_store(path: str | None = None, url: str | None = None, api_key: str | N
     only to QDRANT_URL: another url gets api_key, or no key (rag.settings); a URL that qdrant-client would
     read as another server than rag.urls does is refused before anything is sent. One Store per location is
     cached, because an embedded folder can be opened by one client only; path=":memory:" gives a new
-    engine every call (for tests: Qdrant Edge in a temporary folder, removed on close and at exit). A malformed URL or an empty path raises InvalidSettingsError.
+    engine every call (for tests: Qdrant Edge in a temporary folder, removed on close and at exit). A malformed
+    URL or an empty path raises InvalidSettingsError.
     """
     if path == ":memory:":
         if _engine() == "local":

@@ -42,8 +42,8 @@ def fill(client: EdgeClient, n: int = 50) -> tuple[list[str], np.ndarray]:
                              sparse_vectors_config={"bm25": models.SparseVectorParams(modifier=models.Modifier.IDF)},
                              metadata={"rag_lab": {"embedder": "x", "vector": "d"}})
     ids, m = [str(uuid.UUID(int=i + 1)) for i in range(n)], vectors(n)
-    points = [models.PointStruct(id=ids[i], vector={"d": m[i].tolist(),
-                                                    "bm25": models.SparseVector(indices=[i % 5, 100], values=[1.0, 0.5])},
+    keyword = [models.SparseVector(indices=[i % 5, 100], values=[1.0 + i / 100, 0.5]) for i in range(n)]  # no ties
+    points = [models.PointStruct(id=ids[i], vector={"d": m[i].tolist(), "bm25": keyword[i]},
                                  payload={"document_id": f"doc{i % 3}", "chunk_index": i,
                                           "flags": ["toc"] if i % 7 == 0 else []})
               for i in range(n)]
@@ -60,7 +60,8 @@ def test_the_installed_engine_is_the_pinned_one():
 def test_collections_keep_vectors_metadata_and_disappear_whole(client: EdgeClient, tmp_path: Path):
     fill(client)
     config = client.get_collection("c").config
-    assert config.params.vectors["d"].size == DIM and config.params.sparse_vectors["bm25"].modifier == models.Modifier.IDF
+    assert config.params.vectors["d"].size == DIM
+    assert config.params.sparse_vectors["bm25"].modifier == models.Modifier.IDF
     assert config.metadata == {"rag_lab": {"embedder": "x", "vector": "d"}}
     client.update_collection("c", metadata={"rag_lab": {"embedder": "y"}})
     client.close()
