@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import itertools
 import json
 import os
 import shutil
@@ -30,12 +29,11 @@ from urllib.parse import quote
 from qdrant_client import models
 from qdrant_client.http import models as rest
 
-from rag.store.edge import api
+from rag.store.edge import api, ties
 
 EDGE_DIR = "edge"
 MIN_FREE = 128 * 2**20  # bytes a write leaves free at least: the engine grows its files by up to 32 MB at once
 SMALL_FREE = 4 * 2**20  # the same for payload updates of a few points
-TIE_MARGIN = 16  # points asked for beyond a search's limit, so that ties at the cut-off come in a stable order
 CONFIG_FILE = "collection.json"
 SHARD_DIR = "shard"
 
@@ -237,11 +235,9 @@ class EdgeClient:
 
     def query_batch_points(self, collection_name: str, requests: list[models.QueryRequest], **_: Any
                            ) -> list[rest.QueryResponse]:
-        requests = list(requests)
-        deeper = [r if r.offset else r.model_copy(update={"limit": _deeper(r.limit)}) for r in requests]
-        answers = api.query_batch(self._shard(collection_name), deeper, self._unnamed(collection_name), self.exact)
-        return [rest.QueryResponse(points=_ties_in_order(points, r.limit)) for points, r in zip(answers, requests,
-                                                                                              strict=True)]
+        shard, unnamed = self._shard(collection_name), self._unnamed(collection_name)
+        answers = ties.stable_batch(lambda asked: api.query_batch(shard, asked, unnamed, self.exact), list(requests))
+        return [rest.QueryResponse(points=points) for points in answers]
 
     def query_points(self, collection_name: str, query: Any = None, using: str | None = None,
                      prefetch: Any = None, query_filter: models.Filter | None = None, limit: int = 10,
@@ -276,26 +272,6 @@ class EdgeClient:
     def index_state(self, collection_name: str) -> dict[str, int]:
         """Return {"points", "indexed_vectors", "segments"} of a collection's shard."""
         return api.shard_info(self._shard(collection_name))
-
-
-def _deeper(limit: int | None) -> int:
-    """Return how many points to ask the engine for to return limit with ties in a stable order."""
-    limit = 10 if limit is None else limit
-    return limit + max(limit, TIE_MARGIN)
-
-
-def _ties_in_order(points: list[models.ScoredPoint], limit: int | None) -> list[models.ScoredPoint]:
-    """Return the first limit points, equal scores ordered by point id.
-
-    The engine's top-k heap returns points of equal score (keyword and RRF scores tie often) in an order that
-    depends on the limit, and picks among those tied at the cut-off at random; qdrant-client's local mode kept
-    them in one order. Asking for more than limit and ordering ties by id makes every top_k a prefix of a deeper
-    one, as Store's callers rely on (a tie group longer than the extra points asked for is cut as the engine did).
-    """
-    ordered: list[models.ScoredPoint] = []
-    for _, tied in itertools.groupby(points, key=lambda p: p.score):  # the engine's order (any distance), runs of
-        ordered += sorted(tied, key=lambda p: str(p.id))               # equal scores sorted by id
-    return ordered[: 10 if limit is None else limit]
 
 
 def free_bytes(path: str) -> int:
