@@ -127,5 +127,6 @@ def test_umlaut_and_sharp_s_queries_find_their_chunk_where_a_fake_embedder_does_
         assert keyword[0].chunk_id == ids[target], query
     for query, target in [("Straße", 1), ("Grösse", 0)]:  # the fake embedder sees no shared word
         dense = store.search("c", embedder.embed_documents([query])[0], embedder, top_k=5)
-        assert dense[0].chunk_id != ids[target], query
+        found = next(h for h in dense if h.chunk_id == ids[target])  # not ahead of the rest (equal scores: by order)
+        assert any(h.score >= found.score for h in dense if h is not found), query
     assert store.search("c", mode="sparse", query_text="Passwort", top_k=5) == []  # no stemming: plural only
