@@ -48,15 +48,24 @@ def engine_errors() -> Iterator[None]:
 
 # ---- shards ----------------------------------------------------------------------------------------------------
 
+NO_INDEX = 0  # indexing_threshold: no HNSW until build_index asks for one (exact search, and a vacuum stays cheap)
+INDEX_KB = 1  # indexing_threshold of build_index: every segment gets its HNSW
+# Qdrant's BM25 IDF counts deleted points until their segment is vacuumed: a re-ingested or deleted document would
+# change every keyword score of the collection (the same chunks scored 8.22 fresh and 8.71 after a re-ingest).
+# These make optimize() vacuum any segment with a deleted point; vacuum() runs it after every delete.
+_VACUUM = {"deleted_threshold": 1e-9, "vacuum_min_vector_number": 1}
+
+
 def shard_config(vectors: dict[str, models.VectorParams], sparse: dict[str, models.SparseVectorParams],
-                 indexing_threshold_kb: int | None = None) -> Any:
-    """Return the EdgeConfig of a collection's vectors (dense: size and distance; sparse: IDF modifier or not)."""
+                 indexing_threshold_kb: int = NO_INDEX) -> Any:
+    """Return the EdgeConfig of a collection's vectors (dense: size and distance; sparse: IDF modifier or not), its
+    deleted points vacuumed by optimize() and HNSW built only above indexing_threshold_kb (0: never)."""
     dense = {name: qe.EdgeVectorParams(size=p.size, distance=_DISTANCES[_name(p.distance)])
              for name, p in vectors.items()}
     keyword = {name: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf if p and p.modifier == models.Modifier.IDF
                                                else None)
                for name, p in sparse.items()}
-    optimizers = qe.EdgeOptimizersConfig(indexing_threshold=indexing_threshold_kb)
+    optimizers = qe.EdgeOptimizersConfig(indexing_threshold=indexing_threshold_kb, **_VACUUM)
     return qe.EdgeConfig(vectors=dense, sparse_vectors=keyword, optimizers=optimizers)
 
 
@@ -65,15 +74,22 @@ def create_shard(path: str, config: Any) -> Any:
         return qe.EdgeShard.create(path, config)
 
 
-def load_shard(path: str) -> Any:
-    """Open a shard folder (replaying its write-ahead log); EdgeError if another process holds it."""
+def load_shard(path: str, config: Any = None) -> Any:
+    """Open a shard folder (replaying its write-ahead log), with config instead of its own if given; EdgeError if
+    another process holds it."""
     with engine_errors():
-        return qe.EdgeShard.load(path)
+        return qe.EdgeShard.load(path, config)
 
 
 def close_shard(shard: Any) -> None:
     with engine_errors():
         shard.close()
+
+
+def vacuum(shard: Any) -> None:
+    """Rewrite the segments that hold deleted points, so keyword IDF counts only the points there are."""
+    with engine_errors():
+        shard.optimize()
 
 
 def build_index(shard: Any) -> bool:

@@ -220,9 +220,10 @@ class EdgeClient:
             points_selector = points_selector.filter
         if isinstance(points_selector, models.Filter):
             api.delete_where(shard, points_selector)
-            return
-        ids = points_selector.points if isinstance(points_selector, models.PointIdsList) else points_selector
-        api.delete_ids(shard, list(ids))
+        else:
+            ids = points_selector.points if isinstance(points_selector, models.PointIdsList) else points_selector
+            api.delete_ids(shard, list(ids))
+        api.vacuum(shard)  # keyword scores (IDF) must not count what was deleted
 
     def set_payload(self, collection_name: str, payload: dict, points: list[Any], wait: bool = True,
                     **_: Any) -> None:
@@ -267,7 +268,16 @@ class EdgeClient:
     def build_index(self, collection_name: str) -> bool:
         """Build the HNSW index of a collection (the engine's optimizers; blocks: minutes at 100k points)."""
         self._check_space(0)
-        return api.build_index(self._shard(collection_name))
+        with self._mutex:
+            api.close_shard(self._shard(collection_name))  # reopened with an indexing threshold: optimize builds HNSW
+            config = self._config(collection_name)
+            dense = {k: models.VectorParams(size=v["size"], distance=models.Distance(v["distance"]))
+                     for k, v in config["vectors"].items()}
+            sparse = {k: models.SparseVectorParams(modifier=models.Modifier.IDF if v["modifier"] else None)
+                      for k, v in config["sparse"].items()}
+            self._shards[collection_name] = shard = api.load_shard(
+                os.path.join(self._folder(collection_name), SHARD_DIR), api.shard_config(dense, sparse, api.INDEX_KB))
+        return api.build_index(shard)
 
     def index_state(self, collection_name: str) -> dict[str, int]:
         """Return {"points", "indexed_vectors", "segments"} of a collection's shard."""
