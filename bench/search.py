@@ -1,38 +1,47 @@
-"""Query latency of the store at 10k and 100k points (p50/p95), next to numpy brute force on the same vectors.
+"""Search latency of the embedded engines through Store.search, next to numpy brute force, in one run.
 
-    python -m bench.search [--sizes 10000,100000] [--queries 200] [--top-k 10] [--dim 384] [--store memory|folder]
+    python -m bench.search [--json] [--sizes 10000,100000] [--queries 100] [--top-k 10] [--dim 384]
+                           [--indexed-sizes 10000] [--local-sizes 10000,100000] [--local-queries 20]
 
-Vectors are random unit vectors around 200 cluster centres (384 dims, like all-MiniLM-L6-v2), written with
-payloads the size of real chunks (600-token German text) into Qdrant's embedded engine through
-Store.upsert_document, so the timed search is exactly what the app and CLI run (query_points, payload,
-Hit conversion). The reference is the exact top_k by a matrix-vector product and argpartition in numpy.
-Random vectors, not real embeddings: embedding 100k chunks with the local model would take hours here.
---store memory (default) fills the in-memory engine: searching is the same code as on a folder, but a
-folder commits every point to SQLite on its own (qdrant-client's local persistence, ~300 points/s
-here), which would make filling 100k points take minutes; --store folder measures that too.
+For each size N a fresh process per engine (so open time and resident memory are its own) runs the same
+queries through Store.search in the modes dense, sparse (keyword, BM25) and hybrid (rrf), and prints rows
+{"points", "engine", "mode", "p50_ms", "p95_ms", "open_s", "rss_mb", "recall_at_10", ...}:
+
+- engine "numpy": the exact top_k by one matrix-vector product and argpartition (dense only; the reference);
+- "edge-exact": Qdrant Edge, the default embedded engine, on a folder, every vector compared (no index);
+- "edge-indexed": the same folder after the engine built its HNSW index (sizes in --indexed-sizes: the build
+  takes minutes at 100k on 2 cores), recall@10 against numpy's exact top 10;
+- "local": qdrant-client's local mode (the engine before), in memory (filling its folder commits every point to
+  SQLite on its own, minutes at 100k; its open time is measured on a folder for sizes up to 10k); above 10k
+  dense only (its keyword scan is pure Python: seconds per query at 100k).
+
+open_s: opening the store and answering the first search. Vectors are random unit vectors around 200 cluster
+centres (384 dimensions, like e5-small; random, not real embeddings, which would take hours to make here),
+written through Store.upsert_document with chunk texts drawn from a 4,000-word vocabulary, so the keyword
+vectors differ as real ones do. The machine's load average is printed with the rows (ratios in one run hold).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-from rag.chunking.chunker import Chunk, ChunkSettings
-from rag.documents.model import Document, Page
-from rag.store.open import open_store
-
 ROOT = Path(__file__).resolve().parents[1]
-
-TEXT = ("Die Auftragsklärung legt fest, was bis wann zu tun ist und wer daran beteiligt wird. " * 30)[:2400]
 POINTS_PER_DOCUMENT = 1000
+MODES = ("dense", "sparse", "hybrid")
 
 
 class BenchEmbedder:
-    model_id, max_input_tokens = "bench:384", 512
+    model_id, max_input_tokens, query_prompt, document_prompt = "bench:384", 512, "", ""
 
     def __init__(self, dimension: int):
         self.dimension = dimension
@@ -40,73 +49,190 @@ class BenchEmbedder:
     def count_tokens(self, text: str) -> int:
         return len(text.split())
 
-    def embed(self, texts):
+    def embed_documents(self, texts):
         raise NotImplementedError("the benchmark writes precomputed vectors")
 
-
-def unit_vectors(rng: np.random.Generator, count: int, centres: np.ndarray) -> np.ndarray:
-    picks = centres[rng.integers(0, len(centres), count)]
-    vectors = picks + 0.6 * rng.standard_normal(picks.shape).astype(np.float32) / np.sqrt(picks.shape[1])
-    return (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
+    embed_query = embed_documents
 
 
-def fill(store, vectors: np.ndarray, embedder: BenchEmbedder) -> float:
-    """Write vectors as documents of POINTS_PER_DOCUMENT chunks; return the seconds it took."""
-    settings = ChunkSettings(600, 80)
-    started = time.perf_counter()
+def data(size: int, queries: int, dim: int) -> tuple[np.ndarray, np.ndarray, list[str], list[str]]:
+    """Return (vectors, query vectors, chunk texts, query texts): the same for every process (each seeded on its
+    own, so that the points do not depend on the number of queries)."""
+    centres = np.random.default_rng(7).standard_normal((200, dim)).astype(np.float32)
+
+    def unit(count: int, seed: int) -> np.ndarray:
+        rng = np.random.default_rng(seed)
+        picks = centres[rng.integers(0, len(centres), count)]
+        v = picks + 0.6 * rng.standard_normal(picks.shape).astype(np.float32) / np.sqrt(dim)
+        return (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)
+
+    vocabulary = [f"begriff{n}" for n in range(4000)]
+    weights = 1 / np.arange(1, 4001)  # Zipf: a few common words, many rare ones
+    weights /= weights.sum()
+    words = np.random.default_rng(9).choice(len(vocabulary), size=(size, 60), p=weights)
+    texts = [" ".join(vocabulary[i] for i in row) for row in words]
+    asked = np.random.default_rng(10).choice(len(vocabulary), size=(queries, 3), p=weights)
+    return unit(size, 11), unit(queries, 12), texts, [" ".join(vocabulary[i] for i in row) for row in asked]
+
+
+def fill(store, vectors: np.ndarray, texts: list[str], embedder: BenchEmbedder) -> None:
+    from rag.chunking.chunker import Chunk, ChunkSettings
+    from rag.documents.model import Document, Page
+
     for first in range(0, len(vectors), POINTS_PER_DOCUMENT):
-        rows = vectors[first : first + POINTS_PER_DOCUMENT]
+        rows = range(first, min(first + POINTS_PER_DOCUMENT, len(vectors)))
         doc_id = f"doc-{first // POINTS_PER_DOCUMENT:05d}"
-        document = Document(doc_id, f"{doc_id}.pdf", "pdf", (Page(1, TEXT),), TEXT)
-        chunks = [Chunk(doc_id, i, TEXT, 600, ("Kapitel 1",), 1, 1, 0, len(TEXT)) for i in range(len(rows))]
-        store.upsert_document("bench", document, chunks, rows, settings, embedder)
-    return time.perf_counter() - started
+        body = "\n".join(texts[i] for i in rows)
+        document = Document(doc_id, f"{doc_id}.pdf", "pdf", (Page(1, body),), body)
+        chunks = [Chunk(doc_id, i - first, texts[i], 60, (), 1, 1, 0, len(texts[i])) for i in rows]
+        store.upsert_document("bench", document, chunks, vectors[first : rows.stop], ChunkSettings(600, 0), embedder,
+                              language="none")
 
 
 def percentiles(seconds: list[float]) -> tuple[float, float]:
-    return float(np.percentile(seconds, 50) * 1000), float(np.percentile(seconds, 95) * 1000)
+    return round(float(np.percentile(seconds, 50) * 1000), 3), round(float(np.percentile(seconds, 95) * 1000), 3)
+
+
+def rss_mb() -> float:
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+def numpy_rows(args: argparse.Namespace) -> list[dict]:
+    vectors, queries, _, _ = data(args.size, args.queries, args.dim)
+    seconds = []
+    for query in queries:
+        started = time.perf_counter()
+        scores = vectors @ query
+        top = np.argpartition(-scores, args.top_k)[: args.top_k]
+        top[np.argsort(-scores[top])]
+        seconds.append(time.perf_counter() - started)
+    p50, p95 = percentiles(seconds)
+    return [{"mode": "dense", "p50_ms": p50, "p95_ms": p95, "open_s": 0.0, "recall_at_10": 1.0}]
+
+
+def exact_top(vectors: np.ndarray, query: np.ndarray, k: int) -> set[tuple[str, int]]:
+    top = np.argpartition(-(vectors @ query), k)[:k]
+    return {(f"doc-{i // POINTS_PER_DOCUMENT:05d}", i % POINTS_PER_DOCUMENT) for i in top.tolist()}
+
+
+def store_rows(args: argparse.Namespace) -> list[dict]:
+    """Open (or, for local, fill in memory) the store, then time every mode; rows without "points"/"engine"."""
+    from rag.store.open import open_store
+
+    vectors, queries, texts, asked = data(args.size, args.queries, args.dim)
+    embedder = BenchEmbedder(args.dim)
+    extra: dict = {}
+    started = time.perf_counter()
+    if args.engine == "local" and not args.folder:
+        store = open_store(":memory:")
+        fill(store, vectors, texts, embedder)
+        started = time.perf_counter()  # the memory engine has no open; open_s is left out
+    else:
+        store = open_store(path=args.folder)
+    if args.engine == "edge-indexed":
+        built = time.perf_counter()
+        store.client.build_index("bench")
+        state = store.client.index_state("bench")
+        extra = {"index_build_s": round(time.perf_counter() - built, 1), "indexed_vectors": state["indexed_vectors"],
+                 "segments": state["segments"]}
+    store.search("bench", queries[0], embedder, top_k=args.top_k)
+    open_s = None if args.engine == "local" and not args.folder else round(time.perf_counter() - started, 3)
+    if args.engine == "edge-indexed":
+        open_s = None  # the build is in index_build_s; opening an indexed folder: the edge-exact row of a rerun
+    rows = []
+    for mode in MODES if args.engine != "local" or args.size <= 10_000 else ("dense",):
+        seconds, recall = [], []
+        for query, text in zip(queries, asked, strict=True):
+            began = time.perf_counter()
+            hits = store.search("bench", query, embedder, top_k=args.top_k, mode=mode, query_text=text)
+            seconds.append(time.perf_counter() - began)
+            if mode == "dense":
+                found = {(h.document_id, h.chunk_index) for h in hits}
+                recall.append(len(found & exact_top(vectors, query, args.top_k)) / args.top_k)
+        p50, p95 = percentiles(seconds)
+        row = {"mode": mode, "p50_ms": p50, "p95_ms": p95, "open_s": open_s, **extra}
+        rows.append(row | ({"recall_at_10": round(float(np.mean(recall)), 4)} if recall else {}))
+    store.close()
+    return rows
+
+
+def worker(args: argparse.Namespace) -> None:
+    if args.engine == "fill":
+        from rag.store.open import open_store
+
+        vectors, _, texts, _ = data(args.size, args.queries, args.dim)
+        store = open_store(path=args.folder)
+        started = time.perf_counter()
+        fill(store, vectors, texts, BenchEmbedder(args.dim))
+        store.close()
+        print(json.dumps([{"fill_s": round(time.perf_counter() - started, 1)}]))
+        return
+    rows = numpy_rows(args) if args.engine == "numpy" else store_rows(args)
+    print(json.dumps([row | {"rss_mb": rss_mb()} for row in rows]))
+
+
+def run(engine: str, size: int, args: argparse.Namespace, folder: str | None = None, env: dict | None = None
+        ) -> list[dict]:
+    queries = args.local_queries if engine == "local" else args.queries
+    command = [sys.executable, "-m", "bench.search", "--worker", engine, "--size", str(size), "--queries",
+               str(queries), "--top-k", str(args.top_k), "--dim", str(args.dim)] + (["--folder", folder]
+                                                                                         if folder else [])
+    # Qdrant Edge unless env says otherwise (the local mode's rows)
+    environment = {**os.environ, "PYTHONPATH": str(ROOT), "RAG_QDRANT_ENGINE": "edge", **(env or {})}
+    done = subprocess.run(command, capture_output=True, text=True, env=environment, cwd=ROOT, check=False)
+    if done.returncode:
+        raise SystemExit(f"bench worker {engine} at {size} failed: {done.stderr.strip()[-400:]}")
+    rows = [{"points": size, "engine": engine, "queries": queries, **row}
+            for row in json.loads(done.stdout.strip().splitlines()[-1])]
+    print(json.dumps(rows), file=sys.stderr, flush=True)  # each process's rows as they come
+    return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--json", action="store_true", help="print {'rows': [...], 'load_average': [...]}")
     parser.add_argument("--sizes", default="10000,100000")
-    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--indexed-sizes", default="10000", help="sizes to build the HNSW index for ('' for none)")
+    parser.add_argument("--local-sizes", default="10000,100000", help="sizes to run qdrant-client's local mode at")
+    parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--local-queries", type=int, default=20, help="queries for qdrant-client's local mode (slow)")
     parser.add_argument("--top-k", type=int, default=10)
     parser.add_argument("--dim", type=int, default=384)
-    parser.add_argument("--store", choices=("memory", "folder"), default="memory")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--size", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--folder", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    rng = np.random.default_rng(7)
-    centres = rng.standard_normal((200, args.dim)).astype(np.float32)
-    embedder = BenchEmbedder(args.dim)
-    print(f"{'points':>8} {'engine':32} {'p50 ms':>8} {'p95 ms':>8} {'recall':>7}")
-    for size in (int(s) for s in args.sizes.split(",")):
-        vectors = unit_vectors(rng, size, centres)
-        queries = unit_vectors(rng, args.queries, centres)
+    if args.worker:
+        args.engine = args.worker
+        return worker(args)
+    rows: list[dict] = []
+    for size in (int(s) for s in args.sizes.split(",") if s):
+        rows += run("numpy", size, args)
         with tempfile.TemporaryDirectory() as folder:
-            store = open_store(":memory:" if args.store == "memory" else folder)
-            fill_seconds = fill(store, vectors, embedder)
-            store.search("bench", queries[0], embedder, top_k=args.top_k)  # warm-up
-            qdrant, found = [], []
-            for query in queries:
-                started = time.perf_counter()
-                hits = store.search("bench", query, embedder, top_k=args.top_k)
-                qdrant.append(time.perf_counter() - started)
-                found.append({(h.document_id, h.chunk_index) for h in hits})
-            store.close()
-        brute, recall = [], []
-        for query, hits in zip(queries, found, strict=True):
-            started = time.perf_counter()
-            scores = vectors @ query
-            top = np.argpartition(-scores, args.top_k)[: args.top_k]
-            top = top[np.argsort(-scores[top])]
-            brute.append(time.perf_counter() - started)
-            exact = {(f"doc-{i // POINTS_PER_DOCUMENT:05d}", i % POINTS_PER_DOCUMENT) for i in top.tolist()}
-            recall.append(len(exact & hits) / args.top_k)
-        p50, p95 = percentiles(qdrant)
-        print(f"{size:8,} {'Store.search (Qdrant ' + args.store + ')':32} {p50:8.2f} {p95:8.2f} {np.mean(recall):7.1%}")
-        p50, p95 = percentiles(brute)
-        print(f"{size:8,} {'numpy brute force (reference)':32} {p50:8.2f} {p95:8.2f} {1:7.1%}")
-        print(f"{'':8} (writing {size:,} points took {fill_seconds:.1f} s, {size / fill_seconds:,.0f} points/s)")
+            fill_s = run("fill", size, args, folder)[0]["fill_s"]
+            rows += [r | {"fill_s": fill_s} for r in run("edge-exact", size, args, folder)]
+            if str(size) in args.indexed_sizes.split(","):
+                rows += run("edge-indexed", size, args, folder)
+                rows += [r | {"engine": "edge-indexed (reopened)"} for r in run("edge-exact", size, args, folder)]
+        if str(size) in args.local_sizes.split(","):
+            rows += run("local", size, args, env={"RAG_QDRANT_ENGINE": "local"})
+        if size <= 10_000 and str(size) in args.local_sizes.split(","):
+            with tempfile.TemporaryDirectory() as folder:
+                env = {"RAG_QDRANT_ENGINE": "local"}
+                run("fill", size, args, folder, env)
+                rows += [r | {"engine": "local (folder)"} for r in run("local", size, args, folder, env)]
+    report = {"rows": rows, "load_average": [round(x, 2) for x in os.getloadavg()]}
+    if args.json:
+        print(json.dumps(report, indent=1))
+        return
+    header = ("points", "engine", "mode", "p50 ms", "p95 ms", "open s", "RSS MB", "recall")
+    print("{:>8} {:24} {:7} {:>8} {:>8} {:>7} {:>7} {:>7}".format(*header))
+    for r in rows:
+        opened = "" if r.get("open_s") is None else f"{r['open_s']:.2f}"
+        recall = "" if r.get("recall_at_10") is None else f"{r['recall_at_10']:.3f}"
+        print(f"{r['points']:8,} {r['engine']:24} {r['mode']:7} {r['p50_ms']:8.2f} {r['p95_ms']:8.2f} {opened:>7} "
+              f"{r['rss_mb']:7.0f} {recall:>7}")
+    print(f"load average {report['load_average']}")
 
 
 if __name__ == "__main__":

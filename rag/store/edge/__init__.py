@@ -1,0 +1,6 @@
+"""The embedded store on Qdrant Edge: EdgeClient (QdrantClient's methods on Edge shards in a folder), the
+move of qdrant-client local-mode folders to it (migrate), and api, the one module importing qdrant_edge."""
+
+from rag.store.edge.client import EdgeClient, FolderInUseError
+
+__all__ = ["EdgeClient", "FolderInUseError"]

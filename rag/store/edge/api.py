@@ -1,0 +1,321 @@
+"""The one module that talks to qdrant-edge-py (Qdrant's engine in-process, a beta API pinned at 0.9.0).
+
+Everything else speaks qdrant-client's models (`qdrant_client.models`): this module turns the requests RAG Lab
+sends (filters, dense/sparse queries, prefetch + fusion, payload selectors) into qdrant-edge objects, runs them
+on a shard, and turns the answers back into qdrant-client models, so an upgrade of qdrant-edge-py is this file
+and its tests (tests/store/test_edge_api.py) only. Anything RAG Lab does not use raises ValueError here rather
+than being half translated.
+
+Engine errors (qdrant-edge raises plain Exception) become EdgeError (a RuntimeError), or OSError(ENOSPC) when
+the disk is full, which rag.store.client turns into its one-line StoreErrors.
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import qdrant_edge as qe
+from qdrant_client import models
+
+VERSION = "0.9.0"  # the qdrant-edge-py this wrapper is written and tested against (requirements.txt pins it)
+_DISTANCES = {"Cosine": qe.Distance.Cosine, "Dot": qe.Distance.Dot, "Euclid": qe.Distance.Euclid,
+              "Manhattan": qe.Distance.Manhattan}
+_NO_SPACE = ("No space left", "os error 28", "disk is full")
+
+
+class EdgeError(RuntimeError):
+    """The embedded engine refused or failed an operation."""
+
+
+@contextmanager
+def engine_errors() -> Iterator[None]:
+    """Turn qdrant-edge's plain Exceptions into EdgeError (OSError with ENOSPC when the disk is full)."""
+    try:
+        yield
+    except (EdgeError, ValueError, TypeError, OSError):
+        raise
+    except Exception as e:  # qdrant-edge raises Exception for every engine error
+        text = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        if any(marker in text for marker in _NO_SPACE):
+            raise OSError(errno.ENOSPC, f"disk is full ({text})") from e
+        raise EdgeError(text) from e
+
+
+# ---- shards ----------------------------------------------------------------------------------------------------
+
+NO_INDEX = 0  # indexing_threshold: no HNSW until build_index asks for one (exact search, and a vacuum stays cheap)
+INDEX_KB = 1  # indexing_threshold of build_index: every segment gets its HNSW
+# Qdrant's BM25 IDF counts deleted points until their segment is vacuumed: a re-ingested or deleted document would
+# change every keyword score of the collection (the same chunks scored 8.22 fresh and 8.71 after a re-ingest).
+# These make optimize() vacuum any segment with a deleted point; vacuum() runs it after every delete.
+_VACUUM = {"deleted_threshold": 1e-9, "vacuum_min_vector_number": 1}
+
+
+def shard_config(vectors: dict[str, models.VectorParams], sparse: dict[str, models.SparseVectorParams],
+                 indexing_threshold_kb: int = NO_INDEX) -> Any:
+    """Return the EdgeConfig of a collection's vectors (dense: size and distance; sparse: IDF modifier or not), its
+    deleted points vacuumed by optimize() and HNSW built only above indexing_threshold_kb (0: never)."""
+    dense = {name: qe.EdgeVectorParams(size=p.size, distance=_DISTANCES[_name(p.distance)])
+             for name, p in vectors.items()}
+    keyword = {name: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf if p and p.modifier == models.Modifier.IDF
+                                               else None)
+               for name, p in sparse.items()}
+    optimizers = qe.EdgeOptimizersConfig(indexing_threshold=indexing_threshold_kb, **_VACUUM)
+    return qe.EdgeConfig(vectors=dense, sparse_vectors=keyword, optimizers=optimizers)
+
+
+def create_shard(path: str, config: Any) -> Any:
+    with engine_errors():
+        return qe.EdgeShard.create(path, config)
+
+
+def load_shard(path: str, config: Any = None) -> Any:
+    """Open a shard folder (replaying its write-ahead log), with config instead of its own if given; EdgeError if
+    another process holds it."""
+    with engine_errors():
+        return qe.EdgeShard.load(path, config)
+
+
+def close_shard(shard: Any) -> None:
+    with engine_errors():
+        shard.close()
+
+
+def vacuum(shard: Any) -> None:
+    """Rewrite the segments that hold deleted points, so keyword IDF counts only the points there are."""
+    with engine_errors():
+        shard.optimize()
+
+
+def build_index(shard: Any) -> bool:
+    """Run the shard's optimizers (HNSW above its indexing threshold), blocking; True if anything changed."""
+    with engine_errors():
+        return shard.optimize()
+
+
+def shard_info(shard: Any) -> dict[str, int]:
+    with engine_errors():
+        info = shard.info()
+    return {"points": info.points_count, "indexed_vectors": info.indexed_vectors_count,
+            "segments": info.segments_count}
+
+
+def upsert(shard: Any, points: list[models.PointStruct], unnamed: bool) -> None:
+    converted = [qe.Point(_point_id(p.id), _vector_in(p.vector, unnamed), p.payload or {}) for p in points]
+    _update(shard, qe.UpdateOperation.upsert_points(converted))
+
+
+def delete_ids(shard: Any, ids: list[Any]) -> None:
+    _update(shard, qe.UpdateOperation.delete_points([_point_id(i) for i in ids]))
+
+
+def delete_where(shard: Any, flt: models.Filter) -> None:
+    _update(shard, qe.UpdateOperation.delete_points_by_filter(filter_in(flt)))
+
+
+def set_payload(shard: Any, ids: list[Any], payload: dict) -> None:
+    _update(shard, qe.UpdateOperation.set_payload([_point_id(i) for i in ids], payload))
+
+
+def delete_payload(shard: Any, ids: list[Any], keys: list[str]) -> None:
+    _update(shard, qe.UpdateOperation.delete_payload([_point_id(i) for i in ids], list(keys)))
+
+
+def index_keyword(shard: Any, field: str) -> None:
+    _update(shard, qe.UpdateOperation.create_field_index(field, qe.PayloadSchemaType.Keyword))
+
+
+def _update(shard: Any, operation: Any) -> None:
+    """Apply one update (written to the shard's write-ahead log before it returns)."""
+    with engine_errors():
+        shard.update(operation)
+
+
+def retrieve(shard: Any, ids: list[Any], with_payload: Any, with_vectors: Any, unnamed: bool) -> list[models.Record]:
+    with engine_errors():
+        found = shard.retrieve([_point_id(i) for i in ids], _payload_in(with_payload), _vectors_in(with_vectors))
+    return [_record(r, unnamed) for r in found]
+
+
+def scroll(shard: Any, flt: models.Filter | None, limit: int, offset: Any, with_payload: Any, with_vectors: Any,
+           unnamed: bool) -> tuple[list[models.Record], Any]:
+    request = qe.ScrollRequest(offset=None if offset is None else _point_id(offset), limit=limit,
+                               filter=filter_in(flt), with_payload=_payload_in(with_payload),
+                               with_vector=_vectors_in(with_vectors))
+    with engine_errors():
+        found, following = shard.scroll(request)
+    return [_record(r, unnamed) for r in found], _id_out(following) if following is not None else None
+
+
+def count(shard: Any, flt: models.Filter | None) -> int:
+    with engine_errors():
+        return shard.count(qe.CountRequest(exact=True, filter=filter_in(flt)))
+
+
+def query_batch(shard: Any, requests: list[models.QueryRequest], unnamed: bool, exact: bool
+                ) -> list[list[models.ScoredPoint]]:
+    """Run query requests as one planned batch; exact=True scans every vector (no HNSW)."""
+    converted = [_request_in(r, exact) for r in requests]
+    with engine_errors():
+        answers = shard.query_batch(qe.QueryBatchRequest(converted))
+    return [[_scored(p, unnamed) for p in points] for points in answers]
+
+
+@functools.lru_cache(maxsize=4)
+def bm25(language: str, k: float, b: float, avg_len: float) -> Any:
+    """Return Qdrant's BM25 model for "german"/"english", or for "none": words unstemmed, no stop words."""
+    if language == "none":
+        config = qe.Bm25Config(k=k, b=b, avg_len=avg_len, language="english", stemmer=qe.DisabledStemmer(),
+                               stopwords=qe.StopwordsSet(languages=set(), custom=set()))
+    else:
+        config = qe.Bm25Config(k=k, b=b, avg_len=avg_len, language=language)
+    return qe.Bm25(config)
+
+
+# ---- qdrant-client models -> qdrant-edge ------------------------------------------------------------------------
+
+def filter_in(flt: models.Filter | None) -> Any:
+    if flt is None:
+        return None
+    min_should = None
+    if flt.min_should is not None:
+        min_should = qe.MinShould(_conditions(flt.min_should.conditions), flt.min_should.min_count)
+    return qe.Filter(must=_conditions(flt.must), should=_conditions(flt.should), must_not=_conditions(flt.must_not),
+                     min_should=min_should)
+
+
+def _conditions(items: Any) -> list | None:
+    if items is None:
+        return None
+    return [_condition(c) for c in (items if isinstance(items, list) else [items])]
+
+
+def _condition(c: Any) -> Any:
+    if isinstance(c, models.Filter):
+        return filter_in(c)
+    if isinstance(c, models.HasIdCondition):
+        return qe.HasIdCondition({_point_id(i) for i in c.has_id})
+    if isinstance(c, models.IsEmptyCondition):
+        return qe.IsEmptyCondition(c.is_empty.key)
+    if isinstance(c, models.IsNullCondition):
+        return qe.IsNullCondition(c.is_null.key)
+    if isinstance(c, models.FieldCondition) and c.match is not None and c.range is None:
+        return qe.FieldCondition(key=c.key, match=_match(c.match))
+    if isinstance(c, models.FieldCondition) and c.range is not None and c.match is None:
+        r = c.range
+        return qe.FieldCondition(key=c.key, range=qe.RangeFloat(gt=r.gt, gte=r.gte, lt=r.lt, lte=r.lte))
+    raise ValueError(f"The embedded engine does not support the filter condition {type(c).__name__} as given.")
+
+
+def _match(m: Any) -> Any:
+    if isinstance(m, models.MatchValue):
+        return qe.MatchValue(m.value)
+    if isinstance(m, models.MatchAny):
+        return qe.MatchAny(list(m.any))
+    if isinstance(m, models.MatchExcept):
+        return qe.MatchExcept(list(m.except_))
+    raise ValueError(f"The embedded engine does not support the match {type(m).__name__}.")
+
+
+def _request_in(r: models.QueryRequest | models.Prefetch, exact: bool, top: bool = True) -> Any:
+    prefetch = r.prefetch if isinstance(r.prefetch, list) else [r.prefetch] if r.prefetch is not None else []
+    limit = r.limit if r.limit is not None else 10
+    params = _params(r.params, exact)
+    shared = {"query": _query(r.query, r.using), "filter": filter_in(r.filter), "params": params,
+              "score_threshold": r.score_threshold, "prefetches": [_request_in(p, exact, False) for p in prefetch]}
+    if not top:
+        return qe.Prefetch(limit=limit, **shared)
+    return qe.QueryRequest(limit=limit, offset=r.offset, with_payload=_payload_in(r.with_payload),
+                           with_vector=_vectors_in(r.with_vector), **shared)
+
+
+def _params(params: models.SearchParams | None, exact: bool) -> Any:
+    if params is None and not exact:
+        return None
+    return qe.SearchParams(hnsw_ef=params.hnsw_ef if params else None, exact=exact or bool(params and params.exact))
+
+
+def _query(query: Any, using: str | None) -> Any:
+    if query is None:
+        return None
+    if isinstance(query, models.NearestQuery):
+        query = query.nearest
+    if isinstance(query, models.SparseVector):
+        return qe.Query.Nearest(qe.SparseVector(list(query.indices), list(query.values)), using=using)
+    if isinstance(query, list):
+        return qe.Query.Nearest([float(x) for x in query], using=using)
+    if isinstance(query, models.FusionQuery):
+        if query.fusion == models.Fusion.DBSF:
+            return qe.Fusion.Dbsf()
+        return qe.Fusion.Rrf(k=2)  # Qdrant's default ranking constant
+    if isinstance(query, models.RrfQuery):
+        return qe.Fusion.Rrf(k=query.rrf.k if query.rrf.k is not None else 2, weights=query.rrf.weights)
+    raise ValueError(f"The embedded engine does not support the query {type(query).__name__}.")
+
+
+def _payload_in(selector: Any) -> Any:
+    if selector is None or isinstance(selector, bool):
+        return bool(selector)
+    if isinstance(selector, models.PayloadSelectorInclude):
+        return qe.PayloadSelector.Include(list(selector.include))
+    if isinstance(selector, models.PayloadSelectorExclude):
+        return qe.PayloadSelector.Exclude(list(selector.exclude))
+    return list(selector)
+
+
+def _vectors_in(selector: Any) -> Any:
+    return bool(selector) if selector is None or isinstance(selector, bool) else list(selector)
+
+
+def _vector_in(vector: Any, unnamed: bool) -> Any:
+    if isinstance(vector, list):
+        return {"": [float(x) for x in vector]} if unnamed else [float(x) for x in vector]
+    out = {}
+    for name, value in (vector or {}).items():
+        if isinstance(value, models.SparseVector):
+            out[name] = qe.SparseVector(list(value.indices), list(value.values))
+        else:
+            out[name] = [float(x) for x in value]
+    return out
+
+
+def _point_id(point_id: Any) -> Any:
+    """Return an id as qdrant-edge takes it: int, or a UUID (qdrant-client sends UUIDs as strings)."""
+    if isinstance(point_id, int | uuid.UUID):
+        return point_id
+    return uuid.UUID(str(point_id))
+
+
+# ---- qdrant-edge -> qdrant-client models ------------------------------------------------------------------------
+
+def _id_out(point_id: Any) -> int | str:
+    return point_id if isinstance(point_id, int) else str(point_id)
+
+
+def _vector_out(vector: Any, unnamed: bool) -> Any:
+    if not vector:
+        return None
+    out = {name: models.SparseVector(indices=list(v.indices), values=list(v.values)) if hasattr(v, "indices")
+           else list(v) for name, v in vector.items()} if isinstance(vector, dict) else vector
+    if unnamed and isinstance(out, dict) and set(out) == {""}:
+        return out[""]
+    return out
+
+
+def _record(r: Any, unnamed: bool) -> models.Record:
+    return models.Record(id=_id_out(r.id), payload=r.payload, vector=_vector_out(r.vector, unnamed))
+
+
+def _scored(p: Any, unnamed: bool) -> models.ScoredPoint:
+    return models.ScoredPoint(id=_id_out(p.id), version=p.version, score=p.score, payload=p.payload,
+                              vector=_vector_out(p.vector, unnamed))
+
+
+def _name(distance: Any) -> str:
+    value = str(getattr(distance, "value", distance))
+    return {"cosine": "Cosine", "dot": "Dot", "euclid": "Euclid", "manhattan": "Manhattan"}[value.lower()]

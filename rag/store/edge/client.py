@@ -1,0 +1,314 @@
+"""EdgeClient: the part of qdrant-client's QdrantClient that RAG Lab uses, on Qdrant Edge shards in a folder.
+
+Layout of an embedded store folder:
+
+    <folder>/.lock                       held (flock) while a process has the folder open; qdrant-client's
+                                         local mode locks the same file, so the two never share a folder
+    <folder>/edge/<name>/collection.json the collection's name, vectors and metadata (written atomically)
+    <folder>/edge/<name>/shard/          the Qdrant Edge shard: segments and write-ahead log
+
+A collection appears by one rename of a finished folder and disappears by one rename before it is removed,
+so a kill -9 never leaves half a collection; points are written through the shard's WAL, replayed on the next
+open. Methods take and return qdrant-client models, so rag.store.client.Store works on both clients.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import shutil
+import threading
+import uuid
+import weakref
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote
+
+from qdrant_client import models
+from qdrant_client.http import models as rest
+
+from rag.store.edge import api, ties
+
+EDGE_DIR = "edge"
+MIN_FREE = 128 * 2**20  # bytes a write leaves free at least: the engine grows its files by up to 32 MB at once
+SMALL_FREE = 4 * 2**20  # the same for payload updates of a few points
+CONFIG_FILE = "collection.json"
+SHARD_DIR = "shard"
+
+
+class FolderInUseError(RuntimeError):
+    """Another client (this process or another) has the folder open."""
+
+
+@dataclass
+class _Params:
+    vectors: Any  # VectorParams (one unnamed vector) or {name: VectorParams}
+    sparse_vectors: dict[str, models.SparseVectorParams] = field(default_factory=dict)
+
+
+@dataclass
+class _Config:
+    params: _Params
+    metadata: dict | None = None
+
+
+@dataclass
+class CollectionView:
+    """What get_collection returns: the fields of qdrant-client's CollectionInfo that RAG Lab reads."""
+
+    config: _Config
+
+
+class EdgeClient:
+    """Collections of an embedded folder on Qdrant Edge, with QdrantClient's method names and models."""
+
+    def __init__(self, path: str, temporary: bool = False):
+        """Open (create) the folder at path and lock it; temporary: remove the folder on close and at exit."""
+        self.path = path
+        self._remove = weakref.finalize(self, shutil.rmtree, path, True) if temporary else None
+        os.makedirs(os.path.join(path, EDGE_DIR), exist_ok=True)
+        self._lock_file = open(os.path.join(path, ".lock"), "a+")  # noqa: SIM115 - held until close()
+        try:
+            fcntl.flock(self._lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._lock_file.close()
+            raise FolderInUseError(f"Storage folder {path} is already accessed by another instance") from None
+        self._shards: dict[str, Any] = {}
+        self._configs: dict[str, dict] = {}
+        self._mutex = threading.RLock()
+        self.exact = False  # True: every search scans all vectors, even where an HNSW index exists
+
+    def close(self) -> None:
+        with self._mutex:
+            for shard in self._shards.values():
+                api.close_shard(shard)
+            self._shards.clear()
+            if not self._lock_file.closed:
+                fcntl.flock(self._lock_file, fcntl.LOCK_UN)
+                self._lock_file.close()
+            if self._remove is not None:
+                self._remove()
+
+    # ---- collections -------------------------------------------------------------------------------------------
+
+    def _folder(self, name: str) -> str:
+        return os.path.join(self.path, EDGE_DIR, quote(name, safe=""))
+
+    def collection_exists(self, name: str) -> bool:
+        return os.path.isfile(os.path.join(self._folder(name), CONFIG_FILE))
+
+    def collection_names(self) -> list[str]:
+        root = os.path.join(self.path, EDGE_DIR)
+        names = []
+        for entry in sorted(os.listdir(root)):
+            if not entry.startswith(".") and os.path.isfile(os.path.join(root, entry, CONFIG_FILE)):
+                names.append(self._read_config(os.path.join(root, entry))["name"])
+        return names
+
+    def get_collections(self) -> models.CollectionsResponse:
+        return models.CollectionsResponse(collections=[models.CollectionDescription(name=n)
+                                                       for n in self.collection_names()])
+
+    def _config(self, name: str) -> dict:
+        if name not in self._configs:
+            if not self.collection_exists(name):
+                raise ValueError(f"Collection {name} not found")
+            self._configs[name] = self._read_config(self._folder(name))
+        return self._configs[name]
+
+    @staticmethod
+    def _read_config(folder: str) -> dict:
+        with open(os.path.join(folder, CONFIG_FILE), encoding="utf-8") as f:
+            return json.load(f)
+
+    def get_collection(self, name: str) -> CollectionView:
+        config = self._config(name)
+        vectors: Any = {k: models.VectorParams(**v) for k, v in config["vectors"].items()}
+        if config.get("unnamed"):
+            vectors = vectors[""]
+        sparse = {k: models.SparseVectorParams(modifier=models.Modifier.IDF if v.get("modifier") == "idf" else None)
+                  for k, v in config["sparse"].items()}
+        return CollectionView(_Config(_Params(vectors, sparse), config.get("metadata")))
+
+    def create_collection(self, collection_name: str, vectors_config: Any = None,
+                          sparse_vectors_config: dict | None = None, metadata: dict | None = None, **_: Any) -> bool:
+        """Create a collection: a shard made in a hidden folder, then renamed into place (all or nothing)."""
+        name = collection_name
+        with self._mutex:
+            if self.collection_exists(name):
+                raise ValueError(f"Collection `{name}` already exists!")
+            unnamed = isinstance(vectors_config, models.VectorParams)
+            dense = {"": vectors_config} if unnamed else dict(vectors_config or {})
+            sparse = dict(sparse_vectors_config or {})
+            config = {"name": name, "unnamed": unnamed, "metadata": metadata, "engine": f"qdrant-edge {api.VERSION}",
+                      "vectors": {k: {"size": v.size, "distance": api._name(v.distance)} for k, v in dense.items()},
+                      "sparse": {k: {"modifier": "idf" if v and v.modifier == models.Modifier.IDF else None}
+                                 for k, v in sparse.items()}}
+            self._check_space(0)
+            staging = os.path.join(self.path, EDGE_DIR, f".new-{uuid.uuid4().hex}")
+            try:
+                api.close_shard(api.create_shard(os.path.join(staging, SHARD_DIR), api.shard_config(dense, sparse)))
+                _write_json(os.path.join(staging, CONFIG_FILE), config)
+                os.rename(staging, self._folder(name))
+            finally:
+                shutil.rmtree(staging, ignore_errors=True)
+            self._configs[name] = config
+        return True
+
+    def update_collection(self, collection_name: str, metadata: dict | None = None, **_: Any) -> bool:
+        with self._mutex:
+            config = dict(self._config(collection_name))
+            if metadata is not None:
+                config["metadata"] = {**(config.get("metadata") or {}), **metadata}
+            _write_json(os.path.join(self._folder(collection_name), CONFIG_FILE), config)
+            self._configs[collection_name] = config
+        return True
+
+    def delete_collection(self, collection_name: str, **_: Any) -> bool:
+        with self._mutex:
+            if not self.collection_exists(collection_name):
+                return False
+            shard = self._shards.pop(collection_name, None)
+            if shard is not None:
+                api.close_shard(shard)
+            self._configs.pop(collection_name, None)
+            doomed = os.path.join(self.path, EDGE_DIR, f".deleted-{uuid.uuid4().hex}")
+            os.rename(self._folder(collection_name), doomed)
+            shutil.rmtree(doomed, ignore_errors=True)
+        return True
+
+    def create_payload_index(self, collection_name: str, field_name: str, field_schema: Any = None, **_: Any) -> None:
+        self._check_space(0)
+        api.index_keyword(self._shard(collection_name), field_name)
+
+    def _shard(self, name: str) -> Any:
+        with self._mutex:
+            if name not in self._shards:
+                self._config(name)
+                self._shards[name] = api.load_shard(os.path.join(self._folder(name), SHARD_DIR))
+            return self._shards[name]
+
+    def _unnamed(self, name: str) -> bool:
+        return bool(self._config(name).get("unnamed"))
+
+    # ---- points ------------------------------------------------------------------------------------------------
+
+    def upsert(self, collection_name: str, points: list[models.PointStruct], wait: bool = True, **_: Any) -> None:
+        self._check_space(sum(_size(p) for p in points))
+        api.upsert(self._shard(collection_name), list(points), self._unnamed(collection_name))
+
+    def retrieve(self, collection_name: str, ids: list[Any], with_payload: Any = True, with_vectors: Any = False,
+                 **_: Any) -> list[models.Record]:
+        return api.retrieve(self._shard(collection_name), list(ids), with_payload, with_vectors,
+                            self._unnamed(collection_name))
+
+    def scroll(self, collection_name: str, scroll_filter: models.Filter | None = None, limit: int = 10,
+               offset: Any = None, with_payload: Any = True, with_vectors: Any = False, **_: Any
+               ) -> tuple[list[models.Record], Any]:
+        return api.scroll(self._shard(collection_name), scroll_filter, limit, offset, with_payload, with_vectors,
+                          self._unnamed(collection_name))
+
+    def count(self, collection_name: str, count_filter: models.Filter | None = None, exact: bool = True,
+              **_: Any) -> models.CountResult:
+        return models.CountResult(count=api.count(self._shard(collection_name), count_filter))
+
+    def delete(self, collection_name: str, points_selector: Any, wait: bool = True, **_: Any) -> None:
+        shard = self._shard(collection_name)
+        if isinstance(points_selector, models.FilterSelector):
+            points_selector = points_selector.filter
+        if isinstance(points_selector, models.Filter):
+            api.delete_where(shard, points_selector)
+        else:
+            ids = points_selector.points if isinstance(points_selector, models.PointIdsList) else points_selector
+            api.delete_ids(shard, list(ids))
+        api.vacuum(shard)  # keyword scores (IDF) must not count what was deleted
+
+    def set_payload(self, collection_name: str, payload: dict, points: list[Any], wait: bool = True,
+                    **_: Any) -> None:
+        self._check_space(len(json.dumps(payload, default=str)) * len(_ids(points)), SMALL_FREE)
+        api.set_payload(self._shard(collection_name), _ids(points), payload)
+
+    def delete_payload(self, collection_name: str, keys: list[str], points: list[Any], wait: bool = True,
+                       **_: Any) -> None:
+        api.delete_payload(self._shard(collection_name), _ids(points), keys)
+
+    def query_batch_points(self, collection_name: str, requests: list[models.QueryRequest], **_: Any
+                           ) -> list[rest.QueryResponse]:
+        shard, unnamed = self._shard(collection_name), self._unnamed(collection_name)
+        answers = ties.stable_batch(lambda asked: api.query_batch(shard, asked, unnamed, self.exact), list(requests))
+        return [rest.QueryResponse(points=points) for points in answers]
+
+    def query_points(self, collection_name: str, query: Any = None, using: str | None = None,
+                     prefetch: Any = None, query_filter: models.Filter | None = None, limit: int = 10,
+                     with_payload: Any = True, with_vectors: Any = False, score_threshold: float | None = None,
+                     **_: Any) -> rest.QueryResponse:
+        request = models.QueryRequest(query=query, using=using, prefetch=prefetch, filter=query_filter, limit=limit,
+                                      with_payload=with_payload, with_vector=with_vectors,
+                                      score_threshold=score_threshold)
+        return self.query_batch_points(collection_name, [request])[0]
+
+    def _check_space(self, size: int, reserve: int = MIN_FREE) -> None:
+        """Raise OSError(ENOSPC) unless the folder's disk keeps reserve bytes free after a write of about size.
+
+        The engine writes through memory-mapped files: on a full disk it would die of SIGBUS (its WAL keeps
+        the data consistent, as after kill -9), so writes are refused while they can still be refused cleanly.
+        Points and indexes need MIN_FREE; payload updates (the registry: commits, and hiding a failed write)
+        only SMALL_FREE, so that the headroom left by a refused write is there for them.
+        """
+        needed = reserve + 4 * size
+        free = free_bytes(self.path)
+        if free < needed:
+            raise OSError(errno.ENOSPC, f"disk is full: {free // 2**20} MB free, the embedded engine needs at "
+                                        f"least {needed // 2**20 + 1} MB")
+
+    # ---- index -------------------------------------------------------------------------------------------------
+
+    def build_index(self, collection_name: str) -> bool:
+        """Build the HNSW index of a collection (the engine's optimizers; blocks: minutes at 100k points)."""
+        self._check_space(0)
+        with self._mutex:
+            api.close_shard(self._shard(collection_name))  # reopened with an indexing threshold: optimize builds HNSW
+            config = self._config(collection_name)
+            dense = {k: models.VectorParams(size=v["size"], distance=models.Distance(v["distance"]))
+                     for k, v in config["vectors"].items()}
+            sparse = {k: models.SparseVectorParams(modifier=models.Modifier.IDF if v["modifier"] else None)
+                      for k, v in config["sparse"].items()}
+            self._shards[collection_name] = shard = api.load_shard(
+                os.path.join(self._folder(collection_name), SHARD_DIR), api.shard_config(dense, sparse, api.INDEX_KB))
+        return api.build_index(shard)
+
+    def index_state(self, collection_name: str) -> dict[str, int]:
+        """Return {"points", "indexed_vectors", "segments"} of a collection's shard."""
+        return api.shard_info(self._shard(collection_name))
+
+
+def free_bytes(path: str) -> int:
+    """Return the bytes free for this user on the disk holding path."""
+    return shutil.disk_usage(path).free
+
+
+def _size(point: models.PointStruct) -> int:
+    """Return about how many bytes a point takes in the engine (vectors and payload)."""
+    vectors = point.vector.values() if isinstance(point.vector, dict) else [point.vector]
+    floats = sum(len(v.indices) * 2 if isinstance(v, models.SparseVector) else len(v) for v in vectors)
+    return 4 * floats + len(json.dumps(point.payload or {}, default=str))
+
+
+def _ids(points: Any) -> list[Any]:
+    if isinstance(points, models.PointIdsList):
+        return list(points.points)
+    if isinstance(points, models.Filter | models.FilterSelector):
+        raise ValueError("The embedded engine sets payloads by point ids, not by filter.")
+    return list(points)
+
+
+def _write_json(path: str, data: dict) -> None:
+    """Write a JSON file atomically (a temporary file, fsynced, renamed over the old one)."""
+    temporary = f"{path}.{uuid.uuid4().hex}.tmp"
+    with open(temporary, "w", encoding="utf-8") as f:
+        json.dump(data, f, ensure_ascii=False)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(temporary, path)
