@@ -246,7 +246,7 @@ def test_the_embedding_cache_finds_its_folder_without_the_store():
 
 
 def test_the_environment_is_read_only_by_the_settings():
-    """Every RAG_* variable is read in rag/settings.py (and the HTTP edge's own files, for now)."""
+    """Every RAG_* variable is read in rag/settings.py."""
     readers = {str(p.relative_to(ROOT)) for folder in ("rag", "ui") for p in (ROOT / folder).rglob("*.py")
                if re.search(r"environ(\.get)?[\[(]\s*[\"']RAG_", p.read_text(encoding="utf-8"))}
-    assert readers <= {"rag/settings.py", "rag/generation/llm.py"}, readers
+    assert readers <= {"rag/settings.py"}, readers

@@ -30,7 +30,16 @@ from rag.errors import (
     UnknownLLMError,
 )
 from rag.http import Edge, Errors, RetryPolicy, says_context_too_long
-from rag.settings import OPENAI, configured_key, display_url, ollama_base_url, openai_base_url, openai_key_hint, timeout
+from rag.settings import (
+    OPENAI,
+    configured_key,
+    display_url,
+    load,
+    ollama_base_url,
+    openai_base_url,
+    openai_key_hint,
+    timeout,
+)
 
 LLM_SPECS = ("ollama:<model>", "openai:<model>")
 ERRORS = Errors(LLMError, LLMUnavailableError, LLMAuthError)
@@ -208,7 +217,7 @@ class OpenAIChat(ChatModel):
 def get_llm(spec: str | None, *, client: httpx.Client | None = None, host: str | None = None,
             base_url: str | None = None, api_key: str | None = None) -> ChatModel:
     """Return the chat model for a spec (default $RAG_LLM): "ollama:<model>" or "openai:<model>"."""
-    spec = (spec or os.environ.get("RAG_LLM", "")).strip()
+    spec = (spec or load().llm).strip()
     provider, _, model = spec.partition(":")
     if not spec:
         raise UnknownLLMError("No LLM is configured. Give --llm ollama:<model> or openai:<model> (or set RAG_LLM), "
