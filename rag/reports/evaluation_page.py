@@ -48,7 +48,8 @@ TEMPLATE = """<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="{{ CSP }}">
+{# CSP is our constant (evaluation_html.CSP): its single quotes are written as they are, as before Jinja2 #}
+<meta http-equiv="Content-Security-Policy" content="{{ CSP|safe }}">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="generator" content="RAG Lab">
 <title>{{ title }}</title>

