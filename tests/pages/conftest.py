@@ -75,6 +75,21 @@ def hold(monkeypatch):
     assert jobs.jobs_queue().wait_idle(JOB_TIMEOUT), "a job did not end"
 
 
+@pytest.fixture
+def sweep_env(tmp_path: Path, monkeypatch, shared_data) -> Path:
+    """Give the Evaluate page its own Qdrant folder, the fake embedder, and XQuAD-de as its sample folder's
+    query set; return the test's folder."""
+    samples = tmp_path / "samples"
+    samples.mkdir()
+    (samples / "xquad.json").write_bytes((shared_data / "xquad-de/xquad.de.dev.json").read_bytes())
+    for name, value in {"RAG_QDRANT_PATH": tmp_path / "qdrant", "RAG_EMBEDDER": "fake:32", "RAG_SAMPLE_DIR": samples,
+                        "RAG_EMBEDDING_CACHE": tmp_path / "cache", "RAG_DATA_ROOT": tmp_path}.items():
+        monkeypatch.setenv(name, str(value))
+    for name in ("QDRANT_URL", "RAG_COLLECTION"):
+        monkeypatch.delenv(name, raising=False)
+    return tmp_path
+
+
 def until(condition, what: str) -> None:
     """Wait until condition() holds: a guard against a hang, not a timed assertion."""
     for _ in range(600):

@@ -24,17 +24,8 @@ TIMEOUT = 180
 
 
 @pytest.fixture
-def env(tmp_path, monkeypatch, shared_data):
-    samples = tmp_path / "samples"
-    samples.mkdir()
-    (samples / "xquad.json").write_bytes((shared_data / "xquad-de/xquad.de.dev.json").read_bytes())
-    monkeypatch.setenv("RAG_QDRANT_PATH", str(tmp_path / "qdrant"))
-    monkeypatch.setenv("RAG_EMBEDDER", "fake:32")
-    monkeypatch.setenv("RAG_SAMPLE_DIR", str(samples))
-    monkeypatch.setenv("RAG_EMBEDDING_CACHE", str(tmp_path / "cache"))
-    monkeypatch.delenv("QDRANT_URL", raising=False)
-    monkeypatch.delenv("RAG_COLLECTION", raising=False)
-    return tmp_path
+def env(sweep_env):
+    return sweep_env
 
 
 def plain(text: str) -> str:

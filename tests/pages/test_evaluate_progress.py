@@ -17,16 +17,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
-def bars(tmp_path, monkeypatch, shared_data) -> list[tuple[float, str]]:
+def bars(sweep_env, monkeypatch) -> list[tuple[float, str]]:
     """Return the (value, text) of the sweep job's progress bar at every event it took."""
-    samples = tmp_path / "samples"
-    samples.mkdir()
-    (samples / "xquad.json").write_bytes((shared_data / "xquad-de/xquad.de.dev.json").read_bytes())
-    for name, value in {"RAG_QDRANT_PATH": tmp_path / "qdrant", "RAG_EMBEDDER": "fake:32", "RAG_SAMPLE_DIR": samples,
-                        "RAG_EMBEDDING_CACHE": tmp_path / "cache"}.items():
-        monkeypatch.setenv(name, str(value))
-    monkeypatch.delenv("QDRANT_URL", raising=False)
-    monkeypatch.delenv("RAG_COLLECTION", raising=False)
     seen: list[tuple[float, str]] = []
     original = SweepJob._progress
 

@@ -23,18 +23,8 @@ TIMEOUT = 180
 
 
 @pytest.fixture
-def env(tmp_path, monkeypatch, shared_data):
-    samples = tmp_path / "samples"
-    samples.mkdir()
-    (samples / "xquad.json").write_bytes((shared_data / "xquad-de/xquad.de.dev.json").read_bytes())
-    monkeypatch.setenv("RAG_QDRANT_PATH", str(tmp_path / "qdrant"))
-    monkeypatch.setenv("RAG_EMBEDDER", "fake:32")
-    monkeypatch.setenv("RAG_SAMPLE_DIR", str(samples))
-    monkeypatch.setenv("RAG_EMBEDDING_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setenv("RAG_DATA_ROOT", str(tmp_path))
-    for name in ("QDRANT_URL", "RAG_COLLECTION"):
-        monkeypatch.delenv(name, raising=False)
-    return tmp_path
+def env(sweep_env):
+    return sweep_env
 
 
 def page(path: str) -> AppTest:
