@@ -9,7 +9,10 @@
                         candidates, fused = w * dense + (1 - w) * keyword (0 for a list a chunk is not in);
                         computed here from the same two candidate lists
 
-rrf and dbsf run in Qdrant; convex fuses the lists the engine returns. DEFAULT_FUSION is the one measured
+rrf and convex are computed here from the two candidate lists the engine returns (rrf with Qdrant's formula,
+so a server and the embedded engine fuse alike): a list's equal scores are in a stable order there
+(rag.store.edge.ties), where inside the engine's own fusion two keyword scores a float32 digit apart could
+swap ranks between two collections of the same chunks. dbsf runs in Qdrant. DEFAULT_FUSION is the one measured
 best on German and English query sets (bench/modes.py; see the README).
 """
 
@@ -46,8 +49,15 @@ class Fusion:
 
     @property
     def fused_here(self) -> bool:
-        """Return whether RAG Lab fuses the lists itself (convex) rather than the engine."""
-        return self.method == "convex"
+        """Return whether RAG Lab fuses the lists itself (rrf, convex) rather than the engine (dbsf)."""
+        return self.method != "dbsf"
+
+    def fuse(self, dense: Sequence[tuple[str, float]], keyword: Sequence[tuple[str, float]],
+             order: Mapping[str, tuple] | None = None) -> list[tuple[str, float]]:
+        """Return (id, fused score) best first of two candidate lists (best first); rrf or convex."""
+        if self.method == "rrf":
+            return rrf([i for i, _ in dense], [i for i, _ in keyword], self.weight, self.k, order)
+        return convex(dense, keyword, self.weight, order)
 
     def query(self) -> models.FusionQuery | models.RrfQuery:
         """Return the engine's fusion query for rrf and dbsf."""
@@ -79,6 +89,23 @@ def parse_fusion(text: str | Fusion) -> Fusion:
             "convex takes w (0-1: the dense list's share), dbsf takes none."
         )
     return Fusion(method, round(weight, 4), int(k))
+
+
+def rrf(dense: Sequence[str], keyword: Sequence[str], weight: float = DEFAULT_WEIGHT, k: int = RRF_K,
+        order: Mapping[str, tuple] | None = None) -> list[tuple[str, float]]:
+    """Return (id, fused score) best first by Qdrant's reciprocal rank fusion of two ranked id lists.
+
+    Each list adds 1 / (rank / share + k - 1) for a rank from 1, share = 2 x weight for the dense list and
+    2 x (1 - weight) for the keyword list (1 each at the default 0.5: 1 / (k + rank - 1)); a list of share 0
+    adds nothing. Equal fused scores (common: the first of one list and the first of the other) are ordered
+    by order[id], then by id, as in convex.
+    """
+    fused: dict[str, float] = {}
+    for share, ranked in ((2 * weight, dense), (2 * (1 - weight), keyword)):
+        for rank, point in enumerate(ranked, 1):
+            fused[point] = fused.get(point, 0.0) + (1 / (rank / share + k - 1) if share > 0 else 0.0)
+    order = order or {}
+    return sorted(fused.items(), key=lambda item: (-item[1], order.get(item[0], ()), item[0]))
 
 
 def convex(dense: Sequence[tuple[str, float]], keyword: Sequence[tuple[str, float]], weight: float,

@@ -4,16 +4,16 @@
 - "sparse": keyword search, the query text's terms against the chunks' BM25 vectors (rag.store.keywords;
   Hit.score is the BM25 score, score_kind "bm25"). Needs no query vector; a query without terms (only
   stop words or punctuation) finds nothing.
-- "hybrid": one Qdrant query with two prefetches, dense and sparse, each `candidate_limit(top_k)` long,
-  fused by the engine with RRF (score = sum of 1 / (k + position), position from 0, k = 2 in Qdrant;
-  optionally weighted) or DBSF (each list's scores normalised by mean ± 3 standard deviations, then
-  summed), or fused here from the same two lists by a convex combination (rag.store.fusion). Hit.score is that
-  fused score, not a cosine (score_kind "rrf" / "dbsf" / "convex").
+- "hybrid": the dense and the keyword candidate lists, each `candidate_limit(top_k)` long, fused here with
+  RRF (Qdrant's formula: score = sum of 1 / (k + position), position from 0, k = 2; optionally weighted) or a
+  convex combination, or by the engine (one query with the two lists as prefetches) with DBSF (each list's
+  scores normalised by mean ± 3 standard deviations, then summed); rag.store.fusion. Hit.score is that fused
+  score, not a cosine (score_kind "rrf" / "dbsf" / "convex").
 
 Explanation: every hit carries its dense and sparse score and rank (see rag.store.records.Hit). For hybrid
-search the two candidate lists are queried again next to the fused query, in the same round trip and
-with the same vector, filter and limit as the prefetches, so ranks and scores are the ones the fusion
-saw. In dense or sparse mode only that mode's fields are filled.
+search the two candidate lists are the ones fused (for DBSF they are queried next to the fused query, in the
+same round trip and with the same vector, filter and limit as the prefetches), so ranks and scores are the
+ones the fusion saw. In dense or sparse mode only that mode's fields are filled.
 
 A control cuts, never reorders: the candidate depth is CANDIDATES (50) for every top_k up to 50, so the fused
 scores and their order are the same for top_k 1 and 50, and top_k only says how many of them to return.
@@ -33,7 +33,7 @@ from qdrant_client import models
 
 from rag.embeddings.base import Embedder
 from rag.errors import QueryError
-from rag.store.fusion import METHODS, Fusion, convex, parse_fusion
+from rag.store.fusion import METHODS, Fusion, parse_fusion
 from rag.store.keywords import Analyzer
 from rag.store.records import Hit, Layout, hit_from_point, mismatch_error, payload_int, sparse_missing_error
 
@@ -168,8 +168,8 @@ class SearchMixin:
         round trip in which the modes share their candidate lists.
 
         A hybrid search already fetches each query's dense and keyword candidates (candidate_limit(top_k) long);
-        dense and sparse mode take their top_k from those lists, convex fusion fuses them, and only rrf and dbsf
-        add a request each (the engine fuses). An evaluation of several modes thus scans the collection once
+        dense and sparse mode take their top_k from those lists, rrf and convex fusion fuse them, and only dbsf
+        adds a request (the engine fuses). An evaluation of several modes thus scans the collection once
         per list, not once per mode. Without a hybrid mode, this is search_batch per mode.
         """
         fusions = [check_mode(mode, fusion) for mode, fusion in modes]
@@ -260,7 +260,7 @@ class SearchMixin:
                 plan.final = models.QueryRequest(query=keyword, using=layout.sparse, with_payload=True, **shared)
             return plan
         candidates = {"filter": shared["filter"], "limit": depth}
-        here = fusion.fused_here  # convex: the candidate lists carry the payloads, the fusion is done in _run
+        here = fusion.fused_here  # rrf, convex: the candidate lists carry the payloads, the fusion is done in _run
         prefetch = [models.Prefetch(query=vector.tolist(), using=using, **candidates)]
         plan.dense = models.QueryRequest(query=vector.tolist(), using=using, with_payload=here, **candidates)
         if keyword is not None:
@@ -292,12 +292,11 @@ class SearchMixin:
 
 def _fuse_here(dense: list[Any], keyword: list[Any], fusion: Fusion, limit: int, threshold: float | None
                ) -> list[Any]:
-    """Return the top points of a convex fusion of the two candidate lists, each with its fused score."""
+    """Return the top points of the rrf or convex fusion of the two candidate lists, each with its fused score."""
     by_id = {str(p.id): p for p in (*keyword, *dense)}
     order = {i: (str((p.payload or {}).get("document_id", "")), payload_int((p.payload or {}).get("chunk_index")) or 0)
              for i, p in by_id.items()}  # ties by document and chunk, not by the ids each ingest draws anew
-    fused = convex([(str(p.id), p.score) for p in dense], [(str(p.id), p.score) for p in keyword], fusion.weight,
-                   order)
+    fused = fusion.fuse([(str(p.id), p.score) for p in dense], [(str(p.id), p.score) for p in keyword], order)
     kept = [(i, score) for i, score in fused if threshold is None or score >= threshold][:limit]
     return [by_id[i].model_copy(update={"score": score}) for i, score in kept]
 

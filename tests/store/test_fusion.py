@@ -12,7 +12,7 @@ from rag.errors import InvalidSettingsError
 from rag.evaluation.fusion_tuning import WEIGHTS, tune_fusion
 from rag.evaluation.queries import load_query_set
 from rag.evaluation.squad import import_squad, sweep_input
-from rag.store.fusion import DEFAULT_FUSION, Fusion, convex, parse_fusion
+from rag.store.fusion import DEFAULT_FUSION, Fusion, convex, parse_fusion, rrf
 from rag.store.open import open_store
 from tests.conftest import run
 
@@ -40,6 +40,17 @@ def test_convex_combination_normalises_each_list():
     assert [i for i, _ in convex(dense, keyword, 1.0)][:3] == ["a", "b", "c"]  # all dense
     assert [i for i, _ in convex(dense, keyword, 0.0)][:3] == ["c", "d", "a"]  # all keywords
     assert convex([], [("x", 3.0)], 0.5) == [("x", 0.5)]
+
+
+def test_rrf_is_qdrants_formula_weighted_by_share_with_ties_in_the_given_order():
+    dense, keyword = ["a", "b", "c"], ["c", "d"]
+    assert dict(rrf(dense, keyword)) == pytest.approx({"a": 1 / 2, "b": 1 / 3, "c": 1 / 4 + 1 / 2, "d": 1 / 3})
+    weighted = dict(rrf(dense, keyword, weight=0.7, k=10))  # shares 1.4 (dense) and 0.6 (keyword)
+    assert weighted["c"] == pytest.approx(1 / (3 / 1.4 + 9) + 1 / (1 / 0.6 + 9))
+    assert [i for i, s in rrf(dense, keyword, weight=1.0) if s > 0] == ["a", "b", "c"]  # the keyword list adds 0
+    order = {"b": ("doc-1", 0), "d": ("doc-1", 1)}  # b and d tie at 1/3
+    assert [i for i, _ in rrf(dense, keyword, order=order)] == ["c", "a", "b", "d"]
+    assert [i for i, _ in Fusion("rrf").fuse([("a", 0.9)], [("a", 7.0)])] == ["a"]
 
 
 def test_equal_fused_scores_follow_the_given_order_not_the_ids():
