@@ -19,6 +19,7 @@ documents = workspace.documents_or_stop(
 st.caption(f"Collection '{md(ws.collection)}': {counted(len(documents), 'document')}, {counted(ws.points, 'chunk')}, "
            f"embedder {md(ws.spec)}.")
 parts.defaults(ws)
+parts.index(ws)
 incomplete = [d for d in documents if not d.complete]
 if incomplete:
     were = "was" if len(incomplete) == 1 else "were"

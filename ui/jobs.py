@@ -2,7 +2,8 @@
 
 One worker thread runs the jobs one after another, so two writers never meet in a store; other long work that
 writes or reads a store for long (a sweep, ui.sweep_jobs; a query-set comparison, ui.compare_jobs) waits in
-the same queue as a job that runs itself (add). A job keeps its
+the same queue as a job that runs itself (add); so does the HNSW index build of a collection that an ingest made
+large enough (IndexJob: the build itself runs in a child process). A job keeps its
 files' bytes until it has run, its progress, and its results (what was stored, skipped or failed, and why).
 Cancelling stops a job between files and embedding batches, never inside the store stage: every file is
 stored whole or not at all.
@@ -27,10 +28,13 @@ from rag.errors import RagError
 from rag.evaluation.pace import time_left
 from rag.store.archive import DocumentArchive
 from rag.store.client import Store
+from rag.store.edge.index import IndexState
+from rag.store.indexing import IndexCancelledError
 from rag.urls import redact_urls
 
 log = logging.getLogger(__name__)
 KEPT = 20  # finished jobs listed per process
+INDEX_SECONDS_PER_POINT = 0.0025  # an HNSW build on 2 cores (209 s at 100,000 points, README): the progress estimate
 STATUSES = ("queued", "running", "done", "failed", "cancelled")
 T = TypeVar("T")
 
@@ -86,6 +90,67 @@ class IngestJob:
             return f"Failed: {self.error}"
         word = "Cancelled" if self.status == "cancelled" else "Done"
         return f"{word}: {stored} of {count} file(s) stored in '{self.collection}'{took}"
+
+
+@dataclass
+class IndexJob:
+    """The HNSW index of a collection of the embedded engine, built in a child process (rag.store.indexing): queued
+    after an ingest that made the collection large enough, or from the Library; Cancel stops the child."""
+
+    collection: str
+    store: Store
+    location: str
+    points: int = 0  # chunks when queued: the time estimate
+    id: int = 0  # given by the queue
+    status: str = "queued"
+    result: IndexState | None = None
+    error: str | None = None
+    submitted: float = field(default_factory=time.time)
+    started: float | None = None
+    finished: float | None = None
+    cancel_requested: bool = False
+
+    @property
+    def active(self) -> bool:
+        return self.status in ("queued", "running")
+
+    @property
+    def fraction(self) -> float:
+        """Return the share of the estimated build time gone (the engine reports no progress), at most 0.95."""
+        if self.started is None:
+            return 0.0
+        return min((time.time() - self.started) / max(INDEX_SECONDS_PER_POINT * self.points, 5.0), 0.95)
+
+    @property
+    def text(self) -> str:
+        if self.status != "running" or self.started is None:
+            return "Waiting for the jobs before it"
+        return (f"{time.time() - self.started:.0f} s of about {INDEX_SECONDS_PER_POINT * self.points:.0f} s; searches "
+                "go on meanwhile (exact until the index is in place)")
+
+    def summary(self) -> str:
+        what = f"the HNSW index of '{self.collection}' ({self.points:,} chunks)"
+        if self.status == "queued":
+            return f"Waiting: {what}"
+        if self.status == "running":
+            return f"Building {what}"
+        if self.status == "failed":
+            return f"Failed: {self.error}"
+        if self.status == "cancelled":
+            return f"Cancelled: {what}. Searches stay as they were."
+        return f"Done: {self.result.summary()}" if self.result else f"Done: {what}"
+
+    def run(self) -> None:
+        self.status, self.started = "running", time.time()
+        try:
+            self.result = self.store.build_index(self.collection, cancel=lambda: self.cancel_requested)
+            self.status = "done"
+        except IndexCancelledError:
+            self.status = "cancelled"
+        except Exception as error:
+            self.status, self.error = "failed", failure(error, "index", self.id)
+        finally:
+            self.finished = time.time()
 
 
 def failure(error: Exception, kind: str, job_id: int) -> str:
@@ -191,6 +256,22 @@ class JobQueue:
                 job.files[index] = _kept(file, result)
             if self.on_change is not None:
                 self.on_change()
+            if job.status != "failed" and any(r.ok for r in job.results):
+                self.index_when_due(job.store, job.collection, job.location)
+
+    def index_when_due(self, store: Store, collection: str, location: str) -> IndexJob | None:
+        """Queue collection's index build when it is due (rag.store.edge.index) and none is queued or running."""
+        with self._lock:
+            if any(isinstance(j, IndexJob) and j.active and j.collection == collection and j.location == location
+                   for j in self._jobs):
+                return None
+        try:
+            state = store.index_state(collection)
+        except RagError:
+            return None  # the collection went away, the store is closed: nothing to index
+        if state is None or not state.due:
+            return None
+        return self.add(IndexJob(collection, store, location, state.points))
 
     def _run_other(self, job) -> None:
         try:

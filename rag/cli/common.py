@@ -1,4 +1,4 @@
-"""What the command-line commands share: chunk options, file reading, progress lines, tables.
+"""What the command-line commands share: chunk options, file reading, progress lines, tables, index builds.
 
 A user's mistake (bad file, unknown collection, server down) prints one line to stderr and exits 1;
 a malformed command line exits 2 (argparse). Results go to stdout, progress to stderr.
@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,6 +17,8 @@ from rag.chunking import chunker as chunking
 from rag.documents import loader
 from rag.documents.text import shorten
 from rag.errors import UsageError
+from rag.store.client import Store
+from rag.store.edge.index import IndexState
 
 preview = shorten  # the one shortening rule (messages, tables): rag.documents.text.shorten
 
@@ -108,6 +111,27 @@ def write_report(file: Path, text: str) -> None:
 def progress(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
+
+
+def build_index(store: Store, collection: str) -> IndexState:
+    """Build collection's index, saying so on stderr (it takes minutes at 100,000 chunks); return the state."""
+    before = store.index_state(collection)
+    progress(f"Building the HNSW index of '{collection}' ({before.points:,} chunks) in a child process …")
+    started = time.perf_counter()
+    state = store.build_index(collection)
+    progress(f"… done in {time.perf_counter() - started:.0f} s: {state.summary()}")
+    return state
+
+
+def after_ingest(store: Store, collection: str, allowed: bool) -> None:
+    """Build collection's index when it is due (large enough, not fully indexed) and allowed; else say it is due."""
+    if not store.index_due(collection):
+        return
+    if allowed:
+        build_index(store, collection)
+    else:
+        progress(f"note: '{collection}' is large enough for an HNSW index; build it with "
+                        f"`python -m rag index --collection {collection}`.")
 
 
 def print_table(rows: list[list[str]], headers: list[str]) -> None:

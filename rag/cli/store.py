@@ -87,6 +87,8 @@ def run_ingest(args: argparse.Namespace) -> int:
     for result in results:
         if result.error:
             print(f"{'note' if result.skipped else 'error'}: {result.error}", file=sys.stderr)
+    if any(r.ok for r in results):
+        common.after_ingest(store, args.collection, allowed=args.index)
     if args.json:
         dump({"collection": args.collection, "embedder": embedder.model_id,
               "results": [vars(r) | {"status": r.status, "empty_pages": list(r.empty_pages), "notes": list(r.notes),
@@ -207,7 +209,8 @@ def run_collections(args: argparse.Namespace) -> int:
     if args.json:
         dump([{"name": c.name, "points": c.points, "embedder": c.embedder, "dimension": c.dimension,
                "foreign": c.foreign, "sparse": c.sparse, "chunk_headers": c.chunk_headers,
-               "defaults": None if c.foreign else collection_defaults(store, c.name)} for c in infos])
+               "defaults": None if c.foreign else collection_defaults(store, c.name),
+               "index": index.as_json() if (index := store.index_state(c.name)) else None} for c in infos])
         return 0
     rows = [[c.name, str(c.points), c.embedder or "(not made by RAG Lab)", str(c.dimension),
              "yes" if c.sparse else "no" if c.foreign else "re-ingest to enable"] for c in infos]
@@ -351,6 +354,9 @@ def register(commands: argparse._SubParsersAction) -> None:
                         "the stored chunk text stays as it is")
     ingest.add_argument("--keep-versions", action="store_true",
                         help="keep a document whose file name is already in the collection (default: replace it)")
+    ingest.add_argument("--no-index", dest="index", action="store_false",
+                        help="do not build the HNSW index now even if the collection has grown large enough for one "
+                        "(RAG_INDEX_MIN_POINTS; `rag index` builds it later)")
     ingest.add_argument("--json", action="store_true", help="print the per-file results as JSON")
     ingest.set_defaults(run=run_ingest, parser=ingest)
 

@@ -46,6 +46,8 @@ from rag.errors import (
 from rag.store import keywords
 from rag.store.documents import DocumentsMixin
 from rag.store.edge import EdgeClient
+from rag.store.edge.api import EdgeError
+from rag.store.indexing import IndexMixin
 from rag.store.keywords import Analyzer, analyzer_for
 from rag.store.records import (
     CollectionInfo,
@@ -76,7 +78,7 @@ def timed_out(error: BaseException) -> bool:
     return False
 
 
-class Store(DocumentsMixin, VersionsMixin, SearchMixin):
+class Store(DocumentsMixin, VersionsMixin, SearchMixin, IndexMixin):
     """One Qdrant client (embedded folder, memory or server) and the operations RAG Lab needs."""
 
     def __init__(self, client: QdrantClient, location: str, local: bool,
@@ -96,10 +98,11 @@ class Store(DocumentsMixin, VersionsMixin, SearchMixin):
         self.client.close()
 
     @contextmanager
-    def _guard(self, action: str) -> Iterator[None]:
-        """Run client calls under the lock; turn client failures into StoreError subclasses."""
+    def _guard(self, action: str, hold: bool = True) -> Iterator[None]:
+        """Run client calls under the lock (hold=False: without it, for work that locks its own steps); turn client
+        failures into StoreError subclasses."""
         try:
-            with self._lock:
+            with self._lock if hold else nullcontext():
                 self._check_folder(action)
                 yield
         except RagError:
@@ -348,10 +351,13 @@ _REFUSALS = re.compile(r"not found|already exists|does not exist|cannot (be|cont
 
 
 def engine_refusal(error: BaseException) -> bool:
-    """Return whether qdrant-client itself raised error (the last frame is its code) for a cause a user can fix
-    (a missing or existing collection, a bad name, a NaN vector...). Anything else is a bug and stays one."""
+    """Return whether the engine raised error (the last frame is qdrant-client's code, or the embedded engine's
+    client in rag.store.edge, which refuses as qdrant-client does) for a cause a user can fix (a missing or
+    existing collection, a bad name, a NaN vector...). Anything else is a bug and stays one."""
+    if isinstance(error, EdgeError):
+        return True  # the embedded engine's own refusal or failure, in its words
     frame = error.__traceback__
     while frame is not None and frame.tb_next is not None:
         frame = frame.tb_next
     module = frame.tb_frame.f_globals.get("__name__", "") if frame is not None else ""
-    return module.startswith("qdrant_client") and bool(_REFUSALS.search(str(error)))
+    return module.startswith(("qdrant_client", "rag.store.edge")) and bool(_REFUSALS.search(str(error)))

@@ -37,8 +37,8 @@ def open_store(path: str | None = None, url: str | None = None, api_key: str | N
     only to QDRANT_URL: another url gets api_key, or no key (rag.settings); a URL that qdrant-client would
     read as another server than rag.urls does is refused before anything is sent. One Store per location is
     cached, because an embedded folder can be opened by one client only; path=":memory:" gives a new
-    engine every call (the local mode's in memory; with RAG_QDRANT_ENGINE=edge, Qdrant Edge in a temporary folder
-    removed on close and at exit). A malformed
+    engine every call (Qdrant Edge in a temporary folder removed on close and at exit; with RAG_QDRANT_ENGINE=local,
+    the local mode's in memory). A malformed
     URL or an empty path raises InvalidSettingsError.
     """
     if path == ":memory:":
@@ -64,8 +64,8 @@ def open_store(path: str | None = None, url: str | None = None, api_key: str | N
 
 
 def _open_folder(path: str) -> Store:
-    """Open an embedded folder with its engine: qdrant-client's local mode (the default), or Qdrant Edge when
-    RAG_QDRANT_ENGINE=edge (a folder in the local mode's format is moved to it first)."""
+    """Open an embedded folder with its engine: Qdrant Edge (a folder in qdrant-client's local format is moved to it
+    first), or qdrant-client's local mode when RAG_QDRANT_ENGINE=local."""
     engine = _engine()
     try:
         client = EdgeClient(path) if engine == "edge" else QdrantClient(path=path)
@@ -86,7 +86,7 @@ def _open_folder(path: str) -> Store:
 
 
 def _engine() -> str:
-    """Return the embedded engine: "local" (qdrant-client's local mode, the default) or "edge" (opt-in)."""
+    """Return the embedded engine: "edge" (Qdrant Edge, the default) or "local" (qdrant-client's local mode)."""
     return load().qdrant_engine
 
 

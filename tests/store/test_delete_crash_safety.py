@@ -1,8 +1,8 @@
 """kill -9 during `rag delete --document`: the document is there whole or gone whole, never searchable in part.
 
 A real `python -m rag delete` is SIGKILLed at chosen points: just before and just after the one registry
-update that commits the delete, and after the first, a middle and the last but one of its point deletions
-(counted where the embedded engine writes them to disk, so every point is a place a power cut could hit).
+update that commits the delete, and before the first, a middle and the last of its point deletions (counted
+where the embedded engine writes them: every point in qdrant-client's local mode, every batch in Qdrant Edge).
 The folder is then opened afresh, as the next process would: listings, searches, and an ingest of the file.
 """
 
@@ -22,40 +22,63 @@ import pytest
 from rag import pipeline
 from rag.chunking.chunker import ChunkSettings
 from rag.embeddings import get_embedder
-from rag.store.client import Store
+from rag.settings import load
+from rag.store.client import UPSERT_BATCH, Store
 from rag.store.open import open_store
 from rag.store.records import DocumentInfo
 from tests.store.test_crash_safety import PARAGRAPH, ROOT
 
 SETTINGS = ChunkSettings(40, 0)
 
-# Runs the CLI and kills itself (SIGKILL, as kill -9) at the KILL_AT-th point the engine deletes from disk, or
-# right before ("commit") / after ("committed") the registry point is stored with a retired generation.
+# Runs the CLI and kills itself (SIGKILL, as kill -9) at the KILL_AT-th point deletion the engine writes (qdrant-client's
+# local mode: one point at a time; Qdrant Edge: one batch of UPSERT_BATCH points a write), or right before ("commit")
+# / after ("committed") the registry point is stored with a retired generation.
 KILLER = """
-import os, pickle, signal, sys
-from qdrant_client.local import persistence
+import os, signal, sys
+from rag.settings import load
 
 where, deletes = os.environ["KILL_AT"], [0]
-real_delete, real_persist = persistence.CollectionPersistence.delete, persistence.CollectionPersistence.persist
 
-def delete(self, point_id):
+def deleting():
     deletes[0] += 1
     if where.isdigit() and deletes[0] == int(where):
         os.kill(os.getpid(), signal.SIGKILL)
-    real_delete(self, point_id)
 
-def persist(self, point):
-    commit = "retired" in repr(point.payload) and "rag_lab_registry" in (point.payload or {})
+def storing(payloads, then, registry=False):
+    commit = any("retired" in repr(p) and (registry or "rag_lab_registry" in (p or {})) for p in payloads)
     if commit and where == "commit":
         os.kill(os.getpid(), signal.SIGKILL)
-    real_persist(self, point)
+    then()
     if commit and where == "committed":
         os.kill(os.getpid(), signal.SIGKILL)
 
-persistence.CollectionPersistence.delete, persistence.CollectionPersistence.persist = delete, persist
+if load().qdrant_engine == "edge":
+    from rag.store.edge import api
+    from rag.store.versions import REGISTRY_ID
+    real_ids, real_where, real_upsert, real_set = api.delete_ids, api.delete_where, api.upsert, api.set_payload
+    api.delete_ids = lambda shard, ids: (deleting(), real_ids(shard, ids))
+    api.delete_where = lambda shard, flt: (deleting(), real_where(shard, flt))
+    api.upsert = lambda shard, points, unnamed: storing([p.payload for p in points],
+                                                        lambda: real_upsert(shard, points, unnamed))
+    api.set_payload = lambda shard, ids, payload: storing([payload], lambda: real_set(shard, ids, payload),
+                                                          registry=ids == [REGISTRY_ID])
+else:
+    from qdrant_client.local import persistence
+    real_delete, real_persist = persistence.CollectionPersistence.delete, persistence.CollectionPersistence.persist
+    persistence.CollectionPersistence.delete = lambda self, point_id: (deleting(), real_delete(self, point_id))
+    persistence.CollectionPersistence.persist = lambda self, point: storing([point.payload],
+                                                                            lambda: real_persist(self, point))
 from rag.cli import main
 sys.exit(main(sys.argv[1:]))
 """
+
+
+def kill_points(chunks: int) -> dict[str, str]:
+    """Return KILL_AT of "1", "middle" and "last" (the last but one point, or the last batch) for a document."""
+    if load().qdrant_engine == "edge":
+        writes = -(-chunks // UPSERT_BATCH)
+        return {"1": "1", "middle": str(max(1, (writes + 1) // 2)), "last": str(writes)}
+    return {"1": "1", "middle": str(chunks // 2), "last": str(chunks - 1)}
 
 
 def killed_delete(store: Path, killer: Path, where: str, document_id: str) -> subprocess.CompletedProcess:
@@ -108,7 +131,7 @@ def test_killed_delete_leaves_the_document_whole_or_gone(filled, tmp_path: Path,
     shutil.copytree(source, folder)
     killer = tmp_path / "killer.py"
     killer.write_text(KILLER, encoding="utf-8")
-    kill_at = {"middle": str(before.chunks // 2), "last": str(before.chunks - 1)}.get(where, where)
+    kill_at = kill_points(before.chunks).get(where, where)
 
     killed = killed_delete(folder, killer, kill_at, before.document_id)
     assert killed.returncode == -signal.SIGKILL, killed.stderr

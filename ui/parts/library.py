@@ -1,4 +1,5 @@
-"""The pieces of the Library: the collection's saved search defaults (and the run that chose them), the repair of
+"""The pieces of the Library: the collection's saved search defaults (and the run that chose them), its HNSW index
+(state, recall, the build as a job), the repair of
 a document an interrupted ingest left incomplete (delete the rest, or ingest again), and the collections sweeps
 made, deleted one whole sweep at a time."""
 
@@ -12,10 +13,15 @@ from rag.chunking.chunker import DEFAULT_CHUNK_SIZE, ChunkSettings
 from rag.evaluation.sweep import sweep_groups
 from rag.runs.apply import collection_defaults
 from rag.runs.db import RunLog, runs_path_of
+from rag.store.edge.index import MIN_RECALL
 from rag.store.records import DocumentInfo
-from ui import errors, resources, state
+from ui import errors, jobs, resources, state
+from ui.parts import live_jobs
 from ui.render import counted, md
 from ui.workspace import Workspace
+
+INDEX_SEEN = "library_index_seen"  # the session's last index job whose end it has shown
+INDEX_CANCEL_HELP = "Stop the build; the collection and its searches stay as they were."
 
 
 def defaults(workspace: Workspace) -> None:
@@ -33,6 +39,36 @@ def defaults(workspace: Workspace) -> None:
     shown = ", ".join(f"{key} {value}" for key, value in saved.items() if key != "run" and value is not None)
     if shown:
         st.caption(f"Search defaults: {md(shown)}{_chosen_by(workspace, saved['run'])}.")
+
+
+def index(workspace: Workspace) -> None:
+    """Say how searches of the collection run (exact, or through an HNSW index with its measured recall), queue the
+    index build when the collection is due for one, show it while it runs, and offer to build it now."""
+    if workspace.info is None:
+        return
+    state_now = errors.attempt(workspace.store.index_state, workspace.collection)
+    if state_now is None:
+        if not workspace.store.local:
+            st.caption("Index: the Qdrant server builds and keeps its HNSW index itself.")
+        return
+    queue = live_jobs.queue()
+    if state_now.due:
+        queue.index_when_due(workspace.store, workspace.collection, workspace.location)
+    st.caption(f"Index: {md(state_now.summary())}")
+    finished = live_jobs.show(workspace.location, jobs.IndexJob, INDEX_SEEN, INDEX_CANCEL_HELP)
+    if finished is not None and finished.status == "done":
+        state.announce(md(finished.summary()))
+        st.rerun()
+    running = any(j.active and j.collection == workspace.collection
+                  for j in queue.jobs(workspace.location, jobs.IndexJob))
+    if state_now.points and not running and st.button(
+            "Build the index now" if state_now.recall_at_10 is None else "Build the index again",
+            icon=":material/account_tree:", key=f"build_index-{workspace.collection}",
+            help="An HNSW graph, built in a child process (about 2 minutes per 50,000 chunks on 2 cores) and checked "
+                 f"against exact search; searches use it from recall@10 {MIN_RECALL} on. Collections are indexed by "
+                 f"themselves from {state_now.min_points:,} chunks on (RAG_INDEX_MIN_POINTS)."):
+        queue.add(jobs.IndexJob(workspace.collection, workspace.store, workspace.location, state_now.points))
+        st.rerun()
 
 
 def _chosen_by(workspace: Workspace, run_id: int | None) -> str:

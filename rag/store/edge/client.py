@@ -22,6 +22,8 @@ import shutil
 import threading
 import uuid
 import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
@@ -32,6 +34,7 @@ from qdrant_client.http import models as rest
 from rag.store.edge import api, ties
 
 EDGE_DIR = "edge"
+MIN_RECALL = 0.98  # rag.store.edge.index: searches go through an HNSW graph of at least this measured recall@10
 MIN_FREE = 128 * 2**20  # bytes a write leaves free at least: the engine grows its files by up to 32 MB at once
 SMALL_FREE = 4 * 2**20  # the same for payload updates of a few points
 CONFIG_FILE = "collection.json"
@@ -79,6 +82,7 @@ class EdgeClient:
         self._configs: dict[str, dict] = {}
         self._mutex = threading.RLock()
         self.exact = False  # True: every search scans all vectors, even where an HNSW index exists
+        self._writes: dict[str, int] = {}  # writes per collection in this process (replace_shard compares them)
 
     def close(self) -> None:
         with self._mutex:
@@ -181,7 +185,8 @@ class EdgeClient:
 
     def create_payload_index(self, collection_name: str, field_name: str, field_schema: Any = None, **_: Any) -> None:
         self._check_space(0)
-        api.index_keyword(self._shard(collection_name), field_name)
+        with self._writing(collection_name) as shard:
+            api.index_keyword(shard, field_name)
 
     def _shard(self, name: str) -> Any:
         with self._mutex:
@@ -190,6 +195,13 @@ class EdgeClient:
                 self._shards[name] = api.load_shard(os.path.join(self._folder(name), SHARD_DIR))
             return self._shards[name]
 
+    @contextmanager
+    def _writing(self, name: str) -> Iterator[Any]:
+        """Hold the lock for one write to a collection and count it (an index build started before is void)."""
+        with self._mutex:
+            self._writes[name] = self._writes.get(name, 0) + 1
+            yield self._shard(name)
+
     def _unnamed(self, name: str) -> bool:
         return bool(self._config(name).get("unnamed"))
 
@@ -197,7 +209,8 @@ class EdgeClient:
 
     def upsert(self, collection_name: str, points: list[models.PointStruct], wait: bool = True, **_: Any) -> None:
         self._check_space(sum(_size(p) for p in points))
-        api.upsert(self._shard(collection_name), list(points), self._unnamed(collection_name))
+        with self._writing(collection_name) as shard:
+            api.upsert(shard, list(points), self._unnamed(collection_name))
 
     def retrieve(self, collection_name: str, ids: list[Any], with_payload: Any = True, with_vectors: Any = False,
                  **_: Any) -> list[models.Record]:
@@ -215,29 +228,33 @@ class EdgeClient:
         return models.CountResult(count=api.count(self._shard(collection_name), count_filter))
 
     def delete(self, collection_name: str, points_selector: Any, wait: bool = True, **_: Any) -> None:
-        shard = self._shard(collection_name)
         if isinstance(points_selector, models.FilterSelector):
             points_selector = points_selector.filter
-        if isinstance(points_selector, models.Filter):
-            api.delete_where(shard, points_selector)
-        else:
-            ids = points_selector.points if isinstance(points_selector, models.PointIdsList) else points_selector
-            api.delete_ids(shard, list(ids))
-        api.vacuum(shard)  # keyword scores (IDF) must not count what was deleted
+        with self._writing(collection_name) as shard:
+            if isinstance(points_selector, models.Filter):
+                api.delete_where(shard, points_selector)
+            else:
+                ids = points_selector.points if isinstance(points_selector, models.PointIdsList) else points_selector
+                api.delete_ids(shard, list(ids))
+            api.vacuum(shard)  # keyword scores (IDF) must not count what was deleted
 
     def set_payload(self, collection_name: str, payload: dict, points: list[Any], wait: bool = True,
                     **_: Any) -> None:
         self._check_space(len(json.dumps(payload, default=str)) * len(_ids(points)), SMALL_FREE)
-        api.set_payload(self._shard(collection_name), _ids(points), payload)
+        with self._writing(collection_name) as shard:
+            api.set_payload(shard, _ids(points), payload)
 
     def delete_payload(self, collection_name: str, keys: list[str], points: list[Any], wait: bool = True,
                        **_: Any) -> None:
-        api.delete_payload(self._shard(collection_name), _ids(points), keys)
+        with self._writing(collection_name) as shard:
+            api.delete_payload(shard, _ids(points), keys)
 
     def query_batch_points(self, collection_name: str, requests: list[models.QueryRequest], **_: Any
                            ) -> list[rest.QueryResponse]:
-        shard, unnamed = self._shard(collection_name), self._unnamed(collection_name)
-        answers = ties.stable_batch(lambda asked: api.query_batch(shard, asked, unnamed, self.exact), list(requests))
+        unnamed, exact = self._unnamed(collection_name), self.exact or not self._trusted(collection_name)
+        with self._mutex:  # not during replace_shard
+            shard = self._shard(collection_name)
+            answers = ties.stable_batch(lambda asked: api.query_batch(shard, asked, unnamed, exact), list(requests))
         return [rest.QueryResponse(points=points) for points in answers]
 
     def query_points(self, collection_name: str, query: Any = None, using: str | None = None,
@@ -263,25 +280,55 @@ class EdgeClient:
             raise OSError(errno.ENOSPC, f"disk is full: {free // 2**20} MB free, the embedded engine needs at "
                                         f"least {needed // 2**20 + 1} MB")
 
-    # ---- index -------------------------------------------------------------------------------------------------
+    # ---- index (rag.store.edge.index) ----------------------------------------------------------------------
 
-    def build_index(self, collection_name: str) -> bool:
-        """Build the HNSW index of a collection (the engine's optimizers; blocks: minutes at 100k points)."""
-        self._check_space(0)
+    def collection_config(self, name: str) -> dict:
+        """Return what collection.json says of a collection: name, vectors, sparse, metadata, index."""
+        return dict(self._config(name))
+
+    def index_state(self, collection_name: str) -> dict[str, Any]:
+        """Return {"points", "indexed_vectors", "segments", "vectors": {name: points holding it}} of a collection."""
+        config = self._config(collection_name)
         with self._mutex:
-            api.close_shard(self._shard(collection_name))  # reopened with an indexing threshold: optimize builds HNSW
-            config = self._config(collection_name)
-            dense = {k: models.VectorParams(size=v["size"], distance=models.Distance(v["distance"]))
-                     for k, v in config["vectors"].items()}
-            sparse = {k: models.SparseVectorParams(modifier=models.Modifier.IDF if v["modifier"] else None)
-                      for k, v in config["sparse"].items()}
-            self._shards[collection_name] = shard = api.load_shard(
-                os.path.join(self._folder(collection_name), SHARD_DIR), api.shard_config(dense, sparse, api.INDEX_KB))
-        return api.build_index(shard)
+            shard = self._shard(collection_name)
+            counts = api.vector_counts(shard, [*config["vectors"], *config["sparse"]])
+            return {**api.shard_info(shard), "vectors": counts}
 
-    def index_state(self, collection_name: str) -> dict[str, int]:
-        """Return {"points", "indexed_vectors", "segments"} of a collection's shard."""
-        return api.shard_info(self._shard(collection_name))
+    def copy_shard(self, name: str, target: str) -> int:
+        """Copy a collection's shard and collection.json into the new folder target (flushed first, under the
+        lock: no write half in it); return the collection's write count, which replace_shard compares."""
+        with self._mutex:
+            shard = self._shard(name)
+            size = sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(self._folder(name))
+                       for f in files)
+            self._check_space(2 * size)  # the copy, and the graph the build adds to it
+            api.flush(shard)
+            shutil.copytree(os.path.join(self._folder(name), SHARD_DIR), os.path.join(target, SHARD_DIR))
+            _write_json(os.path.join(target, CONFIG_FILE), self._config(name))
+            return self._writes.get(name, 0)
+
+    def replace_shard(self, name: str, source: str, writes: int, record: dict) -> bool:
+        """Put the shard in source in place of the collection's, and record its index in collection.json, unless
+        the collection was written to since copy_shard returned writes (then False, nothing changed)."""
+        with self._mutex:
+            if self._writes.get(name, 0) != writes or not self.collection_exists(name):
+                return False
+            folder = self._folder(name)
+            old = os.path.join(folder, f".replaced-{uuid.uuid4().hex}")
+            api.close_shard(self._shards.pop(name))
+            os.rename(os.path.join(folder, SHARD_DIR), old)
+            os.rename(os.path.join(source, SHARD_DIR), os.path.join(folder, SHARD_DIR))
+            config = {**self._config(name), "index": record}
+            _write_json(os.path.join(folder, CONFIG_FILE), config)
+            self._configs[name] = config
+            self._shards[name] = api.load_shard(os.path.join(folder, SHARD_DIR))
+            shutil.rmtree(old, ignore_errors=True)
+        return True
+
+    def _trusted(self, name: str) -> bool:
+        """Return whether searches of a collection may go through its HNSW graph (recall measured good enough)."""
+        recall = (self._config(name).get("index") or {}).get("recall_at_10")
+        return recall is not None and recall >= MIN_RECALL
 
 
 def free_bytes(path: str) -> int:

@@ -1,0 +1,226 @@
+"""Index when it pays: the HNSW index of a large collection, built in a child process and swapped in whole.
+
+The engine's optimizer holds Python's GIL for the whole build (20 s at 20,000 points, minutes at 100,000), so a
+build in a thread of the app's process would stop every page. build_index instead:
+
+1. under the client's lock, flushes the shard and copies its folder (segments and write-ahead log, as a kill -9
+   would leave them; the engine replays the log on load), and notes the collection's write count;
+2. runs `python -m rag.store.edge.index FOLDER` (niced) on the copy: the engine's optimizers with an indexing
+   threshold build an HNSW graph for every segment (and vacuum deleted points); then recall@10 of the graph is
+   measured against exact search, the queries being up to SAMPLE stored vectors (each query's own point left
+   out of both lists), with both searches timed;
+3. under the lock again, if nothing was written to the collection meanwhile, puts the copy in place of the
+   shard (two renames) and records the result in collection.json; else throws the copy away and starts over
+   (ATTEMPTS times at most, then says to try again when the writes are done).
+
+The original shard is never touched until step 3, so a failed, killed or cancelled build leaves it as it was.
+Searches use the graph only while its measured recall@10 is at least MIN_RECALL (else they compare every vector).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from qdrant_client import models
+
+from rag.store.edge import api
+
+MIN_POINTS = 50_000  # chunks from which a collection is indexed (README: bench.search, exact vs HNSW by size)
+MIN_RECALL = 0.98  # searches use the graph only at this measured recall@10 or better
+SAMPLE = 200  # stored vectors used as queries in the recall check
+TOP = 10
+ATTEMPTS = 3
+POLL_S = 0.25
+
+
+class IndexBuildError(RuntimeError):
+    """The build failed or was given up; the collection is as it was."""
+
+
+class IndexCancelled(RuntimeError):
+    """The build was cancelled; the collection is as it was."""
+
+
+@dataclass(frozen=True)
+class IndexState:
+    """A collection's HNSW index as the Library and `rag index` show it."""
+
+    collection: str
+    points: int
+    indexed: int  # dense vectors in HNSW segments (the rest is compared one by one, as in exact search)
+    min_points: int  # the size from which the collection is indexed
+    recall_at_10: float | None = None  # measured when the index was built; None: never built
+    exact_ms: float | None = None  # p50 of the recall check's exact searches
+    indexed_ms: float | None = None  # ... and of its searches through the graph
+    built_at: str | None = None
+    build_s: float | None = None
+
+    @property
+    def trusted(self) -> bool:
+        """Return whether searches go through the graph (its measured recall is good enough)."""
+        return self.recall_at_10 is not None and self.recall_at_10 >= MIN_RECALL
+
+    @property
+    def due(self) -> bool:
+        """Return whether the collection should be (re)indexed: large enough, and a tenth or more not indexed."""
+        return self.points >= self.min_points and self.points - self.indexed >= max(1, self.points // 10)
+
+    @property
+    def searches(self) -> str:
+        return "indexed" if self.trusted and self.indexed else "exact"
+
+    def as_json(self) -> dict[str, Any]:
+        return {"collection": self.collection, "points": self.points, "indexed": self.indexed,
+                "min_points": self.min_points, "due": self.due, "searches": self.searches,
+                "recall_at_10": self.recall_at_10, "exact_ms": self.exact_ms, "indexed_ms": self.indexed_ms,
+                "built_at": self.built_at, "build_s": self.build_s}
+
+    def summary(self) -> str:
+        """Return the state in one line."""
+        if self.recall_at_10 is None:
+            if self.points < self.min_points:
+                return (f"Exact search over {self.points:,} chunks (an HNSW index is built from "
+                        f"{self.min_points:,} chunks on).")
+            return f"Exact search over {self.points:,} chunks; the HNSW index is not built yet."
+        measured = f"recall@10 {self.recall_at_10:.3f} against exact search"
+        if self.exact_ms and self.indexed_ms:
+            measured += f", {self.indexed_ms:.1f} ms a search instead of {self.exact_ms:.1f} ms"
+        if not self.trusted:
+            return (f"An HNSW index was built ({measured}), but its recall is below {MIN_RECALL}: searches stay "
+                    "exact.")
+        left = self.points - self.indexed
+        rest = f"; {left:,} newer chunks are compared one by one until the next build" if left > 0 else ""
+        return f"HNSW index over {self.indexed:,} of {self.points:,} chunks ({measured}){rest}."
+
+
+def state(client: Any, name: str, min_points: int = MIN_POINTS) -> IndexState:
+    """Return the index state of collection name of an EdgeClient."""
+    info, config = client.index_state(name), client.collection_config(name)
+    counts = info["vectors"]
+    dense = [counts[v] for v in config["vectors"]]
+    # the engine counts every keyword vector as indexed (an inverted index); what is left are dense vectors in graphs
+    graphs = max(0, info["indexed_vectors"] - sum(counts[v] for v in config["sparse"]))
+    points = max(dense, default=0)
+    record = config.get("index") or {}
+    return IndexState(name, points, min(graphs // max(len(dense), 1), points), min_points, record.get("recall_at_10"),
+                      record.get("exact_ms"), record.get("indexed_ms"), record.get("built_at"), record.get("build_s"))
+
+
+def build_index(client: Any, name: str, cancel: Callable[[], bool] | None = None,
+                min_points: int = MIN_POINTS) -> IndexState:
+    """Build collection name's HNSW index in a child process, measure its recall and put it in place (see module)."""
+    for _ in range(ATTEMPTS):
+        work = os.path.join(client.path, "edge", f".index-{uuid.uuid4().hex}")
+        try:
+            writes = client.copy_shard(name, work)
+            report = _run_child(work, cancel)
+            if client.replace_shard(name, work, writes, report):
+                return state(client, name, min_points)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    raise IndexBuildError(f"The collection '{name}' was written to during each of {ATTEMPTS} index builds; build it "
+                          "again when the ingest is done.")
+
+
+def _run_child(work: str, cancel: Callable[[], bool] | None) -> dict:
+    """Run the build on the copy in work; return its report. IndexCancelled / IndexBuildError."""
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [_root(), os.environ.get("PYTHONPATH")]))}
+    child = subprocess.Popen([sys.executable, "-m", "rag.store.edge.index", work], stdout=subprocess.PIPE,  # noqa: S603 - our own module on our own folder
+                             stderr=subprocess.PIPE, text=True, env=environment)
+    try:
+        while child.poll() is None:
+            if cancel is not None and cancel():
+                child.kill()
+                child.wait()
+                raise IndexCancelled("The index build was cancelled; searches stay as they were.")
+            time.sleep(POLL_S)
+        out, err = child.communicate()
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    if child.returncode != 0:
+        last = (err.strip().splitlines() or [f"exit code {child.returncode}"])[-1]
+        raise IndexBuildError(f"Building the index failed ({last[:200]}); the collection is as it was.")
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def _root() -> str:
+    """Return the folder that holds the rag package (the child imports the same code)."""
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+
+# ---- the child process -----------------------------------------------------------------------------------------
+
+def _build(work: str) -> dict:
+    """Index the shard copy in work (its collection.json beside it); return the report the parent records."""
+    with open(os.path.join(work, "collection.json"), encoding="utf-8") as f:
+        config = json.load(f)
+    dense = {k: models.VectorParams(size=v["size"], distance=models.Distance(v["distance"]))
+             for k, v in config["vectors"].items()}
+    sparse = {k: models.SparseVectorParams(modifier=models.Modifier.IDF if v["modifier"] else None)
+              for k, v in config["sparse"].items()}
+    started = time.perf_counter()
+    shard = api.load_shard(os.path.join(work, "shard"), api.shard_config(dense, sparse, api.INDEX_KB))
+    try:
+        api.build_index(shard)
+        build_s = time.perf_counter() - started
+        recall, exact_ms, indexed_ms = _recall(shard, config)
+    finally:
+        api.close_shard(shard)
+    return {"recall_at_10": recall, "exact_ms": exact_ms, "indexed_ms": indexed_ms, "build_s": round(build_s, 1),
+            "built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+
+
+def _recall(shard: Any, config: dict) -> tuple[float | None, float | None, float | None]:
+    """Return (recall@10 of the graph against exact search, p50 ms exact, p50 ms indexed) over SAMPLE stored
+    vectors (of each dense vector of the collection) as queries; (None, None, None) when there are none."""
+    unnamed = bool(config.get("unnamed"))
+    ids, offset = [], None
+    while True:
+        records, offset = api.scroll(shard, None, 10_000, offset, False, False, unnamed)
+        ids += [r.id for r in records]
+        if offset is None:
+            break
+    if not ids:
+        return None, None, None
+    picked = random.Random(7).sample(ids, min(SAMPLE, len(ids)))
+    recalls, exact_s, indexed_s = [], [], []
+    for name in config["vectors"]:
+        using = None if unnamed else name
+        for record in api.retrieve(shard, picked, False, [name] if not unnamed else True, unnamed):
+            vector = record.vector if unnamed else (record.vector or {}).get(name)
+            if vector is None:
+                continue
+            lists = []
+            for exact, seconds in ((True, exact_s), (False, indexed_s)):
+                request = models.QueryRequest(query=list(vector), using=using, limit=TOP + 1)
+                began = time.perf_counter()
+                (found,) = api.query_batch(shard, [request], unnamed, exact)
+                seconds.append(time.perf_counter() - began)
+                lists.append([p.id for p in found if p.id != record.id][:TOP])
+            truth, got = lists
+            recalls.append(len(set(truth) & set(got)) / max(len(truth), 1))
+    if not recalls:
+        return None, None, None
+    return round(sum(recalls) / len(recalls), 4), _p50_ms(exact_s), _p50_ms(indexed_s)
+
+
+def _p50_ms(seconds: list[float]) -> float:
+    ordered = sorted(seconds)
+    return round(ordered[len(ordered) // 2] * 1000, 3)
+
+
+if __name__ == "__main__":
+    os.nice(10)  # the app's own work (searches, embedding) comes first on a shared machine
+    print(json.dumps(_build(sys.argv[1])))
