@@ -282,6 +282,8 @@ class JobQueue:
         finally:
             if self.on_change is not None:
                 self.on_change()
+        if not isinstance(job, IndexJob) and isinstance(getattr(job, "collection", None), str):
+            self.index_when_due(job.store, job.collection, job.location)  # e.g. "Use this configuration" wrote
 
 
 def _kept(file: SourceFile, result: pipeline.IngestResult) -> SourceFile:

@@ -123,15 +123,16 @@ def build_index(store: Store, collection: str) -> IndexState:
     return state
 
 
-def after_ingest(store: Store, collection: str, allowed: bool) -> None:
-    """Build collection's index when it is due (large enough, not fully indexed) and allowed; else say it is due."""
+def after_write(store: Store, collection: str, allowed: bool = True) -> None:
+    """Build collection's index when it is due (large enough and not fully indexed, or a delete to vacuum) and
+    allowed; else say it is due."""
     if not store.index_due(collection):
         return
     if allowed:
         build_index(store, collection)
     else:
-        progress(f"note: '{collection}' is large enough for an HNSW index; build it with "
-                        f"`python -m rag index --collection {collection}`.")
+        progress(f"note: '{collection}' is due for its HNSW index build; run "
+                 f"`python -m rag index --collection {collection}`.")
 
 
 def print_table(rows: list[list[str]], headers: list[str]) -> None:

@@ -88,7 +88,7 @@ def run_ingest(args: argparse.Namespace) -> int:
         if result.error:
             print(f"{'note' if result.skipped else 'error'}: {result.error}", file=sys.stderr)
     if any(r.ok for r in results):
-        common.after_ingest(store, args.collection, allowed=args.index)
+        common.after_write(store, args.collection, allowed=args.index)
     if args.json:
         dump({"collection": args.collection, "embedder": embedder.model_id,
               "results": [vars(r) | {"status": r.status, "empty_pages": list(r.empty_pages), "notes": list(r.notes),
@@ -260,6 +260,7 @@ def run_delete(args: argparse.Namespace) -> int:
     removed = store.delete_document(args.collection, matches[0].document_id, only_interrupted=args.interrupted)
     what = "the unfinished write of " if args.interrupted else ""
     print(f"deleted {what}'{matches[0].title}' ({removed} chunks) from '{args.collection}'")
+    common.after_write(store, args.collection)
     return 0
 
 

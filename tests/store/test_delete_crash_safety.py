@@ -30,9 +30,9 @@ from tests.store.test_crash_safety import PARAGRAPH, ROOT
 
 SETTINGS = ChunkSettings(40, 0)
 
-# Runs the CLI and kills itself (SIGKILL, as kill -9) at the KILL_AT-th point deletion the engine writes (qdrant-client's
-# local mode: one point at a time; Qdrant Edge: one batch of UPSERT_BATCH points a write), or right before ("commit")
-# / after ("committed") the registry point is stored with a retired generation.
+# Runs the CLI and kills itself (SIGKILL, as kill -9) at the KILL_AT-th point deletion the engine writes
+# (qdrant-client's local mode: one point at a time; Qdrant Edge: one batch of UPSERT_BATCH points a write), or right
+# before ("commit") / after ("committed") the registry point is stored with a retired generation.
 KILLER = """
 import os, signal, sys
 from rag.settings import load

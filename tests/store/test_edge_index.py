@@ -99,6 +99,11 @@ def test_a_cancelled_or_failed_build_leaves_the_collection_as_it_was(store, tmp_
     assert folder_listing(root) == files and hits(store, "Frist 17 Wochen") == found
     assert store.index_state("documents").recall_at_10 is None
 
+    (root / ".index-killed" / "shard").mkdir(parents=True)  # what a build killed with the app leaves
+    store.close()
+    reopened = open_store(path=str(tmp_path / "qdrant"))
+    assert folder_listing(root) == files and hits(reopened, "Frist 17 Wochen") == found
+
 
 def test_an_index_of_poor_recall_is_not_used_searches_stay_exact(store, tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch):
@@ -146,7 +151,7 @@ def test_the_cli_builds_when_an_ingest_makes_the_collection_large_and_reports_js
     store = str(tmp_path / "qdrant")
     code, _, err = run(capsys, "--store", store, "ingest", str(file), "--embedder", "fake", "--chunk-size", "20",
                        "--overlap", "0", "--no-index")
-    assert code == 0 and "large enough for an HNSW index" in err and "rag index" in err
+    assert code == 0 and "is due for its HNSW index build" in err and "rag index" in err
     code, out, _ = run(capsys, "--store", store, "index", "--status", "--json")
     status = json.loads(out)
     assert code == 0 and status["due"] and status["indexed"] == 0 and status["searches"] == "exact"
@@ -159,3 +164,40 @@ def test_the_cli_builds_when_an_ingest_makes_the_collection_large_and_reports_js
     (listed,) = json.loads(out)
     assert listed["index"]["indexed"] == listed["points"] and listed["index"]["searches"] == "indexed"
     assert listed["index"]["recall_at_10"] >= 0.98 and not listed["index"]["due"]
+
+    (stored,) = json.loads(run(capsys, "--store", store, "documents", "--json")[1])
+    code, out, err = run(capsys, "--store", store, "delete", "--collection", "documents", "--document",
+                         stored["document_id"])
+    assert code == 0 and "Building the HNSW index of 'documents'" in err  # the delete's vacuum, in a child process
+    code, out, _ = run(capsys, "--store", store, "index", "--status", "--json")
+    assert json.loads(out)["points"] == 0 and not json.loads(out)["vacuum_pending"]
+
+
+def keyword_scores(store, query: str) -> list[tuple[str, int, float]]:
+    found = store.search("documents", None, None, top_k=10, mode="sparse", query_text=query)
+    return [(h.document_id, h.chunk_index, h.score) for h in found]
+
+
+def test_a_delete_in_an_indexed_collection_is_vacuumed_by_the_next_build_not_in_the_apps_process(
+        store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    fresh = open_store(path=str(tmp_path / "fresh"))
+    ingest(fresh, fake_embedder(), document("a", 300), size=20)
+    expected = keyword_scores(fresh, "Frist Wochen Amt schriftlich")
+    store.build_index("documents")
+    ingest(store, fake_embedder(), document("b", 60, offset=1000), size=20)
+
+    vacuums = []
+    real = api.vacuum
+    monkeypatch.setattr(api, "vacuum", lambda shard: vacuums.append(shard) or real(shard))
+    store.delete_document("documents", "b")
+    assert not vacuums  # rebuilding a graph would hold the GIL: left to the build in a child process
+    pending = store.index_state("documents")
+    assert pending.vacuum_pending and pending.due and "deleted chunks still count" in pending.summary()
+    assert keyword_scores(store, "Frist Wochen Amt schriftlich") != expected  # IDF still counts b's chunks
+
+    after = store.build_index("documents")
+    assert not after.vacuum_pending and not after.due
+    got = keyword_scores(store, "Frist Wochen Amt schriftlich")
+    assert [g[:2] for g in got] == [e[:2] for e in expected]
+    assert [g[2] for g in got] == pytest.approx([e[2] for e in expected], rel=1e-6)
+    fresh.close()

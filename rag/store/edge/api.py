@@ -49,9 +49,9 @@ def engine_errors() -> Iterator[None]:
 # ---- shards ----------------------------------------------------------------------------------------------------
 
 NO_INDEX = 0  # indexing_threshold of a new shard: no HNSW (exact search, and a vacuum stays cheap)
-# indexing_threshold of an index build (rag.store.edge.index): every segment gets its HNSW graph. The shard keeps
-# it in its stored config, so a later vacuum heals the graph (a quarter of a second at 20,000 points) and indexes
-# the segment of newer points, instead of dropping the graph.
+# indexing_threshold of an index build (rag.store.edge.index): every segment gets its HNSW graph. The shard keeps it
+# in its stored config; the app's process never runs the optimizers of an indexed shard (a delete leaves its vacuum
+# to the next build): rebuilding a graph there would hold the GIL for seconds to minutes.
 INDEX_KB = 1
 # Qdrant's BM25 IDF counts deleted points until their segment is vacuumed: a re-ingested or deleted document would
 # change every keyword score of the collection (the same chunks scored 8.22 fresh and 8.71 after a re-ingest).
@@ -70,6 +70,15 @@ def shard_config(vectors: dict[str, models.VectorParams], sparse: dict[str, mode
                for name, p in sparse.items()}
     optimizers = qe.EdgeOptimizersConfig(indexing_threshold=indexing_threshold_kb, **_VACUUM)
     return qe.EdgeConfig(vectors=dense, sparse_vectors=keyword, optimizers=optimizers)
+
+
+def config_of(collection: dict, indexing_threshold_kb: int) -> Any:
+    """Return the EdgeConfig of a collection as its collection.json describes it (rag.store.edge.client)."""
+    dense = {k: models.VectorParams(size=v["size"], distance=models.Distance(v["distance"]))
+             for k, v in collection["vectors"].items()}
+    sparse = {k: models.SparseVectorParams(modifier=models.Modifier.IDF if v["modifier"] else None)
+              for k, v in collection["sparse"].items()}
+    return shard_config(dense, sparse, indexing_threshold_kb)
 
 
 def create_shard(path: str, config: Any) -> Any:

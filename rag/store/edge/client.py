@@ -83,6 +83,9 @@ class EdgeClient:
         self._mutex = threading.RLock()
         self.exact = False  # True: every search scans all vectors, even where an HNSW index exists
         self._writes: dict[str, int] = {}  # writes per collection in this process (replace_shard compares them)
+        for leftover in os.listdir(os.path.join(path, EDGE_DIR)):  # what a killed process left while it made,
+            if leftover.startswith("."):  # removed or indexed a collection: the lock says none is at it now
+                shutil.rmtree(os.path.join(path, EDGE_DIR, leftover), ignore_errors=True)
 
     def close(self) -> None:
         with self._mutex:
@@ -236,7 +239,10 @@ class EdgeClient:
             else:
                 ids = points_selector.points if isinstance(points_selector, models.PointIdsList) else points_selector
                 api.delete_ids(shard, list(ids))
-            api.vacuum(shard)  # keyword scores (IDF) must not count what was deleted
+            if self._config(collection_name).get("index"):
+                self._set_index(collection_name, vacuum_pending=True)  # the next build vacuums, in a child process
+            else:
+                api.vacuum(shard)  # keyword scores (IDF) must not count what was deleted
 
     def set_payload(self, collection_name: str, payload: dict, points: list[Any], wait: bool = True,
                     **_: Any) -> None:
@@ -314,7 +320,7 @@ class EdgeClient:
             if self._writes.get(name, 0) != writes or not self.collection_exists(name):
                 return False
             folder = self._folder(name)
-            old = os.path.join(folder, f".replaced-{uuid.uuid4().hex}")
+            old = os.path.join(self.path, EDGE_DIR, f".replaced-{uuid.uuid4().hex}")
             api.close_shard(self._shards.pop(name))
             os.rename(os.path.join(folder, SHARD_DIR), old)
             os.rename(os.path.join(source, SHARD_DIR), os.path.join(folder, SHARD_DIR))
@@ -324,6 +330,13 @@ class EdgeClient:
             self._shards[name] = api.load_shard(os.path.join(folder, SHARD_DIR))
             shutil.rmtree(old, ignore_errors=True)
         return True
+
+    def _set_index(self, name: str, **record: Any) -> None:
+        """Update the index record in a collection's collection.json."""
+        config = self._config(name)
+        config = {**config, "index": {**(config.get("index") or {}), **record}}
+        _write_json(os.path.join(self._folder(name), CONFIG_FILE), config)
+        self._configs[name] = config
 
     def _trusted(self, name: str) -> bool:
         """Return whether searches of a collection may go through its HNSW graph (recall measured good enough)."""

@@ -64,6 +64,7 @@ class IndexState:
     indexed_ms: float | None = None  # ... and of its searches through the graph
     built_at: str | None = None
     build_s: float | None = None
+    vacuum_pending: bool = False  # chunks were deleted since the build: keyword IDF counts them until the next one
 
     @property
     def trusted(self) -> bool:
@@ -72,8 +73,10 @@ class IndexState:
 
     @property
     def due(self) -> bool:
-        """Return whether the collection should be (re)indexed: large enough, and a tenth or more not indexed."""
-        return self.points >= self.min_points and self.points - self.indexed >= max(1, self.points // 10)
+        """Return whether the collection should be (re)indexed: a delete is to be vacuumed, or it is large enough
+        and a tenth or more of it is not indexed."""
+        return self.vacuum_pending or (self.points >= self.min_points
+                                       and self.points - self.indexed >= max(1, self.points // 10))
 
     @property
     def searches(self) -> str:
@@ -83,7 +86,7 @@ class IndexState:
         return {"collection": self.collection, "points": self.points, "indexed": self.indexed,
                 "min_points": self.min_points, "due": self.due, "searches": self.searches,
                 "recall_at_10": self.recall_at_10, "exact_ms": self.exact_ms, "indexed_ms": self.indexed_ms,
-                "built_at": self.built_at, "build_s": self.build_s}
+                "built_at": self.built_at, "build_s": self.build_s, "vacuum_pending": self.vacuum_pending}
 
     def summary(self) -> str:
         """Return the state in one line."""
@@ -95,11 +98,17 @@ class IndexState:
         measured = f"recall@10 {self.recall_at_10:.3f} against exact search"
         if self.exact_ms and self.indexed_ms:
             measured += f", {self.indexed_ms:.1f} ms a search instead of {self.exact_ms:.1f} ms"
+        if not self.indexed:
+            return (f"Exact search over {self.points:,} chunks: the HNSW index built before ({measured}) was dropped "
+                    "when a delete rewrote its small segment; the next build makes a new one.")
         if not self.trusted:
             return (f"An HNSW index was built ({measured}), but its recall is below {MIN_RECALL}: searches stay "
                     "exact.")
         left = self.points - self.indexed
         rest = f"; {left:,} newer chunks are compared one by one until the next build" if left > 0 else ""
+        if self.vacuum_pending:
+            rest += ("; deleted chunks still count in the keyword (BM25) statistics until the next build, which "
+                     "removes them for good")
         return f"HNSW index over {self.indexed:,} of {self.points:,} chunks ({measured}){rest}."
 
 
@@ -113,7 +122,8 @@ def state(client: Any, name: str, min_points: int = MIN_POINTS) -> IndexState:
     points = max(dense, default=0)
     record = config.get("index") or {}
     return IndexState(name, points, min(graphs // max(len(dense), 1), points), min_points, record.get("recall_at_10"),
-                      record.get("exact_ms"), record.get("indexed_ms"), record.get("built_at"), record.get("build_s"))
+                      record.get("exact_ms"), record.get("indexed_ms"), record.get("built_at"), record.get("build_s"),
+                      bool(record.get("vacuum_pending")))
 
 
 def build_index(client: Any, name: str, cancel: Callable[[], bool] | None = None,
@@ -166,12 +176,8 @@ def _build(work: str) -> dict:
     """Index the shard copy in work (its collection.json beside it); return the report the parent records."""
     with open(os.path.join(work, "collection.json"), encoding="utf-8") as f:
         config = json.load(f)
-    dense = {k: models.VectorParams(size=v["size"], distance=models.Distance(v["distance"]))
-             for k, v in config["vectors"].items()}
-    sparse = {k: models.SparseVectorParams(modifier=models.Modifier.IDF if v["modifier"] else None)
-              for k, v in config["sparse"].items()}
     started = time.perf_counter()
-    shard = api.load_shard(os.path.join(work, "shard"), api.shard_config(dense, sparse, api.INDEX_KB))
+    shard = api.load_shard(os.path.join(work, "shard"), api.config_of(config, api.INDEX_KB))
     try:
         api.build_index(shard)
         build_s = time.perf_counter() - started

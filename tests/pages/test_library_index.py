@@ -1,0 +1,50 @@
+"""The Library says how searches run (exact, or through an HNSW index with its measured recall); an ingest that makes
+a collection large enough queues the index build as a job, and the figures agree with `rag index --json`."""
+
+from __future__ import annotations
+
+import json
+
+from rag.store.open import open_store
+from tests.conftest import run
+from tests.pages.conftest import PDF, button, plain, start, texts, upload
+from ui import jobs, nav
+
+
+def index_caption(at) -> str:
+    return next((plain(c.value) for c in at.caption if plain(c.value).startswith("Index:")), "")
+
+
+def test_an_ingest_past_the_size_queues_the_build_and_the_library_shows_its_recall(app_env, shared_data, monkeypatch,
+                                                                                   capsys):
+    monkeypatch.setenv("RAG_INDEX_MIN_POINTS", "5")
+    at = upload(start(), shared_data, PDF)
+    built = [j for j in jobs.jobs_queue().jobs(kind=jobs.IndexJob) if j.location == str(app_env / "qdrant")]
+    assert built and built[0].status == "done", [j.summary() for j in built]
+
+    at.switch_page(nav.LIBRARY.path).run()
+    assert not at.exception, at.exception
+    store = open_store(path=str(app_env / "qdrant"))
+    state = store.index_state("documents")
+    caption = index_caption(at)
+    assert f"HNSW index over {state.points:,} of {state.points:,} chunks" in caption
+    assert f"recall@10 {state.recall_at_10:.3f} against exact search" in caption
+    assert f"{state.points:,} chunk" in plain(texts(at.caption))  # the collection's own count says the same
+    assert button(at, "Build the index again")
+    store.close()
+
+    code, out, _ = run(capsys, "--store", str(app_env / "qdrant"), "index", "--status", "--json")
+    cli = json.loads(out)
+    assert code == 0 and (cli["points"], cli["indexed"], cli["recall_at_10"]) == (state.points, state.indexed,
+                                                                                   state.recall_at_10)
+
+
+def test_a_small_collection_says_from_which_size_it_is_indexed(app_env, shared_data):
+    at = upload(start(), shared_data, PDF)
+    assert not jobs.jobs_queue().jobs(str(app_env / "qdrant"), jobs.IndexJob)
+    at.switch_page(nav.LIBRARY.path).run()
+    caption = index_caption(at)
+    assert caption.startswith("Index: Exact search over") and "an HNSW index is built from 50,000 chunks on" in caption
+    button(at, "Build the index now").click().run()
+    assert not at.exception, at.exception
+    assert "HNSW index over" in index_caption(at)
