@@ -66,7 +66,7 @@ st.divider()
 st.subheader("Collections")
 st.dataframe(pd.DataFrame([
     {"collection": c.name, "chunks": c.points, "embedder": c.embedder or "(not made by RAG Lab)",
-     "dimension": c.dimension}
+     "dimension": c.dimension, "search": parts.search_kind(ws, c.name)}
     for c in ws.collections
 ]), hide_index=True, width="stretch")
 # keyed by the collection: after a delete the next one's popover starts closed, its name field empty

@@ -31,6 +31,8 @@ def test_an_ingest_past_the_size_queues_the_build_and_the_library_shows_its_reca
     assert f"recall@10 {state.recall_at_10:.3f} against exact search" in caption
     assert f"{state.points:,} chunk" in plain(texts(at.caption))  # the collection's own count says the same
     assert button(at, "Build the index again")
+    (row,) = at.dataframe[-1].value.to_dict("records")  # the collections table
+    assert row["chunks"] == state.points and row["search"] == f"HNSW, recall@10 {state.recall_at_10:.3f}"
     store.close()
 
     code, out, _ = run(capsys, "--store", str(app_env / "qdrant"), "index", "--status", "--json")

@@ -71,6 +71,14 @@ def index(workspace: Workspace) -> None:
         st.rerun()
 
 
+def search_kind(workspace: Workspace, collection: str) -> str:
+    """Return how a collection's searches run, for the collections table: "exact" or "HNSW, recall@10 0.994"."""
+    index = errors.attempt(workspace.store.index_state, collection)
+    if index is None:
+        return "the server's" if not workspace.store.local else "exact"
+    return f"HNSW, recall@10 {index.recall_at_10:.3f}" if index.searches == "indexed" else "exact"
+
+
 def _chosen_by(workspace: Workspace, run_id: int | None) -> str:
     """Return ", chosen by run N (Experiments page)", saying so when that run has been deleted since."""
     if run_id is None:

@@ -99,8 +99,8 @@ class IndexState:
         if self.exact_ms and self.indexed_ms:
             measured += f", {self.indexed_ms:.1f} ms a search instead of {self.exact_ms:.1f} ms"
         if not self.indexed:
-            return (f"Exact search over {self.points:,} chunks: the HNSW index built before ({measured}) was dropped "
-                    "when a delete rewrote its small segment; the next build makes a new one.")
+            return (f"Exact search over {self.points:,} chunks: the last build made no HNSW graph (too few chunks "
+                    f"for one; {measured}).")
         if not self.trusted:
             return (f"An HNSW index was built ({measured}), but its recall is below {MIN_RECALL}: searches stay "
                     "exact.")
