@@ -145,24 +145,25 @@ def build_index(client: Any, name: str, cancel: Callable[[], bool] | None = None
 def _run_child(work: str, cancel: Callable[[], bool] | None) -> dict:
     """Run the build on the copy in work; return its report. IndexCancelled / IndexBuildError."""
     environment = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [_root(), os.environ.get("PYTHONPATH")]))}
-    child = subprocess.Popen([sys.executable, "-m", "rag.store.edge.index", work], stdout=subprocess.PIPE,  # noqa: S603 - our own module on our own folder
-                             stderr=subprocess.PIPE, text=True, env=environment)
-    try:
-        while child.poll() is None:
-            if cancel is not None and cancel():
+    out_path, err_path = os.path.join(work, "child.out"), os.path.join(work, "child.err")
+    with open(out_path, "w") as out, open(err_path, "w") as err:  # files, not pipes: a full pipe would stop it
+        child = subprocess.Popen([sys.executable, "-m", "rag.store.edge.index", work], stdout=out, stderr=err,  # noqa: S603 - our module, our folder
+                                 env=environment)
+        try:
+            while child.poll() is None:
+                if cancel is not None and cancel():
+                    raise IndexCancelled("The index build was cancelled; searches stay as they were.")
+                time.sleep(POLL_S)
+        finally:
+            if child.poll() is None:
                 child.kill()
                 child.wait()
-                raise IndexCancelled("The index build was cancelled; searches stay as they were.")
-            time.sleep(POLL_S)
-        out, err = child.communicate()
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
-    if child.returncode != 0:
-        last = (err.strip().splitlines() or [f"exit code {child.returncode}"])[-1]
+    with open(out_path) as out, open(err_path) as err:
+        report, problem = out.read().strip(), err.read().strip()
+    if child.returncode != 0 or not report:
+        last = (problem.splitlines() or [f"exit code {child.returncode}"])[-1]
         raise IndexBuildError(f"Building the index failed ({last[:200]}); the collection is as it was.")
-    return json.loads(out.strip().splitlines()[-1])
+    return json.loads(report.splitlines()[-1])
 
 
 def _root() -> str:
