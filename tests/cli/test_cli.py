@@ -86,10 +86,13 @@ def test_store_commands_round_trip(shared_data, tmp_path, capsys):
     assert [r["ok"] for r in results] == [True, False, True]
 
     code, out, _ = run(capsys, "--store", store, "collections", "--json")
-    assert json.loads(out) == [{"name": "t", "points": results[0]["chunks"] + results[2]["chunks"],
-                                "embedder": "fake:32", "dimension": 32, "foreign": False, "sparse": True,
-                                "chunk_headers": False,
-                                "defaults": {"mode": None, "fusion": None, "rerank": None, "run": None}}]
+    points = results[0]["chunks"] + results[2]["chunks"]
+    (listed,) = json.loads(out)
+    index = listed.pop("index")  # the embedded engine's HNSW index (tests/store/test_edge_index.py)
+    assert listed == {"name": "t", "points": points, "embedder": "fake:32", "dimension": 32, "foreign": False,
+                      "sparse": True, "chunk_headers": False,
+                      "defaults": {"mode": None, "fusion": None, "rerank": None, "run": None}}
+    assert (index["points"], index["indexed"], index["searches"], index["due"]) == (points, 0, "exact", False)
 
     code, out, _ = run(capsys, "documents", "--collection", "t", "--store", store, "--json")
     documents = json.loads(out)

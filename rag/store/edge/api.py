@@ -333,13 +333,17 @@ def _vector_out(vector: Any, unnamed: bool) -> Any:
     return out
 
 
+# The engine's answers are well-formed by construction: the models are built without pydantic's validation, which
+# took half of a sweep's searching time (7.0 of 14.5 s for 79,000 points in one profile).
+
 def _record(r: Any, unnamed: bool) -> models.Record:
-    return models.Record(id=_id_out(r.id), payload=r.payload, vector=_vector_out(r.vector, unnamed))
+    return models.Record.model_construct(id=_id_out(r.id), payload=r.payload, vector=_vector_out(r.vector, unnamed),
+                                         shard_key=None, order_value=None)
 
 
 def _scored(p: Any, unnamed: bool) -> models.ScoredPoint:
-    return models.ScoredPoint(id=_id_out(p.id), version=p.version, score=p.score, payload=p.payload,
-                              vector=_vector_out(p.vector, unnamed))
+    return models.ScoredPoint.model_construct(id=_id_out(p.id), version=p.version, score=p.score, payload=p.payload,
+                                              vector=_vector_out(p.vector, unnamed), shard_key=None, order_value=None)
 
 
 def _name(distance: Any) -> str:

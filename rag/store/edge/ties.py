@@ -53,7 +53,7 @@ def _limit(request: models.QueryRequest) -> int:
 def _asking(request: models.QueryRequest) -> models.QueryRequest:
     if request.offset:
         return request
-    update: dict = {"limit": _limit(request) + max(_limit(request), MARGIN)}
+    update: dict = {"limit": _limit(request) + MARGIN}
     if not request.with_payload:
         update["with_payload"] = models.PayloadSelectorInclude(include=KEY_FIELDS)
     elif isinstance(request.with_payload, models.PayloadSelectorInclude):
