@@ -1,7 +1,7 @@
 """Sweep benchmark: XQuAD-de dev (24 German articles, 632 questions), cold and warm, sequential and embedding ahead.
 
     python -m bench.sweep [--squad FILE] [--chunk-size 200,350,500] [--overlap 0,50] [--mode dense,sparse,hybrid]
-                          [--k 1,3,5,10] [--embedder local] [--cold sequential,ahead]
+                          [--k 1,3,5,10] [--embedder local] [--cold sequential,ahead] [--engines local,edge]
 
 The defaults are the retrieval defaults' neighbourhood (chunk_size 350, overlap 50, hybrid search with the
 default fusion) with the default local model (multilingual-e5-small). Imports the SQuAD file in memory, loads
@@ -11,7 +11,10 @@ configuration, then indexes and searches it; `ahead` embeds the next configurati
 meanwhile (run_sweep's embed_ahead). Both must give the same rows; then one warm run on the last store and
 cache (collections reused, nothing embedded). Prints the load average at the start and the end (the machine is
 shared: read the figures against it), the time split of every run, the best configuration and its ties, and
-the result table as Markdown with ± intervals for the README.
+the result table as Markdown with ± intervals for the README. --engines runs all of that on each embedded engine
+(RAG_QDRANT_ENGINE: local, edge), each on its own empty folders and caches, then sets them side by side: seconds
+per stage, the searching ratio of the first engine to the others, and whether they gave the same rows
+(bench.sweep_engines).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
+from bench.sweep_engines import EngineRun, engine_env, parse_engines, rows_agree, side_by_side, stage_seconds  # noqa: E402
 from rag.cli.evaluate import with_interval  # noqa: E402 (imported after the offline switches above)
 from rag.embeddings import get_embedder  # noqa: E402 (imported after the offline switches above)
 from rag.embeddings.cache import EmbeddingCache  # noqa: E402 (imported after the offline switches above)
@@ -32,7 +36,9 @@ from rag.embeddings.e5 import embed_threads  # noqa: E402 (imported after the of
 from rag.evaluation.metrics import parse_ks  # noqa: E402 (imported after the offline switches above)
 from rag.evaluation.modes import parse_modes  # noqa: E402 (imported after the offline switches above)
 from rag.evaluation.squad import import_squad, sweep_input  # noqa: E402 (imported after the offline switches above)
-from rag.evaluation.sweep import STAGES, SweepResult, grid, parse_sizes, run_sweep  # noqa: E402 (imported after the offline switches above)
+from rag.evaluation.sweep import SweepResult, grid, parse_sizes, run_sweep  # noqa: E402 (imported after the offline switches above)
+from rag.settings import load as settings  # noqa: E402 (imported after the offline switches above)
+from rag.store.edge import EdgeClient  # noqa: E402 (imported after the offline switches above)
 from rag.store.fusion import DEFAULT_FUSION  # noqa: E402 (imported after the offline switches above)
 from rag.store.open import open_store  # noqa: E402 (imported after the offline switches above)
 
@@ -63,8 +69,7 @@ def markdown_table(result: SweepResult) -> str:
 
 def report(label: str, result: SweepResult, wall: float) -> None:
     """Print a run's wall time and where it went (stages summed over configurations, searches per mode)."""
-    totals = {stage: sum(r.seconds[stage] for r in result.results) for stage in STAGES}
-    split = ", ".join(f"{stage} {seconds:.1f} s" for stage, seconds in totals.items())
+    split = ", ".join(f"{stage} {seconds:.1f} s" for stage, seconds in stage_seconds(result).items())
     embedded = sum(r.embedded for r in result.results)
     print(f"{label}: {wall:.1f} s wall ({wall / 60:.1f} min); queries embedded {result.query_seconds:.1f} s; {split} "
           f"(all modes of a configuration in one round trip); {embedded} chunk texts embedded, "
@@ -109,7 +114,42 @@ class Estimates:
         return f"time-left estimate: {first}; " + "; ".join(said)
 
 
-def main() -> int:
+def sweep_engine(engine: str, folder: str, colds: list[str], documents, queries, configs, embedder,
+                 **options) -> EngineRun:
+    """Return the cold runs and the warm run of the sweep on one embedded engine (RAG_QDRANT_ENGINE set for them),
+    each cold run on an empty folder and embedding cache under folder; prints each run's time split."""
+    runs, walls = {}, {}
+    with engine_env(engine):
+        for label in colds:
+            store, cache = open_store(path=f"{folder}/{label}/qdrant"), EmbeddingCache(f"{folder}/{label}/cache")
+            if isinstance(store.client, EdgeClient) != (engine == "edge"):
+                raise SystemExit(f"{engine}: the store opened with {type(store.client).__name__}, not this engine")
+            started, estimates = time.perf_counter(), Estimates()
+            runs[label] = run_sweep(documents, queries, configs, embedder, store=store, cache=cache,
+                                    embed_ahead=label == "ahead", progress=estimates, **options)
+            walls[label] = time.perf_counter() - started
+            report(f"cold, {label} ({engine})", runs[label], walls[label])
+            print(f"  {estimates.accuracy(walls[label])}")
+            print(f"  after it: {load()}")
+            if label != colds[-1]:
+                store.close()  # the warm run reuses the last cold run's store and cache only
+        started = time.perf_counter()
+        warm = run_sweep(documents, queries, configs, embedder, store=store, cache=cache, **options)
+        warm_wall = time.perf_counter() - started
+        report(f"warm ({engine}, the same store and cache)", warm, warm_wall)
+        store.close()  # releases the folder before the scratch folder goes
+    if len(runs) == 2:
+        sequential, ahead = walls["sequential"], walls["ahead"]
+        print(f"ahead vs sequential ({engine}): {ahead:.1f} s vs {sequential:.1f} s "
+              f"({(ahead / sequential - 1) * 100:+.0f} %); same rows: {same_rows(runs['sequential'], runs['ahead'])}")
+    fastest = min(walls.values())
+    print(f"cold target {TARGET_SECONDS / 60:.0f} min ({engine}): {'met' if fastest < TARGET_SECONDS else 'missed'} "
+          f"(fastest cold run {fastest / 60:.1f} min); {load()}")
+    return EngineRun(engine, runs, walls, warm, warm_wall)
+
+
+def arguments() -> argparse.Namespace:
+    """Return the command line's arguments, checked (parser.error on a bad --cold or --engines)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--squad", default=str(DEFAULT_SQUAD))
     parser.add_argument("--chunk-size", default="200,350,500")
@@ -118,12 +158,23 @@ def main() -> int:
     parser.add_argument("--k", default="1,3,5,10")
     parser.add_argument("--embedder", default="local")
     parser.add_argument("--cold", default="sequential,ahead", help="the cold runs, in order: sequential and/or ahead")
+    parser.add_argument("--engines", default=None, help="embedded engines to run side by side, e.g. local,edge "
+                        "(default: RAG_QDRANT_ENGINE's)")
     args = parser.parse_args()
-    colds = [c.strip() for c in args.cold.split(",") if c.strip()]
-    if not colds or set(colds) - {"sequential", "ahead"}:
+    args.cold = [c.strip() for c in args.cold.split(",") if c.strip()]
+    if not args.cold or set(args.cold) - {"sequential", "ahead"}:
         parser.error("--cold takes sequential, ahead or both")
+    try:
+        args.engines = parse_engines(args.engines or settings().qdrant_engine)
+    except ValueError as error:
+        parser.error(str(error))
+    return args
 
-    print(f"start: {load()}; {os.cpu_count()} cores; RAG_EMBED_THREADS {embed_threads()}")
+
+def main() -> int:
+    args = arguments()
+    print(f"start: {load()}; {os.cpu_count()} cores; RAG_EMBED_THREADS {embed_threads()}; "
+          f"engines {', '.join(args.engines)}")
     documents, queries = sweep_input(import_squad(Path(args.squad).read_bytes(), args.squad))
     configs, skipped = grid(parse_sizes(args.chunk_size, "--chunk-size", 4), parse_sizes(args.overlap, "--overlap", 0))
     modes, ks = parse_modes(args.mode, DEFAULT_FUSION), parse_ks(args.k)
@@ -133,29 +184,15 @@ def main() -> int:
     print(f"{len(documents)} documents ({sum(len(d.text) for d in documents):,} characters), {len(queries)} queries; "
           f"{embedder.model_id} loaded in {time.perf_counter() - started:.1f} s; {len(configs)} configurations x "
           f"{len(modes)} modes ({', '.join(m.label for m in modes)}){f', {len(skipped)} skipped' if skipped else ''}")
-    runs, walls = {}, {}
     with tempfile.TemporaryDirectory(prefix="rag-bench-sweep-") as scratch:
-        for label in colds:
-            store, cache = open_store(path=f"{scratch}/{label}/qdrant"), EmbeddingCache(f"{scratch}/{label}/cache")
-            started, estimates = time.perf_counter(), Estimates()
-            runs[label] = run_sweep(documents, queries, configs, embedder, store=store, cache=cache, ks=ks,
-                                    modes=modes, embed_ahead=label == "ahead", progress=estimates)
-            walls[label] = time.perf_counter() - started
-            report(f"cold, {label}", runs[label], walls[label])
-            print(f"  {estimates.accuracy(walls[label])}")
-            print(f"  after it: {load()}")
-        started = time.perf_counter()
-        warm = run_sweep(documents, queries, configs, embedder, store=store, cache=cache, ks=ks, modes=modes)
-        report("warm (the same store and cache)", warm, time.perf_counter() - started)
-        store.close()  # releases the folder before the scratch folder goes
-    if len(runs) == 2:
-        sequential, ahead = walls["sequential"], walls["ahead"]
-        print(f"ahead vs sequential: {ahead:.1f} s vs {sequential:.1f} s ({(ahead / sequential - 1) * 100:+.0f} %); "
-              f"same rows: {same_rows(runs['sequential'], runs['ahead'])}")
-    fastest = min(walls.values())
-    print(f"cold target {TARGET_SECONDS / 60:.0f} min: {'met' if fastest < TARGET_SECONDS else 'missed'} "
-          f"(fastest cold run {fastest / 60:.1f} min); end: {load()}")
-    result = runs[colds[0]]
+        engines = [sweep_engine(engine, f"{scratch}/{engine}", args.cold, documents, queries, configs, embedder,
+                                ks=ks, modes=modes) for engine in args.engines]
+    if len(engines) > 1:
+        print()
+        print("\n".join(side_by_side(engines)))
+        print(f"same rows on every engine: {rows_agree(engines)}")
+    print(f"end: {load()}")
+    result = engines[0].colds[args.cold[0]]
     print()
     print(result.summary())
     print(result.tie_summary())
