@@ -20,7 +20,7 @@ from rag.embeddings import get_embedder
 from rag.errors import StoreError, StoreUnavailableError
 from rag.store.client import Store
 from rag.store.edge import EdgeClient
-from rag.store.edge import client as edge_client
+from rag.store.edge import space as edge_space
 from rag.store.open import open_store
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,8 +49,8 @@ class FullDisk:
     def fill_after(self, batches: int) -> None:
         if isinstance(self.store.client, EdgeClient):
             calls = iter(range(10**9))
-            self.monkeypatch.setattr(edge_client, "free_bytes",
-                                     lambda path: 10**12 if next(calls) < batches else edge_client.MIN_FREE // 2)
+            self.monkeypatch.setattr(edge_space, "free_bytes",
+                                     lambda path: 10**12 if next(calls) < batches else edge_space.MIN_FREE // 2)
             return
         database = self._sqlite()
         pages = database.execute("PRAGMA page_count").fetchone()[0]
@@ -58,7 +58,7 @@ class FullDisk:
 
     def free(self) -> None:
         if isinstance(self.store.client, EdgeClient):
-            self.monkeypatch.setattr(edge_client, "free_bytes", lambda path: 10**12)
+            self.monkeypatch.setattr(edge_space, "free_bytes", lambda path: 10**12)
             return
         self._sqlite().execute("PRAGMA max_page_count = 1073741823")
 

@@ -14,7 +14,6 @@ open. Methods take and return qdrant-client models, so rag.store.client.Store wo
 
 from __future__ import annotations
 
-import errno
 import fcntl
 import json
 import os
@@ -31,12 +30,10 @@ from urllib.parse import quote
 from qdrant_client import models
 from qdrant_client.http import models as rest
 
-from rag.store.edge import api, ties
+from rag.store.edge import api, space, ties
 
 EDGE_DIR = "edge"
 MIN_RECALL = 0.98  # rag.store.edge.index: searches go through an HNSW graph of at least this measured recall@10
-MIN_FREE = 128 * 2**20  # bytes a write leaves free at least: the engine grows its files by up to 32 MB at once
-SMALL_FREE = 4 * 2**20  # the same for payload updates of a few points
 CONFIG_FILE = "collection.json"
 SHARD_DIR = "shard"
 
@@ -153,7 +150,7 @@ class EdgeClient:
                       "vectors": {k: {"size": v.size, "distance": api._name(v.distance)} for k, v in dense.items()},
                       "sparse": {k: {"modifier": "idf" if v and v.modifier == models.Modifier.IDF else None}
                                  for k, v in sparse.items()}}
-            self._check_space(0)
+            space.check(self.path, 0)
             staging = os.path.join(self.path, EDGE_DIR, f".new-{uuid.uuid4().hex}")
             try:
                 api.close_shard(api.create_shard(os.path.join(staging, SHARD_DIR), api.shard_config(dense, sparse)))
@@ -187,7 +184,7 @@ class EdgeClient:
         return True
 
     def create_payload_index(self, collection_name: str, field_name: str, field_schema: Any = None, **_: Any) -> None:
-        self._check_space(0)
+        space.check(self.path, 0)
         with self._writing(collection_name) as shard:
             api.index_keyword(shard, field_name)
 
@@ -211,7 +208,7 @@ class EdgeClient:
     # ---- points ------------------------------------------------------------------------------------------------
 
     def upsert(self, collection_name: str, points: list[models.PointStruct], wait: bool = True, **_: Any) -> None:
-        self._check_space(sum(_size(p) for p in points))
+        space.check(self.path, sum(space.point_size(p) for p in points))
         with self._writing(collection_name) as shard:
             api.upsert(shard, list(points), self._unnamed(collection_name))
 
@@ -246,7 +243,7 @@ class EdgeClient:
 
     def set_payload(self, collection_name: str, payload: dict, points: list[Any], wait: bool = True,
                     **_: Any) -> None:
-        self._check_space(len(json.dumps(payload, default=str)) * len(_ids(points)), SMALL_FREE)
+        space.check(self.path, len(json.dumps(payload, default=str)) * len(_ids(points)), space.SMALL_FREE)
         with self._writing(collection_name) as shard:
             api.set_payload(shard, _ids(points), payload)
 
@@ -272,20 +269,6 @@ class EdgeClient:
                                       score_threshold=score_threshold)
         return self.query_batch_points(collection_name, [request])[0]
 
-    def _check_space(self, size: int, reserve: int = MIN_FREE) -> None:
-        """Raise OSError(ENOSPC) unless the folder's disk keeps reserve bytes free after a write of about size.
-
-        The engine writes through memory-mapped files: on a full disk it would die of SIGBUS (its WAL keeps
-        the data consistent, as after kill -9), so writes are refused while they can still be refused cleanly.
-        Points and indexes need MIN_FREE; payload updates (the registry: commits, and hiding a failed write)
-        only SMALL_FREE, so that the headroom left by a refused write is there for them.
-        """
-        needed = reserve + 4 * size
-        free = free_bytes(self.path)
-        if free < needed:
-            raise OSError(errno.ENOSPC, f"disk is full: {free // 2**20} MB free, the embedded engine needs at "
-                                        f"least {needed // 2**20 + 1} MB")
-
     # ---- index (rag.store.edge.index) ----------------------------------------------------------------------
 
     def collection_config(self, name: str) -> dict:
@@ -307,7 +290,7 @@ class EdgeClient:
             shard = self._shard(name)
             size = sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(self._folder(name))
                        for f in files)
-            self._check_space(2 * size)  # the copy, and the graph the build adds to it
+            space.check(self.path, 2 * size)  # the copy, and the graph the build adds to it
             api.flush(shard)
             shutil.copytree(os.path.join(self._folder(name), SHARD_DIR), os.path.join(target, SHARD_DIR))
             _write_json(os.path.join(target, CONFIG_FILE), self._config(name))
@@ -342,18 +325,6 @@ class EdgeClient:
         """Return whether searches of a collection may go through its HNSW graph (recall measured good enough)."""
         recall = (self._config(name).get("index") or {}).get("recall_at_10")
         return recall is not None and recall >= MIN_RECALL
-
-
-def free_bytes(path: str) -> int:
-    """Return the bytes free for this user on the disk holding path."""
-    return shutil.disk_usage(path).free
-
-
-def _size(point: models.PointStruct) -> int:
-    """Return about how many bytes a point takes in the engine (vectors and payload)."""
-    vectors = point.vector.values() if isinstance(point.vector, dict) else [point.vector]
-    floats = sum(len(v.indices) * 2 if isinstance(v, models.SparseVector) else len(v) for v in vectors)
-    return 4 * floats + len(json.dumps(point.payload or {}, default=str))
 
 
 def _ids(points: Any) -> list[Any]:
