@@ -5,11 +5,12 @@
 Points: ~3 MB of German prose (../shared/scripts/german-corpus.sh, built into bench/out/ on first use), chunked
 by rag.chunking at small sizes (SCHEDULE: 40-120 tokens, several overlaps), distinct texts only, in a fixed
 shuffled order, embedded with the document prompt of the default local model (multilingual-e5-small, 384
-dims). Queries: the 632 German XQuAD questions (../shared/data/xquad-de) in a fixed shuffled order, embedded
-with the query prompt, then sentences cut from the corpus if more are asked for; a query's keyword text is its
-own text. Chunks of one passage at several sizes overlap, as in a store that holds several chunkings.
+dims). Queries: the German XQuAD questions (../shared/data/xquad-de: 632, 624 distinct) in a fixed shuffled
+order, embedded with the query prompt, then sentences cut from the corpus if more are asked for; a query's
+keyword text is its own text. Chunks of one passage at several sizes overlap, as in a store holding several
+chunkings.
 
-Embedding takes a while on 2 cores (about 20 chunks/s), so the vectors are cached under bench/out/realvec/,
+Embedding takes a while on 2 shared cores (10-20 chunks/s), so the vectors are cached under bench/out/realvec/,
 one .npy file per list, named by the model id, the list's hash (corpus text + chunker + schedule) and how many
 rows it holds. The lists are fixed, so N vectors are the first N rows of any longer file; a shorter file is
 extended (saved every BLOCK rows, so an interrupted run keeps what it embedded).

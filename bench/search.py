@@ -23,7 +23,7 @@ vectors differ as real ones do. The machine's load average is printed with the r
 
 --vectors real: real embeddings instead (bench/realvec.py): chunks of ~3 MB of German prose embedded with the
 default local model (multilingual-e5-small, document prompt), queried with the German XQuAD questions (query
-prompt; their texts are the keyword queries). Embedded once (about 20 chunks/s here) and cached under
+prompt; their texts are the keyword queries). Embedded once (10-20 chunks/s on 2 shared cores) and cached under
 bench/out/realvec/; `python -m bench.realvec --points N --minutes M` fills the cache ahead. Every row says
 which vectors it ran on ("vectors").
 """
