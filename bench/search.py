@@ -2,6 +2,7 @@
 
     python -m bench.search [--json] [--sizes 10000,100000] [--queries 100] [--top-k 10] [--dim 384]
                            [--indexed-sizes 10000] [--local-sizes 10000,100000] [--local-queries 20]
+                           [--vectors synthetic|real]
 
 For each size N a fresh process per engine (so open time and resident memory are its own) runs the same
 queries through Store.search in the modes dense, sparse (keyword, BM25) and hybrid (rrf), and prints rows
@@ -19,6 +20,12 @@ open_s: opening the store and answering the first search. Vectors are random uni
 centres (384 dimensions, like e5-small; random, not real embeddings, which would take hours to make here),
 written through Store.upsert_document with chunk texts drawn from a 4,000-word vocabulary, so the keyword
 vectors differ as real ones do. The machine's load average is printed with the rows (ratios in one run hold).
+
+--vectors real: real embeddings instead (bench/realvec.py): chunks of ~3 MB of German prose embedded with the
+default local model (multilingual-e5-small, document prompt), queried with the German XQuAD questions (query
+prompt; their texts are the keyword queries). Embedded once (10-20 chunks/s on 2 shared cores) and cached under
+bench/out/realvec/; `python -m bench.realvec --points N --minutes M` fills the cache ahead. Every row says
+which vectors it ran on ("vectors").
 """
 
 from __future__ import annotations
@@ -55,9 +62,14 @@ class BenchEmbedder:
     embed_query = embed_documents
 
 
-def data(size: int, queries: int, dim: int) -> tuple[np.ndarray, np.ndarray, list[str], list[str]]:
+def data(size: int, queries: int, dim: int, vectors: str = "synthetic", bundle: str | None = None
+         ) -> tuple[np.ndarray, np.ndarray, list[str], list[str]]:
     """Return (vectors, query vectors, chunk texts, query texts): the same for every process (each seeded on its
-    own, so that the points do not depend on the number of queries)."""
+    own, so that the points do not depend on the number of queries); real ones from the bundle main() wrote."""
+    if vectors == "real":
+        from bench import realvec
+
+        return realvec.read_bundle(bundle, size, queries)
     centres = np.random.default_rng(7).standard_normal((200, dim)).astype(np.float32)
 
     def unit(count: int, seed: int) -> np.ndarray:
@@ -98,7 +110,7 @@ def rss_mb() -> float:
 
 
 def numpy_rows(args: argparse.Namespace) -> list[dict]:
-    vectors, queries, _, _ = data(args.size, args.queries, args.dim)
+    vectors, queries, _, _ = data(args.size, args.queries, args.dim, args.vectors, args.bundle)
     seconds = []
     for query in queries:
         started = time.perf_counter()
@@ -119,7 +131,7 @@ def store_rows(args: argparse.Namespace) -> list[dict]:
     """Open (or, for local, fill in memory) the store, then time every mode; rows without "points"/"engine"."""
     from rag.store.open import open_store
 
-    vectors, queries, texts, asked = data(args.size, args.queries, args.dim)
+    vectors, queries, texts, asked = data(args.size, args.queries, args.dim, args.vectors, args.bundle)
     embedder = BenchEmbedder(args.dim)
     extra: dict = {}
     started = time.perf_counter()
@@ -159,7 +171,7 @@ def worker(args: argparse.Namespace) -> None:
     if args.engine == "fill":
         from rag.store.open import open_store
 
-        vectors, _, texts, _ = data(args.size, args.queries, args.dim)
+        vectors, _, texts, _ = data(args.size, args.queries, args.dim, args.vectors, args.bundle)
         store = open_store(path=args.folder)
         started = time.perf_counter()
         fill(store, vectors, texts, BenchEmbedder(args.dim))
@@ -176,12 +188,13 @@ def run(engine: str, size: int, args: argparse.Namespace, folder: str | None = N
     command = [sys.executable, "-m", "bench.search", "--worker", engine, "--size", str(size), "--queries",
                str(queries), "--top-k", str(args.top_k), "--dim", str(args.dim)] + (["--folder", folder]
                                                                                          if folder else [])
+    command += ["--vectors", args.vectors] + (["--bundle", args.bundle] if args.bundle else [])
     # Qdrant Edge unless env says otherwise (the local mode's rows)
     environment = {**os.environ, "PYTHONPATH": str(ROOT), "RAG_QDRANT_ENGINE": "edge", **(env or {})}
     done = subprocess.run(command, capture_output=True, text=True, env=environment, cwd=ROOT, check=False)
     if done.returncode:
         raise SystemExit(f"bench worker {engine} at {size} failed: {done.stderr.strip()[-400:]}")
-    rows = [{"points": size, "engine": engine, "queries": queries, **row}
+    rows = [{"points": size, "engine": engine, "vectors": args.vectors, "queries": queries, **row}
             for row in json.loads(done.stdout.strip().splitlines()[-1])]
     print(json.dumps(rows), file=sys.stderr, flush=True)  # each process's rows as they come
     return rows
@@ -197,6 +210,9 @@ def main() -> None:
     parser.add_argument("--local-queries", type=int, default=20, help="queries for qdrant-client's local mode (slow)")
     parser.add_argument("--top-k", type=int, default=10)
     parser.add_argument("--dim", type=int, default=384)
+    parser.add_argument("--vectors", choices=("synthetic", "real"), default="synthetic",
+                        help="random clustered unit vectors, or real e5 embeddings of German prose (cached)")
+    parser.add_argument("--bundle", help=argparse.SUPPRESS)
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--size", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--folder", help=argparse.SUPPRESS)
@@ -204,6 +220,16 @@ def main() -> None:
     if args.worker:
         args.engine = args.worker
         return worker(args)
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    if args.vectors == "real" and not args.bundle and sizes:  # embedded (what the cache lacks) in a process of its
+        # own: on Linux a child inherits its parent's peak RSS, which the workers report
+        command = [sys.executable, "-m", "bench.realvec", "--points", str(max(sizes)), "--queries",
+                   str(max(args.queries, args.local_queries)), "--bundle", str(args.dim)]
+        done = subprocess.run(command, stdout=subprocess.PIPE, text=True, cwd=ROOT, check=False,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+        if done.returncode:
+            raise SystemExit(f"preparing the real vectors failed (exit {done.returncode}); see the lines above")
+        args.bundle = json.loads(done.stdout.strip().splitlines()[-1])["bundle"]
     rows: list[dict] = []
     for size in (int(s) for s in args.sizes.split(",") if s):
         rows += run("numpy", size, args)
@@ -220,7 +246,7 @@ def main() -> None:
                 env = {"RAG_QDRANT_ENGINE": "local"}
                 run("fill", size, args, folder, env)
                 rows += [r | {"engine": "local (folder)"} for r in run("local", size, args, folder, env)]
-    report = {"rows": rows, "load_average": [round(x, 2) for x in os.getloadavg()]}
+    report = {"rows": rows, "load_average": [round(x, 2) for x in os.getloadavg()], "vectors": args.vectors}
     if args.json:
         print(json.dumps(report, indent=1))
         return
@@ -231,7 +257,7 @@ def main() -> None:
         recall = "" if r.get("recall_at_10") is None else f"{r['recall_at_10']:.3f}"
         print(f"{r['points']:8,} {r['engine']:24} {r['mode']:7} {r['p50_ms']:8.2f} {r['p95_ms']:8.2f} {opened:>7} "
               f"{r['rss_mb']:7.0f} {recall:>7}")
-    print(f"load average {report['load_average']}")
+    print(f"load average {report['load_average']}, {args.vectors} vectors")
 
 
 if __name__ == "__main__":
