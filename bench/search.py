@@ -145,7 +145,8 @@ def store_rows(args: argparse.Namespace) -> list[dict]:
         built = time.perf_counter()
         state = store.build_index("bench")  # the app's build: a child process on a copy, then swapped in
         extra = {"index_build_s": round(time.perf_counter() - built, 1), "indexed": state.indexed,
-                 "index_recall_at_10": state.recall_at_10, "segments": store.client.index_state("bench")["segments"]}
+                 "hnsw_ef": state.hnsw_ef, "index_recall_at_10": state.recall_at_10,
+                 "segments": store.client.index_state("bench")["segments"]}
     store.search("bench", queries[0], embedder, top_k=args.top_k)
     open_s = None if args.engine == "local" and not args.folder else round(time.perf_counter() - started, 3)
     if args.engine == "edge-indexed":

@@ -118,28 +118,39 @@ def test_an_index_of_poor_recall_is_not_used_searches_stay_exact(store, tmp_path
     assert not state.trusted and state.searches == "exact" and "searches stay exact" in state.summary()
     seen = []
     real = api.query_batch
-    monkeypatch.setattr(api, "query_batch", lambda shard, requests, unnamed, exact: seen.append(exact) or
-                        real(shard, requests, unnamed, exact))
+    monkeypatch.setattr(api, "query_batch", lambda shard, requests, unnamed, exact, ef=None: seen.append(exact) or
+                        real(shard, requests, unnamed, exact, ef))
     assert hits(reopened, "Frist 17 Wochen") and set(seen) == {True}
 
 
-def test_recall_counts_what_the_graph_misses_of_the_exact_top_10_leaving_each_query_out(
+def test_the_check_counts_what_the_graph_misses_of_the_exact_top_10_and_widens_ef_until_recall_is_reached(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     client = EdgeClient(str(tmp_path / "q"))
     client.create_collection("c", vectors_config={"d": models.VectorParams(size=8, distance="Cosine")})
     points = np.random.default_rng(3).normal(size=(60, 8))
     client.upsert("c", [models.PointStruct(id=i + 1, vector={"d": v.tolist()}, payload={}) for i, v in
                         enumerate(points)])
-    real = api.query_batch
+    real, asked = api.query_batch, []
 
-    def graph_misses_two(shard, requests, unnamed, exact):
-        answers = real(shard, requests, unnamed, True)
-        return answers if exact else [found[:1] + found[3:] for found in answers]  # ranks 2 and 3 of 11 lost
+    def graph(misses_below: int):
+        def search(shard, requests, unnamed, exact, ef=None):
+            answers = real(shard, requests, unnamed, True)
+            asked.append(ef)
+            if exact or ef >= misses_below:
+                return answers
+            return [found[:1] + found[3:] for found in answers]  # ranks 2 and 3 of 11 lost
+        return search
 
-    monkeypatch.setattr(api, "query_batch", graph_misses_two)
-    recall, exact_ms, indexed_ms = edge_index._recall(client._shard("c"), client.collection_config("c"))
-    assert recall == pytest.approx(0.8)  # the query's own point is first in both and left out: 8 of 10 found
-    assert exact_ms > 0 and indexed_ms > 0
+    monkeypatch.setattr(api, "query_batch", graph(misses_below=10**6))  # the graph never finds them
+    checked = edge_index._check(client._shard("c"), client.collection_config("c"))
+    assert checked["recall_at_10"] == pytest.approx(0.8)  # the query's own point is first in both, left out: 8 of 10
+    assert checked["hnsw_ef"] == edge_index.EF_STEPS[-1] and checked["exact_ms"] > 0 and checked["indexed_ms"] > 0
+
+    asked.clear()
+    monkeypatch.setattr(api, "query_batch", graph(misses_below=256))
+    checked = edge_index._check(client._shard("c"), client.collection_config("c"))
+    assert checked["recall_at_10"] == 1.0 and checked["hnsw_ef"] == 256  # the smallest ef that reaches the target
+    assert [ef for ef in dict.fromkeys(asked) if ef is not None] == [64, 128, 256]
     client.close()
 
 

@@ -59,6 +59,12 @@ INDEX_KB = 1
 _VACUUM = {"deleted_threshold": 1e-9, "vacuum_min_vector_number": 1}
 
 
+# The HNSW graph: Qdrant's m, a wider ef_construct than its 100, which gave recall@10 0.87 on 20,000 real e5 vectors
+# at any affordable search ef (256 reached 0.985 with ef 384, README); below FULL_SCAN_KB of vectors in a segment
+# the engine compares them all (Qdrant's default).
+HNSW_M, HNSW_EF_CONSTRUCT, FULL_SCAN_KB = 16, 256, 10_000
+
+
 def shard_config(vectors: dict[str, models.VectorParams], sparse: dict[str, models.SparseVectorParams],
                  indexing_threshold_kb: int = NO_INDEX) -> Any:
     """Return the EdgeConfig of a collection's vectors (dense: size and distance; sparse: IDF modifier or not), its
@@ -69,7 +75,8 @@ def shard_config(vectors: dict[str, models.VectorParams], sparse: dict[str, mode
                                                else None)
                for name, p in sparse.items()}
     optimizers = qe.EdgeOptimizersConfig(indexing_threshold=indexing_threshold_kb, **_VACUUM)
-    return qe.EdgeConfig(vectors=dense, sparse_vectors=keyword, optimizers=optimizers)
+    graph = qe.HnswIndexConfig(m=HNSW_M, ef_construct=HNSW_EF_CONSTRUCT, full_scan_threshold=FULL_SCAN_KB)
+    return qe.EdgeConfig(vectors=dense, sparse_vectors=keyword, optimizers=optimizers, hnsw_config=graph)
 
 
 def config_of(collection: dict, indexing_threshold_kb: int) -> Any:
@@ -182,10 +189,11 @@ def count(shard: Any, flt: models.Filter | None) -> int:
         return shard.count(qe.CountRequest(exact=True, filter=filter_in(flt)))
 
 
-def query_batch(shard: Any, requests: list[models.QueryRequest], unnamed: bool, exact: bool
-                ) -> list[list[models.ScoredPoint]]:
-    """Run query requests as one planned batch; exact=True scans every vector (no HNSW)."""
-    converted = [_request_in(r, exact) for r in requests]
+def query_batch(shard: Any, requests: list[models.QueryRequest], unnamed: bool, exact: bool,
+                hnsw_ef: int | None = None) -> list[list[models.ScoredPoint]]:
+    """Run query requests as one planned batch; exact=True scans every vector (no HNSW), else an HNSW graph is
+    searched with hnsw_ef candidates (None: the engine's default) unless a request gives its own."""
+    converted = [_request_in(r, exact, hnsw_ef) for r in requests]
     with engine_errors():
         answers = shard.query_batch(qe.QueryBatchRequest(converted))
     return [[_scored(p, unnamed) for p in points] for points in answers]
@@ -247,22 +255,25 @@ def _match(m: Any) -> Any:
     raise ValueError(f"The embedded engine does not support the match {type(m).__name__}.")
 
 
-def _request_in(r: models.QueryRequest | models.Prefetch, exact: bool, top: bool = True) -> Any:
+def _request_in(r: models.QueryRequest | models.Prefetch, exact: bool, ef: int | None = None, top: bool = True
+                ) -> Any:
     prefetch = r.prefetch if isinstance(r.prefetch, list) else [r.prefetch] if r.prefetch is not None else []
     limit = r.limit if r.limit is not None else 10
-    params = _params(r.params, exact)
+    params = _params(r.params, exact, ef)
     shared = {"query": _query(r.query, r.using), "filter": filter_in(r.filter), "params": params,
-              "score_threshold": r.score_threshold, "prefetches": [_request_in(p, exact, False) for p in prefetch]}
+              "score_threshold": r.score_threshold, "prefetches": [_request_in(p, exact, ef, False) for p in prefetch]}
     if not top:
         return qe.Prefetch(limit=limit, **shared)
     return qe.QueryRequest(limit=limit, offset=r.offset, with_payload=_payload_in(r.with_payload),
                            with_vector=_vectors_in(r.with_vector), **shared)
 
 
-def _params(params: models.SearchParams | None, exact: bool) -> Any:
-    if params is None and not exact:
+def _params(params: models.SearchParams | None, exact: bool, ef: int | None) -> Any:
+    ef = params.hnsw_ef if params is not None and params.hnsw_ef else ef
+    exact = exact or bool(params and params.exact)
+    if not exact and ef is None:
         return None
-    return qe.SearchParams(hnsw_ef=params.hnsw_ef if params else None, exact=exact or bool(params and params.exact))
+    return qe.SearchParams(hnsw_ef=ef, exact=exact)
 
 
 def _query(query: Any, using: str | None) -> Any:

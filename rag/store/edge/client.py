@@ -31,9 +31,9 @@ from qdrant_client import models
 from qdrant_client.http import models as rest
 
 from rag.store.edge import api, space, ties
+from rag.store.edge.index import trusted
 
 EDGE_DIR = "edge"
-MIN_RECALL = 0.98  # rag.store.edge.index: searches go through an HNSW graph of at least this measured recall@10
 CONFIG_FILE = "collection.json"
 SHARD_DIR = "shard"
 
@@ -255,9 +255,11 @@ class EdgeClient:
     def query_batch_points(self, collection_name: str, requests: list[models.QueryRequest], **_: Any
                            ) -> list[rest.QueryResponse]:
         unnamed, exact = self._unnamed(collection_name), self.exact or not self._trusted(collection_name)
+        ef = (self._config(collection_name).get("index") or {}).get("hnsw_ef")
         with self._mutex:  # not during replace_shard
             shard = self._shard(collection_name)
-            answers = ties.stable_batch(lambda asked: api.query_batch(shard, asked, unnamed, exact), list(requests))
+            answers = ties.stable_batch(lambda asked: api.query_batch(shard, asked, unnamed, exact, ef),
+                                        list(requests))
         return [rest.QueryResponse(points=points) for points in answers]
 
     def query_points(self, collection_name: str, query: Any = None, using: str | None = None,
@@ -322,9 +324,9 @@ class EdgeClient:
         self._configs[name] = config
 
     def _trusted(self, name: str) -> bool:
-        """Return whether searches of a collection may go through its HNSW graph (recall measured good enough)."""
-        recall = (self._config(name).get("index") or {}).get("recall_at_10")
-        return recall is not None and recall >= MIN_RECALL
+        """Return whether searches of a collection may go through its HNSW graph: its measured recall is good enough
+        (rag.store.edge.index.trusted)."""
+        return trusted(self._config(name).get("index") or {})
 
 
 def _ids(points: Any) -> list[Any]:

@@ -8,13 +8,15 @@ build in a thread of the app's process would stop every page. build_index instea
 2. runs `python -m rag.store.edge.index FOLDER` (niced) on the copy: the engine's optimizers with an indexing
    threshold build an HNSW graph for every segment (and vacuum deleted points); then recall@10 of the graph is
    measured against exact search, the queries being up to SAMPLE stored vectors (each query's own point left
-   out of both lists), with both searches timed;
+   out of both lists), both searches timed, at growing search ef until TARGET_RECALL is reached (that ef is what
+   searches use);
 3. under the lock again, if nothing was written to the collection meanwhile, puts the copy in place of the
    shard (two renames) and records the result in collection.json; else throws the copy away and starts over
    (ATTEMPTS times at most, then says to try again when the writes are done).
 
 The original shard is never touched until step 3, so a failed, killed or cancelled build leaves it as it was.
-Searches use the graph only while its measured recall@10 is at least MIN_RECALL (else they compare every vector).
+Searches use the graph (with the calibrated ef) only while its measured recall@10 is at least MIN_RECALL (else they
+compare every vector).
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ from rag.store.edge import api
 
 MIN_POINTS = 50_000  # chunks from which a collection is indexed (README: bench.search, exact vs HNSW by size)
 MIN_RECALL = 0.98  # searches use the graph only at this measured recall@10 or better
+TARGET_RECALL = 0.99  # the search ef is the smallest of EF_STEPS that reaches this on the recall check's queries
+EF_STEPS = (64, 128, 256, 384, 512, 768, 1024)
 SAMPLE = 200  # stored vectors used as queries in the recall check
 TOP = 10
 ATTEMPTS = 3
@@ -62,14 +66,15 @@ class IndexState:
     recall_at_10: float | None = None  # measured when the index was built; None: never built
     exact_ms: float | None = None  # p50 of the recall check's exact searches
     indexed_ms: float | None = None  # ... and of its searches through the graph
+    hnsw_ef: int | None = None  # the candidates a search through the graph looks at (calibrated by the check)
     built_at: str | None = None
     build_s: float | None = None
     vacuum_pending: bool = False  # chunks were deleted since the build: keyword IDF counts them until the next one
 
     @property
     def trusted(self) -> bool:
-        """Return whether searches go through the graph (its measured recall is good enough)."""
-        return self.recall_at_10 is not None and self.recall_at_10 >= MIN_RECALL
+        """Return whether searches go through the graph (see trusted)."""
+        return trusted({"recall_at_10": self.recall_at_10})
 
     @property
     def due(self) -> bool:
@@ -86,6 +91,7 @@ class IndexState:
         return {"collection": self.collection, "points": self.points, "indexed": self.indexed,
                 "min_points": self.min_points, "due": self.due, "searches": self.searches,
                 "recall_at_10": self.recall_at_10, "exact_ms": self.exact_ms, "indexed_ms": self.indexed_ms,
+                "hnsw_ef": self.hnsw_ef,
                 "built_at": self.built_at, "build_s": self.build_s, "vacuum_pending": self.vacuum_pending}
 
     def summary(self) -> str:
@@ -95,15 +101,14 @@ class IndexState:
                 return (f"Exact search over {self.points:,} chunks (an HNSW index is built from "
                         f"{self.min_points:,} chunks on).")
             return f"Exact search over {self.points:,} chunks; the HNSW index is not built yet."
-        measured = f"recall@10 {self.recall_at_10:.3f} against exact search"
+        measured = f"recall@10 {self.recall_at_10:.3f} against exact search at hnsw_ef {self.hnsw_ef}"
         if self.exact_ms and self.indexed_ms:
             measured += f", {self.indexed_ms:.1f} ms a search instead of {self.exact_ms:.1f} ms"
         if not self.indexed:
             return (f"Exact search over {self.points:,} chunks: the last build made no HNSW graph (too few chunks "
                     f"for one; {measured}).")
         if not self.trusted:
-            return (f"An HNSW index was built ({measured}), but its recall is below {MIN_RECALL}: searches stay "
-                    "exact.")
+            return f"An HNSW index was built ({measured}), but its recall is below {MIN_RECALL}: searches stay exact."
         left = self.points - self.indexed
         rest = f"; {left:,} newer chunks are compared one by one until the next build" if left > 0 else ""
         if self.vacuum_pending:
@@ -122,8 +127,15 @@ def state(client: Any, name: str, min_points: int = MIN_POINTS) -> IndexState:
     points = max(dense, default=0)
     record = config.get("index") or {}
     return IndexState(name, points, min(graphs // max(len(dense), 1), points), min_points, record.get("recall_at_10"),
-                      record.get("exact_ms"), record.get("indexed_ms"), record.get("built_at"), record.get("build_s"),
-                      bool(record.get("vacuum_pending")))
+                      record.get("exact_ms"), record.get("indexed_ms"), record.get("hnsw_ef"), record.get("built_at"),
+                      record.get("build_s"), bool(record.get("vacuum_pending")))
+
+
+def trusted(record: dict) -> bool:
+    """Return whether an index record (collection.json's "index") lets searches go through the graph: its measured
+    recall@10 is at least MIN_RECALL."""
+    recall = record.get("recall_at_10")
+    return recall is not None and recall >= MIN_RECALL
 
 
 def build_index(client: Any, name: str, cancel: Callable[[], bool] | None = None,
@@ -182,16 +194,33 @@ def _build(work: str) -> dict:
     try:
         api.build_index(shard)
         build_s = time.perf_counter() - started
-        recall, exact_ms, indexed_ms = _recall(shard, config)
+        checked = _check(shard, config)
     finally:
         api.close_shard(shard)
-    return {"recall_at_10": recall, "exact_ms": exact_ms, "indexed_ms": indexed_ms, "build_s": round(build_s, 1),
-            "built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    return {**checked, "build_s": round(build_s, 1), "built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
 
 
-def _recall(shard: Any, config: dict) -> tuple[float | None, float | None, float | None]:
-    """Return (recall@10 of the graph against exact search, p50 ms exact, p50 ms indexed) over SAMPLE stored
-    vectors (of each dense vector of the collection) as queries; (None, None, None) when there are none."""
+def _check(shard: Any, config: dict) -> dict:
+    """Return recall@10 of the graph against exact search, the p50 ms of both and the search ef that reached
+    TARGET_RECALL (the smallest of EF_STEPS; else the largest), over SAMPLE stored vectors (of each dense vector
+    of the collection) as queries, each query's own point left out of both lists."""
+    queries = _sample(shard, config)
+    if not queries:
+        return {"recall_at_10": None, "exact_ms": None, "indexed_ms": None, "hnsw_ef": None}
+    exact_s: list[float] = []
+    truth = [_top(shard, query, config, True, None, exact_s) for query in queries]
+    for ef in EF_STEPS:
+        indexed_s: list[float] = []
+        found = [_top(shard, query, config, False, ef, indexed_s) for query in queries]
+        recall = sum(len(set(t) & set(f)) / max(len(t), 1) for t, f in zip(truth, found, strict=True)) / len(truth)
+        if recall >= TARGET_RECALL:
+            break
+    return {"recall_at_10": round(recall, 4), "exact_ms": _p50_ms(exact_s), "indexed_ms": _p50_ms(indexed_s),
+            "hnsw_ef": ef}
+
+
+def _sample(shard: Any, config: dict) -> list[tuple[Any, str | None, list[float]]]:
+    """Return (point id, vector name, vector) of up to SAMPLE stored points per dense vector, picked at random."""
     unnamed = bool(config.get("unnamed"))
     ids, offset = [], None
     while True:
@@ -199,28 +228,24 @@ def _recall(shard: Any, config: dict) -> tuple[float | None, float | None, float
         ids += [r.id for r in records]
         if offset is None:
             break
-    if not ids:
-        return None, None, None
     picked = random.Random(7).sample(ids, min(SAMPLE, len(ids)))
-    recalls, exact_s, indexed_s = [], [], []
+    queries = []
     for name in config["vectors"]:
-        using = None if unnamed else name
-        for record in api.retrieve(shard, picked, False, [name] if not unnamed else True, unnamed):
+        for record in api.retrieve(shard, picked, False, True if unnamed else [name], unnamed):
             vector = record.vector if unnamed else (record.vector or {}).get(name)
-            if vector is None:
-                continue
-            lists = []
-            for exact, seconds in ((True, exact_s), (False, indexed_s)):
-                request = models.QueryRequest(query=list(vector), using=using, limit=TOP + 1)
-                began = time.perf_counter()
-                (found,) = api.query_batch(shard, [request], unnamed, exact)
-                seconds.append(time.perf_counter() - began)
-                lists.append([p.id for p in found if p.id != record.id][:TOP])
-            truth, got = lists
-            recalls.append(len(set(truth) & set(got)) / max(len(truth), 1))
-    if not recalls:
-        return None, None, None
-    return round(sum(recalls) / len(recalls), 4), _p50_ms(exact_s), _p50_ms(indexed_s)
+            if vector is not None:
+                queries.append((record.id, None if unnamed else name, list(vector)))
+    return queries
+
+
+def _top(shard: Any, query: tuple, config: dict, exact: bool, ef: int | None, seconds: list[float]) -> list:
+    """Return the ids of query's TOP nearest stored points but itself, timing the search into seconds."""
+    point_id, using, vector = query
+    request = models.QueryRequest(query=vector, using=using, limit=TOP + 1)
+    began = time.perf_counter()
+    (found,) = api.query_batch(shard, [request], bool(config.get("unnamed")), exact, ef)
+    seconds.append(time.perf_counter() - began)
+    return [p.id for p in found if p.id != point_id][:TOP]
 
 
 def _p50_ms(seconds: list[float]) -> float:
