@@ -81,12 +81,18 @@ class DocumentsMixin:
         flt = self._document_filter(layout, document_ids) if document_ids else None
         hidden = [] if layout.foreign else self.hidden_generations(layout.name)
         excluded = hidden_filter(hidden, registry=False)
-        if not include_toc and not layout.foreign:
-            excluded.append(models.FieldCondition(key="flags", match=models.MatchAny(any=[TOC])))
+        toc = models.FieldCondition(key="flags", match=models.MatchAny(any=[TOC]))
+        if not include_toc and not layout.foreign and self._any(layout.name, toc):
+            excluded.append(toc)  # a condition checked on every point a search compares: only where one matches
         if not excluded:
             return flt
         flt = flt or models.Filter()
         return flt.model_copy(update={"must_not": excluded})
+
+    def _any(self, collection: str, condition: models.FieldCondition) -> bool:
+        """Return whether a point of collection meets condition (a payload index answers: microseconds)."""
+        with self._guard(f"counting in '{collection}'"):
+            return self.client.count(collection, count_filter=models.Filter(must=[condition]), exact=True).count > 0
 
     def documents(self, collection: str) -> list[DocumentInfo]:
         """Return one entry per document (foreign collection: per document_title), sorted by title.
