@@ -44,6 +44,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 POINTS_PER_DOCUMENT = 1000
+HELD_OUT = 200  # queries the index build checks its recall with, none of them timed
 MODES = ("dense", "sparse", "hybrid")
 
 
@@ -85,6 +86,12 @@ def data(size: int, queries: int, dim: int, vectors: str = "synthetic", bundle: 
     texts = [" ".join(vocabulary[i] for i in row) for row in words]
     asked = np.random.default_rng(10).choice(len(vocabulary), size=(queries, 3), p=weights)
     return unit(size, 11), unit(queries, 12), texts, [" ".join(vocabulary[i] for i in row) for row in asked]
+
+
+def held_out(args: argparse.Namespace) -> np.ndarray:
+    """Return HELD_OUT query vectors besides the timed ones: the questions of the index build's recall check."""
+    _, more, _, _ = data(args.size, args.queries + HELD_OUT, args.dim, args.vectors, args.bundle)
+    return more[args.queries:]
 
 
 def fill(store, vectors: np.ndarray, texts: list[str], embedder: BenchEmbedder) -> None:
@@ -143,7 +150,8 @@ def store_rows(args: argparse.Namespace) -> list[dict]:
         store = open_store(path=args.folder)
     if args.engine == "edge-indexed":
         built = time.perf_counter()
-        state = store.build_index("bench")  # the app's build: a child process on a copy, then swapped in
+        # the app's build (a child process on a copy, then swapped in), its recall checked with held-out questions
+        state = store.build_index("bench", questions=held_out(args))
         extra = {"index_build_s": round(time.perf_counter() - built, 1), "indexed": state.indexed,
                  "hnsw_ef": state.hnsw_ef, "index_recall_at_10": state.recall_at_10,
                  "segments": store.client.index_state("bench")["segments"]}
@@ -225,7 +233,7 @@ def main() -> None:
     if args.vectors == "real" and not args.bundle and sizes:  # embedded (what the cache lacks) in a process of its
         # own: on Linux a child inherits its parent's peak RSS, which the workers report
         command = [sys.executable, "-m", "bench.realvec", "--points", str(max(sizes)), "--queries",
-                   str(max(args.queries, args.local_queries)), "--bundle", str(args.dim)]
+                   str(max(args.queries, args.local_queries) + HELD_OUT), "--bundle", str(args.dim)]
         done = subprocess.run(command, stdout=subprocess.PIPE, text=True, cwd=ROOT, check=False,
                               env={**os.environ, "PYTHONPATH": str(ROOT)})
         if done.returncode:

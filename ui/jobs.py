@@ -101,6 +101,7 @@ class IndexJob:
     store: Store
     location: str
     points: int = 0  # chunks when queued: the time estimate
+    embedder: Embedder | None = None  # embeds the recall check's questions (None: stored chunks as queries)
     id: int = 0  # given by the queue
     status: str = "queued"
     result: IndexState | None = None
@@ -143,7 +144,8 @@ class IndexJob:
     def run(self) -> None:
         self.status, self.started = "running", time.time()
         try:
-            self.result = self.store.build_index(self.collection, cancel=lambda: self.cancel_requested)
+            self.result = self.store.build_index(self.collection, cancel=lambda: self.cancel_requested,
+                                                 embedder=self.embedder)
             self.status = "done"
         except IndexCancelledError:
             self.status = "cancelled"
@@ -257,9 +259,10 @@ class JobQueue:
             if self.on_change is not None:
                 self.on_change()
             if job.status != "failed" and any(r.ok for r in job.results):
-                self.index_when_due(job.store, job.collection, job.location)
+                self.index_when_due(job.store, job.collection, job.location, job.embedder)
 
-    def index_when_due(self, store: Store, collection: str, location: str) -> IndexJob | None:
+    def index_when_due(self, store: Store, collection: str, location: str, embedder: Embedder | None = None
+                       ) -> IndexJob | None:
         """Queue collection's index build when it is due (rag.store.edge.index) and none is queued or running."""
         with self._lock:
             if any(isinstance(j, IndexJob) and j.active and j.collection == collection and j.location == location
@@ -271,7 +274,7 @@ class JobQueue:
             return None  # the collection went away, the store is closed: nothing to index
         if state is None or not state.due:
             return None
-        return self.add(IndexJob(collection, store, location, state.points))
+        return self.add(IndexJob(collection, store, location, state.points, embedder))
 
     def _run_other(self, job) -> None:
         try:
@@ -283,7 +286,8 @@ class JobQueue:
             if self.on_change is not None:
                 self.on_change()
         if not isinstance(job, IndexJob) and isinstance(getattr(job, "collection", None), str):
-            self.index_when_due(job.store, job.collection, job.location)  # e.g. "Use this configuration" wrote
+            self.index_when_due(job.store, job.collection, job.location,  # e.g. "Use this configuration" wrote
+                                getattr(job, "embedder", None))
 
 
 def _kept(file: SourceFile, result: pipeline.IngestResult) -> SourceFile:

@@ -13,10 +13,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from rag import pipeline
 from rag.chunking import chunker as chunking
 from rag.documents import loader
 from rag.documents.text import shorten
-from rag.errors import UsageError
+from rag.errors import RagError, UsageError
 from rag.store.client import Store
 from rag.store.edge.index import IndexState
 
@@ -118,7 +119,12 @@ def build_index(store: Store, collection: str) -> IndexState:
     before = store.index_state(collection)
     progress(f"Building the HNSW index of '{collection}' ({before.points:,} chunks) in a child process …")
     started = time.perf_counter()
-    state = store.build_index(collection)
+    try:  # the recall check embeds sentences of the collection as questions, with the collection's own model
+        embedder = pipeline.embedder_for(store, collection)
+    except RagError as error:
+        progress(f"note: the recall check uses stored chunks as queries, which overstates recall ({error})")
+        embedder = None
+    state = store.build_index(collection, embedder=embedder)
     progress(f"… done in {time.perf_counter() - started:.0f} s: {state.summary()}")
     return state
 

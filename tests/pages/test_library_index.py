@@ -28,7 +28,7 @@ def test_an_ingest_past_the_size_queues_the_build_and_the_library_shows_its_reca
     state = store.index_state("documents")
     caption = index_caption(at)
     assert f"HNSW index over {state.points:,} of {state.points:,} chunks" in caption
-    assert f"recall@10 {state.recall_at_10:.3f} against exact search" in caption
+    assert f"recall@10 {state.recall_at_10:.3f} against exact search on questions" in caption  # embedded sentences
     assert f"{state.points:,} chunk" in plain(texts(at.caption))  # the collection's own count says the same
     assert button(at, "Build the index again")
     (row,) = at.dataframe[-1].value.to_dict("records")  # the collections table

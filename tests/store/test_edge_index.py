@@ -175,6 +175,7 @@ def test_the_cli_builds_when_an_ingest_makes_the_collection_large_and_reports_js
     (listed,) = json.loads(out)
     assert listed["index"]["indexed"] == listed["points"] and listed["index"]["searches"] == "indexed"
     assert listed["index"]["recall_at_10"] >= 0.98 and not listed["index"]["due"]
+    assert listed["index"]["checked_on"] == "questions"  # sentences of the collection, embedded as queries
 
     (stored,) = json.loads(run(capsys, "--store", store, "documents", "--json")[1])
     code, out, err = run(capsys, "--store", store, "delete", "--collection", "documents", "--document",

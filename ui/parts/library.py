@@ -53,7 +53,7 @@ def index(workspace: Workspace) -> None:
         return
     queue = live_jobs.queue()
     if state_now.due:
-        queue.index_when_due(workspace.store, workspace.collection, workspace.location)
+        queue.index_when_due(workspace.store, workspace.collection, workspace.location, _embedder(workspace))
     st.caption(f"Index: {md(state_now.summary())}")
     finished = live_jobs.show(workspace.location, jobs.IndexJob, INDEX_SEEN, INDEX_CANCEL_HELP)
     if finished is not None and finished.status == "done":
@@ -67,8 +67,14 @@ def index(workspace: Workspace) -> None:
             help="An HNSW graph, built in a child process (about 2 minutes per 50,000 chunks on 2 cores) and checked "
                  f"against exact search; searches use it from recall@10 {MIN_RECALL} on. Collections are indexed by "
                  f"themselves from {state_now.min_points:,} chunks on (RAG_INDEX_MIN_POINTS)."):
-        queue.add(jobs.IndexJob(workspace.collection, workspace.store, workspace.location, state_now.points))
+        queue.add(jobs.IndexJob(workspace.collection, workspace.store, workspace.location, state_now.points,
+                                _embedder(workspace)))
         st.rerun()
+
+
+def _embedder(workspace: Workspace):
+    """Return the collection's embedder for the recall check's questions, None where it cannot be had (said)."""
+    return errors.attempt(workspace.embedder)
 
 
 def search_kind(workspace: Workspace, collection: str) -> str:
