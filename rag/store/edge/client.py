@@ -260,7 +260,7 @@ class EdgeClient:
             shard = self._shard(collection_name)
             answers = ties.stable_batch(lambda asked: api.query_batch(shard, asked, unnamed, exact, ef),
                                         list(requests))
-        return [rest.QueryResponse(points=points) for points in answers]
+        return [rest.QueryResponse.model_construct(points=points) for points in answers]  # api.EdgePoint, as they are
 
     def query_points(self, collection_name: str, query: Any = None, using: str | None = None,
                      prefetch: Any = None, query_filter: models.Filter | None = None, limit: int = 10,

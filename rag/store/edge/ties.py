@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 from qdrant_client import models
 
-MARGIN = 16  # points asked for beyond a search's limit
+MARGIN = 1  # points asked for beyond a search's limit: one tied with the last says the run may go on
 KEY_FIELDS = ["document_id", "chunk_index"]
 MAX_DEPTH = 100_000
 TOLERANCE = 1e-6
