@@ -34,7 +34,7 @@ from rag.urls import redact_urls
 
 log = logging.getLogger(__name__)
 KEPT = 20  # finished jobs listed per process
-INDEX_SECONDS_PER_POINT = 0.0025  # an HNSW build on 2 cores (209 s at 100,000 points, README): the progress estimate
+INDEX_SECONDS_PER_POINT = 0.001  # an HNSW build on 2 cores (64 s at 100,000 points at load 4, README): the estimate
 STATUSES = ("queued", "running", "done", "failed", "cancelled")
 T = TypeVar("T")
 

@@ -64,7 +64,7 @@ def index(workspace: Workspace) -> None:
     if state_now.points and not running and st.button(
             "Build the index now" if state_now.recall_at_10 is None else "Build the index again",
             icon=":material/account_tree:", key=f"build_index-{workspace.collection}",
-            help="An HNSW graph, built in a child process (about 2 minutes per 50,000 chunks on 2 cores) and checked "
+            help="An HNSW graph, built in a child process (about a minute per 100,000 chunks on 2 cores) and checked "
                  f"against exact search; searches use it from recall@10 {MIN_RECALL} on. Collections are indexed by "
                  f"themselves from {state_now.min_points:,} chunks on (RAG_INDEX_MIN_POINTS)."):
         queue.add(jobs.IndexJob(workspace.collection, workspace.store, workspace.location, state_now.points,
