@@ -29,6 +29,7 @@ METHODS = ("rrf", "dbsf", "convex")
 DEFAULT_FUSION = "convex"  # w = 0.5: within 0.003 MRR@10 of the best weight on XQuAD-de and the English set
 DEFAULT_WEIGHT = 0.5
 RRF_K = 2  # Qdrant's default ranking constant
+TOLERANCE = 1e-6  # fused scores (0-1 for convex, below 1 for rrf) this close count as equal
 
 
 @dataclass(frozen=True)
@@ -104,8 +105,7 @@ def rrf(dense: Sequence[str], keyword: Sequence[str], weight: float = DEFAULT_WE
     for share, ranked in ((2 * weight, dense), (2 * (1 - weight), keyword)):
         for rank, point in enumerate(ranked, 1):
             fused[point] = fused.get(point, 0.0) + (1 / (rank / share + k - 1) if share > 0 else 0.0)
-    order = order or {}
-    return sorted(fused.items(), key=lambda item: (-item[1], order.get(item[0], ()), item[0]))
+    return _ordered(fused, order)
 
 
 def convex(dense: Sequence[tuple[str, float]], keyword: Sequence[tuple[str, float]], weight: float,
@@ -125,5 +125,22 @@ def convex(dense: Sequence[tuple[str, float]], keyword: Sequence[tuple[str, floa
         for point, score in ranked:
             normal = (score - low) / (high - low) if high > low else 1.0
             fused[point] = fused.get(point, 0.0) + share * normal
+    return _ordered(fused, order)
+
+
+def _ordered(fused: dict[str, float], order: Mapping[str, tuple] | None) -> list[tuple[str, float]]:
+    """Return (id, fused score) best first, scores within TOLERANCE of a run's first ordered by order[id], then id.
+
+    Keyword scores of the same chunk differ in their last float32 digit between two collections of the same
+    chunks (rag.store.edge.ties), and a convex fusion carries that into its scores: without the tolerance two
+    chunks a hair apart could swap places between two sweeps of one configuration.
+    """
     order = order or {}
-    return sorted(fused.items(), key=lambda item: (-item[1], order.get(item[0], ()), item[0]))
+    ranked = sorted(fused.items(), key=lambda item: -item[1])
+    runs: list[list[tuple[str, float]]] = []
+    for item in ranked:
+        if runs and runs[-1][0][1] - item[1] <= TOLERANCE:
+            runs[-1].append(item)
+        else:
+            runs.append([item])
+    return [item for run in runs for item in sorted(run, key=lambda item: (order.get(item[0], ()), item[0]))]

@@ -75,7 +75,7 @@ def outcome(result) -> tuple[list, np.ndarray]:
 def assert_same_outcome(one, other) -> None:
     (rows, scores), (other_rows, other_scores) = outcome(one), outcome(other)
     assert rows == other_rows
-    np.testing.assert_allclose(scores, other_scores, rtol=2e-7, atol=1e-7)
+    np.testing.assert_allclose(scores, other_scores, rtol=1e-6, atol=1e-7)  # a few float32 steps (ties.TOLERANCE)
 
 
 # ---- one embedding per distinct text ---------------------------------------------------------------------

@@ -53,6 +53,14 @@ def test_rrf_is_qdrants_formula_weighted_by_share_with_ties_in_the_given_order()
     assert [i for i, _ in Fusion("rrf").fuse([("a", 0.9)], [("a", 7.0)])] == ["a"]
 
 
+def test_fused_scores_a_float32_hair_apart_count_as_equal():
+    # keyword scores of one chunk differ in their last float32 digit between two collections of the same chunks
+    dense, keyword = [("id-z", 0.9), ("id-m", 0.1)], [("id-a", 7.0000004), ("id-m", 1.0)]
+    order = {"id-z": ("doc-1", 0), "id-a": ("doc-1", 4), "id-m": ("doc-2", 0)}
+    assert [i for i, _ in convex(dense, keyword, 0.5 + 4e-7, order)][:2] == ["id-z", "id-a"]
+    assert [i for i, _ in convex(dense, keyword, 0.5 - 4e-7, order)][:2] == ["id-z", "id-a"]
+
+
 def test_equal_fused_scores_follow_the_given_order_not_the_ids():
     dense, keyword = [("id-z", 0.9), ("id-m", 0.1)], [("id-a", 7.0), ("id-m", 1.0)]  # z and a tie at 0.5
     assert [i for i, _ in convex(dense, keyword, 0.5)][:2] == ["id-a", "id-z"]  # by id without an order
