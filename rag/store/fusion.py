@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from qdrant_client import models
 
 from rag.errors import InvalidSettingsError
+from rag.store.equal_scores import in_order
 
 METHODS = ("rrf", "dbsf", "convex")
 DEFAULT_FUSION = "convex"  # w = 0.5: within 0.003 MRR@10 of the best weight on XQuAD-de and the English set
@@ -129,18 +130,8 @@ def convex(dense: Sequence[tuple[str, float]], keyword: Sequence[tuple[str, floa
 
 
 def _ordered(fused: dict[str, float], order: Mapping[str, tuple] | None) -> list[tuple[str, float]]:
-    """Return (id, fused score) best first, scores within TOLERANCE of a run's first ordered by order[id], then id.
-
-    Keyword scores of the same chunk differ in their last float32 digit between two collections of the same
-    chunks (rag.store.edge.ties), and a convex fusion carries that into its scores: without the tolerance two
-    chunks a hair apart could swap places between two sweeps of one configuration.
-    """
+    """Return (id, fused score) best first; scores within TOLERANCE count as equal and follow order[id], then id
+    (a convex fusion carries the last-digit noise of keyword scores: rag.store.equal_scores)."""
     order = order or {}
     ranked = sorted(fused.items(), key=lambda item: -item[1])
-    runs: list[list[tuple[str, float]]] = []
-    for item in ranked:
-        if runs and runs[-1][0][1] - item[1] <= TOLERANCE:
-            runs[-1].append(item)
-        else:
-            runs.append([item])
-    return [item for run in runs for item in sorted(run, key=lambda item: (order.get(item[0], ()), item[0]))]
+    return in_order(ranked, lambda item: item[1], lambda item: (order.get(item[0], ()), item[0]), TOLERANCE)

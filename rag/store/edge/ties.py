@@ -20,6 +20,8 @@ from collections.abc import Callable
 
 from qdrant_client import models
 
+from rag.store.equal_scores import close, in_order
+
 MARGIN = 1  # points asked for beyond a search's limit: one tied with the last says the run may go on
 KEY_FIELDS = ["document_id", "chunk_index"]
 MAX_DEPTH = 100_000
@@ -64,22 +66,7 @@ def _asking(request: models.QueryRequest) -> models.QueryRequest:
 def _tie_runs_past(points: list[models.ScoredPoint], limit: int, asked: int, tolerance: float) -> bool:
     """Return whether the run of equal scores at the cut-off may go on beyond what the engine returned."""
     return (limit < len(points) >= asked and asked < MAX_DEPTH
-            and _close(points[-1].score, points[limit - 1].score, tolerance))
-
-
-def _close(score: float, anchor: float, tolerance: float) -> bool:
-    return abs(score - anchor) <= tolerance * max(abs(anchor), 1.0)
-
-
-def _runs(points: list[models.ScoredPoint], tolerance: float) -> list[list[models.ScoredPoint]]:
-    """Return the points in runs of scores close to each run's first, in the engine's order (any distance)."""
-    runs: list[list[models.ScoredPoint]] = []
-    for point in points:
-        if runs and _close(point.score, runs[-1][0].score, tolerance):
-            runs[-1].append(point)
-        else:
-            runs.append([point])
-    return runs
+            and close(points[-1].score, points[limit - 1].score, tolerance))
 
 
 def _key(point: models.ScoredPoint) -> tuple:
@@ -90,10 +77,7 @@ def _key(point: models.ScoredPoint) -> tuple:
 
 def _cut(points: list[models.ScoredPoint], request: models.QueryRequest, tolerance: float
          ) -> list[models.ScoredPoint]:
-    ordered: list[models.ScoredPoint] = []
-    for tied in _runs(points, tolerance):
-        ordered += sorted(tied, key=_key)
-    ordered = ordered[: _limit(request)]
+    ordered = in_order(points, lambda p: p.score, _key, tolerance)[: _limit(request)]
     if not request.with_payload:
         return [p.model_copy(update={"payload": None}) for p in ordered]
     return ordered
