@@ -19,7 +19,7 @@ documents = workspace.documents_or_stop(
 st.caption(f"Collection '{md(ws.collection)}': {counted(len(documents), 'document')}, {counted(ws.points, 'chunk')}, "
            f"embedder {md(ws.spec)}.")
 parts.defaults(ws)
-parts.index(ws)
+index = parts.index(ws)
 incomplete = [d for d in documents if not d.complete]
 if incomplete:
     were = "was" if len(incomplete) == 1 else "were"
@@ -66,7 +66,7 @@ st.divider()
 st.subheader("Collections")
 st.dataframe(pd.DataFrame([
     {"collection": c.name, "chunks": c.points, "embedder": c.embedder or "(not made by RAG Lab)",
-     "dimension": c.dimension, "search": parts.search_kind(ws, c.name)}
+     "dimension": c.dimension, "search": parts.search_kind(ws, c.name, index if c.name == ws.collection else None)}
     for c in ws.collections
 ]), hide_index=True, width="stretch")
 # keyed by the collection: after a delete the next one's popover starts closed, its name field empty

@@ -6,7 +6,7 @@ defaults are saved only when every document was written."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from rag import pipeline
 from rag.embeddings.base import Embedder
@@ -14,11 +14,11 @@ from rag.errors import IngestCancelled
 from rag.runs.apply import Applied, apply_configuration
 from rag.store.archive import DocumentArchive
 from rag.store.client import Store
-from ui.jobs import failure
+from ui.jobs import QueuedJob, failure
 
 
 @dataclass
-class ApplyJob:
+class ApplyJob(QueuedJob):
     row: dict  # a kept sweep row (rag.runs.records.sweep_row)
     collection: str
     embedder: Embedder
@@ -26,19 +26,8 @@ class ApplyJob:
     location: str
     archive: DocumentArchive
     run_id: int | None = None
-    id: int = 0  # given by the queue
-    status: str = "queued"
     progress: pipeline.Progress | None = None
     result: Applied | None = None
-    error: str | None = None
-    submitted: float = field(default_factory=time.time)
-    started: float | None = None
-    finished: float | None = None
-    cancel_requested: bool = False
-
-    @property
-    def active(self) -> bool:
-        return self.status in ("queued", "running")
 
     @property
     def fraction(self) -> float:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from rag.embeddings.base import Embedder
 from rag.embeddings.cache import EmbeddingCache
@@ -19,14 +19,14 @@ from rag.evaluation.compare import EvaluationComparison, Side, compare_query_set
 from rag.evaluation.pace import Cancelled, Pace, Paced, time_left
 from rag.evaluation.queries import Query
 from rag.store.client import Store
-from ui.jobs import JobQueue, failure
+from ui.jobs import JobQueue, QueuedJob, failure
 from ui.render import counted
 
 RESULTS_KEPT = 3  # finished comparisons per store that keep their result
 
 
 @dataclass
-class CompareJob:
+class CompareJob(QueuedJob):
     sides: tuple[Side, Side]
     queries: list[Query]
     query_set: str  # its file name
@@ -35,21 +35,10 @@ class CompareJob:
     store: Store
     location: str
     cache: EmbeddingCache
-    id: int = 0  # given by the queue
-    status: str = "queued"
     result: EvaluationComparison | None = None
     seconds: float = 0.0
-    error: str | None = None
-    submitted: float = field(default_factory=time.time)
-    started: float | None = None
-    finished: float | None = None
-    cancel_requested: bool = False
     embedded: int = 0  # query texts embedded so far (the cache's misses)
     pace: Pace | None = None
-
-    @property
-    def active(self) -> bool:
-        return self.status in ("queued", "running")
 
     @property
     def fraction(self) -> float:

@@ -92,19 +92,13 @@ class IngestJob:
         return f"{word}: {stored} of {count} file(s) stored in '{self.collection}'{took}"
 
 
-@dataclass
-class IndexJob:
-    """The HNSW index of a collection of the embedded engine, built in a child process (rag.store.indexing): queued
-    after an ingest that made the collection large enough, or from the Library; Cancel stops the child."""
+@dataclass(kw_only=True)
+class QueuedJob:
+    """What every job of JobQueue.add has (its own fields come first, these are keyword-only): the id the queue
+    gives it, how far it got (queued, running, done, failed, cancelled), why it failed, its times and Cancel."""
 
-    collection: str
-    store: Store
-    location: str
-    points: int = 0  # chunks when queued: the time estimate
-    embedder: Embedder | None = None  # embeds the recall check's questions (None: stored chunks as queries)
     id: int = 0  # given by the queue
     status: str = "queued"
-    result: IndexState | None = None
     error: str | None = None
     submitted: float = field(default_factory=time.time)
     started: float | None = None
@@ -114,6 +108,19 @@ class IndexJob:
     @property
     def active(self) -> bool:
         return self.status in ("queued", "running")
+
+
+@dataclass
+class IndexJob(QueuedJob):
+    """The HNSW index of a collection of the embedded engine, built in a child process (rag.store.indexing): queued
+    after an ingest that made the collection large enough, or from the Library; Cancel stops the child."""
+
+    collection: str
+    store: Store
+    location: str
+    points: int = 0  # chunks when queued: the time estimate
+    embedder: Embedder | None = None  # embeds the recall check's questions (None: stored chunks as queries)
+    result: IndexState | None = None
 
     @property
     def fraction(self) -> float:
@@ -189,8 +196,8 @@ class JobQueue:
         return self._enqueue(job)
 
     def add(self, job: T) -> T:
-        """Queue another kind of job: it has the fields of IngestJob's life (id, location, status, started,
-        finished, cancel_requested, active) and a run() that does the work and sets how it ended."""
+        """Queue another kind of job: a QueuedJob with a location and a run() that does the work and sets how it
+        ended."""
         job.id = next(self._ids)
         return self._enqueue(job)
 
@@ -261,13 +268,15 @@ class JobQueue:
             if job.status != "failed" and any(r.ok for r in job.results):
                 self.index_when_due(job.store, job.collection, job.location, job.embedder)
 
-    def index_when_due(self, store: Store, collection: str, location: str, embedder: Embedder | None = None
-                       ) -> IndexJob | None:
-        """Queue collection's index build when it is due (rag.store.edge.index) and none is queued or running."""
+    def index_when_due(self, store: Store, collection: str, location: str, embedder: Embedder | None = None,
+                       after_failure: bool = True) -> IndexJob | None:
+        """Queue collection's index build when it is due (rag.store.edge.index) and none is queued or running; not
+        when the last build of it failed unless after_failure (after a write, which may have changed why)."""
         with self._lock:
-            if any(isinstance(j, IndexJob) and j.active and j.collection == collection and j.location == location
-                   for j in self._jobs):
-                return None
+            builds = [j for j in self._jobs if isinstance(j, IndexJob) and j.collection == collection
+                      and j.location == location]
+        if any(j.active for j in builds) or (builds and builds[-1].status == "failed" and not after_failure):
+            return None
         try:
             state = store.index_state(collection)
         except RagError:

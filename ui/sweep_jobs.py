@@ -25,7 +25,7 @@ from rag.evaluation.sweep import run_sweep
 from rag.rerank import DEFAULT_DEPTH, Reranker
 from rag.runs.keep import keep_sweep
 from rag.store.client import Store
-from ui.jobs import JobQueue, failure
+from ui.jobs import JobQueue, QueuedJob, failure
 from ui.render import counted
 
 RESULTS_KEPT = 3  # finished sweeps per store that keep their SweepResult (each holds every query's hits)
@@ -36,7 +36,7 @@ class SweepCancelled(Exception):
 
 
 @dataclass
-class SweepJob:
+class SweepJob(QueuedJob):
     documents: Callable[[], list[Document]] | None  # what reads the documents (dropped once the sweep ran)
     queries: list[Query]
     configs: list[SweepConfig]
@@ -52,21 +52,10 @@ class SweepJob:
     query_set: str = ""  # the query set's file name, kept with the run
     run_id: int | None = None  # the kept run (rag.runs) of the result
     run_warning: str | None = None  # why the result was not kept as a run
-    id: int = 0  # given by the queue
-    status: str = "queued"
     step: str = "Waiting for the jobs before it"  # what it does now, when no progress event says it
     progress: SweepProgress | None = None  # the last event: stage, share done, time left
     result: SweepResult | None = None
-    error: str | None = None
-    submitted: float = field(default_factory=time.time)
-    started: float | None = None
-    finished: float | None = None
-    cancel_requested: bool = False
     configs_done: int = 0
-
-    @property
-    def active(self) -> bool:
-        return self.status in ("queued", "running")
 
     @property
     def fraction(self) -> float:

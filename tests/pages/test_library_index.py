@@ -50,3 +50,22 @@ def test_a_small_collection_says_from_which_size_it_is_indexed(app_env, shared_d
     button(at, "Build the index now").click().run()
     assert not at.exception, at.exception
     assert "HNSW index over" in index_caption(at)
+
+
+def test_a_failed_build_is_shown_and_not_queued_again_on_every_visit(app_env, shared_data, monkeypatch):
+    from rag.store.edge import index as edge_index
+
+    monkeypatch.setenv("RAG_INDEX_MIN_POINTS", "5")
+    monkeypatch.setattr(edge_index.sys, "executable", "/bin/false")  # every build's child dies at once
+    at = upload(start(), shared_data, PDF)
+
+    def builds() -> list:
+        return jobs.jobs_queue().jobs(str(app_env / "qdrant"), jobs.IndexJob)
+
+    assert [j.status for j in builds()] == ["failed"]  # queued by the ingest, failed
+    at.switch_page(nav.LIBRARY.path).run()
+    at.run()
+    assert [j.status for j in builds()] == ["failed"]  # due, but the Library does not retry by itself
+    assert "Building the index failed" in plain(texts(at.error))
+    button(at, "Build the index now").click().run()
+    assert [j.status for j in builds()] == ["failed", "failed"]  # the button does

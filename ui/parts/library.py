@@ -13,7 +13,7 @@ from rag.chunking.chunker import DEFAULT_CHUNK_SIZE, ChunkSettings
 from rag.evaluation.sweep import sweep_groups
 from rag.runs.apply import collection_defaults
 from rag.runs.db import RunLog, runs_path_of
-from rag.store.edge.index import MIN_RECALL
+from rag.store.edge.index import MIN_RECALL, IndexState
 from rag.store.records import DocumentInfo
 from ui import errors, jobs, resources, state
 from ui.parts import live_jobs
@@ -41,19 +41,21 @@ def defaults(workspace: Workspace) -> None:
         st.caption(f"Search defaults: {md(shown)}{_chosen_by(workspace, saved['run'])}.")
 
 
-def index(workspace: Workspace) -> None:
+def index(workspace: Workspace) -> IndexState | None:
     """Say how searches of the collection run (exact, or through an HNSW index with its measured recall), queue the
-    index build when the collection is due for one, show it while it runs, and offer to build it now."""
+    index build when the collection is due for one (not again after a build of it failed: the button retries), show
+    it while it runs, and offer to build it now; return the state (None: a server's, or unreadable)."""
     if workspace.info is None:
-        return
+        return None
     state_now = errors.attempt(workspace.store.index_state, workspace.collection)
     if state_now is None:
         if not workspace.store.local:
             st.caption("Index: the Qdrant server builds and keeps its HNSW index itself.")
-        return
+        return None
     queue = live_jobs.queue()
     if state_now.due:
-        queue.index_when_due(workspace.store, workspace.collection, workspace.location, _embedder(workspace))
+        queue.index_when_due(workspace.store, workspace.collection, workspace.location, _embedder(workspace),
+                             after_failure=False)
     st.caption(f"Index: {md(state_now.summary())}")
     finished = live_jobs.show(workspace.location, jobs.IndexJob, INDEX_SEEN, INDEX_CANCEL_HELP)
     if finished is not None and finished.status == "done":
@@ -70,6 +72,7 @@ def index(workspace: Workspace) -> None:
         queue.add(jobs.IndexJob(workspace.collection, workspace.store, workspace.location, state_now.points,
                                 _embedder(workspace)))
         st.rerun()
+    return state_now
 
 
 def _embedder(workspace: Workspace):
@@ -77,9 +80,10 @@ def _embedder(workspace: Workspace):
     return errors.attempt(workspace.embedder)
 
 
-def search_kind(workspace: Workspace, collection: str) -> str:
-    """Return how a collection's searches run, for the collections table: "exact" or "HNSW, recall@10 0.994"."""
-    index = errors.attempt(workspace.store.index_state, collection)
+def search_kind(workspace: Workspace, collection: str, known: IndexState | None = None) -> str:
+    """Return how a collection's searches run, for the collections table: "exact" or "HNSW, recall@10 0.994"
+    (known: its state, already read)."""
+    index = known or errors.attempt(workspace.store.index_state, collection)
     if index is None:
         return "the server's" if not workspace.store.local else "exact"
     return f"HNSW, recall@10 {index.recall_at_10:.3f}" if index.searches == "indexed" else "exact"
