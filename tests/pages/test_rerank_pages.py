@@ -3,8 +3,12 @@ reranker): off by default, the hits reordered on the reranker's own scale, error
 
 from __future__ import annotations
 
+import html
+
 import pytest
 
+from rag.evaluation.rerank_effect import effect_note, effect_words
+from rag.reports.evaluation_html import sweep_report
 from tests.pages.conftest import PDF, button, plain, search, start, upload
 from tests.rerank.stand_in import RerankServer, overlap
 from ui import nav
@@ -84,3 +88,16 @@ def test_a_sweep_with_a_reranker_runs_each_mode_off_and_on_and_says_whether_it_h
     (_, _, test), = result.rerank_effect("mrr@5")
     said = "helps" if not test.tied and test.difference > 0 else "hurts" if not test.tied else "cannot tell"
     assert any(f"rerank {said}" in plain(m.value) for m in at.markdown)
+    # the HTML report says the same: each line of the page, and what they rest on
+    lines = effect_words(result.rerank_effect("mrr@5"), "mrr@5")
+    shown = next(plain(m.value) for m in at.markdown if plain(m.value).startswith("- ") and "rerank " in m.value)
+    assert shown == "\n".join(f"- {line}" for line in lines)
+    assert any(plain(c.value) == effect_note(result.rerank) for c in at.caption)
+    report = sweep_report(result, "mrr@5")
+    assert "Does reranking help? (mrr@5)" in report
+    assert all(f"<li>{html.escape(line)}</li>" in report for line in lines)
+    assert html.escape(effect_note(result.rerank)) in report
+    on = next(row for row in result.results if row.mode.rerank)  # the reranked row's funnel, traced with it
+    assert on.funnel is not None and on.funnel.misses == sum(on.funnel.lost_at.values())
+    assert all(f.stages is None or f.stages.reranked is not None or f.lost_at is not None for f in on.funnels)
+

@@ -15,7 +15,7 @@ import streamlit as st
 
 from rag.errors import InvalidSettingsError
 from rag.evaluation.modes import SearchMode
-from rag.evaluation.rerank_effect import effect_words
+from rag.evaluation.rerank_effect import effect_note, effect_words
 from rag.evaluation.results import SweepResult
 from rag.rerank import DEFAULT_DEPTH, MAX_DEPTH, RERANK_SPECS, SCORE_KIND, Reranker, get_reranker
 from rag.rerank.api import SERVICES, TEI
@@ -96,6 +96,4 @@ def effect(result: SweepResult, metric: str) -> None:
     st.subheader(f"Does reranking help? ({metric})")
     lines = effect_words(result.rerank_effect(metric), metric)
     st.markdown("\n".join(f"- {md(line)}" for line in lines) or "No row ran both with and without the reranker.")
-    st.caption(f"Reranker {md(result.rerank['spec'])}, the first {result.rerank['depth']} candidates; its scores "
-               f"are on its own scale ({md(result.rerank['scale'])}). Helps / hurts: a paired test over the same "
-               "questions finds a difference at the 5 % level; cannot tell: it does not.")
+    st.caption(md(effect_note(result.rerank)))
