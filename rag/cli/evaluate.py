@@ -313,7 +313,7 @@ def print_sweep(result: SweepResult) -> None:
     print(result.tie_summary())
     best = result.best()
     if best is not None and best.funnel is not None:
-        print(f"\nWhy the best ({best.short}) missed:", end="")
+        print(f"\nThe best ({best.short}):", end="")
         print_funnel(best.funnel)
     if result.rerank:
         effect = effect_words(result.rerank_effect(), result.default_metric())
