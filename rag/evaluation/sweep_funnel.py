@@ -3,8 +3,7 @@
 The command line (`rag sweep --json`, `--html`), the app's sweep job and the Evaluate page all trace a row here,
 so the run kept in the runs store, the JSON, the HTML report and the page say the same numbers. A row's funnel
 is traced in its own collection and mode, with the sweep's reranker on a "+rerank" row; only the questions the
-row did not find in its top k are searched again (all of them on a "+rerank" row: its stages before the
-reranker are not in its hits).
+row did not find in its top k are searched (and reranked) again: a found one's hit holds its stages.
 """
 
 from __future__ import annotations
