@@ -32,7 +32,7 @@ with st.form("evaluate_grid", border=False, enter_to_submit=False):  # Enter in 
     strategy = cols[3].selectbox("Strategy", ["structure", "tokens"], key="evaluate_strategy", persist_state="session")
     modes = st.multiselect("Search modes", list(COMPARED_MODES), default=[f"hybrid-{DEFAULT_FUSION}"],
                            key="evaluate_modes", help=parts.MODE_HELP, persist_state="session")
-    rerank = rerank_part.control()
+    rerank = rerank_part.control(ws=ws)
     st.caption(f"Embedder: {md(ws.spec)} (from the sidebar). Each configuration gets its own collection "
                f"(`{SWEEP_PREFIX}…`), searched in every chosen mode and reused on the next run; embeddings are "
                "cached. With a reranker, every mode runs without and with it, and a paired test says whether it helps.")

@@ -66,7 +66,7 @@ with st.form("search_form", border=False):  # the query is searched on Enter or 
     query = query_column.text_input("Query", key=state.QUERY, persist_state="session",
                                     placeholder="e.g. Welche Schriftgröße verwendet die Klasse?")
     submitted = button_column.form_submit_button("Search", type="primary", icon=":material/search:", width="stretch")
-rerank = rerank_part.control()
+rerank = rerank_part.control(ws=ws)
 left, middle, right = st.columns([1.2, 1, 1.6])
 top_k = left.slider("top_k", 1, 50, 5, key=state.TOP_K, persist_state="session")
 scale = hit_report.threshold_scale(mode, method)

@@ -22,6 +22,7 @@ from rag.evaluation.modes import SearchMode
 from rag.evaluation.queries import Query
 from rag.evaluation.results import SweepConfig, SweepProgress, SweepResult
 from rag.evaluation.sweep import run_sweep
+from rag.evaluation.sweep_funnel import trace_sweep
 from rag.rerank import DEFAULT_DEPTH, Reranker
 from rag.runs.keep import keep_sweep
 from rag.store.client import Store
@@ -97,6 +98,9 @@ class SweepJob(QueuedJob):
                                     cache=self.cache, ks=self.ks, skipped=self.skipped, modes=self.modes,
                                     progress=self._progress, reranker=self.reranker,
                                     rerank_depth=self.rerank_depth)
+            self.step = "Tracing each miss through the stages…"
+            trace_sweep(self.result, store=self.store, embedder=self.embedder, cache=self.cache,
+                        reranker=self.reranker, rerank_depth=self.rerank_depth)
             self.run_id, self.run_warning = keep_sweep(self.store, self.result, self.queries, embedder=self.embedder,
                                                        query_set=self.query_set,
                                                        seconds=time.time() - self.started)

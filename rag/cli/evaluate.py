@@ -60,6 +60,7 @@ from rag.evaluation.sweep import (
     parse_overlaps,
     run_sweep,
 )
+from rag.evaluation.sweep_funnel import funnel_k, trace_sweep
 from rag.reports.evaluation_html import evaluation_report, sweep_report
 from rag.rerank import DEFAULT_DEPTH, Reranker, describe, rerank
 from rag.runs.keep import keep_eval, keep_sweep
@@ -199,7 +200,7 @@ def print_metrics(evaluation: Evaluation) -> None:
 
 def failure_k(ks: tuple[int, ...]) -> int:
     """Return the k whose failures are listed: 5 when measured (a usual top_k), else the largest."""
-    return 5 if 5 in ks else ks[-1]
+    return funnel_k(ks)
 
 
 def print_failures(evaluation: Evaluation) -> None:
@@ -273,10 +274,12 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     if args.apply_best:
         check_apply_target(store, args.apply_best, embedder)
     modes = with_rerank(parse_modes(args.mode, args.fusion or DEFAULT_FUSION), args)
-    started = time.perf_counter()
-    result = run_sweep(documents, queries, configs, embedder, store=store, cache=cache_of(args, store), ks=args.k,
-                       progress=SweepReporter(), skipped=skipped, modes=modes, reranker=reranker_of(args),
+    started, cache, reranker = time.perf_counter(), cache_of(args, store), reranker_of(args)
+    result = run_sweep(documents, queries, configs, embedder, store=store, cache=cache, ks=args.k,
+                       progress=SweepReporter(), skipped=skipped, modes=modes, reranker=reranker,
                        rerank_depth=args.rerank_depth)
+    common.progress(f"tracing the misses of {len(result.results)} rows through the stages (why was it missed?)")
+    trace_sweep(result, store=store, embedder=embedder, cache=cache, reranker=reranker, rerank_depth=args.rerank_depth)
     html = sweep_report(result)
     if report:
         common.write_report(report, html)
@@ -308,6 +311,10 @@ def print_sweep(result: SweepResult) -> None:
           f"queries embedded in {result.query_seconds:.1f} s; ± half the 95 % bootstrap interval over the queries")
     print(result.summary())
     print(result.tie_summary())
+    best = result.best()
+    if best is not None and best.funnel is not None:
+        print(f"\nThe best ({best.short}):", end="")
+        print_funnel(best.funnel)
     if result.rerank:
         effect = effect_words(result.rerank_effect(), result.default_metric())
         print(f"Reranking with {result.rerank['spec']} (depth {result.rerank['depth']}), on minus off, paired test:")

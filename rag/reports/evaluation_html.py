@@ -12,15 +12,19 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from rag.errors import InvalidSettingsError
+from rag.evaluation.funnel import RANKED
 from rag.evaluation.intervals import RESAMPLES
 from rag.evaluation.metrics import METRICS, Evaluation, QueryOutcome
 from rag.evaluation.paired import ALPHA, PairedDifference
+from rag.evaluation.rerank_effect import effect_note, effect_words
 from rag.evaluation.results import ConfigResult, Standing, SweepResult
+from rag.evaluation.sweep_funnel import WHY, missed_rows, summary_words
 from rag.reports.evaluation_page import render
 from rag.reports.svg import PALETTE, Estimate, Series, dot_chart, line_chart
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 FAILURES_SHOWN = 10
+MISSED_SHOWN = 50  # missed questions listed under the funnel
 TIE_LINES = 6  # lines in the hit@k chart: the best and its closest ties
 DOCUMENTS_SHOWN = 40
 METHOD = (f"Each metric is the mean over the queries; its 95 % interval is a bootstrap over the queries ({RESAMPLES} "
@@ -33,7 +37,8 @@ TIE_METHOD = (f"A configuration is tied with the best when a paired sign-flip pe
 
 
 def sweep_report(result: SweepResult, metric: str | None = None) -> str:
-    """Return the sweep as one HTML page: best and ties in words, charts, every row, failures, the settings."""
+    """Return the sweep as one HTML page: best and ties in words, charts, every row, failures, where the best's
+    misses were lost (once traced, rag.evaluation.sweep_funnel), whether reranking helped, the settings."""
     metric = metric or result.default_metric()
     if result.results and metric not in result.results[0].metrics:
         raise InvalidSettingsError(f"this sweep has no metric {metric!r}; it measured "
@@ -44,7 +49,8 @@ def sweep_report(result: SweepResult, metric: str | None = None) -> str:
             "title": f"RAG Lab sweep {result.created_at}: {metric}",
             "words": [w for w in (result.summary(metric), result.tie_summary(metric)) if w],
             "ties": [(row.label, _tie_words(test, metric)) for row, test in tied],
-            "notes": [*result.notes(), *result.skipped], "settings": _sweep_settings(result)}
+            "notes": [*result.notes(), *result.skipped], "settings": _sweep_settings(result),
+            "funnel": _funnel(best), "rerank": _rerank(result, metric)}
     if best is not None:
         places = result.standing(metric)
         page |= {"figures": _sweep_charts(result, metric, best, [row for row, _ in tied], places),
@@ -144,6 +150,30 @@ def _sweep_settings(result: SweepResult) -> list[tuple[str, str]]:
             ("created", result.created_at),
             ("time", f"{total:.1f} s in all; the queries embedded once in {result.query_seconds:.1f} s"),
             ("intervals", METHOD), ("ties", TIE_METHOD)]
+
+
+def _funnel(best: ConfigResult | None) -> dict | None:
+    """Return the best row's funnel as the Evaluate page shows it: misses per stage, the missed questions (the first
+    MISSED_SHOWN); None when the sweep was not traced."""
+    if best is None or best.funnel is None:
+        return None
+    summary, missed = best.funnel, missed_rows(best.funnels or ())
+    more = f" The first {MISSED_SHOWN} of {len(missed)} are listed." if len(missed) > MISSED_SHOWN else ""
+    return {"heading": f"Why was it missed? The best ({best.short}) at top {summary.k}",
+            "words": summary_words(summary) + more, "stages": [(stage, n, WHY[stage])
+                                                             for stage, n in summary.lost_at.items()],
+            "head": ["query", "lost at", *RANKED, "context", "read", "chunk"],
+            "rows": [[row["query"], row["lost_at"], *(row[s] for s in RANKED), row["context"], row["read"],
+                      row["chunk"]] for row in missed[:MISSED_SHOWN]]}
+
+
+def _rerank(result: SweepResult, metric: str) -> dict | None:
+    """Return whether reranking helped, row by row (the Evaluate page's lines), or None without a reranker."""
+    if not result.rerank:
+        return None
+    return {"heading": f"Does reranking help? ({metric})", "note": effect_note(result.rerank),
+            "lines": effect_words(result.rerank_effect(metric), metric)
+            or ["No row ran both with and without the reranker."]}
 
 
 # ---- shared pieces ---------------------------------------------------------------------------------------

@@ -2,10 +2,10 @@
 
 A run is {"schema", "kind" ("eval" | "sweep"), "created_at", "seconds", "settings", "rows", "best"}; each row is one
 configuration searched in one mode, with its settings (chunk_size, overlap, strategy, mode, fusion, rerank,
-collection), metrics and intervals, and beside it, kept apart, one outcome per question ({"query", "line",
-"documents", "rank", "score", "score_kind", "values": {metric: value}}). Everything is read through `upgrade`,
-which fills what an older schema lacked with what that schema meant, so a run stays readable (listed,
-compared) after the project changes its defaults or adds a field.
+collection), metrics and intervals, its funnel (misses per stage; null if not traced), and beside it, kept apart,
+one outcome per question ({"query", "line", "documents", "rank", "score", "score_kind", "values": {metric:
+value}}). Everything is read through `upgrade`, which fills what an older schema lacked with what that schema
+meant, so a run stays readable (listed, compared) after the project changes its defaults or adds a field.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ SCHEMA = 1  # 0: before "rerank", "prompts", "query_hash" and "seconds" were kep
 ROW_DEFAULTS: dict[str, Any] = {"label": "", "chunk_size": None, "overlap": None, "strategy": None,
                                 "chunk_headers": False, "mode": "dense",
                                 "fusion": None, "rerank": None, "collection": None, "chunks": None,
-                                "mean_tokens": None, "metrics": {}, "intervals": {}}
+                                "mean_tokens": None, "metrics": {}, "intervals": {}, "funnel": None}
 SETTINGS_DEFAULTS: dict[str, Any] = {"collection": None, "embedder": None, "prompts": {"query": "", "document": ""},
                                      "query_set": "", "query_hash": None, "queries": 0, "documents": [], "ks": [],
                                      "metric": None}
@@ -85,13 +85,15 @@ def sweep_run(result: SweepResult, queries: Sequence[Query], *, query_set: str, 
 
 def sweep_row(row: ConfigResult, result: SweepResult) -> dict:
     """Return a row of result as it is kept: its settings (chunking, mode, fusion, rerank: the spec of the
-    sweep's reranker on a "+rerank" row, else None; collection), metrics."""
+    sweep's reranker on a "+rerank" row, else None; collection), metrics, and its funnel (the misses per stage, as
+    `rag sweep --json` gives it; None when it was not traced)."""
     rerank = result.rerank["spec"] if result.rerank and row.mode.rerank else None
     return {"label": row.short, "chunk_size": row.config.chunk_size, "overlap": row.config.overlap,
             "strategy": row.config.strategy, "chunk_headers": row.config.chunk_headers,
             "mode": row.mode.mode, "fusion": row.mode.fusion_used,
             "rerank": rerank, "collection": row.collection, "chunks": row.chunks,
-            "mean_tokens": round(row.mean_tokens, 1), **_metrics(row.evaluation)}
+            "mean_tokens": round(row.mean_tokens, 1), **_metrics(row.evaluation),
+            "funnel": row.funnel.to_json() if row.funnel else None}
 
 
 def _settings(queries: Sequence[Query], query_set: str, embedder: str | None, prompts: tuple[str, str],
