@@ -31,6 +31,7 @@ from qdrant_client import models
 from qdrant_client.http import models as rest
 
 from rag.store.edge import api, space, ties
+from rag.store.edge import child as build_child
 from rag.store.edge.index import trusted
 
 EDGE_DIR = "edge"
@@ -80,9 +81,13 @@ class EdgeClient:
         self._mutex = threading.RLock()
         self.exact = False  # True: every search scans all vectors, even where an HNSW index exists
         self._writes: dict[str, int] = {}  # writes per collection in this process (replace_shard compares them)
-        for leftover in os.listdir(os.path.join(path, EDGE_DIR)):  # what a killed process left while it made,
-            if leftover.startswith("."):  # removed or indexed a collection: the lock says none is at it now
-                shutil.rmtree(os.path.join(path, EDGE_DIR, leftover), ignore_errors=True)
+        # What a killed process left while it made, removed or indexed a collection: the folder lock says no process
+        # is at it now; an index copy's own lock says whether the build child of a killed process still lives (it
+        # ends with its parent, rag.store.edge.child: the next open removes the copy)
+        for leftover in os.listdir(os.path.join(path, EDGE_DIR)):
+            folder = os.path.join(path, EDGE_DIR, leftover)
+            if leftover.startswith(".") and not build_child.in_use(folder):
+                shutil.rmtree(folder, ignore_errors=True)
 
     def close(self) -> None:
         with self._mutex:
