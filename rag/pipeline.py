@@ -211,7 +211,7 @@ class _Job:
             result.error, result.error_type = redact_urls(str(error)), type(error).__name__
             result.needs_password = isinstance(error, EncryptedDocumentError)
             result.wrong_password = result.needs_password and error.wrong_password
-            self.report("error")
+            self.report("cancelled" if isinstance(error, IngestCancelled) else "error")
         except Exception as error:  # a bug must not cost the user the other files; it is logged in full
             log.exception("ingesting %s failed at %s", name, stage)
             result.error = f"{name}: unexpected error while {stage} ({type(error).__name__}: {error}). " \
