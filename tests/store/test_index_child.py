@@ -101,7 +101,7 @@ def test_a_killed_rag_index_takes_its_build_child_along_and_the_collection_opens
         assert alive(child), "the build ended before the kill: make the collection larger"
         parent.send_signal(signal.SIGKILL)
         parent.wait()
-        assert wait_for(lambda: not alive(child), 5), f"the build child outlives its parent: {states(child)}"
+        assert wait_for(lambda: not alive(child), 10), f"the build child outlives its parent: {states(child)}"
         assert wait_for(lambda: not build_child.in_use(str(copy)), 5), "the copy's lock outlives the child"
     finally:
         if parent.poll() is None:
