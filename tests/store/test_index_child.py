@@ -127,3 +127,32 @@ def test_an_open_leaves_a_copy_alone_while_its_build_child_holds_the_lock(tmp_pa
         assert copy.is_dir() and build_child.in_use(str(copy))
     EdgeClient(str(tmp_path / "q")).close()  # the child has ended: the next open removes the copy
     assert not copy.exists()
+
+
+def test_a_kill_between_the_two_renames_of_the_swap_leaves_the_old_shard_to_put_back(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("RAG_INDEX_MIN_POINTS", "100")
+    store = open_store(path=str(tmp_path / "q"))
+    ingest(store, fake_embedder(), document("a", 300), size=20)
+    before = hits(store, "Frist 17 Wochen")
+    renames = []
+
+    def killed_after_the_first(source, target):
+        renames.append(target)
+        if len(renames) == 2:  # the old shard is out, the new one not in: where a kill -9 could land
+            raise KeyboardInterrupt("killed")
+        os.replace(source, target)
+
+    monkeypatch.setattr("rag.store.edge.client.os.rename", killed_after_the_first)
+    with pytest.raises(KeyboardInterrupt):
+        store.build_index("documents")
+    monkeypatch.undo()
+    assert not (tmp_path / "q" / EDGE_DIR / "documents" / "shard").exists()
+    store.close()
+    store = open_store(path=str(tmp_path / "q"))
+    try:
+        (listed,) = store.documents("documents")
+        assert listed.complete and hits(store, "Frist 17 Wochen") == before
+        assert sorted(p.name for p in (tmp_path / "q" / EDGE_DIR / "documents").iterdir()) == ["collection.json",
+                                                                                             "shard"]
+    finally:
+        store.close()
