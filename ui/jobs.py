@@ -89,7 +89,7 @@ class IngestJob:
         if self.status == "failed":
             return f"Failed: {self.error}"
         if self.status == "done" and self.results and not stored:
-            return f"None of {count} file(s) stored in '{self.collection}': {self._why_not()}{took}"
+            return f"None of {count} file(s) stored in '{self.collection}'{took}: {self._why_not()}"
         word = "Cancelled" if self.status == "cancelled" else "Done"
         return f"{word}: {stored} of {count} file(s) stored in '{self.collection}'{took}"
 
