@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -12,7 +12,7 @@ import numpy as np
 from rag import chunking
 from rag.chunking import ChunkSettings, headers
 from rag.context import CHAT_MAX_TOKENS, DEFAULT_OVERFLOW, Context, build_context
-from rag.documents.loader import SourceFile, load_document
+from rag.documents.loader import SourceFile, expected_size, load_document
 from rag.documents.model import Document
 from rag.embeddings import get_embedder
 from rag.embeddings.base import Embedder
@@ -75,8 +75,9 @@ def ingest(
     embedder = embedder or embedder_for(store, collection)
     store.check_writable(collection, embedder, language, chunk_headers)
     headed = store.chunk_headers(collection, chunk_headers)
-    pace = Pace([(0, 0)] * len(files), [0] * len(files), [])  # a file's work is planned once it is chunked, the
-    sizes = [len(f.data) if f.data is not None else f.size or 0 for f in files]  # rest's by its size meanwhile
+    pace = Pace([(0, 0)] * len(files), [0] * len(files), [])  # a file's work is planned once it is chunked, every
+    sizes = [expected_size(f) for f in files]  # other's by its pages or bytes meanwhile: the time left covers them all
+    pace.plan_rest(sizes, -1)
     results = []
     for index, file in enumerate(files):
         def report(stage: str, done: int = 0, total: int = 1, i=index, f=file) -> None:
@@ -86,9 +87,10 @@ def ingest(
                 progress(Progress(i, len(files), f.name, stage, done, total, pace.seconds_left()))
 
         job = _Job(collection, settings, embedder, store, report, keep_versions, archive, language, pace, index,
-                   headed)
+                   headed, sizes)
         results.append(job.run(file.name, lambda f=file, r=report: load_document(
             f.read(), f.name, password=f.password, pages_read=lambda done, pages: r("extract", done, pages))))
+        pace.reused(index)  # nothing of it is left to do (also when it failed or was skipped before its plan)
         pace.plan_rest(sizes, index)
     return results
 
@@ -120,6 +122,8 @@ def reingest(
     titles = {d.document_id: d for d in store.documents(source or collection)} if store.has_collection(
         source or collection) else {}
     pace = Pace([(0, 0)] * len(ids), [0] * len(ids), [])
+    sizes = [("chunks", float(titles[i].chunks if i in titles else 0)) for i in ids]  # until each is chunked again
+    pace.plan_rest(sizes, -1)
     results = []
     for index, document_id in enumerate(ids):
         info = titles.get(document_id)
@@ -142,8 +146,9 @@ def reingest(
                     "chunks are incomplete: upload the file again.")
             return document_from_chunks(i, info.title, store.document_chunks(source or collection, i))
 
-        job = _Job(collection, settings, embedder, store, report, False, archive, None, pace, index, headed)
+        job = _Job(collection, settings, embedder, store, report, False, archive, None, pace, index, headed, sizes)
         results.append(job.run(title, read))
+        pace.reused(index)
     return results
 
 
@@ -162,6 +167,7 @@ class _Job:
     pace: Pace = field(default_factory=lambda: Pace([(0, 0)], [0], []))  # the ingest's: each file's work, rates
     index: int = 0  # this file's place in the ingest (its configuration in pace)
     chunk_headers: bool = False  # embed each chunk as its title and heading path, then its text
+    sizes: Sequence[tuple[str, float]] = ()  # every file's (unit, amount) in pace: the later ones are planned again
 
     def run(self, name: str, read: Callable[[], Document]) -> IngestResult:
         result = IngestResult(name)
@@ -185,6 +191,8 @@ class _Job:
             texts = [headers.indexed_text(c.content, document.title, c.heading_path, self.chunk_headers)
                      for c in chunks]
             self.pace.plan(self.index, len(texts), sum(map(len, texts)), sum(map(len, texts)))
+            if self.sizes:  # the characters per page or byte of this file: the files after it are planned by it
+                self.pace.plan_rest(self.sizes, self.index)
             self.report(stage, 0, len(chunks))  # said before the first batch: it may wait for the model to load
             vectors = embed_chunks(texts, self.embedder, lambda done: self.report("embed", done, len(chunks)),
                                    pace=self.pace, index=self.index)
@@ -203,7 +211,7 @@ class _Job:
             result.error, result.error_type = redact_urls(str(error)), type(error).__name__
             result.needs_password = isinstance(error, EncryptedDocumentError)
             result.wrong_password = result.needs_password and error.wrong_password
-            self.report("error")
+            self.report("cancelled" if isinstance(error, IngestCancelled) else "error")
         except Exception as error:  # a bug must not cost the user the other files; it is logged in full
             log.exception("ingesting %s failed at %s", name, stage)
             result.error = f"{name}: unexpected error while {stage} ({type(error).__name__}: {error}). " \
