@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import closing, contextmanager
 from pathlib import Path
@@ -46,6 +47,20 @@ def default_cache_dir(store: Store | None = None) -> Path:
     """Return RAG_EMBEDDING_CACHE, else `embedding-cache` next to the store's embedded folder (or RAG_QDRANT_PATH)."""
     folder = store.location if store is not None and store.local and store.location != "memory" else None
     return settings.embedding_cache_folder(folder)
+
+
+def store_cache(store: Store) -> EmbeddingCache:
+    """Return the cache every path of a store shares by default (ingest, re-ingest, apply, sweeps, evaluations).
+
+    The file in default_cache_dir(store) for a folder or a server; a store in memory gets one cache in memory
+    for its life, so nothing of a throwaway store is written to disk.
+    """
+    if store.local and store.location == "memory":
+        cache = _MEMORY_CACHES.get(store)
+        if cache is None:
+            cache = _MEMORY_CACHES[store] = EmbeddingCache()
+        return cache
+    return EmbeddingCache(default_cache_dir(store))
 
 
 class EmbeddingCache:
@@ -139,3 +154,6 @@ class EmbeddingCache:
                 f"The embedding cache {self.path} failed while {action} ({error}). It only saves time: "
                 "delete the file and run again."
             ) from error
+
+
+_MEMORY_CACHES: weakref.WeakKeyDictionary[Store, EmbeddingCache] = weakref.WeakKeyDictionary()
