@@ -39,8 +39,12 @@ def text_digest(text: str) -> bytes:
 
 def cache_model(embedder: Embedder, query: bool) -> str:
     """Return the cache's model key: the model id with the prompt the texts are embedded after."""
-    prompt = embedder.query_prompt if query else embedder.document_prompt
-    return f"{embedder.model_id}|{'query' if query else 'document'}:{prompt}"
+    return model_key(embedder.model_id, embedder.query_prompt if query else embedder.document_prompt, query)
+
+
+def model_key(model_id: str, prompt: str, query: bool = False) -> str:
+    """Return the cache's model key of a model id and the query or document prompt (cache_model of an embedder)."""
+    return f"{model_id}|{'query' if query else 'document'}:{prompt}"
 
 
 def default_cache_dir(store: Store | None = None) -> Path:
@@ -119,6 +123,11 @@ class EmbeddingCache:
         if not texts:
             return np.zeros((0, embedder.dimension), dtype=np.float32)
         return np.vstack([found[d] for d in digests]).astype(np.float32)
+
+    def remember(self, model: str, texts: Sequence[str], vectors: Sequence[np.ndarray]) -> None:
+        """Keep vectors an embedder made earlier (a collection's stored ones) under model (model_key) and texts."""
+        pairs = zip(texts, vectors, strict=True)
+        self._save(model, {text_digest(t): np.asarray(v, dtype=np.float32) for t, v in pairs})
 
     def _lookup(self, model: str, digests: set[bytes]) -> dict[bytes, np.ndarray]:
         if self.path is None:

@@ -16,6 +16,7 @@ from rag.chunking import headers
 from rag.chunking.chunker import Chunk
 from rag.documents.model import Document
 from rag.embeddings.base import Embedder
+from rag.embeddings.cache import EmbeddingCache, model_key
 from rag.evaluation.results import SweepConfig
 from rag.store.client import Store
 from rag.store.records import vector_name
@@ -82,3 +83,28 @@ def index_chunks(store: Store, name: str, documents: Sequence[Document], chunks:
         store.upsert_document(name, document, chunks[document.id], vectors[row : row + count], config.settings,
                               embedder, chunk_headers=config.chunk_headers)
         row += count
+
+
+def remember_stored_vectors(store: Store, collection: str, cache: EmbeddingCache) -> int:
+    """Return how many stored vectors of collection were put into cache, each under the text it was embedded as
+    (the collection's model, document prompt and chunk headers): chunking its documents again at its own
+    settings then embeds nothing, also for a collection ingested before ingests used the cache. 0 when foreign."""
+    meta = store.collection_meta(collection)
+    model = meta.get("embedder")
+    if not model:
+        return 0
+    name, headed = vector_name(model), store.chunk_headers(collection)
+    points = store.points_with_vectors(collection, store.point_ids(collection), name,
+                                       ["content", "document_title", "heading_path"])
+    texts, vectors = [], []
+    for point in points:
+        payload, vector = point.payload or {}, point.vector
+        vector = vector.get(name) if isinstance(vector, dict) else vector
+        if not payload.get("content") or vector is None:
+            continue  # the registry point, or a point without our vector
+        texts.append(headers.indexed_text(payload["content"], str(payload.get("document_title") or ""),
+                                          tuple(payload.get("heading_path") or ()), headed))
+        vectors.append(np.asarray(vector, dtype=np.float32))
+    cache.remember(model_key(model, str(meta.get("document_prompt") or "")), texts, vectors)
+    return len(texts)
+

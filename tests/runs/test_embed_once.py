@@ -102,3 +102,29 @@ def test_embed_chunks_embeds_what_the_cache_lacks_and_counts_the_rest_done():
 def test_a_store_in_memory_keeps_its_cache_in_memory_for_its_life():
     store = open_store(path=":memory:")
     assert store_cache(store) is store_cache(store) and store_cache(store).path is None
+
+
+def test_a_collection_ingested_without_the_cache_is_evaluated_embedding_only_the_questions(xquad, tmp_path):
+    documents, queries = xquad
+    store, embedder = folder_store(tmp_path), Counting()
+    files = [SourceFile(d.title, d.text.encode()) for d in documents]
+    pipeline.ingest(files, "old", ChunkSettings(350, 50), embedder, store=store, cache=EmbeddingCache())  # as before
+    embedder.documents.clear()
+    cache = EmbeddingCache(default_cache_dir(store))  # the Evaluate page's sweep over "A collection"
+    run_sweep(collection_documents(store, "old"), queries, [SweepConfig(350, 50)], embedder, store=store, cache=cache)
+    assert embedder.documents == []  # its stored vectors were put into the cache
+    run_sweep(collection_documents(store, "old"), queries, [SweepConfig(200, 0)], embedder, store=store, cache=cache)
+    assert embedder.documents  # other settings, other chunk texts: those are embedded
+
+
+def test_stored_vectors_of_a_collection_with_chunk_headers_are_kept_under_their_headed_texts(xquad, tmp_path):
+    documents, queries = xquad
+    store, embedder = folder_store(tmp_path), Counting()
+    files = [SourceFile(d.title, d.text.encode()) for d in documents]
+    pipeline.ingest(files, "headed", ChunkSettings(350, 50), embedder, store=store, cache=EmbeddingCache(),
+                    chunk_headers=True)
+    embedder.documents.clear()
+    cache = EmbeddingCache(default_cache_dir(store))
+    run_sweep(collection_documents(store, "headed"), queries, [SweepConfig(350, 50, "structure", True)], embedder,
+              store=store, cache=cache)
+    assert embedder.documents == []
