@@ -29,7 +29,7 @@ from rag.chunking.chunker import MIN_CHUNK_SIZE, STRATEGIES, Chunk, chunk_docume
 from rag.documents.loader import SourceFile, load_document
 from rag.documents.model import Document
 from rag.embeddings.base import Embedder
-from rag.embeddings.cache import EmbeddingCache, store_cache
+from rag.embeddings.cache import EmbeddingCache
 from rag.errors import InvalidSettingsError, QueryError
 from rag.evaluation.ahead import Ahead, Relay
 from rag.evaluation.metrics import DEFAULT_KS, Evaluation, covered_unit, evaluate, parse_ks
@@ -39,12 +39,12 @@ from rag.evaluation.queries import Query, check_spans, resolve_labels
 from rag.evaluation.results import STAGES, ConfigResult, SweepConfig, SweepProgress, SweepResult
 from rag.evaluation.sweep_collections import (
     SWEEP_PREFIX,
+    collection_documents,
     collection_name,
     holds_chunks,
     index_chunks,
     indexed_texts,
     is_sweep_collection,
-    remember_stored_vectors,
     sweep_groups,
 )
 from rag.rerank import DEFAULT_DEPTH as DEFAULT_RERANK_DEPTH
@@ -198,17 +198,6 @@ QUERY_SET_SUFFIXES = (".jsonl", ".csv", ".json")
 def query_set_paths(folder: str | Path) -> list[Path]:
     """Return the query sets (.jsonl, .csv) and SQuAD-style .json files under folder, by path."""
     return sorted(p for p in Path(folder).rglob("*") if p.is_file() and p.suffix.lower() in QUERY_SET_SUFFIXES)
-
-
-def collection_documents(store: Store, collection: str, cache: EmbeddingCache | None = None) -> list[Document]:
-    """Return the documents of a collection rebuilt from their stored chunks (offsets kept), by title.
-
-    Their stored vectors go into cache (default: the store's, which the app's sweeps use): a sweep of them at the
-    collection's own settings embeds only the questions (remember_stored_vectors).
-    """
-    remember_stored_vectors(store, collection, cache if cache is not None else store_cache(store))
-    return [document_from_chunks(i.document_id, i.title, store.document_chunks(collection, i.document_id))
-            for i in store.documents(collection)]
 
 
 def relevant_chunks(store: Store, collection: str, query: Query) -> list[Hit]:

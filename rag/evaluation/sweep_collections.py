@@ -2,7 +2,8 @@
 
 A name is `sweep-<8 hex of the sorted document ids>-cs400-ov50-<vector name>` (with the strategy when not
 structure, `-hdr` with chunk headers), so a sweep finds its own collections again, and the pickers and the
-Library can tell them apart.
+Library can tell them apart. A sweep over a collection's documents reads them here (collection_documents), its
+stored vectors into the embedding cache, so a configuration at the collection's own settings embeds nothing.
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ from rag.chunking import headers
 from rag.chunking.chunker import Chunk
 from rag.documents.model import Document
 from rag.embeddings.base import Embedder
-from rag.embeddings.cache import EmbeddingCache, model_key
+from rag.embeddings.cache import EmbeddingCache, model_key, store_cache
 from rag.evaluation.results import SweepConfig
 from rag.store.client import Store
+from rag.store.rebuild import document_from_chunks
 from rag.store.records import vector_name
 
 SWEEP_PREFIX = "sweep-"
@@ -108,3 +110,13 @@ def remember_stored_vectors(store: Store, collection: str, cache: EmbeddingCache
     cache.remember(model_key(model, str(meta.get("document_prompt") or "")), texts, vectors)
     return len(texts)
 
+
+def collection_documents(store: Store, collection: str, cache: EmbeddingCache | None = None) -> list[Document]:
+    """Return the documents of a collection rebuilt from their stored chunks (offsets kept), by title.
+
+    Their stored vectors go into cache (default: the store's, which the app's sweeps use): a sweep of them at the
+    collection's own settings embeds only the questions (remember_stored_vectors).
+    """
+    remember_stored_vectors(store, collection, cache if cache is not None else store_cache(store))
+    return [document_from_chunks(i.document_id, i.title, store.document_chunks(collection, i.document_id))
+            for i in store.documents(collection)]
