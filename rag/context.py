@@ -236,7 +236,7 @@ def _fits(text: str, count: int, addition: str, max_tokens: int) -> int | None:
 
 def _truncate(text: str, count: int, lead: str, piece: Hit, max_tokens: int) -> tuple[Hit, int] | str:
     """Return (piece cut to its longest start that fits, marked, and the new count), or why there is no such cut:
-    "over budget" (not one word fits) or NO_SENTENCE (the chunk has sentences and not one fits).
+    NO_SENTENCE (the chunk has sentences, not one fits, a word would) or "over budget" (not one word fits).
 
     The cut lies at a sentence end (_sentence_ends); only a chunk without one is cut at a word end after its first
     letter.
@@ -245,7 +245,8 @@ def _truncate(text: str, count: int, lead: str, piece: Hit, max_tokens: int) -> 
     content = piece.content
     sentences = _sentence_ends(content)
     first = _LETTER.search(content)
-    ends = sentences or [m.start() for m in re.finditer(r"(?<=\S)\s", content) if first and m.start() > first.start()]
+    words = [m.start() for m in re.finditer(r"(?<=\S)\s", content) if first and m.start() > first.start()]
+    ends = sentences or words
     best, low, high = None, 0, len(ends) - 1
     while low <= high:
         middle = (low + high) // 2
@@ -256,7 +257,8 @@ def _truncate(text: str, count: int, lead: str, piece: Hit, max_tokens: int) -> 
         else:
             best, low = (kept, total), middle + 1
     if best is None:
-        return NO_SENTENCE if sentences else "over budget"
+        word = words and _fits(text, count, lead + content[: words[0]] + TRUNCATION_MARK, max_tokens) is not None
+        return NO_SENTENCE if sentences and word else "over budget"
     kept, total = best
     end = None if piece.start is None else piece.start + len(kept) - len(TRUNCATION_MARK)
     return replace(piece, content=kept, end=end), total

@@ -331,6 +331,8 @@ def test_a_cut_that_would_keep_only_a_heading_number_drops_the_chunk_with_its_re
     assert context.text == alone.text and "1.1.2." not in context.text
     data = context.to_dict()
     assert len(data["sources"]) == 1 and data["dropped"][0]["reason"] == NO_SENTENCE
+    no_room = build_context([first, rule], max_tokens=alone.token_count + tokens.count("\n\n---\n\n[Quelle 2: b.md]\n"))
+    assert [d.reason for d in no_room.dropped] == ["over budget"]  # not even a word would fit: no cut to speak of
 
 
 def test_a_cut_keeps_whole_sentences_and_never_ends_on_a_heading_number() -> None:
