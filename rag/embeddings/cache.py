@@ -1,4 +1,7 @@
-"""Embeddings cached by (model id, sha256 of the text), so an identical chunk or query is embedded once.
+"""Embeddings cached by (model id and prompt, sha256 of the text), so an identical chunk or query is embedded once.
+
+Every path shares one cache per store (store_cache): ingest, re-ingest, "Use this configuration", sweeps and
+evaluations; a sweep over a collection's documents first takes the collection's stored vectors into it.
 
 In memory (tests, the page without a folder) or in a SQLite file `embeddings.sqlite` in a folder, by
 default next to the embedded Qdrant folder: `<RAG_QDRANT_PATH>/../embedding-cache/` (RAG_EMBEDDING_CACHE
