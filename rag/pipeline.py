@@ -16,6 +16,7 @@ from rag.documents.loader import SourceFile, expected_size, load_document
 from rag.documents.model import Document
 from rag.embeddings import get_embedder
 from rag.embeddings.base import Embedder
+from rag.embeddings.cache import EmbeddingCache, store_cache
 from rag.errors import (
     DocumentError,
     EmbedderMismatchError,
@@ -54,6 +55,7 @@ def ingest(
     language: str | None = None,
     cancel: Callable[[], bool] | None = None,
     chunk_headers: bool | None = None,
+    cache: EmbeddingCache | None = None,
 ) -> list[IngestResult]:
     """Return one result per file; a bad file is reported and the others go on.
 
@@ -68,6 +70,8 @@ def ingest(
     file at hand and every later one end as IngestCancelled, never inside the store stage (a file is stored
     whole or not at all). chunk_headers: embed and keyword-index the chunks of a new collection with their
     title and heading path (rag.chunking.headers; None = the default); an existing collection keeps its own.
+    cache: the embedding cache (default: the store's, rag.embeddings.cache.store_cache, which sweeps and
+    evaluations share), so a chunk text embedded once with this model and prompt is never embedded again.
     """
     chunking.validate_settings(settings)
     store = store if store is not None else open_store()
@@ -75,6 +79,7 @@ def ingest(
     embedder = embedder or embedder_for(store, collection)
     store.check_writable(collection, embedder, language, chunk_headers)
     headed = store.chunk_headers(collection, chunk_headers)
+    cache = cache if cache is not None else store_cache(store)
     pace = Pace([(0, 0)] * len(files), [0] * len(files), [])  # a file's work is planned once it is chunked, every
     sizes = [expected_size(f) for f in files]  # other's by its pages or bytes meanwhile: the time left covers them all
     pace.plan_rest(sizes, -1)
@@ -87,7 +92,7 @@ def ingest(
                 progress(Progress(i, len(files), f.name, stage, done, total, pace.seconds_left()))
 
         job = _Job(collection, settings, embedder, store, report, keep_versions, archive, language, pace, index,
-                   headed, sizes)
+                   headed, sizes, cache)
         results.append(job.run(file.name, lambda f=file, r=report: load_document(
             f.read(), f.name, password=f.password, pages_read=lambda done, pages: r("extract", done, pages))))
         pace.reused(index)  # nothing of it is left to do (also when it failed or was skipped before its plan)
@@ -107,18 +112,20 @@ def reingest(
     progress: ProgressCallback | None = None,
     cancel: Callable[[], bool] | None = None,
     chunk_headers: bool | None = None,
+    cache: EmbeddingCache | None = None,
 ) -> list[IngestResult]:
     """Return one result per document: chunked again with settings and written to collection.
 
     The text comes from the archive; a document ingested before the archive existed is rebuilt from its
     stored chunks in `source` (default: collection), which is exact for the text the chunks cover. cancel,
-    chunk_headers: as for ingest.
+    chunk_headers, cache: as for ingest (only chunk texts the cache lacks are embedded).
     """
     chunking.validate_settings(settings)
     ids = list(document_ids)
     embedder = embedder or embedder_for(store, collection)
     store.check_writable(collection, embedder, chunk_headers=chunk_headers)
     headed = store.chunk_headers(collection, chunk_headers)
+    cache = cache if cache is not None else store_cache(store)
     titles = {d.document_id: d for d in store.documents(source or collection)} if store.has_collection(
         source or collection) else {}
     pace = Pace([(0, 0)] * len(ids), [0] * len(ids), [])
@@ -146,7 +153,8 @@ def reingest(
                     "chunks are incomplete: upload the file again.")
             return document_from_chunks(i, info.title, store.document_chunks(source or collection, i))
 
-        job = _Job(collection, settings, embedder, store, report, False, archive, None, pace, index, headed, sizes)
+        job = _Job(collection, settings, embedder, store, report, False, archive, None, pace, index, headed, sizes,
+                   cache)
         results.append(job.run(title, read))
         pace.reused(index)
     return results
@@ -168,6 +176,7 @@ class _Job:
     index: int = 0  # this file's place in the ingest (its configuration in pace)
     chunk_headers: bool = False  # embed each chunk as its title and heading path, then its text
     sizes: Sequence[tuple[str, float]] = ()  # every file's (unit, amount) in pace: the later ones are planned again
+    cache: EmbeddingCache | None = None  # only the chunk texts it lacks are embedded (None: every one)
 
     def run(self, name: str, read: Callable[[], Document]) -> IngestResult:
         result = IngestResult(name)
@@ -195,7 +204,7 @@ class _Job:
                 self.pace.plan_rest(self.sizes, self.index)
             self.report(stage, 0, len(chunks))  # said before the first batch: it may wait for the model to load
             vectors = embed_chunks(texts, self.embedder, lambda done: self.report("embed", done, len(chunks)),
-                                   pace=self.pace, index=self.index)
+                                   pace=self.pace, index=self.index, cache=self.cache)
             stage = _lap(result, stage, "store", started)
             self.report(stage, 0, len(chunks))
             result.chunks = self.store.upsert_document(

@@ -210,7 +210,7 @@ def test_a_slow_model_gets_calls_of_about_a_second_and_a_cancel_waits_for_one_at
 def test_cancel_during_embedding_starts_no_other_call_and_stores_nothing(store):
     asked = []
     slow = Slow(per_text=0.0, on_call=lambda n: n == 2 and asked.append(True))
-    text = "# Frist\n\n" + "Die Kündigungsfrist beträgt drei Monate zum Quartalsende. " * 200
+    text = "# Frist\n\n" + "".join(f"Die Kündigungsfrist {i} beträgt drei Monate zum Quartal. " for i in range(200))
     (result,) = pipeline.ingest([SourceFile("frist.md", text.encode())], "c", ChunkSettings(100, 10), slow,
                                 store=store, cancel=lambda: bool(asked))
     assert result.error_type == "IngestCancelled" and len(slow.calls) == 2

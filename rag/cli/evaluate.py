@@ -285,7 +285,8 @@ def run_sweep_command(args: argparse.Namespace) -> int:
         common.write_report(report, html)
     run_id = announce(keep_sweep(store, result, queries, embedder=embedder, query_set=Path(args.queries).name,
                                  seconds=time.perf_counter() - started, report=html))
-    applied = apply_best(store, result, args.apply_best, embedder, run_id, documents) if args.apply_best else None
+    applied = (apply_best(store, result, args.apply_best, embedder, run_id, documents, cache) if args.apply_best
+               else None)
     if args.json:
         dump(result.to_json() | {"run": run_id, "applied": applied.to_json() if applied else None})
     else:

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 from rag.cli.chunk import common
 from rag.cli.store import dump, store_options
+from rag.embeddings.cache import EmbeddingCache
 from rag.errors import UsageError
 from rag.evaluation.metrics import METRICS
 from rag.evaluation.paired import format_p
@@ -63,14 +64,15 @@ def check_apply_target(store: Store, collection: str, embedder) -> None:
 
 
 def apply_best(store: Store, result: SweepResult, collection: str, embedder, run_id: int | None,
-               documents: Sequence) -> Applied:
+               documents: Sequence, cache: EmbeddingCache | None = None) -> Applied:
     """Re-ingest the sweep's documents into collection with the best row's chunking and save its mode and fusion
-    as the collection's defaults (rag.runs.apply), with progress lines on stderr."""
+    as the collection's defaults (rag.runs.apply), with progress lines on stderr; cache: the sweep's, whose vectors
+    are used (nothing the sweep embedded is embedded again)."""
     best = result.best()
     common.progress(f"applying {best.short} to '{collection}': re-ingesting {len(documents)} documents")
     archive = DocumentArchive(default_archive_dir(store.location, store.local))
     return apply_configuration(sweep_row(best, result), collection, embedder, store=store, archive=archive,
-                               run_id=run_id, documents=documents)
+                               run_id=run_id, documents=documents, cache=cache)
 
 
 def _value(row: dict, metric: str | None) -> str:

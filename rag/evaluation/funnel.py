@@ -7,7 +7,8 @@ For each question the stages are, as searched (rag.store.search, CANDIDATES deep
     fused       rank and fused score in the hybrid ranking (null: not in it, or the mode does not fuse)
     reranked    rank and the reranker's own score (null unless a reranker is given, or the chunk was not reranked)
     context     in the LLM context rag.context builds from the top k at the default budget, or why not
-                ("not in the top k", "budget full", "over budget", "duplicate", "overlaps source N", "cut")
+                ("not in the top k", "budget full", "over budget", "a cut would keep no sentence", "duplicate",
+                "overlaps source N", "cut")
     read_whole  whether the embedding model read the chunk in one pass (rag.reports.chunks' rule): else it was
                 "windowed" (read in windows, e5) or "cut off" (its end never embedded)
 

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from rag.embeddings.base import Embedder
-from rag.embeddings.cache import EMBED_BATCH
+from rag.embeddings.cache import EMBED_BATCH, EmbeddingCache
 
 SLICE = 8  # texts of the first embedder call: the unit of progress, of the rate, and of how soon a cancel is seen
 SLICE_SECONDS = 1.0  # a slice faster than this doubles the next one
@@ -233,19 +233,35 @@ BATCH_SECONDS = 1.0  # each later call holds what the embedder did in this long:
 
 
 def embed_chunks(texts: list[str], embedder: Embedder, progress: Callable[[int], None] | None = None, *,
-                 pace: Pace | None = None, index: int = 0, clock: Callable[[], float] = time.perf_counter
-                 ) -> np.ndarray:
+                 pace: Pace | None = None, index: int = 0, clock: Callable[[], float] = time.perf_counter,
+                 cache: EmbeddingCache | None = None) -> np.ndarray:
     """Return the float32 vectors of texts (in their order), in calls of about BATCH_SECONDS each.
 
     Texts go to the model longest first, so each call holds texts of similar length and little padding.
     The first call holds FIRST_BATCH texts, each later one what the embedder did in BATCH_SECONDS before
     (Paced; at most 64). progress(texts done) after each call may raise (a cancel): at
     most the call under way runs on. pace, an ingest's with this document as configuration index, learns the rate.
+    cache: only the texts it lacks (by model, prompt and text) are embedded, and they are saved in it; its
+    texts count as done at once. None embeds every text.
     """
     order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
     pace = pace if pace is not None else Pace([(len(texts), sum(map(len, texts)))], [0], [])
-    paced = Paced(embedder, pace, index, threading.Event(), progress, clock, first=FIRST_BATCH, seconds=BATCH_SECONDS)
+    cached = [0]  # texts the cache held: reported done before the first call
+
+    def report(done: int) -> None:
+        if progress:
+            progress(cached[0] + done)
+
+    def counted(done: int, total: int) -> None:  # the cache's progress: (0, texts it lacks) comes first
+        if done == 0:
+            cached[0] = len(texts) - total
+            pace.cached(index, total)
+            if cached[0]:
+                report(0)
+
+    paced = Paced(embedder, pace, index, threading.Event(), report, clock, first=FIRST_BATCH, seconds=BATCH_SECONDS)
     vectors = np.zeros((len(texts), embedder.dimension), dtype=np.float32)
-    vectors[order] = paced.embed_documents([texts[i] for i in order])
+    ordered = [texts[i] for i in order]
+    vectors[order] = cache.embed(ordered, paced, counted) if cache is not None else paced.embed_documents(ordered)
     pace.finished_embedding(index)
     return vectors

@@ -39,6 +39,7 @@ from rag.evaluation.queries import Query, check_spans, resolve_labels
 from rag.evaluation.results import STAGES, ConfigResult, SweepConfig, SweepProgress, SweepResult
 from rag.evaluation.sweep_collections import (
     SWEEP_PREFIX,
+    collection_documents,
     collection_name,
     holds_chunks,
     index_chunks,
@@ -197,12 +198,6 @@ QUERY_SET_SUFFIXES = (".jsonl", ".csv", ".json")
 def query_set_paths(folder: str | Path) -> list[Path]:
     """Return the query sets (.jsonl, .csv) and SQuAD-style .json files under folder, by path."""
     return sorted(p for p in Path(folder).rglob("*") if p.is_file() and p.suffix.lower() in QUERY_SET_SUFFIXES)
-
-
-def collection_documents(store: Store, collection: str) -> list[Document]:
-    """Return the documents of a collection rebuilt from their stored chunks (offsets kept), by title."""
-    return [document_from_chunks(i.document_id, i.title, store.document_chunks(collection, i.document_id))
-            for i in store.documents(collection)]
 
 
 def relevant_chunks(store: Store, collection: str, query: Query) -> list[Hit]:
