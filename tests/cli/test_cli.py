@@ -29,7 +29,7 @@ def test_chunk_json_shape_on_a_real_pdf(shared_data, capsys):
     text = data["document"]["text"]
     for chunk in data["chunks"]:
         assert set(chunk) == {"chunk_index", "content", "token_count", "heading_path", "page_start", "page_end",
-                              "start", "end", "model_tokens"}
+                              "start", "end", "table_header", "model_tokens"}
         assert chunk["model_tokens"] > chunk["token_count"] // 2
         assert text[chunk["start"] : chunk["end"]] == chunk["content"]
         assert chunk["token_count"] == tokens.count(chunk["content"]) <= 200
