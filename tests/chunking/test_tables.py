@@ -10,12 +10,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from rag import pipeline
 from rag.chunking import tokens
-from rag.chunking.chunker import chunk_document
+from rag.chunking.chunker import ChunkSettings, chunk_document
 from rag.chunking.tables import find_tables
 from rag.context import build_context
-from rag.documents.loader import load_document
+from rag.documents.loader import SourceFile, load_document
 from rag.documents.model import Document
+from rag.embeddings.fake import FakeEmbedder
+from rag.store.open import open_store
+from rag.store.rebuild import document_from_chunks
 from rag.store.records import Hit
 from tests.chunking.test_chunking import check_invariants
 
@@ -142,3 +146,35 @@ def test_the_llm_context_and_the_embedder_read_the_header(tmp_path):
               page_end=None, start=chunk.start, end=chunk.end, payload={"table_header": chunk.table_header})
     context = build_context([hit], max_tokens=3000)
     assert context.text.split("\n", 1)[1] == chunk.model_text  # under the [Quelle 1: ...] line
+
+
+class RecordingEmbedder(FakeEmbedder):
+    """The fake embedder, keeping every text it was asked to embed."""
+
+    def __init__(self):
+        super().__init__(16)
+        self.texts: list[str] = []
+
+    def embed_documents(self, texts):
+        self.texts.extend(texts)
+        return super().embed_documents(texts)
+
+
+def test_a_stored_markdown_table_reaches_the_embedder_the_context_and_a_rechunk_with_its_header():
+    """Real store (Qdrant Edge in memory): the embedder reads the header, the payload keeps it, the context
+    shows it, and the document rebuilt from its chunks (live tuning, sweeps on a collection) is Markdown again."""
+    store, embedder = open_store(":memory:"), RecordingEmbedder()
+    data = openapi_like(objects=3, rows=30).encode()
+    pipeline.ingest([SourceFile("openapi.md", data)], "c", ChunkSettings(200, 20), embedder, store=store)
+    original = chunk_document(load_document(data, "openapi.md"), 200, 20)
+    continued = [c for c in original if c.table_header]
+    assert continued and sorted(embedder.texts) == sorted(c.model_text for c in original)  # batched by length
+    hits = store.document_chunks("c", original[0].document_id)
+    assert [h.payload.get("table_header", "") for h in hits] == [c.table_header for c in original]
+    context = build_context([h for h in hits if h.chunk_index == continued[0].chunk_index], max_tokens=3000)
+    assert context.text.split("\n", 1)[1] == continued[0].model_text
+    rebuilt = document_from_chunks(original[0].document_id, "openapi.md", hits)
+    assert rebuilt.kind == "markdown"
+    assert [(c.start, c.end, c.table_header) for c in chunk_document(rebuilt, 300, 30)] == [
+        (c.start, c.end, c.table_header) for c in chunk_document(load_document(data, "openapi.md"), 300, 30)]
+    store.close()
