@@ -1,7 +1,8 @@
 """hits -> the LLM context under an exact cl100k token budget, with numbered sources.
 
 Each included chunk is one block: a one-line header `[Quelle N: title — heading › path — S. 3–4]`, a
-newline, then the chunk text as it is (the text is data: nothing in it is interpreted). Blocks are joined
+newline, then the chunk text as it is (the text is data: nothing in it is interpreted); a Markdown chunk that
+continues a table gets the table's header rows first (rag.chunking.tables). Blocks are joined
 by `separator`. The whole string is counted with rag.chunking.tokens, never the sum of its parts, because BPE
 merges across the joins.
 
@@ -109,6 +110,12 @@ def header(number: int, hit: Hit, label: str = "Quelle") -> str:
     return f"[{label} {number}: {' — '.join(parts)}]"
 
 
+def _table_lead(piece: Hit, hit: Hit) -> str:
+    """Return the header rows of the table the chunk continues and a line break (none for a cut-off piece)."""
+    lead = hit.payload.get("table_header") if piece.start == hit.start else None
+    return f"{lead}\n" if isinstance(lead, str) and lead else ""
+
+
 def _has_span(hit: Hit) -> bool:
     return hit.start is not None and hit.end is not None and hit.end - hit.start == len(hit.content)
 
@@ -197,7 +204,7 @@ def build_context(
         if piece is None:
             dropped.append(Dropped(hit, reason))
             continue
-        head = header(len(included) + 1, piece, label) + "\n"
+        head = header(len(included) + 1, piece, label) + "\n" + _table_lead(piece, hit)
         joint = separator if text else ""
         fits = _fits(text, count, joint + head + piece.content, max_tokens)
         why = "over budget"

@@ -197,7 +197,7 @@ class _Job:
             settings = self.settings
             chunks = chunking.chunk_document(document, settings.chunk_size, settings.overlap, settings.strategy)
             stage = _lap(result, stage, "embed", started)
-            texts = [headers.indexed_text(c.content, document.title, c.heading_path, self.chunk_headers)
+            texts = [headers.indexed_text(c.model_text, document.title, c.heading_path, self.chunk_headers)
                      for c in chunks]
             self.pace.plan(self.index, len(texts), sum(map(len, texts)), sum(map(len, texts)))
             if self.sizes:  # the characters per page or byte of this file: the files after it are planned by it

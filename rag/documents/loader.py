@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path, PurePath
 
 from rag.documents.headings import find_headings
+from rag.documents.markdown import clean_markdown
 from rag.documents.model import PAGE_SEPARATOR, SUPPORTED, Document, Page
 from rag.documents.pdf import PagesRead, page_count, read_pdf
 from rag.documents.text import clean_plain_text, decode_text
@@ -91,7 +92,10 @@ def load_document(
                                                  progress=pages_read)
     else:
         text, notes = decode_text(data, name)
-        pages, empty, outline = [Page(1, clean_plain_text(text))], [], []
+        text = clean_plain_text(text)
+        if kind == "markdown":  # the text chunks hold and models read: no anchors, tags or link targets
+            text = clean_plain_text(clean_markdown(text))
+        pages, empty, outline = [Page(1, text)], [], []
         if not pages[0].text:
             raise EmptyDocumentError(f"'{name}' contains only whitespace. Choose a file with text.", name)
     document = Document(

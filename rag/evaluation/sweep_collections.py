@@ -72,7 +72,7 @@ def holds_chunks(store: Store, name: str, chunks: dict[str, list[Chunk]], config
 
 def indexed_texts(documents: Sequence[Document], chunks: dict[str, list[Chunk]], config: SweepConfig) -> list[str]:
     """Return the texts a configuration's chunks are embedded as, in document order (rag.chunking.headers)."""
-    return [headers.indexed_text(c.content, d.title, c.heading_path, config.chunk_headers)
+    return [headers.indexed_text(c.model_text, d.title, c.heading_path, config.chunk_headers)
             for d in documents for c in chunks[d.id]]
 
 

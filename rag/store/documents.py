@@ -309,11 +309,13 @@ class DocumentsMixin:
         payload |= {"overlap": settings.overlap, "strategy": settings.strategy, "embedder": embedder.model_id}
         payload |= {"document_kind": document.kind, "document_pages": len(document.pages)}
         payload |= {"generation": generation, "ingested_at": stamp, "flags": list(chunk.flags)}
+        if chunk.table_header:  # the LLM context repeats it before the chunk (rag.context)
+            payload["table_header"] = chunk.table_header
         if language is not None:
             payload["language"] = language
         vectors: dict[str, Any] = {layout.vector: vector.tolist()}
         if layout.sparse:  # older collections have no keyword vector to fill
-            text = headers.indexed_text(chunk.content, document.title, chunk.heading_path, layout.chunk_headers)
+            text = headers.indexed_text(chunk.model_text, document.title, chunk.heading_path, layout.chunk_headers)
             indices, values = analyzer.document_vector(text, language or "none")
             vectors[layout.sparse] = models.SparseVector(indices=indices, values=values)
         return models.PointStruct(id=pid, vector=vectors, payload=payload)
