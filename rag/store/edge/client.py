@@ -80,6 +80,9 @@ class EdgeClient:
         self._mutex = threading.RLock()
         self.exact = False  # True: every search scans all vectors, even where an HNSW index exists
         self._writes: dict[str, int] = {}  # writes per collection in this process (replace_shard compares them)
+        # counts answered since a collection's last write: (its write count, {filter: count}). The folder's lock
+        # makes this process its only writer, so a count stays true until this client writes (see count)
+        self._counts: dict[str, tuple[int, dict[str, int]]] = {}
         for leftover in os.listdir(os.path.join(path, EDGE_DIR)):  # what a killed process left while it made,
             if leftover.startswith("."):  # removed or indexed a collection: the lock says none is at it now
                 shutil.rmtree(os.path.join(path, EDGE_DIR, leftover), ignore_errors=True)
@@ -174,6 +177,7 @@ class EdgeClient:
         with self._mutex:
             if not self.collection_exists(collection_name):
                 return False
+            self._counts.pop(collection_name, None)
             shard = self._shards.pop(collection_name, None)
             if shard is not None:
                 api.close_shard(shard)
@@ -225,7 +229,19 @@ class EdgeClient:
 
     def count(self, collection_name: str, count_filter: models.Filter | None = None, exact: bool = True,
               **_: Any) -> models.CountResult:
-        return models.CountResult(count=api.count(self._shard(collection_name), count_filter))
+        """Count the points matching count_filter; a count asked again before the next write is remembered: every
+        search asks one (Store.search_filter's table-of-contents check), and each engine call waits for the
+        engine's search thread, which on a busy CPU waits for a time slice (0.1 ms quiet, 4 ms at load 4)."""
+        key = "" if count_filter is None else count_filter.model_dump_json(exclude_unset=True)
+        with self._mutex:
+            writes = self._writes.get(collection_name, 0)
+            known, counts = self._counts.get(collection_name, (writes, {}))
+            if known != writes:
+                counts = {}
+            if key not in counts:
+                counts[key] = api.count(self._shard(collection_name), count_filter)
+            self._counts[collection_name] = (writes, counts)
+            return models.CountResult(count=counts[key])
 
     def delete(self, collection_name: str, points_selector: Any, wait: bool = True, **_: Any) -> None:
         if isinstance(points_selector, models.FilterSelector):
@@ -307,6 +323,7 @@ class EdgeClient:
             folder = self._folder(name)
             old = os.path.join(self.path, EDGE_DIR, f".replaced-{uuid.uuid4().hex}")
             api.close_shard(self._shards.pop(name))
+            self._counts.pop(name, None)
             os.rename(os.path.join(folder, SHARD_DIR), old)
             os.rename(os.path.join(source, SHARD_DIR), os.path.join(folder, SHARD_DIR))
             config = {**self._config(name), "index": record}
