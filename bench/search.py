@@ -15,6 +15,7 @@ queries through Store.search in the modes dense, sparse (keyword, BM25) and hybr
 {"points", "engine", "mode", "p50_ms", "p95_ms", "open_s", "rss_mb", "recall_at_10", ...}:
 
 - engine "numpy": the exact top_k by one matrix-vector product and argpartition (dense only; the reference);
+  "numpy (1 thread)": the same with OpenBLAS on one thread, as the engine scans its one segment;
 - "edge-exact": Qdrant Edge, the default embedded engine, on a folder, every vector compared (no index);
 - "edge-indexed": the same folder after the engine built its HNSW index (sizes in --indexed-sizes: the build
   takes minutes at 100k on 2 cores), recall@10 against numpy's exact top 10;
@@ -287,6 +288,9 @@ def main() -> None:
     started = time.perf_counter()
     for size in (int(s) for s in args.sizes.split(",") if s):
         rows += timed("numpy", size, args)
+        # numpy's BLAS multiplies on every core, the engine scans a segment on one: the same product on one thread
+        one = {"OPENBLAS_NUM_THREADS": "1"}
+        rows += [r | {"engine": "numpy (1 thread)"} for r in timed("numpy", size, args, env=one)]
         with tempfile.TemporaryDirectory() as folder:
             fill_s = run("fill", size, args, folder)[0]["fill_s"]
             rows += [r | {"fill_s": fill_s} for r in timed("edge-exact", size, args, folder)]

@@ -33,6 +33,6 @@ def test_background_load_times_every_engine_quiet_and_loaded_in_one_run():
     report = json.loads(done.stdout)
     seen = {(r["engine"], r["mode"], r["background_load"]) for r in report["rows"]}
     for load in (0, 1):
-        assert ("numpy", "dense", load) in seen
+        assert ("numpy", "dense", load) in seen and ("numpy (1 thread)", "dense", load) in seen
         assert {("edge-exact", mode, load) for mode in search.MODES} <= seen
     assert report["background_load"] == 1
