@@ -196,7 +196,8 @@ class EdgeClient:
         with self._mutex:
             if name not in self._shards:
                 self._config(name)
-                self._shards[name] = api.load_shard(os.path.join(self._folder(name), SHARD_DIR))
+                self._shards[name] = api.load_shard(os.path.join(self._folder(name), SHARD_DIR),
+                                                    api.open_config(self._config(name)))
             return self._shards[name]
 
     @contextmanager
@@ -329,7 +330,7 @@ class EdgeClient:
             config = {**self._config(name), "index": record}
             _write_json(os.path.join(folder, CONFIG_FILE), config)
             self._configs[name] = config
-            self._shards[name] = api.load_shard(os.path.join(folder, SHARD_DIR))
+            self._shards[name] = api.load_shard(os.path.join(folder, SHARD_DIR), api.open_config(config))
             shutil.rmtree(old, ignore_errors=True)
         return True
 
