@@ -65,21 +65,16 @@ _VACUUM = {"deleted_threshold": 1e-9, "vacuum_min_vector_number": 1}
 HNSW_M, HNSW_EF_CONSTRUCT, FULL_SCAN_KB = 16, 256, 10_000
 
 
-# Threads of a shard's search pool (the engine's default: one per CPU). Every segment of a search is handed to a pool
-# thread and the caller waits for it; on a busy CPU each handoff waits for a time slice. An indexed 100,000-point
-# shard (2 segments) answered in 1.0 ms with one thread against 1.2 ms with the default on a quiet machine, and in
-# 1.5-1.6 against 4.1-5.1 ms beside 4 busy processes (one process, interleaved, issue 30); exact search (one segment
-# after a fill) was the same either way. Pinning the pool to a core (search_pool_core) added nothing.
+# Threads of a shard's search pool (default: one per CPU), each segment's search handed to one: on a busy CPU every
+# handoff waits for a time slice (an indexed search 1.5 ms with one, 4-5 ms with 2 beside 4 busy processes; README)
 SEARCH_THREADS = 1
 
 
-def _vector_params(vectors: dict[str, models.VectorParams], sparse: dict[str, models.SparseVectorParams]
-                   ) -> dict[str, Any]:
+def _vector_params(vectors: dict[str, models.VectorParams], sparse: dict[str, models.SparseVectorParams]) -> dict:
     dense = {name: qe.EdgeVectorParams(size=p.size, distance=_DISTANCES[_name(p.distance)])
              for name, p in vectors.items()}
-    keyword = {name: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf if p and p.modifier == models.Modifier.IDF
-                                               else None)
-               for name, p in sparse.items()}
+    idf = {name for name, p in sparse.items() if p and p.modifier == models.Modifier.IDF}
+    keyword = {name: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf if name in idf else None) for name in sparse}
     return {"vectors": dense, "sparse_vectors": keyword, "max_search_threads": SEARCH_THREADS}
 
 
@@ -106,8 +101,7 @@ def config_of(collection: dict, indexing_threshold_kb: int) -> Any:
 
 
 def open_config(collection: dict) -> Any:
-    """Return the EdgeConfig an open of a collection's shard gives: its vectors (which the engine checks) and
-    SEARCH_THREADS; the rest (optimizers, HNSW settings) as the shard keeps it."""
+    """Return the EdgeConfig of an open: the vectors (checked) and SEARCH_THREADS; the rest as the shard keeps it."""
     return qe.EdgeConfig(**_vector_params(*_models_of(collection)))
 
 
