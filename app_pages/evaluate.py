@@ -47,7 +47,7 @@ if submitted:
 # the sweep that runs (a job: it goes on after a click or a reload), and one that ended since
 finished = live_jobs.show(ws.location, SweepJob, parts.SWEEP_SEEN, parts.CANCEL_HELP)
 if finished is not None:
-    st.session_state[parts.RESULT] = finished.result
+    parts.take_result(finished.result)
     st.session_state[apply.RUN] = (finished.run_id, finished.run_warning)
 if parts.RESULT in st.session_state:
     apply.kept(st.session_state.get(apply.RUN))
@@ -55,7 +55,7 @@ if parts.RESULT in st.session_state:
     apply.section(ws, st.session_state[parts.RESULT], st.session_state.get(apply.RUN))
     st.subheader("Why was it missed?")
     funnel.evaluate_section(ws, st.session_state[parts.RESULT])
-else:
+elif not any(job.active for job in live_jobs.queue().jobs(ws.location, SweepJob)):  # not under a running sweep
     st.caption("Choose a query set, documents and a grid, then run the sweep.")
 st.divider()
 parts.tuning(ws, source[0] if source else None)

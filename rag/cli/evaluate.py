@@ -273,7 +273,6 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     if args.apply_best:
         check_apply_target(store, args.apply_best, embedder)
     modes = with_rerank(parse_modes(args.mode, args.fusion or DEFAULT_FUSION), args)
-    started = time.perf_counter()
     result = run_sweep(documents, queries, configs, embedder, store=store, cache=cache_of(args, store), ks=args.k,
                        progress=SweepReporter(), skipped=skipped, modes=modes, reranker=reranker_of(args),
                        rerank_depth=args.rerank_depth)
@@ -281,7 +280,7 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     if report:
         common.write_report(report, html)
     run_id = announce(keep_sweep(store, result, queries, embedder=embedder, query_set=Path(args.queries).name,
-                                 seconds=time.perf_counter() - started, report=html))
+                                 report=html))
     applied = apply_best(store, result, args.apply_best, embedder, run_id, documents) if args.apply_best else None
     if args.json:
         dump(result.to_json() | {"run": run_id, "applied": applied.to_json() if applied else None})

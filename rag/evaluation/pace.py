@@ -37,6 +37,20 @@ class Cancelled(Exception):
     """The sweep stopped (an error or a cancel on the caller's thread): embedding ahead ends between slices."""
 
 
+class Stop:
+    """A sweep's cancel flag: set by the sweep when it leaves (an error), or asked of its caller (a job's Cancel).
+    Paced checks it before every slice, so a cancel is seen within the slice under way (about a second)."""
+
+    def __init__(self, asked: Callable[[], bool] | None = None):
+        self._event, self._asked = threading.Event(), asked or (lambda: False)
+
+    def set(self) -> None:
+        self._event.set()
+
+    def is_set(self) -> bool:
+        return self._event.is_set() or self._asked()
+
+
 class Pace:
     """The sweep's rates and the work it has left; seconds_left() is the estimate (None before any rate)."""
 
@@ -150,7 +164,7 @@ class Paced:
     """An embedder for one EmbeddingCache.embed call: embeds in slices, timing each for the Pace, reporting
     progress(texts embedded so far) after each slice, raising Cancelled between slices once cancel is set."""
 
-    def __init__(self, embedder: Embedder, pace: Pace, index: int | None, cancel: threading.Event,
+    def __init__(self, embedder: Embedder, pace: Pace, index: int | None, cancel: threading.Event | Stop,
                  progress: Callable[[int], None] | None = None, clock: Clock = time.perf_counter, *,
                  first: int = SLICE, seconds: float | None = None):
         """first: texts of the first slice; seconds: when given, each later slice holds the characters the

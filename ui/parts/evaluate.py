@@ -31,6 +31,7 @@ from rag.reports.evaluation_html import sweep_report
 from rag.reports.scores import rank_rows
 from rag.rerank import DEFAULT_DEPTH
 from ui import charts, errors, resources, settings, state
+from ui.parts import funnel as funnel_part
 from ui.parts import live_jobs, synthetic
 from ui.parts import rerank as rerank_part
 from ui.render import md
@@ -41,9 +42,21 @@ RESULT = "evaluate_result"  # the last SweepResult of this session
 SWEEP_SEEN = "evaluate_sweep_seen"  # id of the newest sweep job whose result this session took
 CANCEL_HELP = ("Stops at the next embedding slice or configuration; the collections of the configurations it "
                "finished stay and are reused by the next run.")
+# the page's choices that belong to one result: a new result starts them afresh (its best row, its k)
+RESULT_WIDGETS = ("evaluate_metric", "evaluate_k", "evaluate_rank_config", "evaluate_threshold",
+                  "evaluate_failure_config", "evaluate_failure_k", "evaluate_funnel_config", "evaluate_funnel_k",
+                  "apply_row")
 MODE_HELP = ("Each mode is a row per configuration, searched in the same collection: dense = embeddings, "
              "sparse = BM25 keywords, hybrid = both lists fused: convex (normalised scores added), rrf (by rank), "
              "dbsf (by scores normalised by their spread).")
+
+
+def take_result(result: SweepResult) -> None:
+    """Make result the page's result, and forget every choice made on the one before (a row, a k, a threshold):
+    a row of the same label in the old result must not stay chosen while the new one's best is another."""
+    for key in (*RESULT_WIDGETS, funnel_part.FUNNELS):
+        st.session_state.pop(key, None)
+    st.session_state[RESULT] = result
 
 
 def read_query_source() -> tuple[list[Query], list[Document] | None, str] | None:

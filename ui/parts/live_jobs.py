@@ -50,8 +50,8 @@ def _live(location: str, kind: type, cancel_help: str) -> None:
     for job in reversed(active):
         head, stop = st.columns([4, 1], vertical_alignment="center")
         head.markdown(f"**{md(job.summary())}**")
-        if stop.button("Cancel", key=f"cancel-{kind.__name__.lower()}-{job.id}", icon=":material/cancel:",
-                       disabled=job.cancel_requested, help=cancel_help):
-            queue().cancel(job.id)
+        # on_click runs before this fragment draws, so the line says "Cancelling …" in the same run
+        stop.button("Cancel", key=f"cancel-{kind.__name__.lower()}-{job.id}", icon=":material/cancel:",
+                    disabled=job.cancel_requested, help=cancel_help, on_click=queue().cancel, args=(job.id,))
         st.progress(job.fraction, text=md(job.text))
     st.caption(CAPTION)
