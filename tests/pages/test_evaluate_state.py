@@ -3,11 +3,19 @@ reload, a running sweep's Cancel says so at once, and nothing asks to run a swee
 
 from __future__ import annotations
 
-import pytest
+import json
 
-from tests.pages.conftest import plain, until
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from rag import pipeline
+from rag.chunking.chunker import ChunkSettings
+from rag.embeddings import get_embedder
+from rag.evaluation.squad import import_squad
+from rag.store.open import open_store
+from tests.pages.conftest import ROOT, plain, until
 from tests.pages.test_evaluate_page import evaluate_page, newest_sweep, one_article, set_grid
-from ui import jobs
+from ui import jobs, nav
 
 JOB_WAIT = 180
 PICKERS = ("evaluate_rank_config", "evaluate_failure_config", "evaluate_funnel_config", "apply_row")
@@ -64,3 +72,55 @@ def test_under_a_running_sweep_cancel_says_cancelling_at_once_and_no_caption_ask
     held.open.set()
     assert jobs.jobs_queue().wait_idle(JOB_WAIT)
     assert job.status == "cancelled"
+
+
+def reload(at: AppTest) -> AppTest:
+    """Return the page as a reload shows it: a new session with the same URL."""
+    fresh = AppTest.from_file(str(ROOT / "app.py"), default_timeout=JOB_WAIT)
+    fresh.run()
+    fresh.switch_page(nav.EVALUATE.path)
+    for name, value in at.query_params.items():
+        fresh.query_params[name] = value
+    fresh.run()
+    assert not fresh.exception, fresh.exception
+    return fresh
+
+
+def test_a_reload_keeps_the_uploaded_query_set_and_the_grid(env):
+    store = open_store(path=str(env / "qdrant"))
+    imported = import_squad((env / "samples/xquad.json").read_bytes(), articles=2)
+    files = [pipeline.SourceFile(d.filename, d.text.encode()) for d in imported.documents]
+    pipeline.ingest(files, "documents", ChunkSettings(300, 30), get_embedder("fake:32"), store=store)
+    lines = "\n".join(json.dumps(q, ensure_ascii=False) for q in imported.queries[:20]).encode()
+    at = evaluate_page()
+    at.file_uploader(key="evaluate_query_file").upload("../mein Satz.jsonl", lines, "application/json")
+    at.run()
+    set_grid(at, "150,250", "0,30", "1,3", modes=["dense", "sparse"])
+    assert not at.error, [e.value for e in at.error]
+    kept = env / "query-sets" / "mein_Satz.jsonl"  # under the data root, its name made safe
+    assert kept.read_bytes() == lines
+    fresh = reload(at)
+    assert [fresh.text_input(key=k).value for k in ("evaluate_sizes", "evaluate_overlaps", "evaluate_ks")] == [
+        "150,250", "0,30", "1,3"]
+    assert fresh.multiselect(key="evaluate_modes").value == ["dense", "sparse"]
+    assert any("Using mein_Satz.jsonl as uploaded earlier" in plain(c.value) for c in fresh.caption)
+    next(b for b in fresh.button if b.label == "Run the sweep").click()
+    fresh.run()
+    assert not fresh.exception and not fresh.error, fresh.exception or [e.value for e in fresh.error]
+    assert not [i for i in fresh.info if plain(i.value).startswith("Choose a query set")]
+    table = fresh.dataframe[0].value
+    assert sorted(set(zip(table["chunk_size"], table["overlap"], strict=True))) == [
+        (150, 0), (150, 30), (250, 0), (250, 30)]
+    assert fresh.session_state["evaluate_result"].queries == 20
+
+
+def test_a_url_naming_a_file_outside_the_kept_query_sets_reads_nothing(env):
+    (env / "secret.jsonl").write_text('{"query": "x", "document": "a.txt"}\n')
+    at = evaluate_page()
+    at.query_params["query_set"] = "../secret.jsonl"
+    at.query_params["chunk_size"] = "120"
+    at.query_params["modes"] = "dense,<script>"
+    fresh = reload(at)
+    assert fresh.text_input(key="evaluate_sizes").value == "120"
+    assert fresh.multiselect(key="evaluate_modes").value == ["hybrid-convex"]  # a mode the page lacks: the default
+    assert not [c for c in fresh.caption if "as uploaded earlier" in plain(c.value)]

@@ -31,6 +31,7 @@ from rag.reports.evaluation_html import sweep_report
 from rag.reports.scores import rank_rows
 from rag.rerank import DEFAULT_DEPTH
 from ui import charts, errors, resources, settings, state
+from ui.parts import evaluate_inputs as inputs
 from ui.parts import funnel as funnel_part
 from ui.parts import live_jobs, synthetic
 from ui.parts import rerank as rerank_part
@@ -69,9 +70,14 @@ def read_query_source() -> tuple[list[Query], list[Document] | None, str] | None
     if how == "Upload":
         file = right.file_uploader("Query set (.jsonl, .csv) or SQuAD-style .json", type=["jsonl", "csv", "json"],
                                    key="evaluate_query_file")
-        if file is None:
+        if file is not None:
+            name, data = file.name, file.getvalue()
+            inputs.uploaded(name, data)
+        elif (path := inputs.kept()) is not None:  # uploaded before a reload: kept under the data root
+            name, data = path.name, path.read_bytes()
+            right.caption(f"Using {md(name)} as uploaded earlier; upload another to replace it.")
+        else:
             return None
-        name, data = file.name, file.getvalue()
     else:
         folder = settings.sample_dir()
         paths = query_set_paths(folder) if folder else []
