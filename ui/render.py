@@ -77,10 +77,11 @@ def token_histogram(frame: pd.DataFrame, chunk_size: int | None, domain: tuple[f
     rule = {"data": {"name": "chunk-size"}, "mark": {"type": "rule", "color": "#d33", "strokeDash": [5, 3], "size": 2},
             "encoding": at_rule}
     right_of_rule = bool(domain) and chunk_size < 0.7 * domain[1]  # else the label would leave the plot
+    # above the plot, where no bar reaches (inside it, the tallest bar hid it)
     label = {"data": {"name": "chunk-size"}, "mark": {
-        "type": "text", "align": "left" if right_of_rule else "right", "dx": 4 if right_of_rule else -4, "dy": 4,
-        "color": "#d33", "baseline": "top"}, "encoding": {**at_rule, "y": {"value": 0},
-                                                        "text": {"field": "label", "type": "nominal"}}}
+        "type": "text", "align": "left" if right_of_rule else "right", "dx": 4 if right_of_rule else -4, "dy": -3,
+        "color": "#d33", "baseline": "bottom"}, "encoding": {**at_rule, "y": {"value": 0},
+                                                           "text": {"field": "label", "type": "nominal"}}}
     return {"height": CHART_HEIGHT, "layer": [bars, rule, label], "datasets": datasets}
 
 

@@ -3,6 +3,8 @@ distribution, so the browser never shows the details of the search before under 
 
 from __future__ import annotations
 
+import json
+
 from rag import pipeline
 from rag.chunking.chunker import ChunkSettings
 from rag.embeddings import get_embedder
@@ -41,3 +43,9 @@ def test_the_hit_details_follow_the_table_before_the_distribution_is_searched(ap
         table = at.dataframe[0].value
         labels = [plain(e.label) for e in at.expander if plain(e.label).startswith("#")]
         assert [label.split(" · ")[0] for label in labels] == [f"#{r}" for r in table["rank"]]
+    # the rank curve's vertical title is whole: the short name of the score, not "weighted sum of nor…" cut
+    specs = [json.loads(c.proto.spec) for c in at.get("vega_lite_chart")]
+    titles = {layer["encoding"]["y"]["title"] for spec in specs for layer in spec.get("layer", [])
+              if layer.get("encoding", {}).get("y", {}).get("axis", {}).get("titleLimit")}
+    assert titles == {"score (convex)"}, titles
+    assert all(len(t) * 7 <= parts.TITLE_LIMIT for t in titles)  # 7 px a character of an 11 px bold title
