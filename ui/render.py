@@ -25,6 +25,9 @@ MODE_LABELS = {"dense": "Dense", "sparse": "Keyword (BM25)", "hybrid": "Hybrid",
 COMPARED_MODES = ("dense", "sparse", "hybrid-convex", "hybrid-rrf", "hybrid-dbsf")
 
 
+EMPTY_CELL = "—"  # what a table shows for a missing value (st.dataframe's own would read "None")
+
+
 def md(text: str) -> str:
     """Return text with every Markdown-active character backslash-escaped, for labels and captions."""
     return _MD_SPECIAL.sub(r"\\\1", " ".join(str(text).split()))

@@ -35,7 +35,7 @@ from ui.parts import evaluate_inputs as inputs
 from ui.parts import funnel as funnel_part
 from ui.parts import live_jobs, synthetic
 from ui.parts import rerank as rerank_part
-from ui.render import md
+from ui.render import EMPTY_CELL, md
 from ui.sweep_jobs import SweepJob, submit
 from ui.workspace import Workspace
 
@@ -175,6 +175,7 @@ def failures(ws: Workspace, result: SweepResult) -> None:
                            "answer": o.query.answer or "", "rank": o.rank, "score": o.score, "top score": o.top_score,
                            "top hit": o.hits[0].document_title if o.hits else ""} for o in missed])
     selection = st.dataframe(frame, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
+                             placeholder=EMPTY_CELL,
                              key=state.table_key("evaluate_failures", (label, k, *(o.query.text for o in missed))),
                              height=min(38 + 35 * len(frame), 390),
                              column_config={"score": st.column_config.NumberColumn(format="%.3f"),
@@ -234,7 +235,7 @@ def results(ws: Workspace, result: SweepResult) -> None:
         st.info(md(note), icon=":material/info:")
     for note in result.skipped:
         st.caption(md(note))
-    st.dataframe(table_frame(result, chosen), hide_index=True, width="stretch")
+    st.dataframe(table_frame(result, chosen), hide_index=True, width="stretch", placeholder=EMPTY_CELL)
     st.subheader(f"{chosen} with its 95 % interval")
     st.altair_chart(charts.interval_chart(result, chosen), width="stretch")
     st.caption(f"{result.queries} queries on {len(result.documents)} documents · {md(result.embedder)} · "
