@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from rag import words
 from rag.documents.text import shorten
 from rag.reports.chunks import Segment
 
@@ -38,10 +39,7 @@ def md_lines(text: str) -> str:
     return "  \n".join(_MD_SPECIAL.sub(r"\\\1", line) for line in str(text).split("\n"))
 
 
-def counted(count: int, word: str, words: str | None = None) -> str:
-    """Return "1 document" or "3 documents" (words: an irregular plural, "queries"), the count with thousands
-    separators."""
-    return f"{count:,} {word if count == 1 else words or word + 's'}"
+counted = words.counted  # "1 document", "3 documents": one rule for the pages and rag's own messages
 
 
 HEADING_TAIL_HELP = "the end of the heading path (… stands for the levels above it); the chunk itself shows all of it"

@@ -50,6 +50,7 @@ from rag.rerank import Reranker, check_depth, describe
 from rag.store.client import Store
 from rag.store.rebuild import document_from_chunks
 from rag.store.records import Hit
+from rag.words import counted
 
 __all__ = ["STAGES", "SWEEP_PREFIX", "ConfigResult", "SweepConfig", "SweepProgress", "SweepResult",
            "collection_documents", "collection_name", "evaluate_collection", "grid", "is_sweep_collection",
@@ -124,7 +125,7 @@ def load_documents(files: Sequence[SourceFile]) -> list[Document]:
 
 def prepare_queries(queries: Sequence[Query], documents: Sequence[Document]) -> list[Query]:
     """Return queries with labels resolved to documents; QuerySetError for unknown documents or wrong spans."""
-    where = f"the {len(documents)} documents of the sweep"
+    where = f"the {counted(len(documents), 'document')} of the sweep"
     resolved = resolve_labels(queries, [(d.id, d.title) for d in documents], where)
     check_spans(resolved, {d.id: d.text for d in documents})
     return resolved

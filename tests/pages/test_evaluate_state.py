@@ -124,3 +124,18 @@ def test_a_url_naming_a_file_outside_the_kept_query_sets_reads_nothing(env):
     assert fresh.text_input(key="evaluate_sizes").value == "120"
     assert fresh.multiselect(key="evaluate_modes").value == ["hybrid-convex"]  # a mode the page lacks: the default
     assert not [c for c in fresh.caption if "as uploaded earlier" in plain(c.value)]
+
+
+def test_counts_on_the_page_are_words_not_plurals_in_brackets(env):
+    store = open_store(path=str(env / "qdrant"))
+    pipeline.ingest([pipeline.SourceFile("a.txt", "Ein kurzer Text über Köln.".encode())], "documents",
+                    ChunkSettings(50, 0), get_embedder("fake:32"), store=store)
+    store.close()
+    at = evaluate_page()
+    at.file_uploader(key="evaluate_query_file").upload("set.jsonl", b'{"query": "x", "document": "b.txt"}\n',
+                                                       "application/json")
+    at.run()
+    set_grid(at, "50", "0", "1")
+    error = plain(at.error[0].value)
+    assert "1 document named in the query set is not in the 1 document of the sweep" in error, error
+    assert "(s)" not in error

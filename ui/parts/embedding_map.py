@@ -135,7 +135,8 @@ def caption(emap: EmbeddingMap, data: pd.DataFrame, colour_by: str, mode_label: 
                  + (f" (the rarest past {MAX_GROUPS - 1} in grey)" if groups > MAX_GROUPS else ""))
     if emap.query:
         found = int(data["is_hit"].sum())
-        parts.append(f"{found} hit(s) of “{md(emap.query)}” ({mode_label}, top {top_k}) ringed and numbered; "
+        parts.append(f"{render.counted(found, 'hit')} of “{md(emap.query)}” ({mode_label}, top {top_k}) ringed and "
+                     "numbered; "
                      "the red cross is the query" + ("" if mode_label == "Dense" else
                                                      "; a hit far from it was found by its keywords"))
     return " · ".join(parts) + ". Hover a point for its start; click one to read it (double-click clears)."
