@@ -139,3 +139,27 @@ def test_counts_on_the_page_are_words_not_plurals_in_brackets(env):
     error = plain(at.error[0].value)
     assert "1 document named in the query set is not in the 1 document of the sweep" in error, error
     assert "(s)" not in error
+
+
+@pytest.mark.live_jobs
+def test_a_cancelled_sweeps_message_goes_once_the_next_sweep_runs(env, hold):
+    first = hold("embed_documents")
+    at = evaluate_page()
+    one_article(at)
+    set_grid(at, "100,200", "0", "1,5", modes=["dense"])
+    assert first.waiting.wait(JOB_WAIT)
+    job = newest_sweep()
+    at.button(key=f"cancel-sweepjob-{job.id}").click().run()
+    second = hold("embed_documents")  # the next sweep waits here
+    first.open.set()
+    assert jobs.jobs_queue().wait_idle(JOB_WAIT)
+    at.run()
+    assert any(plain(i.value).startswith("Cancelled: sweep") for i in at.info)
+    next(b for b in at.button if b.label == "Run the sweep").click()
+    at.run()
+    assert second.waiting.wait(JOB_WAIT)
+    at.run()
+    assert newest_sweep().status == "running"
+    assert not [i for i in at.info if plain(i.value).startswith("Cancelled")], [plain(i.value) for i in at.info]
+    second.open.set()
+    assert jobs.jobs_queue().wait_idle(JOB_WAIT)

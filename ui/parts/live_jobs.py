@@ -27,12 +27,14 @@ def show(location: str, kind: type, seen: str, cancel_help: str) -> Any | None:
     finish; return the newest finished job with a result that this session has not taken yet (its id is kept
     under the session key seen), else None."""
     listed = queue().jobs(location, kind)
-    if any(job.active for job in listed):
+    running = any(job.active for job in listed)
+    if running:
         _live(location, kind, cancel_help)
     finished = [job for job in listed if not job.active]
-    if finished and finished[0].status == "failed":
+    # how the last one ended, until another one starts: an old "Cancelled" must not stay under a new job
+    if finished and finished[0].status == "failed" and not running:
         st.error(md(finished[0].summary()), icon=":material/error:")
-    elif finished and finished[0].status == "cancelled":
+    elif finished and finished[0].status == "cancelled" and not running:
         st.info(md(finished[0].summary()), icon=":material/cancel:")
     done = next((job for job in finished if job.result is not None), None)
     if done is None or done.id <= state.get(seen, 0):
