@@ -15,7 +15,7 @@ from rag.evaluation.squad import import_squad
 from rag.store.open import open_store
 from tests.pages.conftest import ROOT, plain, until
 from tests.pages.test_evaluate_page import evaluate_page, newest_sweep, one_article, set_grid
-from ui import jobs, nav
+from ui import jobs, nav, resources
 
 JOB_WAIT = 180
 PICKERS = ("evaluate_rank_config", "evaluate_failure_config", "evaluate_funnel_config", "apply_row")
@@ -163,3 +163,20 @@ def test_a_cancelled_sweeps_message_goes_once_the_next_sweep_runs(env, hold):
     assert not [i for i in at.info if plain(i.value).startswith("Cancelled")], [plain(i.value) for i in at.info]
     second.open.set()
     assert jobs.jobs_queue().wait_idle(JOB_WAIT)
+
+
+def test_the_last_used_collection_is_opened_again_after_a_restart(env):
+    store = open_store(path=str(env / "qdrant"))
+    texts = {"alpha.md": "# Alpha\n\nDie Kündigungsfrist beträgt drei Monate.\n",
+             "beta.md": "# Beta\n\nDer Vermieter trägt die Kosten der Instandhaltung.\n"}
+    for name, files in (("large", texts), ("small", {"alpha.md": texts["alpha.md"]})):
+        pipeline.ingest([pipeline.SourceFile(n, t.encode()) for n, t in files.items()], name, ChunkSettings(),
+                        get_embedder("fake:32"), store=store)
+    store.close()
+    resources._last_used.clear()
+    first = evaluate_page()
+    assert first.sidebar.selectbox(key="collection_choice").value == "large"  # the largest, on a first start
+    first.sidebar.selectbox(key="collection_choice").set_value("small").run()
+    resources._last_used.clear()  # the server restarts: what its process held is gone
+    assert evaluate_page().sidebar.selectbox(key="collection_choice").value == "small"
+    assert list(json.loads((env / "last-collection.json").read_text()).values()) == ["small"]  # in the data root
