@@ -11,9 +11,11 @@ last configuration's indexing and searching, which nothing can overlap.
 
 Pace is shared by the sweep's two threads (a lock guards it); Paced wraps the embedder for one call of
 EmbeddingCache.embed: it embeds in slices, tells the Pace each slice's characters and seconds, reports
-progress, and stops between slices once the sweep is cancelled. A slice starts at SLICE texts (about 3 s of
-the local e5 model on 2 cores) and doubles while slices take under SLICE_SECONDS, up to the cache's batch,
-so a fast HTTP embedder still gets requests of 64 texts.
+progress, and stops between slices once the sweep is cancelled (Stop: also when its caller asks). A sweep and
+an ingest give it `seconds` (BATCH_SECONDS): the first slice holds FIRST_BATCH texts, each later one what the
+embedder did in that long before, up to the cache's batch (so a fast HTTP embedder still gets requests of 64
+texts), and a Cancel is seen within about a second. Without it, a slice starts at SLICE texts (about 3 s of
+the local e5 model on 2 cores) and doubles while slices take under SLICE_SECONDS.
 """
 
 from __future__ import annotations

@@ -125,8 +125,8 @@ def load_documents(files: Sequence[SourceFile]) -> list[Document]:
 
 def prepare_queries(queries: Sequence[Query], documents: Sequence[Document]) -> list[Query]:
     """Return queries with labels resolved to documents; QuerySetError for unknown documents or wrong spans."""
-    where = f"the {counted(len(documents), 'document')} of the sweep"
-    resolved = resolve_labels(queries, [(d.id, d.title) for d in documents], where)
+    resolved = resolve_labels(queries, [(d.id, d.title) for d in documents],
+                              f"the {counted(len(documents), 'document')} of the sweep")
     check_spans(resolved, {d.id: d.text for d in documents})
     return resolved
 
@@ -243,12 +243,10 @@ def run_sweep(
     has `reranker` reorder the first `rerank_depth` candidates; its rows are on and off of rerank, the paired test of
     each pair in SweepResult.rerank_effect. The rows are the same either
     way; a row's "embedding" seconds are then the wall time its chunks took to embed next to the previous
-    configuration's indexing and searching, so the stages of a sweep add up to more than its wall time; the
-    result's `seconds` is that wall time, the run's one total. cancel: asked before every embedding slice (about
-    a second each, as an ingest's batches); once true, the sweep raises rag.evaluation.pace.Cancelled.
+    configuration's indexing and searching, so the stages add up to more than the wall time (the result's one total,
+    `seconds`). cancel: asked before each embedding slice (about a second); once true, pace.Cancelled is raised.
     """
-    began = time.perf_counter()
-    ks, cache = parse_ks(ks), cache if cache is not None else EmbeddingCache()
+    began, ks, cache = time.perf_counter(), parse_ks(ks), cache if cache is not None else EmbeddingCache()
     modes = parse_modes(modes)
     reranking = (reranker, check_depth(rerank_depth)) if any(m.rerank for m in modes) else (None, 0)
     queries = prepare_queries(queries, documents)
@@ -260,8 +258,7 @@ def run_sweep(
                                f"chunking {len(documents)} documents for {len(configs)} configurations"))
     plans = [_plan(documents, config, embedder, store, keywords) for config in configs]
     pace = _pace(plans, [q.text for q in queries] if vectors_needed else [], modes, embed_ahead)
-    relay = Relay(progress, pace)
-    stop = Stop(cancel)
+    relay, stop = Relay(progress, pace), Stop(cancel)
 
     def stage_of(index: int) -> Callable[..., None]:
         def stage(name: str, done: int = 0, total: int = 1, message: str = "") -> None:
@@ -359,7 +356,7 @@ def _embed_plan(plan: _Plan, index: int, embedder, cache, pace: Pace, stage, can
             stage("embedding", 0, total, f"{label}: embedding")
 
     paced = Paced(embedder, pace, index, cancel, lambda done: stage("embedding", done, todo[0], f"{label}: embedding"),
-                  first=FIRST_BATCH, seconds=BATCH_SECONDS)
+                  first=FIRST_BATCH, seconds=BATCH_SECONDS)  # calls of about a second, as an ingest's
     clock = time.perf_counter()
     vectors = cache.embed(plan.texts, paced, counted)
     plan.seconds["embedding"], plan.embedded = time.perf_counter() - clock, paced.embedded
