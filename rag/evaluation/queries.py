@@ -176,8 +176,9 @@ def check_spans(queries: Sequence[Query], texts: dict[str, str]) -> None:
                 wrong.append(f"line {query.line}: '{query.documents[0]}'[{query.answer_start}:{query.answer_end}] "
                              f"is {found[query.answer_start : query.answer_end][:40]!r}, not {query.answer[:40]!r}")
     if wrong:
-        raise QuerySetError(f"{counted(len(wrong), 'answer span')} {'does' if len(wrong) == 1 else 'do'} not point at "
-                            f"their answer: {'; '.join(wrong[:3])}"
+        one = len(wrong) == 1
+        raise QuerySetError(f"{counted(len(wrong), 'answer span')} {'does' if one else 'do'} not point at "
+                            f"{'its' if one else 'their'} answer: {'; '.join(wrong[:3])}"
                             f"{' …' if len(wrong) > 3 else ''}. answer_start must be the offset in the document's "
                             "text as RAG Lab reads it; fix the offsets or leave answer_start out.")
 
