@@ -87,7 +87,7 @@ def heatmap(result: SweepResult, metric: str) -> alt.Chart:
     """Return chunk_size x overlap coloured by metric, with the value in each cell; a panel per mode."""
     frame = pd.DataFrame([{"chunk_size": r.config.chunk_size, "overlap": r.config.overlap, "mode": r.mode.label,
                            "value": r.metrics[metric]} for r in result.results])
-    base = alt.Chart().encode(x=alt.X("overlap:O"), y=alt.Y("chunk_size:O", sort="descending"))
+    base = alt.Chart().encode(x=alt.X("overlap:O"), y=alt.Y("chunk_size:O", sort="descending", title=None))
     cells = base.mark_rect().encode(color=alt.Color("value:Q", title=metric, scale=alt.Scale(scheme="blues"),
                                                     legend=alt.Legend(format=".3f")),  # as the table rounds
                                     tooltip=["chunk_size", "overlap", "mode", alt.Tooltip("value:Q", format=".3f")])
@@ -95,7 +95,8 @@ def heatmap(result: SweepResult, metric: str) -> alt.Chart:
     text = base.mark_text(fontSize=13).encode(text=alt.Text("value:Q", format=".3f"),
                                               color=alt.condition(alt.datum.value > middle, alt.value("white"),
                                                                   alt.value("black")))
-    chart = alt.layer(cells, text, data=frame).properties(height=60 + 45 * frame["chunk_size"].nunique())
+    chart = alt.layer(cells, text, data=frame).properties(height=60 + 45 * frame["chunk_size"].nunique(),
+                                                          title=band_title("chunk_size"))
     return per_mode(chart, result)
 
 

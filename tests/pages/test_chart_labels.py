@@ -34,6 +34,8 @@ def test_band_charts_name_their_bands_above_the_plot_not_in_a_cut_vertical_title
         assert spec["title"]["text"].startswith("chunk_size / overlap") and spec["title"]["anchor"] == "start"
         ys = [layer["encoding"]["y"] for layer in spec.get("layer", [spec]) if "y" in layer.get("encoding", {})]
         assert all(y.get("title") is None for y in ys if y.get("field") == "configuration"), ys
+    heatmap = _spec(charts.heatmap(one_row(), "hit@1"))  # one chunk_size: its vertical title read "chunk_siz"
+    assert heatmap["title"]["text"] == "chunk_size" and heatmap["layer"][0]["encoding"]["y"]["title"] is None
 
 
 def test_the_chunk_size_label_sits_above_the_tallest_bar():
