@@ -135,7 +135,7 @@ def rank_chart(row: ConfigResult, threshold: float | None) -> alt.LayerChart:
     depth = row.evaluation.ks[-1]
     found = [r for r in rank_rows(row.evaluation, threshold) if r.rank is not None]
     found.sort(key=lambda r: -r.score)
-    bands = ["1", "2–3", "4–5", f"6–{depth}"]
+    bands = ["1", "2–3", "4–5", f"6–{depth}"][: 1 + (depth > 1) + (depth > 3) + (depth > 5)]  # no "6–5" band
     frame = pd.DataFrame([{"query #": i, "query": r.query[:80], "rank": r.rank, "score": r.score,
                            "top score": r.top_score, "gap": r.gap,
                            "rank band": bands[0 if r.rank == 1 else 1 if r.rank <= 3 else 2 if r.rank <= 5 else 3]}
@@ -148,7 +148,7 @@ def rank_chart(row: ConfigResult, threshold: float | None) -> alt.LayerChart:
         y=alt.Y("top score:Q", title="score"), tooltip=tooltip)
     dots = base.mark_circle(size=40).encode(
         y="score:Q", tooltip=tooltip,
-        color=alt.Color("rank band:N", sort=bands, scale=alt.Scale(domain=bands, range=RANK_COLOURS)))
+        color=alt.Color("rank band:N", sort=bands, scale=alt.Scale(domain=bands, range=RANK_COLOURS[: len(bands)])))
     layers = [top, dots]
     if threshold is not None:
         layers.append(alt.Chart(pd.DataFrame({"threshold": [threshold]})).mark_rule(color="#d62728",

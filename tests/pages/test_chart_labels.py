@@ -4,8 +4,12 @@ document on the embedding map past the palette's colours."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pandas as pd
 
+from rag.evaluation.metrics import evaluate
+from rag.evaluation.queries import Query
 from rag.evaluation.results import SweepResult
 from rag.reports.embedding_map import EmbeddingMap, MapPoint
 from tests.pages.test_charts import _rows
@@ -56,3 +60,12 @@ def test_every_document_on_the_map_keeps_a_colour_and_shape_of_its_own():
     looks = list(zip(encoding["color"]["scale"]["range"], encoding["shape"]["scale"]["range"], strict=True))
     assert len(encoding["color"]["scale"]["domain"]) == 45 and len(set(looks)) == 45
     assert encoding["color"]["legend"]["symbolLimit"] >= 45
+
+
+def test_the_rank_bands_stop_at_the_deepest_k():
+    """With k up to 5 the legend offered a band "6–5"."""
+    row = _rows(400, "c400")[0]
+    row = replace(row, evaluation=evaluate([Query("Frage", ("a.md",))], [[]], ks=[1, 5]))
+    spec = _spec(charts.rank_chart(row, None))
+    colour = next(layer["encoding"]["color"] for layer in spec["layer"] if "color" in layer.get("encoding", {}))
+    assert colour["scale"]["domain"] == ["1", "2–3", "4–5"]

@@ -44,7 +44,8 @@ def test_a_new_sweep_resets_every_row_chosen_on_the_one_before(env):
     assert {key: at.selectbox(key=key).value for key in PICKERS} == dict.fromkeys(PICKERS, best)
     assert at.selectbox(key="evaluate_failure_k").value == 5
     missed = len(second.best().evaluation.failures(5))
-    assert any(plain(c.value).startswith(f"{missed} of {second.queries} queries have no relevant chunk in the top 5")
+    verb = "has" if missed == 1 else "have"
+    assert any(plain(c.value).startswith(f"{missed} of {second.queries} queries {verb} no relevant chunk in the top 5")
                for c in at.caption)
 
 

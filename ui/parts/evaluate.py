@@ -152,7 +152,8 @@ def answer_ranks(result: SweepResult) -> None:
     st.altair_chart(charts.rank_chart(row, threshold), width="stretch")
     st.caption(f"Dots: the score of each query's first relevant chunk, coloured by its rank; grey ticks: the "
                f"query's top score (the gap is what the answer lost to it). {missing} of {len(ranked)} queries had "
-               f"no relevant chunk within the top {row.evaluation.ks[-1]} and are not drawn"
+               f"no relevant chunk within the top {row.evaluation.ks[-1]} and {'is' if missing == 1 else 'are'} not "
+               "drawn"
                + (f"; the threshold would cut {below} found answers." if threshold is not None else "."))
 
 
@@ -167,7 +168,8 @@ def failures(ws: Workspace, result: SweepResult) -> None:
                         key="evaluate_failure_k")
     chosen = configs[label]
     missed = chosen.evaluation.failures(k)
-    st.caption(f"{len(missed)} of {result.queries} queries have no relevant chunk in the top {k}. Rank and score "
+    st.caption(f"{len(missed)} of {result.queries} queries {'has' if len(missed) == 1 else 'have'} no relevant chunk "
+               f"in the top {k}. Rank and score "
                f"are the first relevant chunk's, when it came within the top {result.ks[-1]}.")
     if not missed:
         return
