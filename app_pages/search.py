@@ -101,21 +101,25 @@ parts.notes(run)
 analyzer = ws.store.analyzer(run.collection) if ws.info and ws.info.sparse else None
 if run.outcome.hits:
     parts.hit_table(run.outcome.hits, run.mode, run.query, run.top_k, analyzer)
-distribution = st.expander("Score distribution over the whole collection", expanded=True, key="score_distribution",
-                           on_change="rerun", icon=":material/bar_chart:")
-with distribution:
-    if distribution.open and run.rerank[0]:
-        st.caption("The search's own scores, before reranking: the reranker reads only the first candidates.")
-    if distribution.open:  # one more search over every chunk: only while the expander is open
-        parts.distribution(ws, run, None if run.mode == "sparse" else ws.embedder())
+# the distribution's place, filled last: its search over every chunk takes a while, and the hit details below
+# must not wait for it (meanwhile the browser would show the details of the search before, under the new table)
+distribution_slot = st.container()
 if run.outcome.hits:
     st.subheader("Scores per source")
     parts.sources(run.outcome.hits)
     st.page_link(nav.CONTEXT.path, label="Preview the LLM context for these hits", icon=":material/article:")
     st.subheader("Hits")
     parts.hit_details(ws, run.outcome.hits, run.query, run.top_k, analyzer)
+with distribution_slot:
+    distribution = st.expander("Score distribution over the whole collection", expanded=True,
+                               key="score_distribution", on_change="rerun", icon=":material/bar_chart:")
 why = st.expander("Why not this one? A chunk's ranks across modes", key="why_not", on_change="rerun",
                   icon=":material/help:")
 with why:
     if why.open:  # one more search: only while the expander is open
         funnel.why_not(ws, run)
+with distribution:
+    if distribution.open and run.rerank[0]:
+        st.caption("The search's own scores, before reranking: the reranker reads only the first candidates.")
+    if distribution.open:  # one more search over every chunk: only while the expander is open
+        parts.distribution(ws, run, None if run.mode == "sparse" else ws.embedder())

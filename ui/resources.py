@@ -4,6 +4,8 @@ and listings that are read again only when the store changed (or after a short t
 from __future__ import annotations
 
 import contextlib
+import json
+import os
 import threading
 from collections.abc import Callable
 
@@ -110,18 +112,41 @@ def change_hook() -> Callable[[], None]:
     return changed
 
 
+LAST_USED_FILE = "last-collection.json"  # under the data root: {location: collection}, kept across a restart
+_WRITING = threading.Lock()  # sessions run on threads of their own: one writes the file at a time
+
+
 @st.cache_resource(show_spinner=False)
 def _last_used() -> dict[str, str]:
-    return {}
+    """Return the collections last used per location, read once per server process from the data root."""
+    try:
+        saved = json.loads((settings.data_root() / LAST_USED_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}  # none kept yet, or unreadable: the largest collection opens, as on a first start
+    return {str(k): str(v) for k, v in saved.items()} if isinstance(saved, dict) else {}
+
+
+def _keep_last_used(used: dict[str, str]) -> None:
+    """Write the last used collections under the data root, whole or not at all; a read-only root keeps them in
+    this process only (a convenience, never an error)."""
+    path = settings.data_root() / LAST_USED_FILE
+    with _WRITING, contextlib.suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(f".{LAST_USED_FILE}.{os.getpid()}")
+        temporary.write_text(json.dumps(used, ensure_ascii=False), encoding="utf-8")
+        os.replace(temporary, path)
 
 
 def remember_collection(location: str, name: str) -> None:
     """Note name as the collection last chosen (or ingested into) at location, for the next new session."""
-    _last_used()[location] = name
+    used = _last_used()
+    if used.get(location) != name:
+        used[location] = name
+        _keep_last_used(dict(used))
 
 
 def last_collection(location: str) -> str | None:
-    """Return the collection last chosen at location by any session of this server process, or None."""
+    """Return the collection last chosen at location by any session of this server, also before its restart."""
     return _last_used().get(location)
 
 

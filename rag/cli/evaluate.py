@@ -274,7 +274,7 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     if args.apply_best:
         check_apply_target(store, args.apply_best, embedder)
     modes = with_rerank(parse_modes(args.mode, args.fusion or DEFAULT_FUSION), args)
-    started, cache, reranker = time.perf_counter(), cache_of(args, store), reranker_of(args)
+    cache, reranker = cache_of(args, store), reranker_of(args)
     result = run_sweep(documents, queries, configs, embedder, store=store, cache=cache, ks=args.k,
                        progress=SweepReporter(), skipped=skipped, modes=modes, reranker=reranker,
                        rerank_depth=args.rerank_depth)
@@ -284,7 +284,7 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     if report:
         common.write_report(report, html)
     run_id = announce(keep_sweep(store, result, queries, embedder=embedder, query_set=Path(args.queries).name,
-                                 seconds=time.perf_counter() - started, report=html))
+                                 report=html))
     applied = (apply_best(store, result, args.apply_best, embedder, run_id, documents, cache) if args.apply_best
                else None)
     if args.json:

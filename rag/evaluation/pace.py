@@ -11,9 +11,11 @@ last configuration's indexing and searching, which nothing can overlap.
 
 Pace is shared by the sweep's two threads (a lock guards it); Paced wraps the embedder for one call of
 EmbeddingCache.embed: it embeds in slices, tells the Pace each slice's characters and seconds, reports
-progress, and stops between slices once the sweep is cancelled. A slice starts at SLICE texts (about 3 s of
-the local e5 model on 2 cores) and doubles while slices take under SLICE_SECONDS, up to the cache's batch,
-so a fast HTTP embedder still gets requests of 64 texts.
+progress, and stops between slices once the sweep is cancelled (Stop: also when its caller asks). A sweep and
+an ingest give it `seconds` (BATCH_SECONDS): the first slice holds FIRST_BATCH texts, each later one what the
+embedder did in that long before, up to the cache's batch (so a fast HTTP embedder still gets requests of 64
+texts), and a Cancel is seen within about a second. Without it, a slice starts at SLICE texts (about 3 s of
+the local e5 model on 2 cores) and doubles while slices take under SLICE_SECONDS.
 """
 
 from __future__ import annotations
@@ -39,6 +41,20 @@ Clock = Callable[[], float]
 
 class Cancelled(Exception):
     """The sweep stopped (an error or a cancel on the caller's thread): embedding ahead ends between slices."""
+
+
+class Stop:
+    """A sweep's cancel flag: set by the sweep when it leaves (an error), or asked of its caller (a job's Cancel).
+    Paced checks it before every slice, so a cancel is seen within the slice under way (about a second)."""
+
+    def __init__(self, asked: Callable[[], bool] | None = None):
+        self._event, self._asked = threading.Event(), asked or (lambda: False)
+
+    def set(self) -> None:
+        self._event.set()
+
+    def is_set(self) -> bool:
+        return self._event.is_set() or self._asked()
 
 
 class Pace:
@@ -159,7 +175,7 @@ class Paced:
     """An embedder for one EmbeddingCache.embed call: embeds in slices, timing each for the Pace, reporting
     progress(texts embedded so far) after each slice, raising Cancelled between slices once cancel is set."""
 
-    def __init__(self, embedder: Embedder, pace: Pace, index: int | None, cancel: threading.Event,
+    def __init__(self, embedder: Embedder, pace: Pace, index: int | None, cancel: threading.Event | Stop,
                  progress: Callable[[int], None] | None = None, clock: Clock = time.perf_counter, *,
                  first: int = SLICE, seconds: float | None = None):
         """first: texts of the first slice; seconds: when given, each later slice holds the characters the

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import PurePath
 
 from rag.errors import QuerySetError
+from rag.words import counted
 
 CSV_LIST_SEPARATOR = "|"
 
@@ -151,7 +152,8 @@ def resolve_labels(queries: Sequence[Query], documents: Iterable[tuple[str, str]
         more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
         titles = sorted({t for t, ids in ids_by_label.items() if t not in ids}) or ["nothing"]
         raise QuerySetError(
-            f"{len(missing)} document(s) named in the query set are not in {where}: {shown}{more}. "
+            f"{counted(len(missing), 'document')} named in the query set {'is' if len(missing) == 1 else 'are'} "
+            f"not in {where}: {shown}{more}. "
             f"It holds: {', '.join(titles[:10])}{' …' if len(titles) > 10 else ''}. "
             "Add those documents, or fix the titles in the query set."
         )
@@ -174,7 +176,9 @@ def check_spans(queries: Sequence[Query], texts: dict[str, str]) -> None:
                 wrong.append(f"line {query.line}: '{query.documents[0]}'[{query.answer_start}:{query.answer_end}] "
                              f"is {found[query.answer_start : query.answer_end][:40]!r}, not {query.answer[:40]!r}")
     if wrong:
-        raise QuerySetError(f"{len(wrong)} answer span(s) do not point at their answer: {'; '.join(wrong[:3])}"
+        one = len(wrong) == 1
+        raise QuerySetError(f"{counted(len(wrong), 'answer span')} {'does' if one else 'do'} not point at "
+                            f"{'its' if one else 'their'} answer: {'; '.join(wrong[:3])}"
                             f"{' …' if len(wrong) > 3 else ''}. answer_start must be the offset in the document's "
                             "text as RAG Lab reads it; fix the offsets or leave answer_start out.")
 

@@ -178,6 +178,7 @@ class SweepResult:
     skipped: list[str] = field(default_factory=list)  # notes on configurations left out
     created_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
     rerank: dict | None = None  # the reranker of the "+rerank" rows: spec, depth, scale (rag.rerank.describe)
+    seconds: float | None = None  # the run's wall time (run_sweep's): its one total, in the report, runs and pages
     _tested: dict[str, list] = field(default_factory=dict, init=False, repr=False, compare=False)  # metric -> tests
 
     @property
@@ -314,7 +315,8 @@ class SweepResult:
         ties = [row.to_json() | {"paired": test.to_json()} for row, test in self.ties(metric)] if best else []
         return {"embedder": self.embedder, "created_at": self.created_at, "ks": list(self.ks), "modes": self.modes,
                 "queries": self.queries, "documents": self.documents, "query_seconds": round(self.query_seconds, 3),
-                "skipped": self.skipped, "configs": configs,
+                "seconds": None if self.seconds is None else round(self.seconds, 3), "skipped": self.skipped,
+                "configs": configs,
                 "best": best.to_json() | {"by": metric} if best else None, "ties": ties,
                 "tie_test": {"by": metric, "alpha": ALPHA, "test": "paired sign-flip permutation test over the "
                              "queries; interval: the same test inverted, every shift of the difference (tie minus "

@@ -140,7 +140,8 @@ def _sweep_settings(result: SweepResult) -> list[tuple[str, str]]:
     shown = result.documents[:DOCUMENTS_SHOWN]
     documents = ", ".join(shown) + (f" and {len(result.documents) - len(shown)} more"
                                     if len(result.documents) > len(shown) else "")
-    total = result.query_seconds + sum(row.total_seconds for row in result.results)
+    total = result.seconds if result.seconds is not None else (  # the run's wall time, as `rag runs` keeps it
+        result.query_seconds + sum(row.total_seconds for row in result.results))
     return [("embedder (model)", result.embedder),
             ("chunk sizes", ", ".join(str(s) for s in dict.fromkeys(c.chunk_size for c in configs))),
             ("overlaps", ", ".join(str(s) for s in dict.fromkeys(c.overlap for c in configs))),
@@ -148,7 +149,8 @@ def _sweep_settings(result: SweepResult) -> list[tuple[str, str]]:
             ("search modes", ", ".join(result.modes)), ("k", ", ".join(map(str, result.ks))),
             ("queries", str(result.queries)), (f"documents ({len(result.documents)})", documents),
             ("created", result.created_at),
-            ("time", f"{total:.1f} s in all; the queries embedded once in {result.query_seconds:.1f} s"),
+            ("time", f"{total:.1f} s in all (the run's wall time); the queries embedded once in "
+                     f"{result.query_seconds:.1f} s"),
             ("intervals", METHOD), ("ties", TIE_METHOD)]
 
 

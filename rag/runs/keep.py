@@ -39,7 +39,9 @@ def keep_eval(store: Store, evaluation: Evaluation, queries: Sequence[Query], *,
 
 
 def keep_sweep(store: Store, result: SweepResult, queries: Sequence[Query], *, embedder: Embedder, query_set: str,
-               seconds: float, report: str | None = None) -> Kept:
-    """Keep a sweep (every row, the best marked) with its HTML report."""
-    record = sweep_run(result, queries, query_set=query_set, seconds=seconds, prompts=_prompts(embedder))
+               seconds: float | None = None, report: str | None = None) -> Kept:
+    """Keep a sweep (every row, the best marked) with its HTML report; its seconds are the sweep's own wall time
+    (SweepResult.seconds, as its report says), `seconds` only for a result that lacks it."""
+    total = result.seconds if result.seconds is not None else seconds
+    record = sweep_run(result, queries, query_set=query_set, seconds=total or 0.0, prompts=_prompts(embedder))
     return RunLog(runs_path_of(store)).save_quietly(*record, report if report is not None else sweep_report(result))

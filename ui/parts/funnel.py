@@ -14,6 +14,7 @@ from rag.evaluation.sweep_funnel import WHY, funnel_k, missed_rows, summary_word
 from rag.rerank import DEFAULT_DEPTH
 from ui import charts, errors, resources
 from ui.parts import rerank
+from ui.render import EMPTY_CELL
 from ui.workspace import SearchRun, Workspace
 
 FUNNELS = "evaluate_funnels"  # (key, funnels) of the row and k last traced in this session
@@ -64,7 +65,7 @@ def evaluate_section(ws: Workspace, result: SweepResult) -> None:
         return
     config = {stage: st.column_config.NumberColumn(format="%d", help=f"rank in the {stage} ranking; empty: not "
                                                     "in it") for stage in RANKED}
-    st.dataframe(frame, hide_index=True, width="stretch", column_config=config,
+    st.dataframe(frame, hide_index=True, width="stretch", column_config=config, placeholder=EMPTY_CELL,
                  height=min(38 + 35 * len(frame), 390))
     st.caption(" · ".join(f"{stage}: {why}" for stage, why in WHY.items()))
 
@@ -108,6 +109,7 @@ def why_not(ws: Workspace, run: SearchRun) -> None:
     if report.failed:
         return
     st.dataframe(stage_frame(explained.stages, explained.mode, explained.reranked), hide_index=True, width="stretch",
+                 placeholder=EMPTY_CELL,
                  column_config={"rank": st.column_config.NumberColumn(format="%d"),
                                 "score": st.column_config.NumberColumn(format="%.3f")})
     if explained.lost_at is None:
