@@ -102,6 +102,9 @@ class DocumentsMixin:
         the chunks that write left. A document with only an unfinished write is listed with those chunks.
         """
         self._layout(collection)
+        return self.stable_read(collection, lambda: self._documents(collection))
+
+    def _documents(self, collection: str) -> list[DocumentInfo]:
         registry = self._collected_registry(collection)
         groups: dict[str, dict[str | None, list[dict]]] = {}
         for point in self._scroll(collection, None, _WITHOUT_TEXT):
