@@ -232,3 +232,48 @@ def test_requests_and_answers_cross_as_json_unchanged() -> None:
     assert back[1].score == 0.1 + 0.2  # the last bit of a score survives
     with pytest.raises(ValueError, match="unknown model"):
         wire.decode({"$model": "os", "value": {}})
+
+
+@pytest.fixture
+def commit_in_the_read(tmp_path: Path, monkeypatch):
+    """A store holding version 0 of TITLE and an ingest of version 1 written but not committed; returns (store,
+    arm): arm(method) makes the first call of that Store method commit version 1 (retiring and deleting version 0)
+    right after it returns, as another thread or process would between two engine calls of one read."""
+    from rag.store.client import Store
+
+    store = open_store(path=str(tmp_path / "qdrant"))
+    write_version(store, 0)
+    held = []
+    monkeypatch.setattr(Store, "commit_generation", lambda self, *args, **kwargs: held.append((args, kwargs)))
+    write_version(store, 1)
+    monkeypatch.undo()
+    (args, kwargs), = held
+
+    def arm(method: str) -> None:
+        original = getattr(Store, method)
+
+        def then_commit(self, *a, **k):
+            answer = original(self, *a, **k)
+            if held:
+                held.pop()
+                Store.commit_generation(self, *args, **kwargs)
+            return answer
+
+        monkeypatch.setattr(Store, method, then_commit)
+
+    yield store, arm
+    store.close()
+
+
+def test_a_commit_between_a_searchs_registry_read_and_its_query_is_not_seen(commit_in_the_read):
+    store, arm = commit_in_the_read
+    arm("search_filter")
+    embedder = get_embedder("fake")
+    hits = store.search("c", embedder.embed_query(["Kündigungsfrist"])[0], embedder, top_k=50)
+    assert sorted("zwei" in h.content for h in hits if "Absatz" in h.content) == [True] * 7  # all of version 1
+
+
+def test_a_commit_between_a_listings_registry_read_and_its_scroll_is_not_seen(commit_in_the_read):
+    store, arm = commit_in_the_read
+    arm("_collected_registry")
+    assert [(d.title, d.chunks, d.complete) for d in store.documents("c")] == [(TITLE, 7, True)]
