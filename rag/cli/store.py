@@ -21,24 +21,18 @@ from rag.runs.apply import collection_defaults
 from rag.settings import load as load_settings
 from rag.store.archive import DocumentArchive, default_archive_dir
 from rag.store.client import Store
-from rag.store.edge.remote import RemoteReads, shown
 from rag.store.fusion import DEFAULT_FUSION, parse_fusion
 from rag.store.keywords import LANGUAGE_CHOICES
-from rag.store.open import open_store, size_note
+from rag.store.open import open_store, reading_note, size_note
 from rag.store.records import Hit
 from rag.store.search import MODES
 
 
 def store_of(args: argparse.Namespace, read_only: bool = False) -> Store:
     """Return the store named by --store / --qdrant-url (else RAG_QDRANT_PATH / QDRANT_URL); note its size once.
-
-    read_only: a folder the app holds is read through the app (rag.store.reads), said in one line on stderr.
-    """
+    read_only: a folder the app holds is read through the app (rag.store.reads), said on stderr."""
     store = open_store(path=getattr(args, "store", None), url=getattr(args, "qdrant_url", None), read_only=read_only)
-    if isinstance(store.client, RemoteReads):
-        common.progress(f"note: reading through the app that holds {shown(store.location)} (pid {store.client.pid}); "
-                        "writes stay with it")
-    if note := size_note(store):
+    if note := reading_note(store) or size_note(store):
         common.progress(f"note: {note}")
     return store
 

@@ -20,7 +20,7 @@ from rag.store import reads
 from rag.store.client import Store, invalid_reply, not_qdrant, timed_out
 from rag.store.edge import EdgeClient
 from rag.store.edge.migrate import MigrationFailed, has_local_format, migrate
-from rag.store.edge.remote import RemoteReads, writes_elsewhere
+from rag.store.edge.remote import RemoteReads, shown, writes_elsewhere
 from rag.urls import endpoint, redact_urls
 
 LARGE_LOCAL_COLLECTION = 20_000  # points above which the embedded engine gets slow (qdrant-client's own figure)
@@ -207,6 +207,14 @@ def size_note(store: Store, infos: list | None = None) -> str | None:
     return (f"{names} {'is' if len(large) == 1 else 'are'} large for the embedded Qdrant engine, which compares "
             f"every chunk on each search (slow above {LARGE_LOCAL_COLLECTION:,}). Run a Qdrant server and set "
             "QDRANT_URL for collections this size.")
+
+
+def reading_note(store: Store) -> str | None:
+    """Return the note of a store read through the process that holds its folder (else None)."""
+    if not isinstance(store.client, RemoteReads):
+        return None
+    return (f"reading through the app that holds {shown(store.location)} (pid {store.client.pid}); writes stay "
+            "with it")
 
 
 def forget(store: Store) -> None:

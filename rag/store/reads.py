@@ -44,6 +44,8 @@ _SERVERS_LOCK = threading.Lock()
 
 class _Handler(BaseHTTPRequestHandler):
     server: ReadServer
+    protocol_version = "HTTP/1.1"  # one connection for all reads of a command
+    disable_nagle_algorithm = True  # headers and body go out at once, not 40 ms apart (delayed ACK)
 
     def do_POST(self) -> None:  # noqa: N802 - http.server's name
         if not self.server.admits(self.path, self.headers):
@@ -71,6 +73,9 @@ class _Handler(BaseHTTPRequestHandler):
     def _send(self, status: int, body: dict) -> None:
         data = json.dumps(body, ensure_ascii=False).encode("utf-8")
         self.send_response(status)
+        if status != 200:  # a refused request's body may be unread: the connection cannot carry another one
+            self.close_connection = True
+            self.send_header("Connection", "close")
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
