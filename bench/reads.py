@@ -5,11 +5,11 @@ folder itself.
 
 Builds one embedded folder from XQuAD-de dev (every paragraph a document, --copies times with a line that
 tells them apart; 60-token chunks), copies it, and lets a holder process open copy A and serve its reads, as the
-app does. In this process,
-copy B is opened directly (the reference: what the app's own pages and a CLI alone do) and copy A is read through
-the holder; the two are timed in turn, query by query, so load affects both: hybrid searches (top_k 5, the
-queries embedded once beforehand), the document listing and the collection listing. Then the whole command,
-`rag search --json`, alone on B and beside the holder on A. Prints p50/p90 in ms, the folder size and the load.
+app does. In this process, copy B is opened directly (the reference: what the app's own pages and a CLI alone
+do) and copy A is read through the holder; the two are timed in turn, query by query, so load affects both:
+hybrid searches (top_k 5, the queries embedded once beforehand), the document listing and the collection
+listing, each search's answer checked equal on both. Then the whole command, `rag search --json`, alone on B and
+beside the holder on A. Prints p50/p90 in ms, the folder size and the load average.
 """
 
 from __future__ import annotations
