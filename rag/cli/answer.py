@@ -49,7 +49,7 @@ def register(commands: argparse._SubParsersAction) -> None:
 def run_answer(args: argparse.Namespace) -> int:
     llm = get_llm(args.llm)  # a missing or malformed spec is said before anything is searched
     template = load_template(args.template) if args.template else None
-    store = store_of(args)
+    store = store_of(args, read_only=True)
     args.mode, args.fusion = pipeline.search_defaults(store, args.collection, args.mode, args.fusion)
     context = pipeline.retrieve(args.query, args.collection, args.top_k, args.max_tokens or BUDGETS[args.preset],
                                 store=store, embedder=query_embedder(args, store), score_threshold=args.threshold,
