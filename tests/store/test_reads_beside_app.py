@@ -119,6 +119,13 @@ def test_the_cli_reads_through_the_holder_writes_are_refused_and_a_killed_holder
     assert [(d["title"], d["chunks"], d["complete"]) for d in json.loads(documents.stdout)] == [(TITLE, 4, True)]
     listed = json.loads(rag(folder, "collections", "--json").stdout)
     assert [(c["name"], c["points"], c["index"]["points"]) for c in listed] == [("c", 4, 4)]
+    queries = tmp_path / "queries.jsonl"
+    queries.write_text(json.dumps({"query": query, "document": TITLE}) + "\n", encoding="utf-8")
+    evaluated = rag(folder, "eval", str(queries), "--collection", "c", "--json", "--embedder", "fake")
+    assert evaluated.returncode == 0, evaluated.stderr
+    assert json.loads(evaluated.stdout)["metrics"]["hit@5"] == 1.0
+    context = rag(folder, "context", query, "--collection", "c", "--json", "--embedder", "fake")
+    assert context.returncode == 0 and f"[Quelle 1: {TITLE}" in json.loads(context.stdout)["text"], context.stderr
 
     other = tmp_path / "other.md"
     other.write_text(version_text(1), encoding="utf-8")
