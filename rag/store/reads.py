@@ -107,7 +107,7 @@ class ReadServer(ThreadingHTTPServer):
     def read(self, method: str, args: list, kwargs: dict) -> Any:
         """Run one read of the store's client under the Store's lock (the engine is not thread-safe); return it
         encoded."""
-        with self.store._lock:  # the lock the Store's own reads and writes take (rag.store.client._guard)
+        with self.store._lock:  # the lock the Store's own reads and writes take (Store._guard)
             answer = getattr(self.store.client, method)(*args, **kwargs)
         convert = READS[method]
         return wire.encode(convert(answer) if convert else answer)
