@@ -21,6 +21,7 @@ from rag.store import rebuild
 from rag.store.archive import DocumentArchive, default_archive_dir
 from rag.store.client import Store
 from rag.store.open import open_store
+from rag.store.reads import serve_reads
 from rag.store.records import CollectionInfo, DocumentInfo, Hit
 from ui import settings
 
@@ -32,7 +33,9 @@ def store(kind: str, target: str, api_key: str = "") -> Store:
     """Return the Store for an embedded folder (kind "folder") or a server URL (kind "server")."""
     if kind == "server":  # an explicit key ("" = none): the store never falls back to QDRANT_API_KEY
         return open_store(url=target, api_key=api_key)
-    return open_store(path=target)
+    opened = open_store(path=target)
+    serve_reads(opened)  # the CLI reads beside the app through this process (rag.store.reads)
+    return opened
 
 
 @st.cache_resource(show_spinner=False)

@@ -53,7 +53,7 @@ def register(commands: argparse._SubParsersAction) -> None:
 def run_answer(args: argparse.Namespace) -> int:
     llm = get_llm(args.llm)  # a missing or malformed spec is said before anything is searched
     template = load_template(args.template) if args.template else None
-    store = store_of(args)
+    store = store_of(args, read_only=True)
     args.mode, args.fusion = pipeline.search_defaults(store, args.collection, args.mode, args.fusion)
     reranker = reranker_of(args, store, args.collection)  # as `rag context`: --rerank, else the collection's saved
     context = pipeline.retrieve(args.query, args.collection, args.top_k, args.max_tokens or BUDGETS[args.preset],

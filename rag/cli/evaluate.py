@@ -108,7 +108,7 @@ def run_eval(args: argparse.Namespace) -> int:
     if args.html and args.tune_fusion:
         raise UsageError("--html reports an evaluation; run it without --tune-fusion.")
     report = common.output_file(args.html) if args.html else None  # checked before the work, not after it
-    store = store_of(args)
+    store = store_of(args, read_only=True)
     if args.tune_fusion:
         return run_tune_fusion(args, queries, store)
     started = time.perf_counter()
