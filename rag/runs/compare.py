@@ -13,6 +13,7 @@ import numpy as np
 
 from rag.errors import QuerySetError, RunNotFoundError
 from rag.evaluation.compare import EvaluationComparison, QueryDelta
+from rag.evaluation.metrics import quality
 from rag.evaluation.paired import paired_difference
 from rag.runs.db import RunLog
 
@@ -109,6 +110,7 @@ def _delta(a: dict, b: dict, k: int) -> QueryDelta:
     order = [float("inf") if r is None else r for r in (rank_a, rank_b)]
     change = "same" if rank_a == rank_b else "better" if order[1] < order[0] else "worse"
     comparable = a["score"] is not None and b["score"] is not None and a["score_kind"] == b["score_kind"]
-    deltas = {n: b["values"][n] - a["values"][n] for n in a["values"] if n.endswith(f"@{k}") and n in b["values"]}
+    deltas = {n: b["values"][n] - a["values"][n] for n in quality(a["values"]) if n.endswith(f"@{k}")
+              and n in b["values"]}
     return QueryDelta(a["query"], a["line"], rank_a, rank_b, a["score"], b["score"],
                       b["score"] - a["score"] if comparable else None, change, deltas)
