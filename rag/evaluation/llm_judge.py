@@ -1,0 +1,92 @@
+"""The LLM judge: grades the unjudged hits of each question's top k with a chat model (rag.generation).
+
+The prompt is in the question's language (German or English); the model must answer with one grade, 2
+(relevant), 1 (partly) or 0 (not relevant), as its first word. Its judgments are marked "by": "llm:<model>";
+a hit any judgment already applies to (the person's or an earlier LLM's) is never sent, and the person's
+judgment of a span always counts over an LLM's (rag.evaluation.judgments). Each question's grades are saved
+as soon as they are all in (atomic writes), so an error (a bad, slow or malformed LLM: the answer preview's
+one-line errors; or an answer that is no grade) loses nothing already judged.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from rag.errors import LLMError
+from rag.evaluation.judging import judgment_of, read_query_file, save_judgments
+from rag.evaluation.judgments import LLM_PREFIX, hit_grade
+from rag.evaluation.queries import Query
+from rag.generation.prompts import question_language
+from rag.store.records import Hit
+
+PASSAGE_CHARS = 4000  # of a chunk in the prompt: judges read what a context would hold, not whole books
+PROMPTS = {
+    "de": ("Du beurteilst, ob ein Textabschnitt eine Frage beantwortet. Antworte nur mit einer Ziffer: "
+           "2 = relevant (beantwortet die Frage), 1 = teilweise relevant, 0 = nicht relevant.",
+           "Frage: {question}\n\nAbschnitt aus „{title}“:\n{passage}\n\nNote (2, 1 oder 0):"),
+    "en": ("You judge whether a passage answers a question. Answer with one digit only: "
+           "2 = relevant (answers the question), 1 = partly relevant, 0 = not relevant.",
+           "Question: {question}\n\nPassage from \"{title}\":\n{passage}\n\nGrade (2, 1 or 0):"),
+}
+_GRADE = re.compile(r"^[\s*\"'`(\[]*([012])(?![\d.,])")
+
+
+@dataclass(frozen=True)
+class LLMJudged:
+    model: str  # "llm:<model>"
+    questions: int
+    judged: int  # hits the LLM graded now
+    already: int  # hits in the top k that carried a judgment before
+
+    def to_json(self) -> dict:
+        return {"by": self.model, "questions": self.questions, "judged": self.judged, "already_judged": self.already}
+
+
+def judge_messages(question: str, hit: Hit) -> list[dict[str, str]]:
+    """Return the chat messages asking for hit's grade, in the question's language."""
+    system, user = PROMPTS[question_language(question)]
+    return [{"role": "system", "content": system},
+            {"role": "user", "content": user.format(question=question, title=hit.document_title,
+                                                    passage=hit.content[:PASSAGE_CHARS])}]
+
+
+def parse_grade(answer: str, model: str) -> int:
+    """Return the grade an LLM answered; LLMError (one line) when its answer does not start with 0, 1 or 2."""
+    match = _GRADE.match(answer)
+    if not match:
+        shown = " ".join(answer.split())[:60]
+        raise LLMError(f"The LLM '{model}' answered {shown!r} instead of a grade 0, 1 or 2; the judgments saved so "
+                       "far are kept. Try another model, or judge these hits yourself.")
+    return int(match.group(1))
+
+
+def judge_with_llm(llm, path: str | Path, search: Callable[[str], Sequence[Hit]],
+                   progress: Callable[[int, int], None] | None = None,
+                   questions: Sequence[str] | None = None) -> LLMJudged:
+    """Grade the unjudged hits of every question (or of questions) of the query set at path; search(question)
+    gives its top k. Return the counts."""
+    _, queries = read_query_file(path)
+    chosen = [q for q in queries if questions is None or q.text in questions]
+    by = f"{LLM_PREFIX}{llm.model}"
+    judged = already = 0
+    for done, query in enumerate(chosen):
+        new = []
+        for hit in search(query.text):
+            if _judged(query, hit):
+                already += 1
+                continue
+            grade = parse_grade(llm.complete(judge_messages(query.text, hit)), llm.model_id)
+            new.append(judgment_of(hit, grade, by=by))
+        if new:
+            save_judgments(path, query.text, new, by=by)
+            judged += len(new)
+        if progress:
+            progress(done + 1, len(chosen))
+    return LLMJudged(by, len(chosen), judged, already)
+
+
+def _judged(query: Query, hit: Hit) -> bool:
+    return hit_grade(query.judgments, hit) is not None
