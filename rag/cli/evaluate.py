@@ -192,9 +192,12 @@ def with_interval(evaluation: Evaluation, name: str) -> str:
 
 
 def print_metrics(evaluation: Evaluation) -> None:
-    rows = [[str(k), *(with_interval(evaluation, f"{m}@{k}") for m in METRICS)] for k in evaluation.ks]
-    common.print_table(rows, ["k", *METRICS])
-    print("± half the 95 % bootstrap interval over the queries")
+    rows = [[str(k), *(with_interval(evaluation, f"{m}@{k}") for m in METRICS),
+             f"{evaluation.metrics[f'hole@{k}']:.3f}" + (" mostly unjudged" if evaluation.mostly_unjudged(k) else "")]
+            for k in evaluation.ks]
+    common.print_table(rows, ["k", *METRICS, "hole"])
+    print("± half the 95 % bootstrap interval over the queries; hole@k: the share of the top k no one has judged "
+          "(`--json`: judged@k and hole@k, per question too)")
 
 
 def failure_k(ks: tuple[int, ...]) -> int:
@@ -295,14 +298,16 @@ def run_sweep_command(args: argparse.Namespace) -> int:
 def print_sweep(result: SweepResult) -> None:
     deepest = result.ks[-1]
     metrics = [f"hit@{k}" for k in result.ks] + [f"{m}@{deepest}" for m in ("recall", "mrr", "ndcg")]
+    hole = f"hole@{deepest}"
     headed = any(r.config.chunk_headers for r in result.results)  # a column only when headers were swept
     rows = [[str(r.config.chunk_size), str(r.config.overlap), *(["on" if r.config.chunk_headers else "off"] * headed),
              r.mode.label, str(r.chunks), f"{r.mean_tokens:.0f}",
              *(with_interval(r.evaluation, m) for m in metrics),
+             f"{r.metrics[hole]:.2f}" + (" mostly unjudged" if r.evaluation.mostly_unjudged(deepest) else ""),
              f"{r.total_seconds:.1f} s" + (" (reused)" if r.reused else ""), place.mark]
             for place in result.standing() for r in [place.row]]
     common.print_table(rows, ["chunk_size", "overlap", *(["chunk headers"] * headed), "mode", "chunks", "mean tokens",
-                              *metrics, "time",
+                              *metrics, hole, "time",
                               f"by {result.default_metric()}"])
     print(f"\n{result.queries} queries, {len(result.documents)} documents, {result.embedder}; "
           f"queries embedded in {result.query_seconds:.1f} s; ± half the 95 % bootstrap interval over the queries")

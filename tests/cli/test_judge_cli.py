@@ -103,3 +103,21 @@ def test_queries_diff(tmp_path, capsys):
     assert diff["a"]["questions"] == 2 and diff["b"]["judgments"] == 1
     code, out, _ = run(capsys, "queries", "diff", str(a), str(b))
     assert "1 questions added, 1 removed, 1 with changed labels or judgments" in out
+
+
+def test_holes_in_eval_table_sweep_rows_and_report(two_chunkings, capsys):
+    store, queries = str(two_chunkings / "qdrant"), two_chunkings / "q.jsonl"
+    queries.write_text(json.dumps({"query": QUESTION, "document": "berlin.txt", "answer": "368 Meter hoch"}) + "\n")
+    code, out, err = run(capsys, "--store", store, "eval", str(queries), "--collection", "small", "--k", "1,5",
+                         "--html", str(two_chunkings / "e.html"))
+    assert code == 0, err
+    line = next(row for row in out.splitlines() if row.startswith("5 "))
+    assert line.rstrip().endswith("mostly unjudged")  # 1 of the top 5 carries a judgment: hole@5 = 0.8
+    assert "<th>hole</th>" in (two_chunkings / "e.html").read_text()
+    code, out, err = run(capsys, "--store", store, "sweep", str(two_chunkings / "berlin.txt"),
+                         str(two_chunkings / "wien.txt"), "--queries", str(queries), "--chunk-size", "20,60",
+                         "--overlap", "0", "--mode", "dense", "--embedder", "fake:64", "--k", "1,5", "--json")
+    assert code == 0, err
+    rows = json.loads(out)["configs"]
+    assert all(row["metrics"]["hole@5"] == pytest.approx(1 - row["metrics"]["judged@5"]) for row in rows)
+    assert rows[0]["metrics"]["hole@5"] > 0.5
