@@ -25,6 +25,7 @@ from rag import pipeline
 from rag.chunking import chunker as chunking
 from rag.chunking import headers
 from rag.cli.chunk import common
+from rag.cli.gate import add_gate_options, check_baseline, check_gate_options, run_gate
 from rag.cli.rerank import add_rerank_options, reranker_of, with_rerank
 from rag.cli.runs import announce, apply_best, check_apply_target
 from rag.cli.store import (
@@ -60,6 +61,7 @@ from rag.evaluation.sweep import (
     parse_overlaps,
     run_sweep,
 )
+from rag.evaluation.versions import version_of
 from rag.reports.evaluation_html import evaluation_report, sweep_report
 from rag.rerank import DEFAULT_DEPTH, Reranker, describe, rerank
 from rag.runs.keep import keep_eval, keep_sweep
@@ -107,7 +109,9 @@ def run_eval(args: argparse.Namespace) -> int:
     if args.html and args.tune_fusion:
         raise UsageError("--html reports an evaluation; run it without --tune-fusion.")
     report = common.output_file(args.html) if args.html else None  # checked before the work, not after it
+    junit = check_gate_options(args)
     store = store_of(args)
+    check_baseline(args, store)
     if args.tune_fusion:
         return run_tune_fusion(args, queries, store)
     started = time.perf_counter()
@@ -126,21 +130,24 @@ def run_eval(args: argparse.Namespace) -> int:
     run_id = announce(keep_eval(store, evaluation, queries, collection=args.collection, mode=mode.mode,
                                 fusion=mode.fusion_used, embedder=embedder, query_set=Path(args.queries).name,
                                 seconds=time.perf_counter() - started, report=html,
-                                rerank=reranker.spec if reranker else None))
+                                rerank=reranker.spec if reranker else None,
+                                query_version=version_of(queries, args.queries)))
     if args.json:
         data = evaluation.to_json()
         for entry, funnel in zip(data["per_query"], funnels, strict=True):
             entry.update(funnel.to_json())
+        gated, code = run_gate(args, evaluation, store, junit)
         dump({"collection": args.collection, "mode": mode.mode, "fusion": mode.fusion_used,
               "embedder": embedder.model_id if embedder else None, "rerank": describe(reranker, args.rerank_depth),
-              "run": run_id} | data | {"funnel": summarize(funnels, failure_k(evaluation.ks)).to_json()})
-        return 0
+              "run": run_id} | data | {"funnel": summarize(funnels, failure_k(evaluation.ks)).to_json(),
+                                       "gate": gated})
+        return code
     how = f"{embedder.model_id}, " if embedder else ""
     print(f"{len(queries)} queries on '{args.collection}' ({how}{mode.label} search)\n")
     print_metrics(evaluation)
     print_failures(evaluation)
     print_funnel(summarize(funnels, failure_k(evaluation.ks)))
-    return 0
+    return run_gate(args, evaluation, store, junit)[1]
 
 
 def funnels_of(evaluation: Evaluation, collection: str, embedder, store, cache: EmbeddingCache, mode: SearchMode,
@@ -284,7 +291,8 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     if report:
         common.write_report(report, html)
     run_id = announce(keep_sweep(store, result, queries, embedder=embedder, query_set=Path(args.queries).name,
-                                 seconds=time.perf_counter() - started, report=html))
+                                 seconds=time.perf_counter() - started, report=html,
+                                 query_version=version_of(queries, args.queries)))
     applied = apply_best(store, result, args.apply_best, embedder, run_id, documents) if args.apply_best else None
     if args.json:
         dump(result.to_json() | {"run": run_id, "applied": applied.to_json() if applied else None})
@@ -341,6 +349,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     add_embedder(evaluate)
     add_rerank_options(evaluate)
     add_common(evaluate)
+    add_gate_options(evaluate)
     evaluate.set_defaults(run=run_eval)
 
     sweep = commands.add_parser("sweep", parents=[parent], help="compare chunk sizes and overlaps on a query set")

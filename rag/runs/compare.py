@@ -82,15 +82,21 @@ def _keyed(outcomes: list[dict]) -> dict[tuple, dict]:
     return keyed
 
 
+def pair_outcomes(a: list[dict], b: list[dict]) -> tuple[list[tuple[dict, dict]], int, int]:
+    """Return the kept outcomes of the questions both lists hold, paired (A's order), and the counts only A and
+    only B hold."""
+    kept = _keyed(a), _keyed(b)
+    shared = [key for key in kept[0] if key in kept[1]]
+    return [(kept[0][key], kept[1][key]) for key in shared], len(kept[0]) - len(shared), len(kept[1]) - len(shared)
+
+
 def compare_runs(log: RunLog, a: str, b: str) -> RunComparison:
     """Return B minus A over the questions both runs ran: means, per-question changes, the paired test per metric."""
     sides = parse_side(log, a), parse_side(log, b)
-    kept = [_keyed(log.outcomes(s.run["id"], s.row)) for s in sides]
-    shared = [key for key in kept[0] if key in kept[1]]
-    if not shared:
+    pairs, only_a, only_b = pair_outcomes(*(log.outcomes(s.run["id"], s.row) for s in sides))
+    if not pairs:
         raise QuerySetError(f"Runs {sides[0].name} and {sides[1].name} share no question (or their outcomes were not "
                             "kept); compare runs of the same query set.")
-    pairs = [(kept[0][key], kept[1][key]) for key in shared]
     ks = tuple(k for k in sides[0].run["settings"]["ks"] if k in sides[1].run["settings"]["ks"])
     names = [n for n in pairs[0][0]["values"] if n in pairs[0][1]["values"] and int(n.split("@")[1]) in ks]
     if not ks or not names:
@@ -102,7 +108,7 @@ def compare_runs(log: RunLog, a: str, b: str) -> RunComparison:
         ks, means_a, means_b, {n: means_b[n] - means_a[n] for n in names},
         tuple(_delta(x, y, ks[-1]) for x, y in pairs),
         {n: paired_difference(*values[n]) for n in names})
-    return RunComparison(*sides, comparison, len(kept[0]) - len(shared), len(kept[1]) - len(shared))
+    return RunComparison(*sides, comparison, only_a, only_b)
 
 
 def _delta(a: dict, b: dict, k: int) -> QueryDelta:
