@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
@@ -25,6 +24,7 @@ from rag import pipeline
 from rag.chunking import chunker as chunking
 from rag.chunking import headers
 from rag.cli.chunk import common
+from rag.cli.eval_options import headers_option, ks_option, modes_option, sizes_option
 from rag.cli.gate import add_gate_options, check_baseline, check_gate_options, run_gate
 from rag.cli.rerank import add_rerank_options, reranker_of, with_rerank
 from rag.cli.runs import announce, apply_best, check_apply_target
@@ -43,10 +43,10 @@ from rag.documents.loader import SourceFile
 from rag.documents.samples import SAMPLE_SUFFIXES
 from rag.embeddings import get_embedder
 from rag.embeddings.cache import EmbeddingCache, default_cache_dir
-from rag.errors import InvalidSettingsError, UsageError
+from rag.errors import UsageError
 from rag.evaluation.funnel import Funnel, FunnelSummary, evaluation_funnels, summarize
 from rag.evaluation.fusion_tuning import tune_fusion
-from rag.evaluation.metrics import DEFAULT_KS, METRICS, Evaluation, QueryOutcome, parse_ks
+from rag.evaluation.metrics import DEFAULT_KS, METRICS, Evaluation, QueryOutcome
 from rag.evaluation.modes import MODE_NAMES, SearchMode, parse_modes
 from rag.evaluation.queries import load_query_set
 from rag.evaluation.rerank_effect import effect_words
@@ -70,21 +70,6 @@ from rag.store.fusion import DEFAULT_FUSION
 FAILURES_SHOWN = 10
 
 
-def ks_option(text: str) -> tuple[int, ...]:
-    try:
-        return parse_ks(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-
-
-def sizes_option(read: Callable[[str, str], list[int]], what: str) -> Callable[[str], list[int]]:
-    def parse(text: str) -> list[int]:
-        try:
-            return read(text, what)
-        except ValueError as error:
-            raise argparse.ArgumentTypeError(str(error)) from None
-
-    return parse
 
 
 def cache_of(args: argparse.Namespace, store) -> EmbeddingCache:
@@ -378,21 +363,6 @@ def register(commands: argparse._SubParsersAction) -> None:
     sweep.set_defaults(run=run_sweep_command)
 
 
-def headers_option(text: str) -> list[bool]:
-    """Return the chunk header settings of "on", "off" or "on,off"; usage error otherwise."""
-    try:
-        return list(dict.fromkeys(headers.parse_chunk_headers(item) for item in text.split(",")))
-    except InvalidSettingsError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-
-
-def modes_option(text: str) -> str:
-    """Return text after checking each of its modes (the fusion is applied later); usage error if unknown."""
-    try:
-        parse_modes(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-    return text
 
 
 def add_common(parser: argparse.ArgumentParser) -> None:
