@@ -31,7 +31,7 @@ PROMPTS = {
            "2 = relevant (answers the question), 1 = partly relevant, 0 = not relevant.",
            "Question: {question}\n\nPassage from \"{title}\":\n{passage}\n\nGrade (2, 1 or 0):"),
 }
-_GRADE = re.compile(r"^[\s*\"'`(\[]*([012])(?![\d.,])")
+_GRADE = re.compile(r"^[\s*\"'`(\[]*([012])(?!\d|[.,]\d)")  # "2", "**1**", "0 - not relevant"; not "0.5"
 
 
 @dataclass(frozen=True)
