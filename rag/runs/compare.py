@@ -15,6 +15,7 @@ from rag.errors import QuerySetError, RunNotFoundError
 from rag.evaluation.compare import EvaluationComparison, QueryDelta
 from rag.evaluation.metrics import quality
 from rag.evaluation.paired import paired_difference
+from rag.evaluation.versions import diff_versions, diff_words
 from rag.runs.db import RunLog
 
 
@@ -56,7 +57,32 @@ class RunComparison:
         a = self.a.to_json() | {"metrics": data.pop("metrics_a")}
         b = self.b.to_json() | {"metrics": data.pop("metrics_b")}
         return {"queries": data.pop("queries"), "ks": data.pop("ks"), "a": a, "b": b, "only_a": self.only_a,
-                "only_b": self.only_b, "same_query_set": a["query_hash"] == b["query_hash"]} | data
+                "only_b": self.only_b, "same_query_set": a["query_hash"] == b["query_hash"],
+                "query_versions": self.query_versions()} | data
+
+    def query_versions(self) -> dict:
+        """Return both runs' query-set versions (without per-question digests) and what changed from A to B:
+        {"a", "b", "same", "questions_added", "questions_removed", "questions_changed"} (rag.evaluation.versions)."""
+        kept = [side.run["settings"].get("query_version") or {"hash": side.run["settings"]["query_hash"]}
+                for side in (self.a, self.b)]
+        shown = [{k: v for k, v in version.items() if k != "items"} for version in kept]
+        return {"a": shown[0], "b": shown[1]} | diff_versions(*kept)
+
+    def version_warning(self) -> str:
+        """Return a one-line warning when the runs used different query-set versions, else ""."""
+        versions = self.query_versions()
+        if versions["same"]:
+            return ""
+        names = []
+        for letter, version in (("A", versions["a"]), ("B", versions["b"])):
+            number = f"version {version['version']}, " if version.get("version") else ""
+            counts = (f", {version['questions']} questions, {version['judgments']} judgments"
+                      if "questions" in version else "")
+            names.append(f"{letter} {number}{version['hash'][:8]}{counts}")
+        known = "items" in (self.a.run["settings"].get("query_version") or {}) and \
+            "items" in (self.b.run["settings"].get("query_version") or {})
+        change = diff_words(versions) if known else f"{self.only_a} questions only A ran, {self.only_b} only B"
+        return f"warning: the runs used different query-set versions ({'; '.join(names)}): {change}."
 
 
 def parse_side(log: RunLog, text: str) -> RunSide:

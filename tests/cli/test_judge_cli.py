@@ -121,3 +121,25 @@ def test_holes_in_eval_table_sweep_rows_and_report(two_chunkings, capsys):
     rows = json.loads(out)["configs"]
     assert all(row["metrics"]["hole@5"] == pytest.approx(1 - row["metrics"]["judged@5"]) for row in rows)
     assert rows[0]["metrics"]["hole@5"] > 0.5
+
+
+def test_runs_keep_the_query_set_version_and_compare_warns(two_chunkings, capsys):
+    store, queries = str(two_chunkings / "qdrant"), str(two_chunkings / "q.jsonl")
+    small = hits(capsys, store, "small")
+    base = ["--store", store, "judge", QUESTION, "--collection", "small", "--queries", queries]
+    assert run(capsys, *base, "--chunk", small[0]["chunk_id"], "--grade", "2")[0] == 0
+    evaluate = ["--store", store, "eval", queries, "--collection", "small", "--json"]
+    first = json.loads(run(capsys, *evaluate)[1])["run"]
+    assert run(capsys, *base, "--chunk", small[1]["chunk_id"], "--grade", "0")[0] == 0
+    second = json.loads(run(capsys, *evaluate)[1])["run"]
+    code, out, err = run(capsys, "--store", store, "runs", "compare", str(first), str(second), "--json")
+    versions = json.loads(out)["query_versions"]
+    assert code == 0 and not versions["same"] and versions["questions_changed"] == [QUESTION]
+    assert (versions["a"]["version"], versions["b"]["version"]) == (1, 2)
+    assert (versions["a"]["judgments"], versions["b"]["judgments"]) == (1, 2)
+    assert "different query-set versions" in err
+    code, out, _ = run(capsys, "--store", store, "runs", "compare", str(first), str(second))
+    assert "warning: the runs used different query-set versions (A version 1" in out
+    assert "1 with changed labels or judgments" in out
+    code, out, _ = run(capsys, "--store", store, "runs", "compare", str(second), str(second))
+    assert "warning" not in out
