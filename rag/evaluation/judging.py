@@ -124,6 +124,37 @@ def save_judgments(path: str | Path, question: str, judgments: Sequence[Judgment
     return Saved(question, added, replaced, match is None, version)
 
 
+def query_set_path(root: str | Path, name: str) -> Path:
+    """Return where the app keeps a judged query set named name (a collection, a query set's stem): under the data
+    root, in queries/, as JSONL; unsafe characters of name become "-"."""
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip(".-") or "queries"
+    return Path(root) / "queries" / f"{safe}.jsonl"
+
+
+def query_line(query: Query) -> dict:
+    """Return a query as a JSONL query set line (the labels, answer span and judgments it has)."""
+    line: dict = {"query": query.text}
+    if len(query.documents) == 1:
+        line["document"] = query.documents[0]
+    elif query.documents:
+        line["documents"] = list(query.documents)
+    if query.answer is not None:
+        line["answer"] = query.answer
+    if query.answer_start is not None:
+        line["answer_start"] = query.answer_start
+    if query.judgments:
+        line["judgments"] = [j.to_json() for j in query.judgments]
+    return line
+
+
+def start_query_set(path: str | Path, queries: Sequence[Query]) -> None:
+    """Write queries as a new JSONL query set at path (atomically), unless a file is there already."""
+    if Path(path).exists():
+        return
+    write_atomic(path, "".join(json.dumps(query_line(q), ensure_ascii=False) + "\n" for q in queries))
+    record_version(path, queries)
+
+
 def write_atomic(path: str | Path, content: str) -> None:
     """Write content to path through a temporary file in the same folder and os.replace: all or nothing."""
     path = Path(path)

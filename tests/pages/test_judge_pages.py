@@ -1,0 +1,45 @@
+"""Judging on the pages (AppTest, real embedded Qdrant): a click on a grade saves the judgment into the collection's
+query set under the data root; bad input is one error line; the Evaluate page shows hole@k beside MRR."""
+
+from __future__ import annotations
+
+import json
+
+from rag.evaluation.judging import query_set_path, read_query_file
+from tests.pages.conftest import PDF, plain, search, start, upload
+from ui import nav
+
+QUERY = "Welche Schriftgröße verwendet die Klasse?"
+
+
+def grade_buttons(at):
+    return [b for b in at.button_group if b.key and b.key.startswith("judge_grade_")]
+
+
+def test_a_click_on_a_grade_saves_the_judgment(app_env, shared_data):
+    at = upload(start(), shared_data, PDF, "pdfs/crazyones.pdf").switch_page(nav.SEARCH.path).run()
+    search(at, QUERY)
+    assert not at.exception, at.exception
+    buttons = grade_buttons(at)
+    assert len(buttons) == 5
+    for button, grade in zip(buttons[:3], (2, 1, 0), strict=False):
+        at.button_group(key=button.key).set_value(grade).run()
+        assert not at.exception and not at.error, [e.value for e in at.error]
+    path = query_set_path(app_env, "documents")
+    _, queries = read_query_file(path)
+    assert [q.text for q in queries] == [QUERY]
+    assert [j.grade for j in queries[0].judgments] == [2, 1, 0]
+    assert all(j.by == "person" for j in queries[0].judgments)
+    assert "3 judgments" in " ".join(c.value for c in at.caption)
+    # evidence that is not in the chunk: one error line, nothing saved
+    evidence = [t for t in at.text_input if t.key and t.key.startswith("judge_evidence_")][3]
+    evidence.set_value("gibt es nicht").run()
+    at.button_group(key=grade_buttons(at)[3].key).set_value(2).run()
+    assert len(at.error) == 1 and "is not inside chunk" in plain(at.error[0].value)
+    assert len(read_query_file(path)[1][0].judgments) == 3
+    # a query set broken by hand: an error line naming the line, no grade buttons
+    path.write_text(path.read_text() + '{"query": \n')
+    at.slider(key="top_k").set_value(4).run()
+    assert any("line 2: not valid JSON" in plain(e.value) for e in at.error), [e.value for e in at.error]
+    assert not grade_buttons(at)
+    assert json.loads(path.read_text().splitlines()[0])["query"] == QUERY
