@@ -69,7 +69,8 @@ def judge_with_llm(llm, path: str | Path, search: Callable[[str], Sequence[Hit]]
     """Grade the unjudged hits of every question (or of questions) of the query set at path; search(question)
     gives its top k. Return the counts."""
     _, queries = read_query_file(path)
-    chosen = [q for q in queries if questions is None or q.text in questions]
+    chosen = list({q.text: q for q in reversed(queries)  # a question written twice is one line, judged once
+                   if questions is None or q.text in questions}.values())[::-1]
     by = f"{LLM_PREFIX}{llm.model}"
     judged = already = 0
     for done, query in enumerate(chosen):

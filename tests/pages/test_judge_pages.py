@@ -43,3 +43,44 @@ def test_a_click_on_a_grade_saves_the_judgment(app_env, shared_data):
     assert any("line 2: not valid JSON" in plain(e.value) for e in at.error), [e.value for e in at.error]
     assert not grade_buttons(at)
     assert json.loads(path.read_text().splitlines()[0])["query"] == QUERY
+
+
+def test_the_evaluate_page_shows_holes_beside_mrr_and_judges_a_rows_unjudged_hits(sweep_env, monkeypatch):
+    from tests.conftest import FakeChatServer
+    from tests.pages.conftest import button
+
+    at = start(nav.EVALUATE.path)
+    at.radio(key="evaluate_query_from").set_value("Sample folder").run()
+    at.number_input(key="evaluate_articles").set_value(1).run()
+    at.text_input(key="evaluate_sizes").set_value("200")
+    at.text_input(key="evaluate_overlaps").set_value("0")
+    at.text_input(key="evaluate_ks").set_value("1,10")
+    button(at, "Run the sweep").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    frame = at.dataframe[0].value
+    columns = list(frame.columns)
+    assert columns[columns.index("± mrr@10") + 1] == "hole@10"  # beside the score
+    row = at.session_state["evaluate_result"].results[0]
+    assert list(frame["hole@10"]) == [round(row.metrics["hole@10"], 3)]
+    assert f"hole@10 {row.metrics['hole@10']:.2f}" in " ".join(plain(c.value) for c in at.caption)
+
+    grades = grade_buttons(at)
+    assert grades, "no unjudged hit offered"
+    at.button_group(key=grades[0].key).set_value(2).run()
+    assert not at.error, [e.value for e in at.error]
+    path = query_set_path(sweep_env, "evaluate-xquad")
+    judged = [q for q in read_query_file(path)[1] if q.judgments]
+    assert len(judged) == 1 and judged[0].judgments[0].by == "person"
+
+    server = FakeChatServer("1")
+    monkeypatch.setenv("OLLAMA_HOST", server.url)
+    try:
+        at.button_group(key="judge_eval_who").set_value("An LLM").run()
+        at.text_input(key="judge_eval_llm").set_value("ollama:judge").run()
+        at.button(key="judge_eval_run").click().run()
+    finally:
+        server.close()
+    assert not at.error, [e.value for e in at.error]
+    llm = [j for q in read_query_file(path)[1] for j in q.judgments if j.by == "llm:judge"]
+    assert llm and all(j.grade == 1 for j in llm)
+    assert f"llm:judge graded {len(llm)} hits" in " ".join(plain(s.value) for s in at.success)
