@@ -15,7 +15,7 @@ import streamlit as st
 
 from rag.errors import RagError
 from rag.evaluation.agreement import agreement
-from rag.evaluation.judging import judgment_of, query_set_path, read_query_file, save_judgments
+from rag.evaluation.judging import judgment_of, query_set_path, read_query_file, save_judgments, start_query_set
 from rag.evaluation.judgments import GRADES, hit_grade
 from rag.evaluation.queries import Query
 from rag.settings import data_root
@@ -33,13 +33,16 @@ def widget_key(prefix: str, question: str, hit: Hit) -> str:
     return f"{prefix}_{digest}"
 
 
-def _save(path: Path, question: str, hit: Hit, grade_key: str, evidence_key: str, by: str | None = None) -> None:
+def _save(path: Path, question: str, hit: Hit, grade_key: str, evidence_key: str,
+          start: Sequence[Query] | None = None) -> None:
     grade = st.session_state.get(grade_key)
     if grade is None:  # the selection was cleared: nothing to save (the file keeps the last grade)
         return
     try:
         judgment = judgment_of(hit, grade, st.session_state.get(evidence_key) or None)
-        saved = save_judgments(path, question, [judgment], by=by)
+        if start is not None:  # the first judgment starts the file with every question of the set
+            start_query_set(path, start)
+        saved = save_judgments(path, question, [judgment])
     except RagError as error:
         st.session_state[MESSAGE] = ("error", str(error))
         return
@@ -66,8 +69,10 @@ def judged_question(path: Path, question: str) -> tuple[Query | None, list[Query
     return next((q for q in queries if q.text == question.strip()), None), queries
 
 
-def hit_row(path: Path, question: str, hit: Hit, rank: int, judged: Query | None) -> None:
-    """Draw one hit with its grade buttons and evidence field; a click saves."""
+def hit_row(path: Path, question: str, hit: Hit, rank: int, judged: Query | None,
+            start: Sequence[Query] | None = None) -> None:
+    """Draw one hit with its grade buttons and evidence field; a click saves (into a file started with start's
+    questions when it does not exist yet)."""
     grade_key, evidence_key = widget_key("judge_grade", question, hit), widget_key("judge_evidence", question, hit)
     current = hit_grade(judged.counted, hit) if judged is not None else None
     if current is not None and grade_key not in st.session_state:
@@ -79,7 +84,7 @@ def hit_row(path: Path, question: str, hit: Hit, rank: int, judged: Query | None
                         help="Text inside this chunk that answers the question; empty: the whole chunk.")
     grade.segmented_control("grade", GRADE_OPTIONS, format_func=LABELS.get, key=grade_key,
                             label_visibility="collapsed", on_change=_save,
-                            args=(path, question, hit, grade_key, evidence_key))
+                            args=(path, question, hit, grade_key, evidence_key, start))
 
 
 def download(path: Path, key: str) -> None:

@@ -66,7 +66,6 @@ def section(result: SweepResult, name: str) -> None:
     path = _path(name)
     queries = [o.query for o in row.evaluation.per_query]
     try:
-        start_query_set(path, queries)
         pending = _unjudged(row, k, path)
     except RagError as error:
         errors.show(error)
@@ -77,9 +76,9 @@ def section(result: SweepResult, name: str) -> None:
     if who == WHO[0]:
         for rank, (question, hit) in enumerate(pending[:SHOWN], 1):
             st.text(f"Question: {question}")
-            judge.hit_row(path, question, hit, rank, None)
+            judge.hit_row(path, question, hit, rank, None, queries)
     else:
-        _llm(row, path, k, pending)
+        _llm(row, path, k, pending, queries)
     _, kept = read_query_file(path)
     agreed = agreement(kept)
     if agreed.shared:
@@ -87,7 +86,7 @@ def section(result: SweepResult, name: str) -> None:
     judge.download(path, "judge_eval_download")
 
 
-def _llm(row: ConfigResult, path: Path, k: int, pending: list) -> None:
+def _llm(row: ConfigResult, path: Path, k: int, pending: list, queries: list) -> None:
     spec = st.text_input("LLM", key="judge_eval_llm", placeholder="ollama:llama3.1",
                          help=f"{', '.join(LLM_SPECS)}; Ollama on OLLAMA_HOST, OpenAI-compatible on OPENAI_BASE_URL")
     if not st.button("Let the LLM judge them", key="judge_eval_run", disabled=not pending):
@@ -96,5 +95,6 @@ def _llm(row: ConfigResult, path: Path, k: int, pending: list) -> None:
     questions = sorted({question for question, _ in pending})
     with errors.reported(), st.spinner(f"The LLM judges {len(pending)} hits…"):
         llm = get_llm(spec)
+        start_query_set(path, queries)
         done = judge_with_llm(llm, path, lambda q: hits.get(q, []), questions=questions)
         st.success(md(f"{done.model} graded {done.judged} hits of {done.questions} questions."))
