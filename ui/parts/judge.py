@@ -77,7 +77,7 @@ def hit_row(path: Path, question: str, hit: Hit, rank: int, judged: Query | None
     current = hit_grade(judged.counted, hit) if judged is not None else None
     if current is not None and grade_key not in st.session_state:
         st.session_state[grade_key] = current
-    text, evidence, grade = st.columns([3.2, 2, 2.2], vertical_alignment="center")
+    text, evidence, grade = st.columns([2.6, 1.5, 2.9], vertical_alignment="center")
     text.text(f"#{rank} · {hit.document_title}\n{' '.join(hit.content.split())[:160]}")
     evidence.text_input("evidence", key=evidence_key, label_visibility="collapsed",
                         placeholder="evidence text (optional)",
