@@ -96,8 +96,9 @@ def run_llm(args: argparse.Namespace) -> int:
     if args.json:
         dump(result.to_json() | {"queries": args.queries, "top_k": args.top_k, "agreement": agreed.to_json()})
         return 0
-    print(f"{result.model} graded {result.judged} unjudged hits of {result.questions} questions (top {args.top_k}; "
-          f"{result.already} already judged). {agreed.words()}")
+    print(f"{result.model} graded {result.judged} unjudged hits of {result.questions} questions (top {args.top_k}) "
+          f"and {result.checked} hits you judged (your grade counts; they measure agreement); {result.already} it had "
+          f"graded before. {agreed.words()}")
     return 0
 
 

@@ -1,9 +1,11 @@
 """The LLM judge: grades the unjudged hits of each question's top k with a chat model (rag.generation).
 
 The prompt is in the question's language (German or English); the model must answer with one grade, 2
-(relevant), 1 (partly) or 0 (not relevant), as its first word. Its judgments are marked "by": "llm:<model>";
-a hit any judgment already applies to (the person's or an earlier LLM's) is never sent, and the person's
-judgment of a span always counts over an LLM's (rag.evaluation.judgments). Each question's grades are saved
+(relevant), 1 (partly) or 0 (not relevant), as its first word. Its judgments are marked "by": "llm:<model>".
+It grades every unjudged hit of the top k, and also the hits only the person judged (counted as "checked"):
+those grades never count (the person's judgment of a span wins, rag.evaluation.judgments) but they are what
+its agreement with the person is measured on (rag.evaluation.agreement). A hit an LLM judgment already
+applies to is never sent again. Each question's grades are saved
 as soon as they are all in (atomic writes), so an error (a bad, slow or malformed LLM: the answer preview's
 one-line errors; or an answer that is no grade) loses nothing already judged.
 """
@@ -17,8 +19,7 @@ from pathlib import Path
 
 from rag.errors import LLMError
 from rag.evaluation.judging import judgment_of, read_query_file, save_judgments
-from rag.evaluation.judgments import LLM_PREFIX, hit_grade
-from rag.evaluation.queries import Query
+from rag.evaluation.judgments import LLM_PREFIX
 from rag.generation.prompts import question_language
 from rag.store.records import Hit
 
@@ -38,11 +39,13 @@ _GRADE = re.compile(r"^[\s*\"'`(\[]*([012])(?!\d|[.,]\d)")  # "2", "**1**", "0 -
 class LLMJudged:
     model: str  # "llm:<model>"
     questions: int
-    judged: int  # hits the LLM graded now
-    already: int  # hits in the top k that carried a judgment before
+    judged: int  # unjudged hits the LLM graded now
+    checked: int  # hits only the person had judged, graded now for the agreement (the person's grade counts)
+    already: int  # hits in the top k an LLM had graded before
 
     def to_json(self) -> dict:
-        return {"by": self.model, "questions": self.questions, "judged": self.judged, "already_judged": self.already}
+        return {"by": self.model, "questions": self.questions, "judged": self.judged, "checked": self.checked,
+                "already_judged": self.already}
 
 
 def judge_messages(question: str, hit: Hit) -> list[dict[str, str]]:
@@ -72,22 +75,19 @@ def judge_with_llm(llm, path: str | Path, search: Callable[[str], Sequence[Hit]]
     chosen = list({q.text: q for q in reversed(queries)  # a question written twice is one line, judged once
                    if questions is None or q.text in questions}.values())[::-1]
     by = f"{LLM_PREFIX}{llm.model}"
-    judged = already = 0
+    judged = checked = already = 0
     for done, query in enumerate(chosen):
         new = []
         for hit in search(query.text):
-            if _judged(query, hit):
+            applying = [j for j in query.judgments if j.applies_to(hit)]
+            if any(not j.by_person for j in applying):
                 already += 1
                 continue
             grade = parse_grade(llm.complete(judge_messages(query.text, hit)), llm.model_id)
             new.append(judgment_of(hit, grade, by=by))
+            checked, judged = (checked + 1, judged) if applying else (checked, judged + 1)
         if new:
             save_judgments(path, query.text, new, by=by)
-            judged += len(new)
         if progress:
             progress(done + 1, len(chosen))
-    return LLMJudged(by, len(chosen), judged, already)
-
-
-def _judged(query: Query, hit: Hit) -> bool:
-    return hit_grade(query.judgments, hit) is not None
+    return LLMJudged(by, len(chosen), judged, checked, already)

@@ -47,9 +47,13 @@ def test_llm_grades_unjudged_hits_and_agreement_with_the_person(two_chunkings, g
                          "--collection", "small", "--top-k", "4", "--json")
     assert code == 0, err
     data = json.loads(out)
-    assert data["by"] == "llm:judge" and data["judged"] == 3 and data["already_judged"] == 1  # the person's hit
-    assert len(grader.requests) == 3 and all("Du beurteilst" in r["body"]["messages"][0]["content"]
+    assert (data["by"], data["judged"], data["checked"], data["already_judged"]) == ("llm:judge", 3, 1, 0)
+    assert data["agreement"]["shared"] == 1 and data["agreement"]["exact_agreement"] == 1.0  # the tower: 2 and 2
+    assert len(grader.requests) == 4 and all("Du beurteilst" in r["body"]["messages"][0]["content"]
                                              for r in grader.requests)  # a German question: a German prompt
+    again = run(capsys, "--store", store, "judge", "--llm", "ollama:judge", "--queries", queries, "--collection",
+                "small", "--top-k", "4", "--json")
+    assert json.loads(again[1])["already_judged"] == 4 and len(grader.requests) == 4  # nothing is sent twice
     # the person judges two hits the LLM graded: one agrees (wien 0), one does not (berlin 0 against 1)
     wien = next(h for h in top if h["document_title"] == "wien.txt")
     for chunk in (berlin, wien):
@@ -58,10 +62,12 @@ def test_llm_grades_unjudged_hits_and_agreement_with_the_person(two_chunkings, g
     code, out, _ = run(capsys, "judge", "--list", "--queries", queries, "--json")
     listed = json.loads(out)
     llm = [j for j in listed["questions"][0]["judgments"] if j["by"] == "llm:judge"]
-    assert len(llm) == 3 and {j["grade"] for j in llm} <= {0, 1, 2}
+    assert len(llm) == 4 and {j["grade"] for j in llm} <= {0, 1, 2}
     agreement = listed["agreement"]
-    # pairs (person, llm): berlin (0, 1), wien (0, 0) -> p_o = 0.5, p_e = (2*1 for grade 0)/4 = 0.5: kappa 0
-    assert agreement["shared"] == 2 and agreement["exact_agreement"] == 0.5 and agreement["kappa"] == 0.0
+    # pairs (person, llm): tower (2, 2), berlin (0, 1), wien (0, 0): p_o = 2/3; p_e = 1/3 * 1/3 (grade 2)
+    # + 2/3 * 1/3 (grade 0) = 1/3; kappa = (2/3 - 1/3) / (1 - 1/3) = 0.5
+    assert agreement["shared"] == 3 and agreement["exact_agreement"] == pytest.approx(2 / 3, abs=1e-4)
+    assert agreement["kappa"] == pytest.approx(0.5)
     code, out, _ = run(capsys, "--store", store, "eval", queries, "--collection", "small", "--k", "4", "--json")
     graded = {r["chunk_id"]: r["grade"] for r in json.loads(out)["per_query"][0]["retrieved"]}
     assert graded[berlin["chunk_id"]] == 0  # the person wins over the LLM's 1

@@ -83,4 +83,5 @@ def test_the_evaluate_page_shows_holes_beside_mrr_and_judges_a_rows_unjudged_hit
     assert not at.error, [e.value for e in at.error]
     llm = [j for q in read_query_file(path)[1] for j in q.judgments if j.by == "llm:judge"]
     assert llm and all(j.grade == 1 for j in llm)
-    assert f"llm:judge graded {len(llm)} hits" in " ".join(plain(s.value) for s in at.success)
+    assert f"llm:judge graded {len(llm) - 1} unjudged hits" in " ".join(plain(s.value) for s in at.success)
+    assert "and 1 you judged" in " ".join(plain(s.value) for s in at.success)  # the person's: for the agreement

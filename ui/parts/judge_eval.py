@@ -97,4 +97,5 @@ def _llm(row: ConfigResult, path: Path, k: int, pending: list, queries: list) ->
         llm = get_llm(spec)
         start_query_set(path, queries)
         done = judge_with_llm(llm, path, lambda q: hits.get(q, []), questions=questions)
-        st.success(md(f"{done.model} graded {done.judged} hits of {done.questions} questions."))
+        st.success(md(f"{done.model} graded {done.judged} unjudged hits of {done.questions} questions, and "
+                      f"{done.checked} you judged (your grade counts; they measure agreement)."))
