@@ -85,3 +85,26 @@ def test_the_evaluate_page_shows_holes_beside_mrr_and_judges_a_rows_unjudged_hit
     assert llm and all(j.grade == 1 for j in llm)
     assert f"llm:judge graded {len(llm) - 1} unjudged hits" in " ".join(plain(s.value) for s in at.success)
     assert "and 1 you judged" in " ".join(plain(s.value) for s in at.success)  # the person's: for the agreement
+
+
+def test_the_experiments_page_warns_when_runs_used_different_query_set_versions(app_env, capsys):
+    from tests.cli.test_judge_cli import BERLIN, WIEN
+    from tests.conftest import run
+
+    store, queries = str(app_env / "qdrant"), str(app_env / "q.jsonl")
+    for name, text in (("berlin.txt", BERLIN), ("wien.txt", WIEN)):
+        (app_env / name).write_text(text, encoding="utf-8")
+    assert run(capsys, "--store", store, "ingest", str(app_env / "berlin.txt"), str(app_env / "wien.txt"),
+               "--collection", "documents", "--embedder", "fake")[0] == 0
+    hits = json.loads(run(capsys, "--store", store, "search", "Fernsehturm", "--collection", "documents", "--json")[1])
+    for number, hit in enumerate(hits["hits"][:2]):
+        run(capsys, "--store", store, "judge", "Wie hoch ist der Fernsehturm?", "--collection", "documents",
+            "--chunk", hit["chunk_id"], "--grade", str(2 - number * 2), "--queries", queries)
+        assert run(capsys, "--store", store, "eval", queries, "--collection", "documents", "--json")[0] == 0
+    at = start(nav.EXPERIMENTS.path)
+    at.selectbox(key="experiments_a").set_value("1").run()
+    at.selectbox(key="experiments_b").set_value("2").run()
+    assert not at.exception, at.exception
+    warnings = [plain(w.value) for w in at.warning]
+    assert any("The runs used different query-set versions (A version 1" in w
+               and "1 with changed labels or judgments" in w for w in warnings), warnings
