@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from pathlib import Path
 
 import pytest
 
@@ -128,3 +129,26 @@ def test_a_hand_edited_invalid_query_set_is_not_overwritten(tmp_path):
     with pytest.raises(QuerySetError, match="q.jsonl line 2: not valid JSON"):
         save_judgments(path, "Q?", [judgment_of(hit(0, 100), 2)])
     assert path.read_bytes() == before
+
+
+def test_a_killed_writer_leaves_the_old_file_whole(tmp_path):
+    """A process killed (SIGKILL) in the middle of writing the new query set: the old file is there, whole."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "q.jsonl"
+    save_judgments(path, "Q?", [judgment_of(hit(0, 100), 2)])
+    before = path.read_bytes()
+    script = f"""
+import os, signal
+from rag.evaluation import judging
+from tests.evaluation.test_judgments import hit
+def killed(fd):  # the new text is written, not yet in place: die here
+    os.kill(os.getpid(), signal.SIGKILL)
+judging.os.fsync = killed
+judging.save_judgments({str(path)!r}, "Q?", [judging.judgment_of(hit(100, 200), 1)])
+"""
+    done = subprocess.run([sys.executable, "-c", script], cwd=Path(__file__).resolve().parents[2], timeout=120)
+    assert done.returncode == -9
+    assert path.read_bytes() == before
+    assert [q.text for q in read_query_file(path)[1]] == ["Q?"]
