@@ -6,7 +6,7 @@ import streamlit as st
 
 from rag.evaluation.sweep import SWEEP_PREFIX
 from ui import errors, workspace
-from ui.parts import apply, funnel, live_jobs, synthetic
+from ui.parts import apply, funnel, judge_eval, live_jobs, synthetic
 from ui.parts import evaluate as parts
 from ui.parts import evaluate_inputs as inputs
 from ui.parts import rerank as rerank_part
@@ -58,6 +58,7 @@ if parts.RESULT in st.session_state:
     apply.section(ws, st.session_state[parts.RESULT], st.session_state.get(apply.RUN))
     st.subheader("Why was it missed?")
     funnel.evaluate_section(ws, st.session_state[parts.RESULT])
+    judge_eval.section(st.session_state[parts.RESULT], source[2] if source else "sweep")
 elif not any(job.active for job in live_jobs.queue().jobs(ws.location, SweepJob)):  # not under a running sweep
     st.caption("Choose a query set, documents and a grid, then run the sweep.")
 st.divider()

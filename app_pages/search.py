@@ -10,6 +10,7 @@ from rag.store.fusion import Fusion, parse_fusion
 from rag.store.search import FUSIONS, MODES
 from ui import errors, nav, state, workspace
 from ui.parts import funnel
+from ui.parts import judge as judge_part
 from ui.parts import rerank as rerank_part
 from ui.parts import search as parts
 from ui.render import MODE_LABELS, md
@@ -101,6 +102,7 @@ parts.notes(run)
 analyzer = ws.store.analyzer(run.collection) if ws.info and ws.info.sparse else None
 if run.outcome.hits:
     parts.hit_table(run.outcome.hits, run.mode, run.query, run.top_k, analyzer)
+    judge_part.search_panel(ws, run)
 # the distribution's place, filled last: its search over every chunk takes a while, and the hit details below
 # must not wait for it (meanwhile the browser would show the details of the search before, under the new table)
 distribution_slot = st.container()

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
@@ -25,6 +24,8 @@ from rag import pipeline
 from rag.chunking import chunker as chunking
 from rag.chunking import headers
 from rag.cli.chunk import common
+from rag.cli.eval_options import headers_option, ks_option, modes_option, sizes_option
+from rag.cli.gate import add_gate_options, check_baseline, check_gate_options, run_gate
 from rag.cli.rerank import add_rerank_options, reranker_of, with_rerank
 from rag.cli.runs import announce, apply_best, check_apply_target
 from rag.cli.store import (
@@ -42,10 +43,10 @@ from rag.documents.loader import SourceFile
 from rag.documents.samples import SAMPLE_SUFFIXES
 from rag.embeddings import get_embedder
 from rag.embeddings.cache import EmbeddingCache, default_cache_dir
-from rag.errors import InvalidSettingsError, UsageError
+from rag.errors import UsageError
 from rag.evaluation.funnel import Funnel, FunnelSummary, evaluation_funnels, summarize
 from rag.evaluation.fusion_tuning import tune_fusion
-from rag.evaluation.metrics import DEFAULT_KS, METRICS, Evaluation, QueryOutcome, parse_ks
+from rag.evaluation.metrics import DEFAULT_KS, METRICS, Evaluation, QueryOutcome
 from rag.evaluation.modes import MODE_NAMES, SearchMode, parse_modes
 from rag.evaluation.queries import load_query_set
 from rag.evaluation.rerank_effect import effect_words
@@ -61,6 +62,7 @@ from rag.evaluation.sweep import (
     run_sweep,
 )
 from rag.evaluation.sweep_funnel import funnel_k, trace_sweep
+from rag.evaluation.versions import version_of
 from rag.reports.evaluation_html import evaluation_report, sweep_report
 from rag.rerank import DEFAULT_DEPTH, Reranker, describe, rerank
 from rag.runs.keep import keep_eval, keep_sweep
@@ -69,21 +71,6 @@ from rag.store.fusion import DEFAULT_FUSION
 FAILURES_SHOWN = 10
 
 
-def ks_option(text: str) -> tuple[int, ...]:
-    try:
-        return parse_ks(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-
-
-def sizes_option(read: Callable[[str, str], list[int]], what: str) -> Callable[[str], list[int]]:
-    def parse(text: str) -> list[int]:
-        try:
-            return read(text, what)
-        except ValueError as error:
-            raise argparse.ArgumentTypeError(str(error)) from None
-
-    return parse
 
 
 def cache_of(args: argparse.Namespace, store) -> EmbeddingCache:
@@ -108,7 +95,9 @@ def run_eval(args: argparse.Namespace) -> int:
     if args.html and args.tune_fusion:
         raise UsageError("--html reports an evaluation; run it without --tune-fusion.")
     report = common.output_file(args.html) if args.html else None  # checked before the work, not after it
+    junit = check_gate_options(args)
     store = store_of(args, read_only=True)
+    check_baseline(args, store)
     if args.tune_fusion:
         return run_tune_fusion(args, queries, store)
     started = time.perf_counter()
@@ -127,21 +116,24 @@ def run_eval(args: argparse.Namespace) -> int:
     run_id = announce(keep_eval(store, evaluation, queries, collection=args.collection, mode=mode.mode,
                                 fusion=mode.fusion_used, embedder=embedder, query_set=Path(args.queries).name,
                                 seconds=time.perf_counter() - started, report=html,
-                                rerank=reranker.spec if reranker else None))
+                                rerank=reranker.spec if reranker else None,
+                                query_version=version_of(queries, args.queries)))
     if args.json:
         data = evaluation.to_json()
         for entry, funnel in zip(data["per_query"], funnels, strict=True):
             entry.update(funnel.to_json())
+        gated, code = run_gate(args, evaluation, store, junit)
         dump({"collection": args.collection, "mode": mode.mode, "fusion": mode.fusion_used,
               "embedder": embedder.model_id if embedder else None, "rerank": describe(reranker, args.rerank_depth),
-              "run": run_id} | data | {"funnel": summarize(funnels, failure_k(evaluation.ks)).to_json()})
-        return 0
+              "run": run_id} | data | {"funnel": summarize(funnels, failure_k(evaluation.ks)).to_json(),
+                                       "gate": gated})
+        return code
     how = f"{embedder.model_id}, " if embedder else ""
     print(f"{len(queries)} queries on '{args.collection}' ({how}{mode.label} search)\n")
     print_metrics(evaluation)
     print_failures(evaluation)
     print_funnel(summarize(funnels, failure_k(evaluation.ks)))
-    return 0
+    return run_gate(args, evaluation, store, junit)[1]
 
 
 def funnels_of(evaluation: Evaluation, collection: str, embedder, store, cache: EmbeddingCache, mode: SearchMode,
@@ -193,9 +185,12 @@ def with_interval(evaluation: Evaluation, name: str) -> str:
 
 
 def print_metrics(evaluation: Evaluation) -> None:
-    rows = [[str(k), *(with_interval(evaluation, f"{m}@{k}") for m in METRICS)] for k in evaluation.ks]
-    common.print_table(rows, ["k", *METRICS])
-    print("± half the 95 % bootstrap interval over the queries")
+    rows = [[str(k), *(with_interval(evaluation, f"{m}@{k}") for m in METRICS),
+             f"{evaluation.metrics[f'hole@{k}']:.3f}" + (" mostly unjudged" if evaluation.mostly_unjudged(k) else "")]
+            for k in evaluation.ks]
+    common.print_table(rows, ["k", *METRICS, "hole"])
+    print("± half the 95 % bootstrap interval over the queries; hole@k: the share of the top k no one has judged "
+          "(`--json`: judged@k and hole@k, per question too)")
 
 
 def failure_k(ks: tuple[int, ...]) -> int:
@@ -284,7 +279,7 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     if report:
         common.write_report(report, html)
     run_id = announce(keep_sweep(store, result, queries, embedder=embedder, query_set=Path(args.queries).name,
-                                 report=html))
+                                 report=html, query_version=version_of(queries, args.queries)))
     applied = (apply_best(store, result, args.apply_best, embedder, run_id, documents, cache) if args.apply_best
                else None)
     if args.json:
@@ -299,14 +294,16 @@ def run_sweep_command(args: argparse.Namespace) -> int:
 def print_sweep(result: SweepResult) -> None:
     deepest = result.ks[-1]
     metrics = [f"hit@{k}" for k in result.ks] + [f"{m}@{deepest}" for m in ("recall", "mrr", "ndcg")]
+    hole = f"hole@{deepest}"
     headed = any(r.config.chunk_headers for r in result.results)  # a column only when headers were swept
     rows = [[str(r.config.chunk_size), str(r.config.overlap), *(["on" if r.config.chunk_headers else "off"] * headed),
              r.mode.label, str(r.chunks), f"{r.mean_tokens:.0f}",
              *(with_interval(r.evaluation, m) for m in metrics),
+             f"{r.metrics[hole]:.2f}" + (" mostly unjudged" if r.evaluation.mostly_unjudged(deepest) else ""),
              f"{r.total_seconds:.1f} s" + (" (reused)" if r.reused else ""), place.mark]
             for place in result.standing() for r in [place.row]]
     common.print_table(rows, ["chunk_size", "overlap", *(["chunk headers"] * headed), "mode", "chunks", "mean tokens",
-                              *metrics, "time",
+                              *metrics, hole, "time",
                               f"by {result.default_metric()}"])
     print(f"\n{result.queries} queries, {len(result.documents)} documents, {result.embedder}; "
           f"queries embedded in {result.query_seconds:.1f} s; ± half the 95 % bootstrap interval over the queries")
@@ -344,6 +341,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     add_embedder(evaluate)
     add_rerank_options(evaluate)
     add_common(evaluate)
+    add_gate_options(evaluate)
     evaluate.set_defaults(run=run_eval)
 
     sweep = commands.add_parser("sweep", parents=[parent], help="compare chunk sizes and overlaps on a query set")
@@ -372,21 +370,6 @@ def register(commands: argparse._SubParsersAction) -> None:
     sweep.set_defaults(run=run_sweep_command)
 
 
-def headers_option(text: str) -> list[bool]:
-    """Return the chunk header settings of "on", "off" or "on,off"; usage error otherwise."""
-    try:
-        return list(dict.fromkeys(headers.parse_chunk_headers(item) for item in text.split(",")))
-    except InvalidSettingsError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-
-
-def modes_option(text: str) -> str:
-    """Return text after checking each of its modes (the fusion is applied later); usage error if unknown."""
-    try:
-        parse_modes(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-    return text
 
 
 def add_common(parser: argparse.ArgumentParser) -> None:

@@ -108,6 +108,8 @@ def run_list(args: argparse.Namespace) -> int:
 def run_compare(args: argparse.Namespace) -> int:
     result = compare_runs(log_of(args), args.a, args.b)
     if args.json:
+        if warning := result.version_warning():
+            print(warning, file=sys.stderr)
         dump(result.to_json())
         return 0
     print_comparison(result)
@@ -120,6 +122,8 @@ def print_comparison(result: RunComparison) -> None:
         print(f"{letter} = run {side.name}: {side.settings['label']} ({side.run['settings']['query_set']}, "
               f"{side.run['created_at']})")
     print(f"{len(comparison.per_query)} questions both ran; only A: {result.only_a}, only B: {result.only_b}\n")
+    if warning := result.version_warning():
+        print(f"{warning}\n")
     deepest = comparison.ks[-1]
     keys = [k for k in [f"hit@{k}" for k in comparison.ks] + [f"{m}@{deepest}" for m in METRICS if m != "hit"]
             if k in comparison.paired]

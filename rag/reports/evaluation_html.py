@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from rag.errors import InvalidSettingsError
 from rag.evaluation.funnel import RANKED
 from rag.evaluation.intervals import RESAMPLES
-from rag.evaluation.metrics import METRICS, Evaluation, QueryOutcome
+from rag.evaluation.metrics import COVERAGE, METRICS, Evaluation, QueryOutcome
 from rag.evaluation.paired import ALPHA, PairedDifference
 from rag.evaluation.rerank_effect import effect_note, effect_words
 from rag.evaluation.results import ConfigResult, Standing, SweepResult
@@ -75,8 +75,8 @@ def evaluation_report(evaluation: Evaluation, *, collection: str, mode: str, emb
         "kind": "evaluation", "CSP": CSP, "title": f"RAG Lab evaluation: {query_set} on {collection}",
         "query_set": query_set, "collection": collection, "created_at": created_at, "mode": mode, "queries": queries,
         "embedder": embedder or "no embedder (keywords only)", "figures": figures,
-        "metrics": {"names": METRICS, "rows": [(k, [_cell(evaluation, f"{m}@{k}") for m in METRICS])
-                                               for k in evaluation.ks]},
+        "metrics": {"names": METRICS + COVERAGE,
+                    "rows": [(k, [_cell(evaluation, f"{m}@{k}") for m in METRICS + COVERAGE]) for k in evaluation.ks]},
         "failures": _failures(evaluation, "Queries without a relevant chunk in the top k"),
         "settings": [("collection", collection), ("search mode", mode),
                      ("embedder (model)", embedder or "none: keywords only"), ("query set", query_set),
@@ -114,7 +114,8 @@ def _sweep_charts(result: SweepResult, metric: str, best: ConfigResult, ties: li
 def _sweep_table(result: SweepResult, metric: str, places: list[Standing]) -> dict:
     """Return the table of every row, ranked by metric as best() ranks: head, rows (each with its cells) and caption."""
     deepest = result.ks[-1]
-    others = [m for m in dict.fromkeys([*(f"hit@{k}" for k in result.ks), f"mrr@{deepest}"]) if m != metric]
+    others = [m for m in dict.fromkeys([*(f"hit@{k}" for k in result.ks), f"mrr@{deepest}", f"hole@{deepest}"])
+              if m != metric]
     hit = f"hit@{deepest}"
     seconds = [sum(r.total_seconds for r in run) for run in result.configuration_runs() for _ in run]  # row order
     ranked = sorted(zip(places, seconds, strict=True), key=lambda pair: (
@@ -124,7 +125,8 @@ def _sweep_table(result: SweepResult, metric: str, places: list[Standing]) -> di
     caption = (f"Ranked by {metric}. ± is half the 95 % interval; configuration is chunk_size/overlap in tokens; "
                "cut by model: the share of chunks longer than the model reads; time: the configuration's chunking, "
                "embedding, indexing and searching, shared by its modes (one collection, one search round trip); "
-               "vs best: the paired difference from the best "
+               f"hole@{deepest}: the share of the top {deepest} no one has judged (above 0.5 the score says more "
+               "about the judgments than the configuration); vs best: the paired difference from the best "
                f"with its 95 % interval, and the p-value of the paired test (tied: p ≥ {ALPHA:g}).")
     return {"head": ["configuration", "mode", metric, *others, "chunks", "mean tokens", "cut by model",
                      "time of the configuration (s)", "vs best", "p"], "rows": rows, "caption": caption}

@@ -10,8 +10,6 @@ meant, so a run stays readable (listed, compared) after the project changes its 
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -19,6 +17,9 @@ from typing import Any
 from rag.evaluation.metrics import Evaluation
 from rag.evaluation.queries import Query
 from rag.evaluation.results import ConfigResult, SweepResult
+from rag.evaluation.versions import query_set_hash, version_of
+
+__all__ = ["eval_run", "outcomes_of", "query_set_hash", "sweep_row", "sweep_run", "upgrade", "upgrade_outcome"]
 
 SCHEMA = 1  # 0: before "rerank", "prompts", "query_hash" and "seconds" were kept
 ROW_DEFAULTS: dict[str, Any] = {"label": "", "chunk_size": None, "overlap": None, "strategy": None,
@@ -27,13 +28,7 @@ ROW_DEFAULTS: dict[str, Any] = {"label": "", "chunk_size": None, "overlap": None
                                 "mean_tokens": None, "metrics": {}, "intervals": {}, "funnel": None}
 SETTINGS_DEFAULTS: dict[str, Any] = {"collection": None, "embedder": None, "prompts": {"query": "", "document": ""},
                                      "query_set": "", "query_hash": None, "queries": 0, "documents": [], "ks": [],
-                                     "metric": None}
-
-
-def query_set_hash(queries: Sequence[Query]) -> str:
-    """Return the sha256 of a query set's content (texts, labels, answers, spans), the same however it was read."""
-    canonical = [[q.text, list(q.documents), q.answer, q.answer_start] for q in queries]
-    return hashlib.sha256(json.dumps(canonical, ensure_ascii=False).encode("utf-8")).hexdigest()
+                                     "metric": None, "query_version": None}
 
 
 def _now() -> str:
@@ -60,25 +55,27 @@ def _metrics(evaluation: Evaluation) -> dict:
 
 def eval_run(evaluation: Evaluation, queries: Sequence[Query], *, collection: str, mode: str, fusion: str | None,
              embedder: str | None, prompts: tuple[str, str], chunking: dict, query_set: str, seconds: float,
-             rerank: str | None = None) -> tuple[dict, list[list[dict]]]:
+             rerank: str | None = None, query_version: dict | None = None) -> tuple[dict, list[list[dict]]]:
     """Return (run, outcomes per row) of one evaluation of a collection; chunking: its chunk_size, overlap and
     strategy (None where its documents differ)."""
     label = f"{mode}-{fusion}" if mode == "hybrid" and fusion else mode
     row = {"label": f"'{collection}', {label} search", **chunking, "mode": mode, "fusion": fusion, "rerank": rerank,
            "collection": collection, **_metrics(evaluation)}
     run = {"schema": SCHEMA, "kind": "eval", "created_at": _now(), "seconds": round(seconds, 3),
-           "settings": _settings(queries, query_set, embedder, prompts, evaluation.ks, collection, []),
+           "settings": _settings(queries, query_set, embedder, prompts, evaluation.ks, collection, [],
+                                 query_version),
            "rows": [row], "best": 0}
     return run, [outcomes_of(evaluation)]
 
 
 def sweep_run(result: SweepResult, queries: Sequence[Query], *, query_set: str, prompts: tuple[str, str],
-              seconds: float) -> tuple[dict, list[list[dict]]]:
+              seconds: float, query_version: dict | None = None) -> tuple[dict, list[list[dict]]]:
     """Return (run, outcomes per row) of a sweep: one row per configuration and mode, the best marked."""
     best = result.best()
     rows = [sweep_row(row, result) for row in result.results]
     run = {"schema": SCHEMA, "kind": "sweep", "created_at": result.created_at, "seconds": round(seconds, 3),
-           "settings": _settings(queries, query_set, result.embedder, prompts, result.ks, None, result.documents),
+           "settings": _settings(queries, query_set, result.embedder, prompts, result.ks, None, result.documents,
+                                 query_version),
            "rows": rows, "best": next((i for i, r in enumerate(result.results) if r is best), None)}
     return run, [outcomes_of(row.evaluation) for row in result.results]
 
@@ -97,10 +94,12 @@ def sweep_row(row: ConfigResult, result: SweepResult) -> dict:
 
 
 def _settings(queries: Sequence[Query], query_set: str, embedder: str | None, prompts: tuple[str, str],
-              ks: Sequence[int], collection: str | None, documents: list[str]) -> dict:
+              ks: Sequence[int], collection: str | None, documents: list[str], version: dict | None) -> dict:
+    """Return a run's settings; "query_version": the query set's version (rag.evaluation.versions)."""
     return {"collection": collection, "embedder": embedder, "prompts": {"query": prompts[0], "document": prompts[1]},
             "query_set": query_set, "query_hash": query_set_hash(queries), "queries": len(queries),
-            "documents": list(documents), "ks": list(ks), "metric": f"mrr@{ks[-1]}"}
+            "documents": list(documents), "ks": list(ks), "metric": f"mrr@{ks[-1]}",
+            "query_version": version or version_of(queries)}
 
 
 def upgrade(run: dict) -> dict:

@@ -112,9 +112,9 @@ class DocumentsMixin:
         payload index instead of every point: an ingest into a collection of 100,000 chunks read them all.
         """
         self._layout(collection)
-        return self.stable_read(collection, lambda: self._documents(collection))
+        return self.stable_read(collection, lambda: self._documents(collection, like))
 
-    def _documents(self, collection: str) -> list[DocumentInfo]:
+    def _documents(self, collection: str, like: Document | None) -> list[DocumentInfo]:
         registry = self._collected_registry(collection)
         groups: dict[str, dict[str | None, list[dict]]] = {}
         for point in self._scroll(collection, _like_filter(like), _WITHOUT_TEXT):

@@ -35,6 +35,7 @@ from ui.parts import evaluate_inputs as inputs
 from ui.parts import funnel as funnel_part
 from ui.parts import live_jobs, synthetic
 from ui.parts import rerank as rerank_part
+from ui.parts.judge_eval import hole_words
 from ui.render import EMPTY_CELL, md
 from ui.sweep_jobs import SweepJob, submit
 from ui.workspace import Workspace
@@ -213,6 +214,8 @@ def table_frame(result: SweepResult, metric: str) -> pd.DataFrame:
     spread = [(r.evaluation.intervals[metric][1] - r.evaluation.intervals[metric][0]) / 2 for r in result.results]
     frame.insert(4, f"by {metric}", standing)
     frame.insert(5, f"± {metric}", [round(v, 3) for v in spread])
+    hole = f"hole@{metric.split('@')[1]}"  # beside the score: how much of the top k no one has judged
+    frame.insert(6, hole, frame.pop(hole))
     return frame
 
 
@@ -227,7 +230,8 @@ def results(ws: Workspace, result: SweepResult) -> None:
     if best is not None:
         low, high = best.evaluation.intervals[chosen]
         st.caption(f"{chosen} of the best: {best.metrics[chosen]:.3f}, 95 % bootstrap interval {low:.3f}–{high:.3f} "
-                   f"over its {result.queries} queries: on another set of questions like these, expect it there.")
+                   f"over its {result.queries} queries: on another set of questions like these, expect it there; "
+                   f"{hole_words(best.evaluation, k)}.")
         st.markdown(f"**{md(result.tie_summary(chosen))}**")
     if best is not None and result.ties(chosen):  # the word is explained where a row is tied
         st.caption("Tied: a paired test over the same questions (each question's difference from the best; sign-"

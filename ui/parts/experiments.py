@@ -117,6 +117,9 @@ def compare(log: RunLog, runs: list[dict]) -> None:
     comparison = result.comparison
     st.caption(f"{len(comparison.per_query)} questions both ran; only A ran {result.only_a}, only B {result.only_b}."
                + ("" if result.to_json()["same_query_set"] else " The two query sets differ."))
+    if warning := result.version_warning():  # counts and hashes only: no question text is rendered as Markdown
+        text = warning.removeprefix("warning: ")
+        st.warning(text[:1].upper() + text[1:], icon="⚠️")
     st.dataframe(pd.DataFrame([
         {"metric": key, "A": round(comparison.metrics_a[key], 3), "B": round(comparison.metrics_b[key], 3),
          "B - A": round(comparison.deltas[key], 3),
