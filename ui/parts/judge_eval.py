@@ -11,7 +11,6 @@ from pathlib import Path
 
 import streamlit as st
 
-from rag.errors import RagError
 from rag.evaluation.agreement import agreement
 from rag.evaluation.judging import query_set_path, read_query_file, start_query_set
 from rag.evaluation.judgments import hit_grade
@@ -65,10 +64,9 @@ def section(result: SweepResult, name: str) -> None:
     who = right.segmented_control("Who judges", WHO, default=WHO[0], key="judge_eval_who") or WHO[0]
     path = _path(name)
     queries = [o.query for o in row.evaluation.per_query]
-    try:
+    with errors.reported() as report:
         pending = _unjudged(row, k, path)
-    except RagError as error:
-        errors.show(error)
+    if report.failed:
         return
     st.caption(f"{len(pending)} hits of the top {k} carry no judgment ({md(hole_words(row.evaluation, k))}). "
                f"Judgments go into {md(path.name)} under the data root; run the sweep with it to count them.")
