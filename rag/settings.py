@@ -230,10 +230,12 @@ class Settings:
     timeouts: dict[str, float]  # RAG_QDRANT_TIMEOUT, RAG_EMBED_TIMEOUT, RAG_LLM_TIMEOUT: seconds
     ui_settings: bool  # RAG_UI_SETTINGS: visitors may change the data location and servers
     sample_dir: str  # RAG_SAMPLE_DIR: the app's sample documents ("" for the bundled rag/samples)
+    user: str  # RAG_USER: who saves a query-set change ("" for the login name)
 
 
 _TEXTS = {"RAG_QDRANT_PATH": DEFAULT_QDRANT_PATH, "RAG_DATA_ROOT": DEFAULT_DATA_ROOT, "RAG_EMBEDDING_CACHE": "",
-          "RAG_COLLECTION": DEFAULT_COLLECTION, "RAG_EMBEDDER": "", "RAG_LLM": "", "RAG_SAMPLE_DIR": ""}
+          "RAG_COLLECTION": DEFAULT_COLLECTION, "RAG_EMBEDDER": "", "RAG_LLM": "", "RAG_SAMPLE_DIR": "",
+          "RAG_USER": ""}
 _WHOLE = {"RAG_EMBED_THREADS": 1, "RAG_TOKENIZER_THREADS": 1, "RAG_LLM_CONTEXT_WINDOW": 256,
           "RAG_INDEX_MIN_POINTS": 1}  # their minimum
 VARIABLES = (*_TEXTS, *_WHOLE, "RAG_E5_ENGINE", "RAG_QDRANT_ENGINE", "RAG_UI_SETTINGS", *LIMITS, *TIMEOUTS)
@@ -267,7 +269,8 @@ def _load(values: tuple[str, ...]) -> Settings:
         llm_context_window=checked(_whole, "RAG_LLM_CONTEXT_WINDOW"),
         index_min_points=checked(_whole, "RAG_INDEX_MIN_POINTS"), max_file_mb=numbers["RAG_MAX_FILE_MB"],
         max_pages=int(numbers["RAG_MAX_PAGES"] or 0), timeouts={v: numbers[v] for v in TIMEOUTS},
-        ui_settings=bool(checked(_choice, "RAG_UI_SETTINGS", TRUE + FALSE) in TRUE), sample_dir=given["RAG_SAMPLE_DIR"])
+        ui_settings=bool(checked(_choice, "RAG_UI_SETTINGS", TRUE + FALSE) in TRUE), sample_dir=given["RAG_SAMPLE_DIR"],
+        user=given["RAG_USER"])
     if problems:
         raise InvalidSettingsError(" ".join(problems))
     return settings

@@ -12,11 +12,11 @@ from __future__ import annotations
 import getpass
 import hashlib
 import json
-import os
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
+from rag import settings
 from rag.evaluation.queries import Query
 
 
@@ -49,7 +49,7 @@ def question_digests(queries: Sequence[Query]) -> dict[str, str]:
 def who() -> str:
     """Return who saves a change: $RAG_USER, else the login name."""
     try:
-        return os.environ.get("RAG_USER") or getpass.getuser()
+        return settings.load().user or getpass.getuser()
     except (KeyError, OSError):
         return "unknown"
 

@@ -129,7 +129,7 @@ def _sweep_table(result: SweepResult, metric: str, places: list[Standing]) -> di
                "about the judgments than the configuration); vs best: the paired difference from the best "
                f"with its 95 % interval, and the p-value of the paired test (tied: p ≥ {ALPHA:g}).")
     return {"head": ["configuration", "mode", metric, *others, "chunks", "mean tokens", "cut by model",
-                     "time of the configuration (s)", "vs best", "p"], "rows": rows, "caption": caption}
+                     "time (s)", "vs best", "p"], "rows": rows, "caption": caption}
 
 
 def _tie_words(test: PairedDifference, metric: str) -> str:

@@ -23,7 +23,7 @@ p { margin: 6px 0; } .meta { color: #555; margin-bottom: 14px; }
 .summary { background: #f2f7fb; border-left: 4px solid #0072B2; padding: 10px 14px; margin: 12px 0; }
 .notes { color: #444; }
 table { border-collapse: collapse; font-variant-numeric: tabular-nums; font-size: 13px; margin: 6px 0; }
-th, td { padding: 4px 6px; border-bottom: 1px solid #e2e2e2; text-align: right; vertical-align: top; }
+th, td { padding: 4px 4px; border-bottom: 1px solid #e2e2e2; text-align: right; vertical-align: top; }
 th { background: #f0f0f0; font-weight: 600; vertical-align: bottom; } td { white-space: nowrap; }
 td.text, th.text { text-align: left; } td.wrap { white-space: normal; max-width: 420px; overflow-wrap: anywhere; }
 td .pm { color: #666; font-size: 12px; } th.chosen, td.chosen { background: #f7f7f7; }
@@ -38,7 +38,7 @@ footer { margin-top: 30px; color: #666; font-size: 13px; }
 @page { size: A4 landscape; margin: 12mm; }
 @media print {
   body { max-width: none; padding: 0; font-size: 10.5pt; } table { font-size: 8.5pt; }
-  th, td { padding: 3px 4px; } td .pm { font-size: 7.5pt; } svg.chart { max-width: 900px; }
+  th, td { padding: 3px 2px; } td .pm { font-size: 7.5pt; } svg.chart { max-width: 900px; }
   * { print-color-adjust: exact; -webkit-print-color-adjust: exact; }
   h2 { break-after: avoid; } figure, table, .summary, dl.settings { break-inside: avoid; }
 }
