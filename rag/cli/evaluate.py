@@ -22,8 +22,8 @@ from functools import partial
 from pathlib import Path
 
 from rag import pipeline
+from rag.chunking import children, headers
 from rag.chunking import chunker as chunking
-from rag.chunking import headers
 from rag.cli.chunk import common
 from rag.cli.rerank import add_rerank_options, reranker_of, with_rerank
 from rag.cli.runs import announce, apply_best, check_apply_target
@@ -262,7 +262,7 @@ class SweepReporter:
 
 def run_sweep_command(args: argparse.Namespace) -> int:
     report = common.output_file(args.html) if args.html else None  # checked before the sweep, not after it
-    configs, skipped = parse_grid(args.chunk_size, args.overlap, args.strategy, args.chunk_headers)
+    configs, skipped = parse_grid(args.chunk_size, args.overlap, args.strategy, args.chunk_headers, args.child_size)
     for note in skipped:
         common.progress(f"note: {note}")
     files = [SourceFile(p.name, common.read_file(str(p))) for p in document_paths(args.documents)]  # all or none
@@ -296,12 +296,15 @@ def print_sweep(result: SweepResult) -> None:
     deepest = result.ks[-1]
     metrics = [f"hit@{k}" for k in result.ks] + [f"{m}@{deepest}" for m in ("recall", "mrr", "ndcg")]
     headed = any(r.config.chunk_headers for r in result.results)  # a column only when headers were swept
+    kids = any(r.config.child_size for r in result.results)  # ... or child sizes
     rows = [[str(r.config.chunk_size), str(r.config.overlap), *(["on" if r.config.chunk_headers else "off"] * headed),
+             *([str(r.config.child_size)] * kids),
              r.mode.label, str(r.chunks), f"{r.mean_tokens:.0f}",
              *(with_interval(r.evaluation, m) for m in metrics),
              f"{r.total_seconds:.1f} s" + (" (reused)" if r.reused else ""), place.mark]
             for place in result.standing() for r in [place.row]]
-    common.print_table(rows, ["chunk_size", "overlap", *(["chunk headers"] * headed), "mode", "chunks", "mean tokens",
+    common.print_table(rows, ["chunk_size", "overlap", *(["chunk headers"] * headed), *(["child_size"] * kids),
+                              "mode", "chunks", "mean tokens",
                               *metrics, "time",
                               f"by {result.default_metric()}"])
     print(f"\n{result.queries} queries, {len(result.documents)} documents, {result.embedder}; "
@@ -350,6 +353,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     sweep.add_argument("--chunk-headers", type=headers_option, default=[headers.DEFAULT_CHUNK_HEADERS],
                        metavar="on|off|on,off", help="embed chunks with their title and heading path: off, on, or "
                        "on,off to compare both (a collection per setting)")
+    sweep.add_argument("--child-size", type=child_sizes_option, default=[children.DEFAULT_CHILD_SIZE],
+                       metavar="N,N,...", help="parent–child search: tokens per child, 0 = off (the chunks are "
+                       "searched); e.g. 0,64 compares both (a collection per setting)")
     sweep.add_argument("--mode", type=modes_option, default="dense,sparse,hybrid", metavar="MODE,MODE,...",
                        help=f"search modes, each a row per configuration: {', '.join(MODE_NAMES)} (default "
                        "dense,sparse,hybrid; hybrid uses --fusion). Modes share each configuration's collection")
@@ -368,6 +374,14 @@ def headers_option(text: str) -> list[bool]:
     """Return the chunk header settings of "on", "off" or "on,off"; usage error otherwise."""
     try:
         return list(dict.fromkeys(headers.parse_chunk_headers(item) for item in text.split(",")))
+    except InvalidSettingsError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def child_sizes_option(text: str) -> list[int]:
+    """Return the child sizes of "0", "64" or "0,64"; usage error otherwise."""
+    try:
+        return list(dict.fromkeys(children.parse_child_size(item) for item in text.split(",")))
     except InvalidSettingsError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
 

@@ -91,10 +91,12 @@ class ChildrenMixin:
 
     def _kid_points(self, parents: list[models.PointStruct], kids: list[list[Child]], vectors: np.ndarray,
                     document: Document, layout: Layout, analyzer: Analyzer, language: str | None
-                    ) -> list[models.PointStruct]:
+                    ) -> list[list[models.PointStruct]]:
         """Return the child points of each parent point (same order as kids, vectors in that order)."""
-        points, row = [], 0
+        found, row = [], 0
         for parent, children in zip(parents, kids, strict=True):
+            points: list[models.PointStruct] = []
+            found.append(points)
             path = (parent.payload or {}).get("heading_path", [])
             for child in children:
                 named: dict[str, Any] = {layout.vector: np.asarray(vectors[row]).tolist()}
@@ -104,7 +106,7 @@ class ChildrenMixin:
                     named[layout.sparse] = models.SparseVector(indices=indices, values=values)
                 points.append(child_point(child, parent, named))
                 row += 1
-        return points
+        return found
 
     def _raise_fanout(self, collection: str, fanout: int) -> None:
         known = self._registry_payload(collection).get(FANOUT_KEY)

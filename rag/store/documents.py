@@ -261,7 +261,8 @@ class DocumentsMixin:
                   for c, v in zip(chunks, vectors, strict=True)]
         parents = len(points)
         if kids:
-            points += self._kid_points(points, kids, kid_vectors, document, layout, analyzer, doc_language)
+            per_parent = self._kid_points(points, kids, kid_vectors, document, layout, analyzer, doc_language)
+            points = [p for parent, group in zip(points, per_parent, strict=True) for p in (parent, *group)]
             self._raise_fanout(collection, max(map(len, kids)))  # before the commit: searches must fetch enough
         self._write_points(collection, points, generation, document.title, progress)
         if doc_language is not None and setting == "auto":
