@@ -124,9 +124,9 @@ def hit_json(hit: Hit, mode: str = "dense") -> dict:
         "page_end": hit.page_end,
         "content": hit.content,
         "chunk_id": hit.chunk_id,
-        "child": hit.child.to_json() if hit.child else None,
-    } | ({"retrieved_rank": hit.retrieved_rank, "retrieved_score": hit.retrieved_score}
-         if hit.score_kind == SCORE_KIND else {})
+    } | ({"child": hit.child.to_json()} if hit.child else {}) | (  # child: parent–child collections only
+        {"retrieved_rank": hit.retrieved_rank, "retrieved_score": hit.retrieved_score}
+        if hit.score_kind == SCORE_KIND else {})
 
 
 def rank_label(rank: int | None, score: float | None) -> str:
