@@ -22,8 +22,8 @@ from functools import partial
 from pathlib import Path
 
 from rag import pipeline
-from rag.chunking import children, headers
 from rag.chunking import chunker as chunking
+from rag.chunking import headers
 from rag.cli.chunk import common
 from rag.cli.rerank import add_rerank_options, reranker_of, with_rerank
 from rag.cli.runs import announce, apply_best, check_apply_target
@@ -353,9 +353,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     sweep.add_argument("--chunk-headers", type=headers_option, default=[headers.DEFAULT_CHUNK_HEADERS],
                        metavar="on|off|on,off", help="embed chunks with their title and heading path: off, on, or "
                        "on,off to compare both (a collection per setting)")
-    sweep.add_argument("--child-size", type=child_sizes_option, default=[children.DEFAULT_CHILD_SIZE],
-                       metavar="N,N,...", help="parent–child search: tokens per child, 0 = off (the chunks are "
-                       "searched); e.g. 0,64 compares both (a collection per setting)")
+    common.add_child_size(sweep, sweep=True)
     sweep.add_argument("--mode", type=modes_option, default="dense,sparse,hybrid", metavar="MODE,MODE,...",
                        help=f"search modes, each a row per configuration: {', '.join(MODE_NAMES)} (default "
                        "dense,sparse,hybrid; hybrid uses --fusion). Modes share each configuration's collection")
@@ -374,14 +372,6 @@ def headers_option(text: str) -> list[bool]:
     """Return the chunk header settings of "on", "off" or "on,off"; usage error otherwise."""
     try:
         return list(dict.fromkeys(headers.parse_chunk_headers(item) for item in text.split(",")))
-    except InvalidSettingsError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-
-
-def child_sizes_option(text: str) -> list[int]:
-    """Return the child sizes of "0", "64" or "0,64"; usage error otherwise."""
-    try:
-        return list(dict.fromkeys(children.parse_child_size(item) for item in text.split(",")))
     except InvalidSettingsError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
 

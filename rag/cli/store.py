@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from rag import pipeline
-from rag.chunking import children, headers
+from rag.chunking import headers
 from rag.cli.chunk import common
 from rag.cli.rerank import add_rerank_options, reranker_of
 from rag.context import CHAT_MAX_TOKENS, DEFAULT_OVERFLOW, GENERATION_MAX_TOKENS, OVERFLOWS, Context
@@ -123,10 +123,9 @@ def hit_json(hit: Hit, mode: str = "dense") -> dict:
         "page_start": hit.page_start,
         "page_end": hit.page_end,
         "content": hit.content,
-        "chunk_id": hit.chunk_id,
-    } | ({"child": hit.child.to_json()} if hit.child else {}) | (  # child: parent–child collections only
-        {"retrieved_rank": hit.retrieved_rank, "retrieved_score": hit.retrieved_score}
-        if hit.score_kind == SCORE_KIND else {})
+        "chunk_id": hit.chunk_id, **({"child": hit.child.to_json()} if hit.child else {}),  # parent–child only
+    } | ({"retrieved_rank": hit.retrieved_rank, "retrieved_score": hit.retrieved_score}
+         if hit.score_kind == SCORE_KIND else {})
 
 
 def rank_label(rank: int | None, score: float | None) -> str:
@@ -355,10 +354,7 @@ def register(commands: argparse._SubParsersAction) -> None:
                         help="embed and keyword-index each chunk of a new collection with its document title and "
                         f"heading path before the text (default {'on' if headers.DEFAULT_CHUNK_HEADERS else 'off'}); "
                         "the stored chunk text stays as it is")
-    ingest.add_argument("--child-size", type=child_size_option, default=None, metavar="N",
-                        help="parent–child search in a new collection: each chunk is also cut into children of about "
-                        f"N tokens, searched in its place (0 = off; default {children.DEFAULT_CHILD_SIZE}); hits are "
-                        "the chunks, each with its best child")
+    common.add_child_size(ingest)
     ingest.add_argument("--keep-versions", action="store_true",
                         help="keep a document whose file name is already in the collection (default: replace it)")
     ingest.add_argument("--no-index", dest="index", action="store_false",
@@ -403,11 +399,3 @@ def register(commands: argparse._SubParsersAction) -> None:
     whole = commands.add_parser("delete-collection", parents=[parent], help="delete a whole collection")
     whole.add_argument("collection", metavar="COLLECTION", type=given("the collection name"))
     whole.set_defaults(run=run_delete_collection)
-
-
-def child_size_option(text: str) -> int:
-    """Return the --child-size of the command line (argparse reports the one-line error)."""
-    try:
-        return children.parse_child_size(text)
-    except RagError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
