@@ -32,10 +32,12 @@ class Placed:
 
     @property
     def child_words(self) -> str:
-        """Return "via child 2 (rank 5 among the children)" in a parent–child collection, else ""."""
+        """Return "via child 2 (rank 5 among chunks and children)" in a parent–child collection, else ""."""
         if self.child is None:
             return ""
-        return f"via child {self.child.index} (rank {self.child.rank} among the children)"
+        if self.child.index is None:
+            return f"the chunk itself, above its children (rank {self.child.rank} among chunks and children)"
+        return f"via child {self.child.index} (rank {self.child.rank} among chunks and children)"
 
 
 @dataclass(frozen=True)

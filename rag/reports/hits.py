@@ -147,8 +147,11 @@ def child_explanation(hit: Hit) -> list[str]:
     if child is None:
         return []
     score = "" if child.score is None else f" ({child.score:.3f})"
+    if child.index is None:
+        return [f"the chunk itself scored above each of its children{score}, rank {child.rank} among chunks and "
+                "children"]
     return [f"score of its best child: child {child.index}, characters {child.start}–{child.end} of this chunk"
-            f"{score}, rank {child.rank} among the children searched"]
+            f"{score}, rank {child.rank} among chunks and children"]
 
 
 def rerank_explanation(hit: Hit) -> list[str]:

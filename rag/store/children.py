@@ -8,13 +8,14 @@ child is written in its parent's generation (rag.store.versions), so it becomes 
 registry update as its parent, is hidden and deleted with it (replace, delete, an ingest killed with
 kill -9), and no orphan child is ever searchable. Listings, counts and chunk reads leave children out.
 
-A collection with children (metadata "child_size" > 0) is searched over its children only; each parent is
-returned once, at its best child's score (max), in the order its best child reached. The max keeps a
-control a cut: the parents' order is the order in which they first appear in one child ranking, so a
-larger top_k only reads further down that ranking (README "Parent–child retrieval" measures it against the
-sum and mean of the top children and against max over parent and children). To find top_k parents the
-engine is asked for top_k x fanout children, fanout being the most children any parent of the collection
-has (recorded at ingest, before the write is committed).
+A collection with children (metadata "child_size" > 0) is searched over its chunks and their children
+together (WITH_PARENTS); each chunk is returned once, at the best score of itself and its children (max),
+in the order that best point reached. Measured against max over the children alone, the sum of the top 2
+children and the mean of the top 3 (bench/children_aggregation.py, README "Parent–child retrieval"): the
+parent competing with its children ranked best. The max keeps a control a cut: the chunks' order is the
+order in which they first appear in one ranking, so a larger top_k only reads further down it. To find
+top_k chunks the engine is asked for top_k x fanout points, fanout being 1 + the most children any chunk of
+the collection has (recorded at ingest, before the write is committed).
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ from rag.store.versions import REGISTRY_ID
 CHILD = "child"  # the flag of a child point (payload "flags")
 FANOUT_KEY = "child_fanout"  # registry: the most children one parent has
 IS_CHILD = models.FieldCondition(key="flags", match=models.MatchAny(any=[CHILD]))
-KEYS = ["document_id", "chunk_index", "parent_id", "child_index", "child_start", "child_end"]
+KEYS = ["document_id", "chunk_index", "parent_id", "child_index", "child_start", "child_end", "start", "end"]
+WITH_PARENTS = True  # a chunk competes with its children (measured: README "Parent–child retrieval")
 _NAMESPACE = uuid.UUID("0b8e2f64-3c1d-5a7e-8f90-1d2c3b4a5e6f")
 
 
@@ -59,8 +61,9 @@ def child_point(child: Child, parent: models.PointStruct, vectors: dict[str, Any
 
 
 def parents(points: Sequence[Any], limit: int) -> tuple[list[Any], dict[str, ChildMatch]]:
-    """Return the first limit distinct parents of a child ranking (each a copy of its best child with the parent's
-    id and that child's score) and, per parent id, the child that ranked it."""
+    """Return the first limit distinct parents of a ranking of children (and parents: WITH_PARENTS), each a copy
+    of its best point with the parent's id and that score, and, per parent id, the point that ranked it (a parent
+    that ranked itself: index None, its whole text as the span)."""
     found: list[Any] = []
     matches: dict[str, ChildMatch] = {}
     for rank, point in enumerate(points, 1):
@@ -70,8 +73,13 @@ def parents(points: Sequence[Any], limit: int) -> tuple[list[Any], dict[str, Chi
             continue
         if len(found) == limit:
             break
-        matches[parent] = ChildMatch(payload_int(p.get("child_index")) or 0, payload_int(p.get("child_start")) or 0,
-                                     payload_int(p.get("child_end")) or 0, point.score, rank)
+        if p.get("parent_id"):
+            matches[parent] = ChildMatch(payload_int(p.get("child_index")) or 0,
+                                         payload_int(p.get("child_start")) or 0, payload_int(p.get("child_end")) or 0,
+                                         point.score, rank)
+        else:  # the chunk itself scored above its children
+            length = (payload_int(p.get("end")) or 0) - (payload_int(p.get("start")) or 0)
+            matches[parent] = ChildMatch(None, 0, max(length, 0), point.score, rank)
         found.append(point.model_copy(update={"id": parent}))
     return found, matches
 
@@ -116,9 +124,10 @@ class ChildrenMixin:
                 self.client.set_payload(collection, {FANOUT_KEY: fanout}, points=[REGISTRY_ID], wait=True)
 
     def fanout(self, collection: str) -> int:
-        """Return the most children one parent of collection has (1 when it has no children)."""
+        """Return how many points one chunk of collection can take in a ranking: itself and its children (1 when
+        it has none)."""
         known = self._registry_payload(collection).get(FANOUT_KEY)
-        return max(known, 1) if isinstance(known, int) else 1
+        return max(known, 0) + 1 if isinstance(known, int) else 1
 
 
 def check_kids(layout: Layout, document: Document, chunks: list[Chunk], kids: list[list[Child]] | None,

@@ -85,7 +85,7 @@ class DocumentsMixin:
         """Return the filter of a search: the chosen documents, without unfinished or replaced writes, and
         without tables of contents unless include_toc."""
         flt = self._document_filter(layout, document_ids) if document_ids else None
-        if layout.child_size:  # a parent–child collection is searched over its children (rag.store.children)
+        if layout.child_size and not family.WITH_PARENTS:  # children only (rag.store.children)
             flt = (flt or models.Filter()).model_copy(update={"must": [*((flt.must or []) if flt else []), IS_CHILD]})
         hidden = [] if layout.foreign else self.hidden_generations(layout.name)
         excluded = hidden_filter(hidden, registry=False)

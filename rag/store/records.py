@@ -25,11 +25,11 @@ _POINT_NAMESPACE = uuid.UUID("6f1d9c2e-6a0b-5c1e-9d4f-2b7a8e3c5d10")
 class ChildMatch:
     """The child that ranked a parent: its index in the parent, its span in the parent's content, score, rank."""
 
-    index: int
+    index: int | None  # None: the chunk itself scored above its children (the span is all of it)
     start: int
     end: int
     score: float | None
-    rank: int  # 1 = the first child of the search's child ranking
+    rank: int  # 1 = the first point of the search's ranking of chunks and children
 
     def to_json(self) -> dict:
         return {"index": self.index, "span": [self.start, self.end], "score": self.score, "rank": self.rank}
