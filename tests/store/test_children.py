@@ -165,3 +165,19 @@ def test_no_orphan_child_after_a_killed_ingest(tmp_path: Path):
         assert opened.client.count("documents", count_filter=flt).count == len(kids)
     finally:
         opened.close()
+
+
+def test_why_not_this_one_names_the_child_that_placed_the_chunk(store):
+    from rag.cli.explain import stage_rows
+    from rag.evaluation.funnel import explain_chunk
+    from rag.evaluation.modes import SearchMode
+
+    embedder = FakeEmbedder(32)
+    pipeline.ingest([FILE], "pc", ChunkSettings(60, 0), embedder, store=store, child_size=12)
+    [hit] = pipeline.search(QUERY, "pc", top_k=1, store=store, embedder=embedder, mode="hybrid", fusion="convex")
+    explained = explain_chunk(QUERY, hit, "pc", store=store, embedder=embedder, mode=SearchMode("hybrid", "convex"),
+                              k=3)
+    fused = explained.to_json()["stages"]["fused"]
+    assert fused["rank"] == 1 and fused["child"]["rank"] == hit.child.rank and "span" in fused["child"]
+    notes = [row[3] for row in stage_rows(explained.stages, explained.mode)]
+    assert any("among chunks and children" in note for note in notes)
