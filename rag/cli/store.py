@@ -351,9 +351,8 @@ def register(commands: argparse._SubParsersAction) -> None:
                         help="keyword (BM25) stemming and stop words of a new collection: auto (detected per "
                         "document, the default), de, en or none")
     ingest.add_argument("--chunk-headers", choices=headers.CHOICES, default=None,
-                        help="embed and keyword-index each chunk of a new collection with its document title and "
-                        f"heading path before the text (default {'on' if headers.DEFAULT_CHUNK_HEADERS else 'off'}); "
-                        "the stored chunk text stays as it is")
+                        help="embed and keyword-index each chunk of a new collection with its title and heading path "
+                        f"before the text (default {'on' if headers.DEFAULT_CHUNK_HEADERS else 'off'}); stored text unchanged")
     common.add_child_size(ingest)
     ingest.add_argument("--keep-versions", action="store_true",
                         help="keep a document whose file name is already in the collection (default: replace it)")
