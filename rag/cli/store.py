@@ -352,7 +352,7 @@ def register(commands: argparse._SubParsersAction) -> None:
                         "document, the default), de, en or none")
     ingest.add_argument("--chunk-headers", choices=headers.CHOICES, default=None,
                         help="embed and keyword-index each chunk of a new collection with its title and heading path "
-                        f"before the text (default {'on' if headers.DEFAULT_CHUNK_HEADERS else 'off'}); stored text unchanged")
+                        f"before the text (default {'on' if headers.DEFAULT_CHUNK_HEADERS else 'off'}); text kept")
     common.add_child_size(ingest)
     ingest.add_argument("--keep-versions", action="store_true",
                         help="keep a document whose file name is already in the collection (default: replace it)")
