@@ -37,8 +37,8 @@ columns = st.columns(6)
 columns[0].metric("chunks", stats.count)
 columns[1].metric("mean tokens", f"{stats.mean:.0f}")
 columns[2].metric("max tokens", stats.largest)
-columns[3].metric(chunk_report.overflow_flag(embedder), summary.cut,
-                  help=f"longer than {embedder.model_id}'s input limit ({limit} tokens)")
+columns[3].metric(chunk_report.overflow_flag(embedder), summary.over_limit,
+                  help=f"longer than {embedder.model_id}'s input limit ({limit} tokens), tables of contents too")
 columns[4].metric("tiny", summary.tiny, help=f"under {chunk_report.tiny_limit(info.chunk_size)} tokens")
 columns[5].metric("no heading", summary.no_heading)
 parts.flags_banner(summary, embedder, info.chunk_size)

@@ -28,7 +28,7 @@ if not run.outcome.hits:
     st.stop()
 
 
-rerank = rerank_part.control()
+rerank = rerank_part.control(ws=ws)
 if rerank != run.rerank:  # the same search, reranked (or no longer): the context is built from its hits
     again = search_part.run_search(ws, run.query, run.top_k, run.threshold if not rerank[0] else None,
                                    run.document_ids, run.mode, run.fusion, run.include_toc, rerank)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import streamlit as st
 
 from rag.evaluation.sweep import SWEEP_PREFIX
-from rag.store.fusion import DEFAULT_FUSION
 from ui import errors, workspace
-from ui.parts import apply, funnel, live_jobs, synthetic
+from ui.parts import apply, funnel, judge_eval, live_jobs, synthetic
 from ui.parts import evaluate as parts
+from ui.parts import evaluate_inputs as inputs
 from ui.parts import rerank as rerank_part
 from ui.render import COMPARED_MODES, md
 from ui.sweep_jobs import SweepJob
@@ -20,19 +20,20 @@ st.caption("Which chunk_size, overlap, top_k and search mode retrieve best on yo
            "embedded, indexed and searched in each mode, and scored with hit@k, recall@k, precision@k, MRR and "
            "nDCG.")
 
+inputs.restore()  # after a reload: the grid and the choices from the URL
 with errors.reported(stop=True):
     source = parts.read_query_source()
     documents = parts.read_documents(ws, source[1] if source else None)
 
 with st.form("evaluate_grid", border=False, enter_to_submit=False):  # Enter in a field must not start a sweep
     cols = st.columns([1.2, 1.2, 1, 1])
-    sizes = cols[0].text_input("chunk_size values", "200,400,800", key="evaluate_sizes", persist_state="session")
-    overlaps = cols[1].text_input("overlap values", "0,50,100", key="evaluate_overlaps", persist_state="session")
-    ks = cols[2].text_input("k values", "1,3,5,10", key="evaluate_ks", persist_state="session")
+    sizes = cols[0].text_input("chunk_size values", key="evaluate_sizes", persist_state="session")
+    overlaps = cols[1].text_input("overlap values", key="evaluate_overlaps", persist_state="session")
+    ks = cols[2].text_input("k values", key="evaluate_ks", persist_state="session")
     strategy = cols[3].selectbox("Strategy", ["structure", "tokens"], key="evaluate_strategy", persist_state="session")
-    modes = st.multiselect("Search modes", list(COMPARED_MODES), default=[f"hybrid-{DEFAULT_FUSION}"],
-                           key="evaluate_modes", help=parts.MODE_HELP, persist_state="session")
-    rerank = rerank_part.control()
+    modes = st.multiselect("Search modes", list(COMPARED_MODES), key="evaluate_modes", help=parts.MODE_HELP,
+                           persist_state="session")
+    rerank = rerank_part.control(ws=ws)
     st.caption(f"Embedder: {md(ws.spec)} (from the sidebar). Each configuration gets its own collection "
                f"(`{SWEEP_PREFIX}…`), searched in every chosen mode and reused on the next run; embeddings are "
                "cached. With a reranker, every mode runs without and with it, and a paired test says whether it helps.")
@@ -44,10 +45,12 @@ if submitted:
     else:
         parts.run(ws, documents, source[0], sizes, overlaps, ks, strategy, modes, rerank, source[2])
 
+inputs.remember()  # the grid as last submitted, and the choices: a reload finds them in the URL
+
 # the sweep that runs (a job: it goes on after a click or a reload), and one that ended since
 finished = live_jobs.show(ws.location, SweepJob, parts.SWEEP_SEEN, parts.CANCEL_HELP)
 if finished is not None:
-    st.session_state[parts.RESULT] = finished.result
+    parts.take_result(finished.result)
     st.session_state[apply.RUN] = (finished.run_id, finished.run_warning)
 if parts.RESULT in st.session_state:
     apply.kept(st.session_state.get(apply.RUN))
@@ -55,7 +58,8 @@ if parts.RESULT in st.session_state:
     apply.section(ws, st.session_state[parts.RESULT], st.session_state.get(apply.RUN))
     st.subheader("Why was it missed?")
     funnel.evaluate_section(ws, st.session_state[parts.RESULT])
-else:
+    judge_eval.section(st.session_state[parts.RESULT], source[2] if source else "sweep")
+elif not any(job.active for job in live_jobs.queue().jobs(ws.location, SweepJob)):  # not under a running sweep
     st.caption("Choose a query set, documents and a grid, then run the sweep.")
 st.divider()
 parts.tuning(ws, source[0] if source else None)

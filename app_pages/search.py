@@ -10,6 +10,7 @@ from rag.store.fusion import Fusion, parse_fusion
 from rag.store.search import FUSIONS, MODES
 from ui import errors, nav, state, workspace
 from ui.parts import funnel
+from ui.parts import judge as judge_part
 from ui.parts import rerank as rerank_part
 from ui.parts import search as parts
 from ui.render import MODE_LABELS, md
@@ -66,7 +67,7 @@ with st.form("search_form", border=False):  # the query is searched on Enter or 
     query = query_column.text_input("Query", key=state.QUERY, persist_state="session",
                                     placeholder="e.g. Welche Schriftgröße verwendet die Klasse?")
     submitted = button_column.form_submit_button("Search", type="primary", icon=":material/search:", width="stretch")
-rerank = rerank_part.control()
+rerank = rerank_part.control(ws=ws)
 left, middle, right = st.columns([1.2, 1, 1.6])
 top_k = left.slider("top_k", 1, 50, 5, key=state.TOP_K, persist_state="session")
 scale = hit_report.threshold_scale(mode, method)
@@ -101,21 +102,26 @@ parts.notes(run)
 analyzer = ws.store.analyzer(run.collection) if ws.info and ws.info.sparse else None
 if run.outcome.hits:
     parts.hit_table(run.outcome.hits, run.mode, run.query, run.top_k, analyzer)
-distribution = st.expander("Score distribution over the whole collection", expanded=True, key="score_distribution",
-                           on_change="rerun", icon=":material/bar_chart:")
-with distribution:
-    if distribution.open and run.rerank[0]:
-        st.caption("The search's own scores, before reranking: the reranker reads only the first candidates.")
-    if distribution.open:  # one more search over every chunk: only while the expander is open
-        parts.distribution(ws, run, None if run.mode == "sparse" else ws.embedder())
+    judge_part.search_panel(ws, run)
+# the distribution's place, filled last: its search over every chunk takes a while, and the hit details below
+# must not wait for it (meanwhile the browser would show the details of the search before, under the new table)
+distribution_slot = st.container()
 if run.outcome.hits:
     st.subheader("Scores per source")
     parts.sources(run.outcome.hits)
     st.page_link(nav.CONTEXT.path, label="Preview the LLM context for these hits", icon=":material/article:")
     st.subheader("Hits")
     parts.hit_details(ws, run.outcome.hits, run.query, run.top_k, analyzer)
+with distribution_slot:
+    distribution = st.expander("Score distribution over the whole collection", expanded=True,
+                               key="score_distribution", on_change="rerun", icon=":material/bar_chart:")
 why = st.expander("Why not this one? A chunk's ranks across modes", key="why_not", on_change="rerun",
                   icon=":material/help:")
 with why:
     if why.open:  # one more search: only while the expander is open
         funnel.why_not(ws, run)
+with distribution:
+    if distribution.open and run.rerank[0]:
+        st.caption("The search's own scores, before reranking: the reranker reads only the first candidates.")
+    if distribution.open:  # one more search over every chunk: only while the expander is open
+        parts.distribution(ws, run, None if run.mode == "sparse" else ws.embedder())

@@ -4,8 +4,9 @@
 
 Ingests PDF (default: l2kurz.pdf, 58 pages, as bench.ingest finds it) with the CLI into a fresh folder, starts
 `streamlit run app.py` on it and drives Debian's Chromium (Playwright). Each figure is the time from the change
-(a key press on the top_k slider, a click on a mode, a fusion, the threshold box, a live-tuning slider step) to the
-page showing the new result and Streamlit's run having ended, median of --steps changes. The reference in the same
+(a key press on the top_k slider, a click on a mode, a fusion, the threshold box, a live-tuning slider step, a
+click on a hit's grade under "Judge these hits": the judgment saved into the query set) to the page showing the new
+result and Streamlit's run having ended, median of --steps changes. The reference in the same
 run: the first search (it embeds the query; the model is loaded before it) and a rerun that changes nothing but a
 toggle outside the results. Browser time includes the WebSocket round trip and drawing; the goal is 300 ms of
 server time on an idle machine, and the load is printed beside the figures.
@@ -88,6 +89,18 @@ def search_controls(page, steps: int) -> dict[str, list[float]]:
     return figures
 
 
+def judging_steps(page, steps: int) -> list[float]:
+    """Return the seconds from a click on the first hit's grade to the saved version's note (grades alternate)."""
+    times = []
+    for i in range(steps):
+        label = ("2 relevant", "1 partly")[i % 2]
+        radio = page.get_by_role("radio", name=label, exact=True).first
+        radio.scroll_into_view_if_needed()
+        times.append(timed(page, radio.click, lambda v=i + 1: page.get_by_text(
+            re.compile(rf"version {v}\)")).first.wait_for()))
+    return times
+
+
 def tuning_steps(page, steps: int) -> list[float]:
     go(page, "Chunks")
     page.get_by_role("tab", name="Live tuning").click()
@@ -107,7 +120,7 @@ def server_times(folder: Path, embedder: str, steps: int) -> dict[str, list[floa
     """Return the seconds of the app's own script run for the same changes (AppTest: no browser, no network)."""
     from streamlit.testing.v1 import AppTest
 
-    os.environ.update(RAG_QDRANT_PATH=str(folder / "qdrant"), RAG_EMBEDDER=embedder, RAG_DATA_ROOT=str(folder))
+    os.environ.update(RAG_QDRANT_PATH=str(folder / "qdrant"), RAG_EMBEDDER=embedder, RAG_DATA_ROOT=str(folder / "at"))
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
     at.run()
     at.switch_page("app_pages/search.py").run()
@@ -130,6 +143,9 @@ def server_times(folder: Path, embedder: str, steps: int) -> dict[str, list[floa
         figures["fusion change"].append(run(lambda i=i: at.selectbox(key="fusion").set_value(
             ("rrf", "dbsf", "convex")[i % 3])))
         figures["threshold on/off"].append(run(lambda i=i: at.checkbox(key="use_threshold").set_value(i % 2 == 0)))
+    grade = next(b.key for b in at.button_group if b.key and b.key.startswith("judge_grade_"))
+    figures["judge a hit (grade click)"] = [run(lambda i=i: at.button_group(key=grade).set_value((2, 1)[i % 2]))
+                                            for i in range(steps)]
     at.switch_page("app_pages/chunks.py").run()
     size = at.slider(key="tune_size").value
     for i in range(steps):
@@ -168,6 +184,7 @@ def main() -> None:
             second = timed(page, lambda: search(page, QUERY), lambda: page.get_by_text(
                 re.compile(r"hit\(s\) for .Wie erstellt")).first.wait_for())
             figures = search_controls(page, args.steps)
+            figures["judge a hit (grade click)"] = judging_steps(page, args.steps)
             figures["live tuning step (chunk_size -10)"] = tuning_steps(page, args.steps)
             browser.close()
     finally:

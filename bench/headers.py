@@ -15,10 +15,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import tempfile
 import time
-from dataclasses import replace
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -29,7 +27,6 @@ from rag.embeddings.cache import EmbeddingCache  # noqa: E402
 from rag.evaluation.metrics import parse_ks  # noqa: E402
 from rag.evaluation.modes import parse_mode  # noqa: E402
 from rag.evaluation.paired import paired_difference  # noqa: E402
-from rag.evaluation.queries import Query, squeezed  # noqa: E402
 from rag.evaluation.squad import import_squad, sweep_input  # noqa: E402
 from rag.evaluation.sweep import SweepConfig, run_sweep  # noqa: E402
 from rag.store.fusion import DEFAULT_FUSION  # noqa: E402
@@ -37,34 +34,12 @@ from rag.store.open import open_store  # noqa: E402
 
 
 def load_set(name: str) -> tuple[list, list]:
-    """Return (documents, queries) of "de" (XQuAD-de dev) or "en" (bench/data/english, spans re-anchored)."""
+    """Return (documents, queries) of "de" (XQuAD-de dev) or "en" (bench/data/english)."""
     if name == "de":
         return sweep_input(import_squad(DEFAULT_SQUAD.read_bytes(), str(DEFAULT_SQUAD)))
     if name == "en":
-        documents, queries = english_input()
-        anchored = reanchor(queries, {d.title: d.text for d in documents})
-        moved = sum(a.answer_start != q.answer_start for a, q in zip(anchored, queries, strict=True))
-        print(f"en: {moved} of {len(queries)} answer spans re-anchored to the text as RAG Lab reads it now")
-        return documents, anchored
+        return english_input()  # its spans re-anchored to pdfium's text in the file (python -m bench.reanchor)
     raise SystemExit(f"unknown set {name!r}: use de or en")
-
-
-def reanchor(queries: list[Query], texts: dict[str, str]) -> list[Query]:
-    """Return queries whose answer span is where the answer is in today's text: the English set's offsets were
-    written on pypdf's text of its PDFs, pdfium's differs a little (spacing, line breaks). An answer that does
-    not stand at its offset is looked for with any whitespace run matching any other (or none), the match
-    nearest the old offset taken (its text becoming the answer); one found nowhere keeps its span (and fails)."""
-    fixed = []
-    for query in queries:
-        text = texts.get(query.documents[0]) if query.documents else None
-        if text is None or query.answer is None or query.answer_start is None or (
-                squeezed(text[query.answer_start:query.answer_end]) == squeezed(query.answer)):
-            fixed.append(query)
-            continue
-        pattern = re.compile(r"\s*".join(re.escape(w) for w in query.answer.split()))
-        found = min(pattern.finditer(text), key=lambda m: abs(m.start() - query.answer_start), default=None)
-        fixed.append(query if found is None else replace(query, answer=found.group(), answer_start=found.start()))
-    return fixed
 
 
 def measure(name: str, args: argparse.Namespace, embedder) -> dict:

@@ -1,13 +1,18 @@
 """hits -> the LLM context under an exact cl100k token budget, with numbered sources.
 
 Each included chunk is one block: a one-line header `[Quelle N: title — heading › path — S. 3–4]`, a
-newline, then the chunk text as it is (the text is data: nothing in it is interpreted). Blocks are joined
+newline, then the chunk text as it is (the text is data: nothing in it is interpreted); a Markdown chunk that
+continues a table gets the table's header rows first (rag.chunking.tables). Blocks are joined
 by `separator`. The whole string is counted with rag.chunking.tokens, never the sum of its parts, because BPE
 merges across the joins.
 
 When a block does not fit, `overflow` decides (as the original pipeline: "truncate if needed"):
-  truncate  (default) the block is cut at the last sentence end (else word end) that fits, marked with
-            TRUNCATION_MARK, and the context ends there;
+  truncate  (default) the block is cut at the last sentence end that fits, marked with TRUNCATION_MARK,
+            and the context ends there. A cut keeps at least one sentence of the chunk's text: a sentence end
+            counts only when the text since the one before (or since the chunk's start) holds a letter, so the
+            dot of a heading number such as `1.1.2.` ends no sentence and "1.1.2. …" is never a source. A chunk
+            with sentences none of which fits is dropped with the reason NO_SENTENCE; a chunk without any
+            sentence end (a list, a table row) is cut at the last word end after its first letter instead;
   skip      the block is left out and the next, smaller one may still fit (greedy fill);
   stop      the context ends before the block.
 Every chunk left out is listed in `dropped` with its reason; a cut chunk in `truncated`.
@@ -31,6 +36,8 @@ OVERFLOWS = ("truncate", "skip", "stop")
 DEFAULT_OVERFLOW = "truncate"
 TRUNCATION_MARK = " …"
 _SENTENCE_END = re.compile(r"[.!?…:;][\"'»«“”)\]]*(?=\s)")
+_LETTER = re.compile(r"[^\W\d_]")
+NO_SENTENCE = "a cut would keep no sentence"  # the reason a chunk is dropped instead of cut to its heading number
 MIN_REMAINDER_CHARS = 30  # a trimmed overlap remainder this long is worth keeping ...
 MIN_REMAINDER_SHARE = 0.2  # ... or one this large a share of its chunk
 
@@ -51,7 +58,8 @@ class Source:
 @dataclass(frozen=True)
 class Dropped:
     hit: Hit
-    reason: str  # "over budget" | "budget full" | "duplicate" | "overlaps source N" | for a cut chunk: how much
+    reason: str  # "over budget" | "budget full" | "duplicate" | "overlaps source N" | NO_SENTENCE | for a cut
+    # chunk: how much was kept
 
 
 @dataclass(frozen=True)
@@ -100,6 +108,12 @@ def header(number: int, hit: Hit, label: str = "Quelle") -> str:
         end = hit.page_end if hit.page_end is not None else hit.page_start
         parts.append(f"S. {hit.page_start}" if end == hit.page_start else f"S. {hit.page_start}–{end}")
     return f"[{label} {number}: {' — '.join(parts)}]"
+
+
+def _table_lead(piece: Hit, hit: Hit) -> str:
+    """Return the header rows of the table the chunk continues and a line break (none for a cut-off piece)."""
+    lead = hit.payload.get("table_header") if piece.start == hit.start else None
+    return f"{lead}\n" if isinstance(lead, str) and lead else ""
 
 
 def _has_span(hit: Hit) -> bool:
@@ -190,17 +204,20 @@ def build_context(
         if piece is None:
             dropped.append(Dropped(hit, reason))
             continue
-        head = header(len(included) + 1, piece, label) + "\n"
+        head = header(len(included) + 1, piece, label) + "\n" + _table_lead(piece, hit)
         joint = separator if text else ""
         fits = _fits(text, count, joint + head + piece.content, max_tokens)
+        why = "over budget"
         if fits is None and overflow == "truncate":
             cut = _truncate(text, count, joint + head, piece, max_tokens)
-            if cut is not None:
+            if isinstance(cut, tuple):
                 piece, fits = cut
                 truncated.append(Dropped(hit, f"cut to fit: {len(piece.content) - len(TRUNCATION_MARK)} of "
                                               f"{len(hit.content)} characters kept"))
+            else:
+                why = cut
         if fits is None:
-            dropped.append(Dropped(hit, "over budget"))
+            dropped.append(Dropped(hit, why))
             full = overflow != "skip"
             continue
         text, count = text + joint + head + piece.content, fits
@@ -224,26 +241,42 @@ def _fits(text: str, count: int, addition: str, max_tokens: int) -> int | None:
     return total if total <= max_tokens else None
 
 
-def _truncate(text: str, count: int, lead: str, piece: Hit, max_tokens: int) -> tuple[Hit, int] | None:
-    """Return (piece cut to its longest start that fits, marked, and the new count), or None when none fits.
+def _truncate(text: str, count: int, lead: str, piece: Hit, max_tokens: int) -> tuple[Hit, int] | str:
+    """Return (piece cut to its longest start that fits, marked, and the new count), or why there is no such cut:
+    NO_SENTENCE (the chunk has sentences, not one fits, a word would) or "over budget" (not one word fits).
 
-    The cut lies at a sentence end when one fits, else at a word end; found by bisection over those ends.
+    The cut lies at a sentence end (_sentence_ends); only a chunk without one is cut at a word end after its first
+    letter.
+    Found by bisection over those ends.
     """
     content = piece.content
-    sentences = [m.end() for m in _SENTENCE_END.finditer(content)]
-    words = [m.start() for m in re.finditer(r"(?<=\S)\s", content)]
-    for ends in (sentences, words):
-        best, low, high = None, 0, len(ends) - 1
-        while low <= high:
-            middle = (low + high) // 2
-            kept = content[: ends[middle]].rstrip() + TRUNCATION_MARK
-            total = _fits(text, count, lead + kept, max_tokens)
-            if total is None:
-                high = middle - 1
-            else:
-                best, low = (kept, total), middle + 1
-        if best is not None:
-            kept, total = best
-            end = None if piece.start is None else piece.start + len(kept) - len(TRUNCATION_MARK)
-            return replace(piece, content=kept, end=end), total
-    return None
+    sentences = _sentence_ends(content)
+    first = _LETTER.search(content)
+    words = [m.start() for m in re.finditer(r"(?<=\S)\s", content) if first and m.start() > first.start()]
+    ends = sentences or words
+    best, low, high = None, 0, len(ends) - 1
+    while low <= high:
+        middle = (low + high) // 2
+        kept = content[: ends[middle]].rstrip() + TRUNCATION_MARK
+        total = _fits(text, count, lead + kept, max_tokens)
+        if total is None:
+            high = middle - 1
+        else:
+            best, low = (kept, total), middle + 1
+    if best is None:
+        word = words and _fits(text, count, lead + content[: words[0]] + TRUNCATION_MARK, max_tokens) is not None
+        return NO_SENTENCE if sentences and word else "over budget"
+    kept, total = best
+    end = None if piece.start is None else piece.start + len(kept) - len(TRUNCATION_MARK)
+    return replace(piece, content=kept, end=end), total
+
+
+def _sentence_ends(content: str) -> list[int]:
+    """Return the ends of content's sentences: the sentence ends with a letter since the one before (the dots of
+    `1.1.2.` or of a date end no sentence)."""
+    ends, since = [], 0
+    for match in _SENTENCE_END.finditer(content):
+        if _LETTER.search(content, since, match.start()):
+            ends.append(match.end())
+            since = match.end()
+    return ends

@@ -13,7 +13,7 @@ class Progress:
     file_index: int  # 0-based position of the file in this ingest
     files: int
     filename: str
-    stage: str  # one of STAGES, then "done" or "error"
+    stage: str  # one of STAGES, then "done", "error" or "cancelled" (IngestCancelled: nothing of the file stored)
     done: int  # units of the stage done (chunks for embed/store, pages while reading a long PDF, 0/1 otherwise)
     total: int
     seconds_left: float | None = None  # the whole ingest's, estimated (rag.evaluation.pace); None until measured
@@ -41,10 +41,17 @@ class IngestResult:
     replaced: tuple[str, ...] = ()  # titles of the documents (earlier versions) this one replaced
 
     @property
+    def cancelled(self) -> bool:
+        """Return whether a cancel stopped this file before it was stored."""
+        return self.error_type == "IngestCancelled"
+
+    @property
     def status(self) -> str:
-        """Return the outcome in one word: ingested, unchanged, skipped, needs password or failed."""
+        """Return the outcome in one word: ingested, unchanged, skipped, needs password, cancelled or failed."""
         if self.ok:
             return "unchanged" if self.unchanged else "ingested"
+        if self.cancelled:
+            return "cancelled"
         return "skipped" if self.skipped else "needs password" if self.needs_password else "failed"
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -12,10 +12,11 @@ import numpy as np
 from rag import chunking
 from rag.chunking import ChunkSettings, children, headers
 from rag.context import CHAT_MAX_TOKENS, DEFAULT_OVERFLOW, Context, build_context
-from rag.documents.loader import SourceFile, load_document
+from rag.documents.loader import SourceFile, expected_size, load_document
 from rag.documents.model import Document
 from rag.embeddings import get_embedder
 from rag.embeddings.base import Embedder
+from rag.embeddings.cache import EmbeddingCache, store_cache
 from rag.errors import (
     DocumentError,
     EmbedderMismatchError,
@@ -55,6 +56,7 @@ def ingest(
     cancel: Callable[[], bool] | None = None,
     chunk_headers: bool | None = None,
     child_size: int | None = None,
+    cache: EmbeddingCache | None = None,
 ) -> list[IngestResult]:
     """Return one result per file; a bad file is reported and the others go on.
 
@@ -71,6 +73,8 @@ def ingest(
     title and heading path (rag.chunking.headers; None = the default); an existing collection keeps its own.
     child_size: tokens per child of a new collection (parent–child search, rag.chunking.children; 0 = off, None =
     the default); an existing collection keeps its own.
+    cache: the embedding cache (default: the store's, rag.embeddings.cache.store_cache, which sweeps and
+    evaluations share), so a chunk text embedded once with this model and prompt is never embedded again.
     """
     chunking.validate_settings(settings)
     store = store if store is not None else open_store()
@@ -79,8 +83,10 @@ def ingest(
     store.check_writable(collection, embedder, language, chunk_headers, child_size)
     headed = store.chunk_headers(collection, chunk_headers)
     kids = store.child_size(collection, child_size)
-    pace = Pace([(0, 0)] * len(files), [0] * len(files), [])  # a file's work is planned once it is chunked, the
-    sizes = [len(f.data) if f.data is not None else f.size or 0 for f in files]  # rest's by its size meanwhile
+    cache = cache if cache is not None else store_cache(store)
+    pace = Pace([(0, 0)] * len(files), [0] * len(files), [])  # a file's work is planned once it is chunked, every
+    sizes = [expected_size(f) for f in files]  # other's by its pages or bytes meanwhile: the time left covers them all
+    pace.plan_rest(sizes, -1)
     results = []
     for index, file in enumerate(files):
         def report(stage: str, done: int = 0, total: int = 1, i=index, f=file) -> None:
@@ -90,9 +96,10 @@ def ingest(
                 progress(Progress(i, len(files), f.name, stage, done, total, pace.seconds_left()))
 
         job = _Job(collection, settings, embedder, store, report, keep_versions, archive, language, pace, index,
-                   headed, kids)
+                   headed, sizes, cache, kids)
         results.append(job.run(file.name, lambda f=file, r=report: load_document(
             f.read(), f.name, password=f.password, pages_read=lambda done, pages: r("extract", done, pages))))
+        pace.reused(index)  # nothing of it is left to do (also when it failed or was skipped before its plan)
         pace.plan_rest(sizes, index)
     return results
 
@@ -110,12 +117,13 @@ def reingest(
     cancel: Callable[[], bool] | None = None,
     chunk_headers: bool | None = None,
     child_size: int | None = None,
+    cache: EmbeddingCache | None = None,
 ) -> list[IngestResult]:
     """Return one result per document: chunked again with settings and written to collection.
 
     The text comes from the archive; a document ingested before the archive existed is rebuilt from its
     stored chunks in `source` (default: collection), which is exact for the text the chunks cover. cancel,
-    chunk_headers, child_size: as for ingest.
+    chunk_headers, child_size, cache: as for ingest (only chunk texts the cache lacks are embedded).
     """
     chunking.validate_settings(settings)
     ids = list(document_ids)
@@ -123,9 +131,12 @@ def reingest(
     store.check_writable(collection, embedder, chunk_headers=chunk_headers, child_size=child_size)
     headed = store.chunk_headers(collection, chunk_headers)
     kids = store.child_size(collection, child_size)
+    cache = cache if cache is not None else store_cache(store)
     titles = {d.document_id: d for d in store.documents(source or collection)} if store.has_collection(
         source or collection) else {}
     pace = Pace([(0, 0)] * len(ids), [0] * len(ids), [])
+    sizes = [("chunks", float(titles[i].chunks if i in titles else 0)) for i in ids]  # until each is chunked again
+    pace.plan_rest(sizes, -1)
     results = []
     for index, document_id in enumerate(ids):
         info = titles.get(document_id)
@@ -148,8 +159,10 @@ def reingest(
                     "chunks are incomplete: upload the file again.")
             return document_from_chunks(i, info.title, store.document_chunks(source or collection, i))
 
-        job = _Job(collection, settings, embedder, store, report, False, archive, None, pace, index, headed, kids)
+        job = _Job(collection, settings, embedder, store, report, False, archive, None, pace, index, headed, sizes,
+                   cache, kids)
         results.append(job.run(title, read))
+        pace.reused(index)
     return results
 
 
@@ -168,6 +181,8 @@ class _Job:
     pace: Pace = field(default_factory=lambda: Pace([(0, 0)], [0], []))  # the ingest's: each file's work, rates
     index: int = 0  # this file's place in the ingest (its configuration in pace)
     chunk_headers: bool = False  # embed each chunk as its title and heading path, then its text
+    sizes: Sequence[tuple[str, float]] = ()  # every file's (unit, amount) in pace: the later ones are planned again
+    cache: EmbeddingCache | None = None  # only the chunk texts it lacks are embedded (None: every one)
     child_size: int = 0  # tokens per child (rag.chunking.children); 0: no children
 
     def run(self, name: str, read: Callable[[], Document]) -> IngestResult:
@@ -189,14 +204,16 @@ class _Job:
             settings = self.settings
             chunks = chunking.chunk_document(document, settings.chunk_size, settings.overlap, settings.strategy)
             stage = _lap(result, stage, "embed", started)
-            texts = [headers.indexed_text(c.content, document.title, c.heading_path, self.chunk_headers)
+            texts = [headers.indexed_text(c.model_text, document.title, c.heading_path, self.chunk_headers)
                      for c in chunks]
             kids = children.children_of(chunks, self.child_size)
             texts += children.indexed_texts(document, chunks, kids, self.chunk_headers)
             self.pace.plan(self.index, len(texts), sum(map(len, texts)), sum(map(len, texts)))
+            if self.sizes:  # the characters per page or byte of this file: the files after it are planned by it
+                self.pace.plan_rest(self.sizes, self.index)
             self.report(stage, 0, len(texts))  # said before the first batch: it may wait for the model to load
             vectors = embed_chunks(texts, self.embedder, lambda done: self.report("embed", done, len(texts)),
-                                   pace=self.pace, index=self.index)
+                                   pace=self.pace, index=self.index, cache=self.cache)
             stage = _lap(result, stage, "store", started)
             self.report(stage, 0, len(chunks))
             result.chunks = self.store.upsert_document(
@@ -213,7 +230,7 @@ class _Job:
             result.error, result.error_type = redact_urls(str(error)), type(error).__name__
             result.needs_password = isinstance(error, EncryptedDocumentError)
             result.wrong_password = result.needs_password and error.wrong_password
-            self.report("error")
+            self.report("cancelled" if isinstance(error, IngestCancelled) else "error")
         except Exception as error:  # a bug must not cost the user the other files; it is logged in full
             log.exception("ingesting %s failed at %s", name, stage)
             result.error = f"{name}: unexpected error while {stage} ({type(error).__name__}: {error}). " \

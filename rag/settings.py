@@ -229,7 +229,7 @@ class Settings:
     max_pages: int  # RAG_MAX_PAGES
     timeouts: dict[str, float]  # RAG_QDRANT_TIMEOUT, RAG_EMBED_TIMEOUT, RAG_LLM_TIMEOUT: seconds
     ui_settings: bool  # RAG_UI_SETTINGS: visitors may change the data location and servers
-    sample_dir: str  # RAG_SAMPLE_DIR: the app's sample documents ("" for ../shared/data)
+    sample_dir: str  # RAG_SAMPLE_DIR: the app's sample documents ("" for the bundled rag/samples)
 
 
 _TEXTS = {"RAG_QDRANT_PATH": DEFAULT_QDRANT_PATH, "RAG_DATA_ROOT": DEFAULT_DATA_ROOT, "RAG_EMBEDDING_CACHE": "",

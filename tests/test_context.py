@@ -10,7 +10,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rag.chunking import tokens
-from rag.context import CHAT_MAX_TOKENS, GENERATION_MAX_TOKENS, OVERFLOWS, TRUNCATION_MARK, build_context, header
+from rag.context import (
+    CHAT_MAX_TOKENS,
+    GENERATION_MAX_TOKENS,
+    NO_SENTENCE,
+    OVERFLOWS,
+    TRUNCATION_MARK,
+    build_context,
+    header,
+)
 from rag.errors import InvalidSettingsError
 from rag.store.records import Hit
 
@@ -306,3 +314,33 @@ def test_every_policy_keeps_the_budget_exact(texts: list[str], max_tokens: int, 
     assert context.token_count == tokens.count(context.text) <= max_tokens
     assert len(context.included) + len(context.dropped) == len(hits)
     assert len(context.truncated) <= (1 if overflow == "truncate" else 0)
+
+
+LONG_RULE = "1.1.2. Die Authentifizierung erfolgt über " + " ".join(f"Verfahren{i}" for i in range(120)) + \
+    " und ist verbindlich. Danach kommt der nächste Satz."
+
+
+def test_a_cut_that_would_keep_only_a_heading_number_drops_the_chunk_with_its_reason() -> None:
+    first = hit("Die Frist beträgt drei Monate. Sie beginnt mit dem Zugang.", 0.9, "a", "a.md")
+    rule = hit(LONG_RULE, 0.8, "b", "b.md")
+    alone = build_context([first], max_tokens=1000)
+    budget = alone.token_count + tokens.count("\n\n---\n\n[Quelle 2: b.md]\n1.1.2. …") + 2
+    context = build_context([first, rule], max_tokens=budget)  # before: [Quelle 2] held "1.1.2. …" only
+    assert [s.document_id for s in context.sources] == ["a"] and context.truncated == []
+    assert [(d.hit, d.reason) for d in context.dropped] == [(rule, NO_SENTENCE)]
+    assert context.text == alone.text and "1.1.2." not in context.text
+    data = context.to_dict()
+    assert len(data["sources"]) == 1 and data["dropped"][0]["reason"] == NO_SENTENCE
+    no_room = build_context([first, rule], max_tokens=alone.token_count + tokens.count("\n\n---\n\n[Quelle 2: b.md]\n"))
+    assert [d.reason for d in no_room.dropped] == ["over budget"]  # not even a word would fit: no cut to speak of
+
+
+def test_a_cut_keeps_whole_sentences_and_never_ends_on_a_heading_number() -> None:
+    rule = hit(LONG_RULE, 0.8, "b", "b.md")
+    room = tokens.count("[Quelle 1: b.md]\n" + LONG_RULE[: LONG_RULE.index("verbindlich.") + 12] + " …")
+    kept = build_context([rule], max_tokens=room).included[0].content
+    assert kept.endswith("und ist verbindlich. …")  # the first sentence, number and all
+    tail = hit("Erster Satz der Regel. Zweiter Satz folgt hier.\n\n1.1.4. " + " ".join(["Wort"] * 200) + ".", 0.8)
+    room = tokens.count("[Quelle 1: doc.md]\nErster Satz der Regel. Zweiter Satz folgt hier.\n\n1.1.4. …") + 1
+    cut = build_context([tail], max_tokens=room).included[0].content
+    assert cut == "Erster Satz der Regel. Zweiter Satz folgt hier. …"  # not "... hier.\n\n1.1.4. …"

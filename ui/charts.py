@@ -52,6 +52,13 @@ def hit_chart(result: SweepResult) -> alt.LayerChart | alt.FacetChart:
 # Charts with one band per sweep row are sized per band: a fixed height is shared with axes and legend under
 # Streamlit's fit, which left a few pixels per row and dropped the overlapping labels.
 ROW_STEP = alt.Step(28)
+
+
+def band_title(text: str) -> alt.TitleParams:
+    """Return what the bands are, written above the chart from its left edge: as the y axis' vertical title it
+    was cut to the plot's height ("chunk_siz…" over one or two rows)."""
+    return alt.TitleParams(text, anchor="start", frame="bounds", orient="top", fontSize=11, fontWeight="bold",
+                           color="#555555")
 STANDING_COLOURS = {"best": "#1c7ed6", "tie": "#74c0fc", "worse": "#adb5bd"}
 
 
@@ -64,8 +71,8 @@ def interval_chart(result: SweepResult, metric: str) -> alt.LayerChart:
     tooltip = ["configuration", "standing", alt.Tooltip("value:Q", format=".3f", title=metric),
                alt.Tooltip("low:Q", format=".3f", title="95 % from"), alt.Tooltip("high:Q", format=".3f",
                                                                                   title="95 % to")]
-    base = alt.Chart(frame).encode(y=alt.Y("configuration:N", sort=None, title="chunk_size / overlap · mode",
-                                         axis=alt.Axis(labelLimit=260)), tooltip=tooltip)
+    base = alt.Chart(frame).encode(y=alt.Y("configuration:N", sort=None, title=None, axis=alt.Axis(labelLimit=260)),
+                                   tooltip=tooltip)
     colour = alt.Color("standing:N", title=None, scale=alt.Scale(domain=list(STANDING_COLOURS),
                                                                  range=list(STANDING_COLOURS.values())),
                        legend=alt.Legend(orient="bottom", labelExpr="datum.label == 'tie' ? 'tied with the best' : "
@@ -73,21 +80,23 @@ def interval_chart(result: SweepResult, metric: str) -> alt.LayerChart:
     rules = base.mark_rule(strokeWidth=2).encode(x=alt.X("low:Q", title=f"{metric} (bars: 95 % interval)",
                                                          scale=alt.Scale(zero=False)), x2="high:Q", color=colour)
     dots = base.mark_circle(size=90, opacity=1).encode(x="value:Q", color=colour)
-    return alt.layer(rules, dots).properties(height=ROW_STEP)
+    return alt.layer(rules, dots).properties(height=ROW_STEP, title=band_title("chunk_size / overlap · mode"))
 
 
 def heatmap(result: SweepResult, metric: str) -> alt.Chart:
     """Return chunk_size x overlap coloured by metric, with the value in each cell; a panel per mode."""
     frame = pd.DataFrame([{"chunk_size": r.config.chunk_size, "overlap": r.config.overlap, "mode": r.mode.label,
                            "value": r.metrics[metric]} for r in result.results])
-    base = alt.Chart().encode(x=alt.X("overlap:O"), y=alt.Y("chunk_size:O", sort="descending"))
-    cells = base.mark_rect().encode(color=alt.Color("value:Q", title=metric, scale=alt.Scale(scheme="blues")),
+    base = alt.Chart().encode(x=alt.X("overlap:O"), y=alt.Y("chunk_size:O", sort="descending", title=None))
+    cells = base.mark_rect().encode(color=alt.Color("value:Q", title=metric, scale=alt.Scale(scheme="blues"),
+                                                    legend=alt.Legend(format=".3f")),  # as the table rounds
                                     tooltip=["chunk_size", "overlap", "mode", alt.Tooltip("value:Q", format=".3f")])
     middle = (frame["value"].min() + frame["value"].max()) / 2 if len(frame) else 0.5  # the colour scale's middle
     text = base.mark_text(fontSize=13).encode(text=alt.Text("value:Q", format=".3f"),
                                               color=alt.condition(alt.datum.value > middle, alt.value("white"),
                                                                   alt.value("black")))
-    chart = alt.layer(cells, text, data=frame).properties(height=60 + 45 * frame["chunk_size"].nunique())
+    chart = alt.layer(cells, text, data=frame).properties(height=60 + 45 * frame["chunk_size"].nunique(),
+                                                          title=band_title("chunk_size"))
     return per_mode(chart, result)
 
 
@@ -115,10 +124,10 @@ def time_frame(result: SweepResult) -> pd.DataFrame:
 def time_chart(result: SweepResult) -> alt.Chart:
     """Return the seconds of each configuration split into chunking, embedding, indexing and searching."""
     return alt.Chart(time_frame(result)).mark_bar().encode(
-        y=alt.Y("configuration:N", sort=None, title="chunk_size / overlap", axis=alt.Axis(labelLimit=260)),
+        y=alt.Y("configuration:N", sort=None, title=None, axis=alt.Axis(labelLimit=260)),
         x=alt.X("sum(seconds):Q", title="seconds"), color=alt.Color("stage:N", sort=None),
         tooltip=["configuration", "modes", "stage", alt.Tooltip("seconds:Q", format=".2f")],
-    ).properties(height=ROW_STEP)
+    ).properties(height=ROW_STEP, title=band_title("chunk_size / overlap"))
 
 
 def rank_chart(row: ConfigResult, threshold: float | None) -> alt.LayerChart:
@@ -126,7 +135,7 @@ def rank_chart(row: ConfigResult, threshold: float | None) -> alt.LayerChart:
     depth = row.evaluation.ks[-1]
     found = [r for r in rank_rows(row.evaluation, threshold) if r.rank is not None]
     found.sort(key=lambda r: -r.score)
-    bands = ["1", "2–3", "4–5", f"6–{depth}"]
+    bands = ["1", "2–3", "4–5", f"6–{depth}"][: 1 + (depth > 1) + (depth > 3) + (depth > 5)]  # no "6–5" band
     frame = pd.DataFrame([{"query #": i, "query": r.query[:80], "rank": r.rank, "score": r.score,
                            "top score": r.top_score, "gap": r.gap,
                            "rank band": bands[0 if r.rank == 1 else 1 if r.rank <= 3 else 2 if r.rank <= 5 else 3]}
@@ -139,7 +148,7 @@ def rank_chart(row: ConfigResult, threshold: float | None) -> alt.LayerChart:
         y=alt.Y("top score:Q", title="score"), tooltip=tooltip)
     dots = base.mark_circle(size=40).encode(
         y="score:Q", tooltip=tooltip,
-        color=alt.Color("rank band:N", sort=bands, scale=alt.Scale(domain=bands, range=RANK_COLOURS)))
+        color=alt.Color("rank band:N", sort=bands, scale=alt.Scale(domain=bands, range=RANK_COLOURS[: len(bands)])))
     layers = [top, dots]
     if threshold is not None:
         layers.append(alt.Chart(pd.DataFrame({"threshold": [threshold]})).mark_rule(color="#d62728",

@@ -81,7 +81,7 @@ class IngestJob:
         if self.status == "running" and self.cancel_requested:
             return f"Cancelling … (after the batch under way; what is stored in '{self.collection}' stays)"
         if self.status == "running":
-            done = sum(p.stage in ("done", "error") for p in self.progress.values())
+            done = sum(p.stage in ("done", "error", "cancelled") for p in self.progress.values())
             latest = max(self.progress.values(), key=lambda p: p.file_index, default=None)
             left = time_left(latest.seconds_left) if latest else ""
             return f"Ingesting into '{self.collection}': {done} of {count} file(s) done" + (f", {left}" if left else "")
@@ -89,8 +89,32 @@ class IngestJob:
         took = f" in {self.finished - self.started:.0f} s" if self.finished and self.started else ""
         if self.status == "failed":
             return f"Failed: {self.error}"
+        if self.status == "done" and self.results and not stored:
+            return f"None of {count} file(s) stored in '{self.collection}'{took}: {self._why_not()}"
         word = "Cancelled" if self.status == "cancelled" else "Done"
         return f"{word}: {stored} of {count} file(s) stored in '{self.collection}'{took}"
+
+    def _why_not(self) -> str:
+        """Return why files were not stored, counted by reason, e.g. "2 failed (see below)"."""
+        reasons = {"failed": "failed", "needs password": "need(s) a password",
+                   "skipped": "skipped (the same content is already stored under another name)",
+                   "cancelled": "cancelled"}
+        counts: dict[str, int] = {}
+        for result in self.results:
+            if not result.ok:
+                counts[result.status] = counts.get(result.status, 0) + 1
+        return ", ".join(f"{n} {reasons.get(status, status)}" for status, n in counts.items()) + " (see below)"
+
+    @property
+    def mark(self) -> str:
+        """Return how the job ended for its mark: "done" (every file stored or unchanged), "warning" (some were not),
+        "error" (none was; or the job failed), "cancelled"; or its status while it waits or runs."""
+        if self.status != "done":
+            return "error" if self.status == "failed" else self.status
+        stored = sum(r.ok for r in self.results)
+        if stored == len(self.results):
+            return "done"
+        return "warning" if stored or all(r.skipped for r in self.results) else "error"
 
 
 @dataclass(kw_only=True)

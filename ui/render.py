@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from rag import words
 from rag.documents.text import shorten
 from rag.reports.chunks import Segment
 
@@ -26,6 +27,9 @@ MODE_LABELS = {"dense": "Dense", "sparse": "Keyword (BM25)", "hybrid": "Hybrid",
 COMPARED_MODES = ("dense", "sparse", "hybrid-convex", "hybrid-rrf", "hybrid-dbsf")
 
 
+EMPTY_CELL = "—"  # what a table shows for a missing value (st.dataframe's own would read "None")
+
+
 def md(text: str) -> str:
     """Return text with every Markdown-active character backslash-escaped, for labels and captions."""
     return _MD_SPECIAL.sub(r"\\\1", " ".join(str(text).split()))
@@ -36,10 +40,7 @@ def md_lines(text: str) -> str:
     return "  \n".join(_MD_SPECIAL.sub(r"\\\1", line) for line in str(text).split("\n"))
 
 
-def counted(count: int, word: str, words: str | None = None) -> str:
-    """Return "1 document" or "3 documents" (words: an irregular plural, "queries"), the count with thousands
-    separators."""
-    return f"{count:,} {word if count == 1 else words or word + 's'}"
+counted = words.counted  # "1 document", "3 documents": one rule for the pages and rag's own messages
 
 
 HEADING_TAIL_HELP = "the end of the heading path (… stands for the levels above it); the chunk itself shows all of it"
@@ -78,10 +79,11 @@ def token_histogram(frame: pd.DataFrame, chunk_size: int | None, domain: tuple[f
     rule = {"data": {"name": "chunk-size"}, "mark": {"type": "rule", "color": "#d33", "strokeDash": [5, 3], "size": 2},
             "encoding": at_rule}
     right_of_rule = bool(domain) and chunk_size < 0.7 * domain[1]  # else the label would leave the plot
+    # above the plot, where no bar reaches (inside it, the tallest bar hid it)
     label = {"data": {"name": "chunk-size"}, "mark": {
-        "type": "text", "align": "left" if right_of_rule else "right", "dx": 4 if right_of_rule else -4, "dy": 4,
-        "color": "#d33", "baseline": "top"}, "encoding": {**at_rule, "y": {"value": 0},
-                                                        "text": {"field": "label", "type": "nominal"}}}
+        "type": "text", "align": "left" if right_of_rule else "right", "dx": 4 if right_of_rule else -4, "dy": -3,
+        "color": "#d33", "baseline": "bottom"}, "encoding": {**at_rule, "y": {"value": 0},
+                                                           "text": {"field": "label", "type": "nominal"}}}
     return {"height": CHART_HEIGHT, "layer": [bars, rule, label], "datasets": datasets}
 
 

@@ -4,6 +4,8 @@ and listings that are read again only when the store changed (or after a short t
 from __future__ import annotations
 
 import contextlib
+import json
+import os
 import threading
 from collections.abc import Callable
 
@@ -19,6 +21,7 @@ from rag.store import rebuild
 from rag.store.archive import DocumentArchive, default_archive_dir
 from rag.store.client import Store
 from rag.store.open import open_store
+from rag.store.reads import serve_reads
 from rag.store.records import CollectionInfo, DocumentInfo, Hit
 from ui import settings
 
@@ -30,7 +33,9 @@ def store(kind: str, target: str, api_key: str = "") -> Store:
     """Return the Store for an embedded folder (kind "folder") or a server URL (kind "server")."""
     if kind == "server":  # an explicit key ("" = none): the store never falls back to QDRANT_API_KEY
         return open_store(url=target, api_key=api_key)
-    return open_store(path=target)
+    opened = open_store(path=target)
+    serve_reads(opened)  # the CLI reads beside the app through this process (rag.store.reads)
+    return opened
 
 
 @st.cache_resource(show_spinner=False)
@@ -110,18 +115,41 @@ def change_hook() -> Callable[[], None]:
     return changed
 
 
+LAST_USED_FILE = "last-collection.json"  # under the data root: {location: collection}, kept across a restart
+_WRITING = threading.Lock()  # sessions run on threads of their own: one writes the file at a time
+
+
 @st.cache_resource(show_spinner=False)
 def _last_used() -> dict[str, str]:
-    return {}
+    """Return the collections last used per location, read once per server process from the data root."""
+    try:
+        saved = json.loads((settings.data_root() / LAST_USED_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}  # none kept yet, or unreadable: the largest collection opens, as on a first start
+    return {str(k): str(v) for k, v in saved.items()} if isinstance(saved, dict) else {}
+
+
+def _keep_last_used(used: dict[str, str]) -> None:
+    """Write the last used collections under the data root, whole or not at all; a read-only root keeps them in
+    this process only (a convenience, never an error)."""
+    path = settings.data_root() / LAST_USED_FILE
+    with _WRITING, contextlib.suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(f".{LAST_USED_FILE}.{os.getpid()}")
+        temporary.write_text(json.dumps(used, ensure_ascii=False), encoding="utf-8")
+        os.replace(temporary, path)
 
 
 def remember_collection(location: str, name: str) -> None:
     """Note name as the collection last chosen (or ingested into) at location, for the next new session."""
-    _last_used()[location] = name
+    used = _last_used()
+    if used.get(location) != name:
+        used[location] = name
+        _keep_last_used(dict(used))
 
 
 def last_collection(location: str) -> str | None:
-    """Return the collection last chosen at location by any session of this server process, or None."""
+    """Return the collection last chosen at location by any session of this server, also before its restart."""
     return _last_used().get(location)
 
 

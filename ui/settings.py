@@ -19,6 +19,7 @@ import streamlit as st
 from streamlit.errors import StreamlitSecretNotFoundError
 
 from rag import settings as rag_settings
+from rag.documents import samples
 from rag.errors import InvalidSettingsError
 from rag.settings import Service
 
@@ -137,12 +138,11 @@ def data_root() -> Path:
 
 
 def sample_dir() -> Path | None:
-    """Return the folder of sample documents: RAG_SAMPLE_DIR (relative to the project root), else
-    ../shared/data when that exists, else None. A configured folder is returned even if it is missing."""
+    """Return the folder of sample documents: RAG_SAMPLE_DIR (relative to the project root), else the set shipped
+    in the package (rag/samples). A configured folder is returned even if it is missing."""
     configured = loaded().sample_dir
     if not configured:
-        default = PROJECT_ROOT.parent / "shared" / "data"
-        return default.resolve() if default.is_dir() else None
+        return samples.BUNDLED
     folder = Path(configured).expanduser()
     return (folder if folder.is_absolute() else PROJECT_ROOT / folder).resolve()
 

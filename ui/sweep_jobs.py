@@ -19,15 +19,18 @@ from rag.documents.model import Document
 from rag.embeddings.base import Embedder
 from rag.embeddings.cache import EmbeddingCache
 from rag.evaluation.modes import SearchMode
+from rag.evaluation.pace import Cancelled
 from rag.evaluation.queries import Query
 from rag.evaluation.results import SweepConfig, SweepProgress, SweepResult
 from rag.evaluation.sweep import run_sweep
+from rag.evaluation.sweep_funnel import trace_sweep
 from rag.rerank import DEFAULT_DEPTH, Reranker
 from rag.runs.keep import keep_sweep
 from rag.store.client import Store
 from ui.jobs import JobQueue, QueuedJob, failure
 from ui.render import counted
 
+CANCELLING = "Cancelling … (after the embedding slice under way, about a second)"
 RESULTS_KEPT = 3  # finished sweeps per store that keep their SweepResult (each holds every query's hits)
 
 
@@ -65,6 +68,8 @@ class SweepJob(QueuedJob):
     @property
     def text(self) -> str:
         """Return the line under the progress bar: the stage and the time left."""
+        if self.status == "running" and self.cancel_requested:
+            return CANCELLING
         if self.progress is not None and self.status == "running":
             return self.progress.status or self.step
         return self.step
@@ -75,6 +80,8 @@ class SweepJob(QueuedJob):
                 f"{counted(len(self.queries), 'query', 'queries')}")
         if self.status == "queued":
             return f"Waiting: {what}"
+        if self.status == "running" and self.cancel_requested:
+            return f"Cancelling: {what}, {self.configs_done} of {len(self.configs)} done"
         if self.status == "running":
             return f"Running: {what}, {self.configs_done} of {len(self.configs)} done"
         took = f" in {self.finished - self.started:.0f} s" if self.finished and self.started else ""
@@ -96,12 +103,14 @@ class SweepJob(QueuedJob):
             self.result = run_sweep(documents, self.queries, self.configs, self.embedder, store=self.store,
                                     cache=self.cache, ks=self.ks, skipped=self.skipped, modes=self.modes,
                                     progress=self._progress, reranker=self.reranker,
-                                    rerank_depth=self.rerank_depth)
+                                    rerank_depth=self.rerank_depth, cancel=lambda: self.cancel_requested)
+            self.step = "Tracing each miss through the stages…"
+            trace_sweep(self.result, store=self.store, embedder=self.embedder, cache=self.cache,
+                        reranker=self.reranker, rerank_depth=self.rerank_depth)
             self.run_id, self.run_warning = keep_sweep(self.store, self.result, self.queries, embedder=self.embedder,
-                                                       query_set=self.query_set,
-                                                       seconds=time.time() - self.started)
+                                                       query_set=self.query_set)
             self.status = "done"
-        except SweepCancelled:
+        except (SweepCancelled, Cancelled):
             self.status = "cancelled"
         except Exception as error:
             self.status, self.error = "failed", failure(error, "sweep", self.id)

@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 
 from rag.chunking import tokens
+from rag.chunking.tables import Tables
 from rag.chunking.toc import toc_flags
 from rag.documents.model import Document
 from rag.errors import InvalidSettingsError
@@ -38,6 +39,12 @@ class Chunk:
     start: int
     end: int
     flags: tuple[str, ...] = ()  # "toc": a table of contents (rag.chunking.toc), kept visible, left out of searches
+    table_header: str = ""  # Markdown: the header rows of the table the chunk continues (rag.chunking.tables)
+
+    @property
+    def model_text(self) -> str:
+        """Return what the embedder, the keyword index and the LLM read: table_header (if any), then content."""
+        return f"{self.table_header}\n{self.content}" if self.table_header else self.content
 
 
 TOC = "toc"
@@ -65,16 +72,17 @@ def chunk_document(
     if not document.text or document.text.isspace():
         return []
     index = tokens.TokenIndex(document.text)
+    tables = Tables(document.text) if document.kind == "markdown" and strategy != "tokens" else None
     if strategy == "tokens":
         spans = _token_windows(index, chunk_size, overlap)
     else:
         spans = []
         for start, end in _sections(document):
-            spans.extend(_split_section(index, start, end, chunk_size, overlap))
-    return _chunks(document, spans)
+            spans.extend(_split_section(index, start, end, chunk_size, overlap, tables or None))
+    return _chunks(document, spans, tables or None)
 
 
-def _chunks(document: Document, spans: list[Span]) -> list[Chunk]:
+def _chunks(document: Document, spans: list[Span], tables: Tables | None = None) -> list[Chunk]:
     """Return the Chunks of spans: content, heading path, pages and flags, each looked up once per chunk."""
     text, document_id = document.text, document.id
     paths = _heading_paths(document)
@@ -95,7 +103,8 @@ def _chunks(document: Document, spans: list[Span]) -> list[Chunk]:
         chunk = _new(Chunk)  # Chunk(...) without its __init__: see below
         chunk.__dict__.update(document_id=document_id, chunk_index=i, content=text[a:b], token_count=n,
                               heading_path=paths[k][1] if k >= 0 else (), page_start=page_start, page_end=page_end,
-                              start=a, end=b, flags=_TOC_FLAGS if tables_of_contents[i] else ())  # fmt: skip
+                              start=a, end=b, flags=_TOC_FLAGS if tables_of_contents[i] else (),
+                              table_header=tables.header_at(a) if tables else "")  # fmt: skip
         chunks.append(chunk)
     return chunks
 
@@ -184,8 +193,9 @@ def _heading_paths(document: Document) -> list[tuple[int, tuple[str, ...]]]:
 Span = tuple[int, int, int]  # start, end, exact token count
 
 
-def _split_section(index: tokens.TokenIndex, start: int, end: int, chunk_size: int, overlap: int) -> list[Span]:
-    """Return the chunk spans of text[start:end], split at the best boundary that fits."""
+def _split_section(index: tokens.TokenIndex, start: int, end: int, chunk_size: int, overlap: int,
+                   tables: Tables | None = None) -> list[Span]:
+    """Return the chunk spans of text[start:end], split at the best boundary that fits (between table rows)."""
     text = index.text
     a, end = _skip_space(text, start, end), _trim_end(text, start, end)
     end_index = index.index_at(end)
@@ -193,14 +203,20 @@ def _split_section(index: tokens.TokenIndex, start: int, end: int, chunk_size: i
     while a < end:
         first = index.index_at(a)
         b, n = _chunk_end(index, a, first, end, end_index, chunk_size)
+        if tables:
+            b, n = tables.fit_end(index, a, b, n, end, chunk_size)
         if spans and b <= spans[-1][1]:  # the overlap left no room to move on: restart without it
             a = _skip_space(text, spans[-1][1], end)
             first = index.index_at(a)
             b, n = _chunk_end(index, a, first, end, end_index, chunk_size)
+            if tables:
+                b, n = tables.fit_end(index, a, b, n, end, chunk_size)
         spans.append((a, b, n))
         if b >= end:
             break
         a = _next_start(index, a, first, b, end, overlap)
+        if tables:
+            a = tables.fit_start(a, b, end)
     return spans
 
 

@@ -2,7 +2,9 @@
 
 The answer streams to stdout as it comes; what was cited, unused or unknown, and how full the context was,
 goes to stderr. --json prints one object: answer, citations, unknown_citations, unused_sources, context (as
-`rag context --json`), prompt_tokens, model, preset, language, context_window.
+`rag context --json`), prompt_tokens, model, preset, language, context_window, rerank (as `rag search --json`:
+null, or the reranker's spec, depth and scale). --rerank SPEC|off as on `rag context` (default: the collection's
+saved reranker).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import sys
 
 from rag import pipeline
 from rag.cli import common
+from rag.cli.rerank import reranker_of
 from rag.cli.store import (
     add_context_options,
     add_query_options,
@@ -25,6 +28,7 @@ from rag.context import CHAT_MAX_TOKENS, GENERATION_MAX_TOKENS
 from rag.generation.answer import answer_with
 from rag.generation.llm import LLM_SPECS, get_llm
 from rag.generation.prompts import PRESETS, load_template
+from rag.rerank import describe
 
 BUDGETS = {"chat": CHAT_MAX_TOKENS, "generation": GENERATION_MAX_TOKENS}
 
@@ -49,12 +53,13 @@ def register(commands: argparse._SubParsersAction) -> None:
 def run_answer(args: argparse.Namespace) -> int:
     llm = get_llm(args.llm)  # a missing or malformed spec is said before anything is searched
     template = load_template(args.template) if args.template else None
-    store = store_of(args)
+    store = store_of(args, read_only=True)
     args.mode, args.fusion = pipeline.search_defaults(store, args.collection, args.mode, args.fusion)
+    reranker = reranker_of(args, store, args.collection)  # as `rag context`: --rerank, else the collection's saved
     context = pipeline.retrieve(args.query, args.collection, args.top_k, args.max_tokens or BUDGETS[args.preset],
                                 store=store, embedder=query_embedder(args, store), score_threshold=args.threshold,
                                 label=args.label, mode=args.mode, fusion=args.fusion, include_toc=args.include_toc,
-                                overflow=args.overflow)
+                                overflow=args.overflow, reranker=reranker, rerank_depth=args.rerank_depth)
 
     def show(piece: str) -> None:
         print(piece, end="", flush=True)
@@ -62,7 +67,7 @@ def run_answer(args: argparse.Namespace) -> int:
     result = answer_with(llm, args.query, context, args.preset, template, args.label,
                          on_text=None if args.json else show, window=args.context_window)
     if args.json:
-        dump(result.to_dict())
+        dump(result.to_dict() | {"rerank": describe(reranker, args.rerank_depth)})
         return 0
     print()
     cited = result.citations

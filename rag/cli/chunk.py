@@ -85,4 +85,5 @@ def chunk_json(chunk: chunking.Chunk) -> dict:
         "page_end": chunk.page_end,
         "start": chunk.start,
         "end": chunk.end,
+        "table_header": chunk.table_header,  # Markdown: the header rows the model reads before content
     }

@@ -76,7 +76,7 @@ def run_compare(args: argparse.Namespace) -> int:
     if (args.query is None) == (args.queries is None):
         raise UsageError("Give either QUERY (one query) or --queries FILE (a query set), not both or neither.")
     sides = parse_side(args.a, args.fusion), parse_side(args.b, args.fusion)
-    store = store_of(args)
+    store = store_of(args, read_only=True)
     embedders = [_embedder(store, side) for side in sides]
     ids = [e.model_id if e else None for e in embedders]
     different = document_difference(store, sides[0].collection, sides[1].collection)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
@@ -25,6 +24,8 @@ from rag import pipeline
 from rag.chunking import chunker as chunking
 from rag.chunking import headers
 from rag.cli.chunk import common
+from rag.cli.eval_options import headers_option, ks_option, modes_option, sizes_option
+from rag.cli.gate import add_gate_options, check_baseline, check_gate_options, run_gate
 from rag.cli.rerank import add_rerank_options, reranker_of, with_rerank
 from rag.cli.runs import announce, apply_best, check_apply_target
 from rag.cli.store import (
@@ -42,10 +43,10 @@ from rag.documents.loader import SourceFile
 from rag.documents.samples import SAMPLE_SUFFIXES
 from rag.embeddings import get_embedder
 from rag.embeddings.cache import EmbeddingCache, default_cache_dir
-from rag.errors import InvalidSettingsError, UsageError
+from rag.errors import UsageError
 from rag.evaluation.funnel import Funnel, FunnelSummary, evaluation_funnels, summarize
 from rag.evaluation.fusion_tuning import tune_fusion
-from rag.evaluation.metrics import DEFAULT_KS, METRICS, Evaluation, QueryOutcome, parse_ks
+from rag.evaluation.metrics import DEFAULT_KS, METRICS, Evaluation, QueryOutcome
 from rag.evaluation.modes import MODE_NAMES, SearchMode, parse_modes
 from rag.evaluation.queries import load_query_set
 from rag.evaluation.rerank_effect import effect_words
@@ -60,6 +61,8 @@ from rag.evaluation.sweep import (
     parse_overlaps,
     run_sweep,
 )
+from rag.evaluation.sweep_funnel import funnel_k, trace_sweep
+from rag.evaluation.versions import version_of
 from rag.reports.evaluation_html import evaluation_report, sweep_report
 from rag.rerank import DEFAULT_DEPTH, Reranker, describe, rerank
 from rag.runs.keep import keep_eval, keep_sweep
@@ -68,21 +71,6 @@ from rag.store.fusion import DEFAULT_FUSION
 FAILURES_SHOWN = 10
 
 
-def ks_option(text: str) -> tuple[int, ...]:
-    try:
-        return parse_ks(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-
-
-def sizes_option(read: Callable[[str, str], list[int]], what: str) -> Callable[[str], list[int]]:
-    def parse(text: str) -> list[int]:
-        try:
-            return read(text, what)
-        except ValueError as error:
-            raise argparse.ArgumentTypeError(str(error)) from None
-
-    return parse
 
 
 def cache_of(args: argparse.Namespace, store) -> EmbeddingCache:
@@ -107,7 +95,9 @@ def run_eval(args: argparse.Namespace) -> int:
     if args.html and args.tune_fusion:
         raise UsageError("--html reports an evaluation; run it without --tune-fusion.")
     report = common.output_file(args.html) if args.html else None  # checked before the work, not after it
-    store = store_of(args)
+    junit = check_gate_options(args)
+    store = store_of(args, read_only=True)
+    check_baseline(args, store)
     if args.tune_fusion:
         return run_tune_fusion(args, queries, store)
     started = time.perf_counter()
@@ -126,21 +116,24 @@ def run_eval(args: argparse.Namespace) -> int:
     run_id = announce(keep_eval(store, evaluation, queries, collection=args.collection, mode=mode.mode,
                                 fusion=mode.fusion_used, embedder=embedder, query_set=Path(args.queries).name,
                                 seconds=time.perf_counter() - started, report=html,
-                                rerank=reranker.spec if reranker else None))
+                                rerank=reranker.spec if reranker else None,
+                                query_version=version_of(queries, args.queries)))
     if args.json:
         data = evaluation.to_json()
         for entry, funnel in zip(data["per_query"], funnels, strict=True):
             entry.update(funnel.to_json())
+        gated, code = run_gate(args, evaluation, store, junit)
         dump({"collection": args.collection, "mode": mode.mode, "fusion": mode.fusion_used,
               "embedder": embedder.model_id if embedder else None, "rerank": describe(reranker, args.rerank_depth),
-              "run": run_id} | data | {"funnel": summarize(funnels, failure_k(evaluation.ks)).to_json()})
-        return 0
+              "run": run_id} | data | {"funnel": summarize(funnels, failure_k(evaluation.ks)).to_json(),
+                                       "gate": gated})
+        return code
     how = f"{embedder.model_id}, " if embedder else ""
     print(f"{len(queries)} queries on '{args.collection}' ({how}{mode.label} search)\n")
     print_metrics(evaluation)
     print_failures(evaluation)
     print_funnel(summarize(funnels, failure_k(evaluation.ks)))
-    return 0
+    return run_gate(args, evaluation, store, junit)[1]
 
 
 def funnels_of(evaluation: Evaluation, collection: str, embedder, store, cache: EmbeddingCache, mode: SearchMode,
@@ -192,14 +185,17 @@ def with_interval(evaluation: Evaluation, name: str) -> str:
 
 
 def print_metrics(evaluation: Evaluation) -> None:
-    rows = [[str(k), *(with_interval(evaluation, f"{m}@{k}") for m in METRICS)] for k in evaluation.ks]
-    common.print_table(rows, ["k", *METRICS])
-    print("± half the 95 % bootstrap interval over the queries")
+    rows = [[str(k), *(with_interval(evaluation, f"{m}@{k}") for m in METRICS),
+             f"{evaluation.metrics[f'hole@{k}']:.3f}" + (" mostly unjudged" if evaluation.mostly_unjudged(k) else "")]
+            for k in evaluation.ks]
+    common.print_table(rows, ["k", *METRICS, "hole"])
+    print("± half the 95 % bootstrap interval over the queries; hole@k: the share of the top k no one has judged "
+          "(`--json`: judged@k and hole@k, per question too)")
 
 
 def failure_k(ks: tuple[int, ...]) -> int:
     """Return the k whose failures are listed: 5 when measured (a usual top_k), else the largest."""
-    return 5 if 5 in ks else ks[-1]
+    return funnel_k(ks)
 
 
 def print_failures(evaluation: Evaluation) -> None:
@@ -273,16 +269,19 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     if args.apply_best:
         check_apply_target(store, args.apply_best, embedder)
     modes = with_rerank(parse_modes(args.mode, args.fusion or DEFAULT_FUSION), args)
-    started = time.perf_counter()
-    result = run_sweep(documents, queries, configs, embedder, store=store, cache=cache_of(args, store), ks=args.k,
-                       progress=SweepReporter(), skipped=skipped, modes=modes, reranker=reranker_of(args),
+    cache, reranker = cache_of(args, store), reranker_of(args)
+    result = run_sweep(documents, queries, configs, embedder, store=store, cache=cache, ks=args.k,
+                       progress=SweepReporter(), skipped=skipped, modes=modes, reranker=reranker,
                        rerank_depth=args.rerank_depth)
+    common.progress(f"tracing the misses of {len(result.results)} rows through the stages (why was it missed?)")
+    trace_sweep(result, store=store, embedder=embedder, cache=cache, reranker=reranker, rerank_depth=args.rerank_depth)
     html = sweep_report(result)
     if report:
         common.write_report(report, html)
     run_id = announce(keep_sweep(store, result, queries, embedder=embedder, query_set=Path(args.queries).name,
-                                 seconds=time.perf_counter() - started, report=html))
-    applied = apply_best(store, result, args.apply_best, embedder, run_id, documents) if args.apply_best else None
+                                 report=html, query_version=version_of(queries, args.queries)))
+    applied = (apply_best(store, result, args.apply_best, embedder, run_id, documents, cache) if args.apply_best
+               else None)
     if args.json:
         dump(result.to_json() | {"run": run_id, "applied": applied.to_json() if applied else None})
     else:
@@ -295,22 +294,28 @@ def run_sweep_command(args: argparse.Namespace) -> int:
 def print_sweep(result: SweepResult) -> None:
     deepest = result.ks[-1]
     metrics = [f"hit@{k}" for k in result.ks] + [f"{m}@{deepest}" for m in ("recall", "mrr", "ndcg")]
+    hole = f"hole@{deepest}"
     headed = any(r.config.chunk_headers for r in result.results)  # a column only when headers were swept
     kids = any(r.config.child_size for r in result.results)  # ... or child sizes
     rows = [[str(r.config.chunk_size), str(r.config.overlap), *(["on" if r.config.chunk_headers else "off"] * headed),
              *([str(r.config.child_size)] * kids),
              r.mode.label, str(r.chunks), f"{r.mean_tokens:.0f}",
              *(with_interval(r.evaluation, m) for m in metrics),
+             f"{r.metrics[hole]:.2f}" + (" mostly unjudged" if r.evaluation.mostly_unjudged(deepest) else ""),
              f"{r.total_seconds:.1f} s" + (" (reused)" if r.reused else ""), place.mark]
             for place in result.standing() for r in [place.row]]
     common.print_table(rows, ["chunk_size", "overlap", *(["chunk headers"] * headed), *(["child_size"] * kids),
                               "mode", "chunks", "mean tokens",
-                              *metrics, "time",
+                              *metrics, hole, "time",
                               f"by {result.default_metric()}"])
     print(f"\n{result.queries} queries, {len(result.documents)} documents, {result.embedder}; "
           f"queries embedded in {result.query_seconds:.1f} s; ± half the 95 % bootstrap interval over the queries")
     print(result.summary())
     print(result.tie_summary())
+    best = result.best()
+    if best is not None and best.funnel is not None:
+        print(f"\nThe best ({best.short}):", end="")
+        print_funnel(best.funnel)
     if result.rerank:
         effect = effect_words(result.rerank_effect(), result.default_metric())
         print(f"Reranking with {result.rerank['spec']} (depth {result.rerank['depth']}), on minus off, paired test:")
@@ -339,6 +344,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     add_embedder(evaluate)
     add_rerank_options(evaluate)
     add_common(evaluate)
+    add_gate_options(evaluate)
     evaluate.set_defaults(run=run_eval)
 
     sweep = commands.add_parser("sweep", parents=[parent], help="compare chunk sizes and overlaps on a query set")
@@ -368,21 +374,6 @@ def register(commands: argparse._SubParsersAction) -> None:
     sweep.set_defaults(run=run_sweep_command)
 
 
-def headers_option(text: str) -> list[bool]:
-    """Return the chunk header settings of "on", "off" or "on,off"; usage error otherwise."""
-    try:
-        return list(dict.fromkeys(headers.parse_chunk_headers(item) for item in text.split(",")))
-    except InvalidSettingsError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-
-
-def modes_option(text: str) -> str:
-    """Return text after checking each of its modes (the fusion is applied later); usage error if unknown."""
-    try:
-        parse_modes(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-    return text
 
 
 def add_common(parser: argparse.ArgumentParser) -> None:

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 from rag.cli.chunk import common
 from rag.cli.store import dump, store_options
+from rag.embeddings.cache import EmbeddingCache
 from rag.errors import UsageError
 from rag.evaluation.metrics import METRICS
 from rag.evaluation.paired import format_p
@@ -63,14 +64,15 @@ def check_apply_target(store: Store, collection: str, embedder) -> None:
 
 
 def apply_best(store: Store, result: SweepResult, collection: str, embedder, run_id: int | None,
-               documents: Sequence) -> Applied:
+               documents: Sequence, cache: EmbeddingCache | None = None) -> Applied:
     """Re-ingest the sweep's documents into collection with the best row's chunking and save its mode and fusion
-    as the collection's defaults (rag.runs.apply), with progress lines on stderr."""
+    as the collection's defaults (rag.runs.apply), with progress lines on stderr; cache: the sweep's, whose vectors
+    are used (nothing the sweep embedded is embedded again)."""
     best = result.best()
     common.progress(f"applying {best.short} to '{collection}': re-ingesting {len(documents)} documents")
     archive = DocumentArchive(default_archive_dir(store.location, store.local))
     return apply_configuration(sweep_row(best, result), collection, embedder, store=store, archive=archive,
-                               run_id=run_id, documents=documents)
+                               run_id=run_id, documents=documents, cache=cache)
 
 
 def _value(row: dict, metric: str | None) -> str:
@@ -106,6 +108,8 @@ def run_list(args: argparse.Namespace) -> int:
 def run_compare(args: argparse.Namespace) -> int:
     result = compare_runs(log_of(args), args.a, args.b)
     if args.json:
+        if warning := result.version_warning():
+            print(warning, file=sys.stderr)
         dump(result.to_json())
         return 0
     print_comparison(result)
@@ -118,6 +122,8 @@ def print_comparison(result: RunComparison) -> None:
         print(f"{letter} = run {side.name}: {side.settings['label']} ({side.run['settings']['query_set']}, "
               f"{side.run['created_at']})")
     print(f"{len(comparison.per_query)} questions both ran; only A: {result.only_a}, only B: {result.only_b}\n")
+    if warning := result.version_warning():
+        print(f"{warning}\n")
     deepest = comparison.ks[-1]
     keys = [k for k in [f"hit@{k}" for k in comparison.ks] + [f"{m}@{deepest}" for m in METRICS if m != "hit"]
             if k in comparison.paired]

@@ -23,15 +23,16 @@ from rag.store.archive import DocumentArchive, default_archive_dir
 from rag.store.client import Store
 from rag.store.fusion import DEFAULT_FUSION, parse_fusion
 from rag.store.keywords import LANGUAGE_CHOICES
-from rag.store.open import open_store, size_note
+from rag.store.open import open_store, reading_note, size_note
 from rag.store.records import Hit
 from rag.store.search import MODES
 
 
-def store_of(args: argparse.Namespace) -> Store:
-    """Return the store named by --store / --qdrant-url (else RAG_QDRANT_PATH / QDRANT_URL); note its size once."""
-    store = open_store(path=getattr(args, "store", None), url=getattr(args, "qdrant_url", None))
-    if note := size_note(store):
+def store_of(args: argparse.Namespace, read_only: bool = False) -> Store:
+    """Return the store named by --store / --qdrant-url (else RAG_QDRANT_PATH / QDRANT_URL); note its size once.
+    read_only: a folder the app holds is read through the app (rag.store.reads), said on stderr."""
+    store = open_store(path=getattr(args, "store", None), url=getattr(args, "qdrant_url", None), read_only=read_only)
+    if note := reading_note(store) or size_note(store):
         common.progress(f"note: {note}")
     return store
 
@@ -134,7 +135,7 @@ def rank_label(rank: int | None, score: float | None) -> str:
 
 
 def run_search(args: argparse.Namespace) -> int:
-    store = store_of(args)
+    store = store_of(args, read_only=True)
     args.mode, args.fusion = pipeline.search_defaults(store, args.collection, args.mode, args.fusion)
     if args.explain is not None:
         from rag.cli.explain import run_explain  # the funnel's imports only when asked
@@ -168,7 +169,7 @@ def run_search(args: argparse.Namespace) -> int:
 
 
 def run_context(args: argparse.Namespace) -> int:
-    store = store_of(args)
+    store = store_of(args, read_only=True)
     args.mode, args.fusion = pipeline.search_defaults(store, args.collection, args.mode, args.fusion)
     context = pipeline.retrieve(args.query, args.collection, args.top_k, args.max_tokens, store=store,
                                 embedder=query_embedder(args, store), score_threshold=args.threshold,
@@ -205,7 +206,7 @@ def add_context_options(parser: argparse.ArgumentParser, default_tokens: int = C
 
 
 def run_collections(args: argparse.Namespace) -> int:
-    store = store_of(args)
+    store = store_of(args, read_only=True)
     infos = store.collections()
     if args.json:
         dump([{"name": c.name, "points": c.points, "embedder": c.embedder, "dimension": c.dimension,
@@ -220,7 +221,7 @@ def run_collections(args: argparse.Namespace) -> int:
 
 
 def run_documents(args: argparse.Namespace) -> int:
-    infos = store_of(args).documents(args.collection)
+    infos = store_of(args, read_only=True).documents(args.collection)
     if args.json:
         dump([{"title": d.title, "document_id": d.document_id, "chunks": d.chunks, "pages": d.pages,
                "chunk_size": d.chunk_size, "overlap": d.overlap, "strategy": d.strategy,

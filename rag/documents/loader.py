@@ -8,8 +8,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path, PurePath
 
 from rag.documents.headings import find_headings
+from rag.documents.markdown import clean_markdown
 from rag.documents.model import PAGE_SEPARATOR, SUPPORTED, Document, Page
-from rag.documents.pdf import PagesRead, read_pdf
+from rag.documents.pdf import PagesRead, page_count, read_pdf
 from rag.documents.text import clean_plain_text, decode_text
 from rag.errors import DocumentError, DocumentTooLargeError, EmptyDocumentError, UnsupportedFileError
 from rag.settings import LIMITS, limit
@@ -91,7 +92,10 @@ def load_document(
                                                  progress=pages_read)
     else:
         text, notes = decode_text(data, name)
-        pages, empty, outline = [Page(1, clean_plain_text(text))], [], []
+        text = clean_plain_text(text)
+        if kind == "markdown":  # the text chunks hold and models read: no anchors, tags or link targets
+            text = clean_plain_text(clean_markdown(text))
+        pages, empty, outline = [Page(1, text)], [], []
         if not pages[0].text:
             raise EmptyDocumentError(f"'{name}' contains only whitespace. Choose a file with text.", name)
     document = Document(
@@ -144,6 +148,27 @@ def _limits(max_bytes: int | None, max_pages: int | None) -> tuple[int, int]:
 def _mb(size: int) -> str:
     """Return a byte count as megabytes for a message, e.g. '0.5' or '200'."""
     return f"{size / (1024 * 1024):.3g}"
+
+
+def expected_size(file: SourceFile) -> tuple[str, float]:
+    """Return what tells how much text a file not read yet holds, as (unit, amount): ("pages", n) for a PDF pdfium
+    can count (PDF bytes are mostly fonts and images), else ("bytes", n); ("bytes", 0) for one that cannot be read
+    (its ingest reports why)."""
+    if PurePath(file.name).suffix.lower() in KINDS_BY_SUFFIX and not file.name.lower().endswith(".pdf"):
+        return "bytes", float(len(file.data) if file.data is not None else file.size or _disk_size(file.path))
+    try:
+        data = file.read()
+        pages = page_count(data, file.password) if _detect_kind(data, file.name) == "pdf" else None
+    except (DocumentError, ValueError):
+        return "bytes", 0.0
+    return ("pages", float(pages)) if pages else ("bytes", float(len(data)))
+
+
+def _disk_size(path: Path | None) -> int:
+    try:
+        return path.stat().st_size if path is not None else 0
+    except OSError:
+        return 0
 
 
 def _detect_kind(data: bytes, name: str) -> str:

@@ -146,6 +146,24 @@ def _read_pdfium(data: bytes, name: str, password: str | None, max_pages: int, p
             document.close()
 
 
+def page_count(data: bytes, password: str | None = None) -> int | None:
+    """Return the PDF's number of pages without reading their text (an ingest's plan); None when pdfium cannot open
+    it (damaged, encrypted with another password, no pdfium)."""
+    try:
+        import pypdfium2
+    except ImportError:
+        return None
+    with _LOCK:
+        try:
+            document = pypdfium2.PdfDocument(data, password=password or None)
+        except pypdfium2.PdfiumError:
+            return None
+        try:
+            return len(document)
+        finally:
+            document.close()
+
+
 def _open_pdfium(pypdfium2: Any, data: bytes, name: str, password: str | None) -> Any:
     """Return the opened pdfium document, None when pdfium refuses it as damaged; raise EncryptedDocumentError."""
     from rag.documents.pypdf_text import password_error

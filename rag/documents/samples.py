@@ -1,4 +1,8 @@
-"""Sample documents on disk: the PDF, Markdown and text files of a folder, ready to ingest."""
+"""Sample documents on disk: the PDF, Markdown and text files of a folder, ready to ingest.
+
+BUNDLED is the small set shipped inside the package (rag/samples: German and English, a query set with answer
+spans, CC0): the app offers it unless RAG_SAMPLE_DIR names another folder.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ from pathlib import Path
 
 from rag.documents.loader import SourceFile
 
+BUNDLED = Path(__file__).resolve().parents[1] / "samples"  # package data (pyproject: tool.setuptools.package-data)
 SAMPLE_SUFFIXES = (".pdf", ".md", ".txt")
 SKIPPED_SAMPLES = ("LICENSE", "README")  # file names starting with these describe the folder, not content
 

@@ -1,4 +1,7 @@
-"""Embeddings cached by (model id, sha256 of the text), so an identical chunk or query is embedded once.
+"""Embeddings cached by (model id and prompt, sha256 of the text), so an identical chunk or query is embedded once.
+
+Every path shares one cache per store (store_cache): ingest, re-ingest, "Use this configuration", sweeps and
+evaluations; a sweep over a collection's documents first takes the collection's stored vectors into it.
 
 In memory (tests, the page without a folder) or in a SQLite file `embeddings.sqlite` in a folder, by
 default next to the embedded Qdrant folder: `<RAG_QDRANT_PATH>/../embedding-cache/` (RAG_EMBEDDING_CACHE
@@ -10,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import closing, contextmanager
 from pathlib import Path
@@ -38,14 +42,32 @@ def text_digest(text: str) -> bytes:
 
 def cache_model(embedder: Embedder, query: bool) -> str:
     """Return the cache's model key: the model id with the prompt the texts are embedded after."""
-    prompt = embedder.query_prompt if query else embedder.document_prompt
-    return f"{embedder.model_id}|{'query' if query else 'document'}:{prompt}"
+    return model_key(embedder.model_id, embedder.query_prompt if query else embedder.document_prompt, query)
+
+
+def model_key(model_id: str, prompt: str, query: bool = False) -> str:
+    """Return the cache's model key of a model id and the query or document prompt (cache_model of an embedder)."""
+    return f"{model_id}|{'query' if query else 'document'}:{prompt}"
 
 
 def default_cache_dir(store: Store | None = None) -> Path:
     """Return RAG_EMBEDDING_CACHE, else `embedding-cache` next to the store's embedded folder (or RAG_QDRANT_PATH)."""
     folder = store.location if store is not None and store.local and store.location != "memory" else None
     return settings.embedding_cache_folder(folder)
+
+
+def store_cache(store: Store) -> EmbeddingCache:
+    """Return the cache every path of a store shares by default (ingest, re-ingest, apply, sweeps, evaluations).
+
+    The file in default_cache_dir(store) for a folder or a server; a store in memory gets one cache in memory
+    for its life, so nothing of a throwaway store is written to disk.
+    """
+    if store.local and store.location == "memory":
+        cache = _MEMORY_CACHES.get(store)
+        if cache is None:
+            cache = _MEMORY_CACHES[store] = EmbeddingCache()
+        return cache
+    return EmbeddingCache(default_cache_dir(store))
 
 
 class EmbeddingCache:
@@ -105,6 +127,11 @@ class EmbeddingCache:
             return np.zeros((0, embedder.dimension), dtype=np.float32)
         return np.vstack([found[d] for d in digests]).astype(np.float32)
 
+    def remember(self, model: str, texts: Sequence[str], vectors: Sequence[np.ndarray]) -> None:
+        """Keep vectors an embedder made earlier (a collection's stored ones) under model (model_key) and texts."""
+        pairs = zip(texts, vectors, strict=True)
+        self._save(model, {text_digest(t): np.asarray(v, dtype=np.float32) for t, v in pairs})
+
     def _lookup(self, model: str, digests: set[bytes]) -> dict[bytes, np.ndarray]:
         if self.path is None:
             return {d: self._memory[(model, d)] for d in digests if (model, d) in self._memory}
@@ -139,3 +166,6 @@ class EmbeddingCache:
                 f"The embedding cache {self.path} failed while {action} ({error}). It only saves time: "
                 "delete the file and run again."
             ) from error
+
+
+_MEMORY_CACHES: weakref.WeakKeyDictionary[Store, EmbeddingCache] = weakref.WeakKeyDictionary()

@@ -22,7 +22,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import replace
 from typing import Generic, TypeVar
 
-from rag.evaluation.pace import Pace
+from rag.evaluation.pace import Pace, Stop
 from rag.evaluation.results import SweepProgress
 
 T = TypeVar("T")
@@ -71,9 +71,10 @@ class Ahead(Generic[T]):
     """job(i, cancel) for i in 0 .. count - 1, in order; with ahead, the next one on a background thread. A job
     checks the event cancel now and then and stops (raising) once it is set."""
 
-    def __init__(self, job: Callable[[int, threading.Event], T], count: int, relay: Relay, ahead: bool):
+    def __init__(self, job: Callable[[int, Stop], T], count: int, relay: Relay, ahead: bool,
+                 cancel: Stop | None = None):
         self.job, self.count, self.relay = job, count, relay
-        self.cancel = threading.Event()  # set when the caller leaves: the job stops at its next check
+        self.cancel = cancel or Stop()  # set when the caller leaves (or asked by it): the job stops at its next check
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="sweep-ahead") if ahead else None
         self._next: tuple[int, Future[T]] | None = None
 

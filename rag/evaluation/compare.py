@@ -21,7 +21,7 @@ from rag import pipeline
 from rag.embeddings.base import Embedder
 from rag.embeddings.cache import EmbeddingCache
 from rag.errors import InvalidSettingsError, QuerySetError
-from rag.evaluation.metrics import Evaluation, QueryOutcome, query_metrics
+from rag.evaluation.metrics import Evaluation, QueryOutcome, outcome_metrics, quality
 from rag.evaluation.modes import MODE_NAMES, SearchMode, parse_mode
 from rag.evaluation.paired import ALPHA, PairedDifference, paired_difference
 from rag.evaluation.queries import Query
@@ -175,8 +175,7 @@ def _score_kind(outcome: QueryOutcome) -> str | None:
 
 
 def _query_delta(a: QueryOutcome, b: QueryOutcome, k: int) -> QueryDelta:
-    before = query_metrics(a.covers, len(a.query.documents), [k])
-    after = query_metrics(b.covers, len(b.query.documents), [k])
+    before, after = (quality(outcome_metrics(o, [k])) for o in (a, b))
     change = "same" if a.rank == b.rank else "better" if _rank_order(b.rank) < _rank_order(a.rank) else "worse"
     comparable = a.score is not None and b.score is not None and _score_kind(a) == _score_kind(b)
     return QueryDelta(a.query.text, a.query.line, a.rank, b.rank, a.score, b.score,

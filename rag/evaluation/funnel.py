@@ -9,7 +9,8 @@ For each question the stages are, as searched (rag.store.search, CANDIDATES deep
     fused       rank and fused score in the hybrid ranking (null: not in it, or the mode does not fuse)
     reranked    rank and the reranker's own score (null unless a reranker is given, or the chunk was not reranked)
     context     in the LLM context rag.context builds from the top k at the default budget, or why not
-                ("not in the top k", "budget full", "over budget", "duplicate", "overlaps source N", "cut")
+                ("not in the top k", "budget full", "over budget", "a cut would keep no sentence", "duplicate",
+                "overlaps source N", "cut")
     read_whole  whether the embedding model read the chunk in one pass (rag.reports.chunks' rule): else it was
                 "windowed" (read in windows, e5) or "cut off" (its end never embedded)
 
@@ -226,10 +227,12 @@ def evaluation_funnels(queries: Sequence[Query], collection: str, embedder: Embe
     vectors: the queries' embeddings (None for sparse). A question none of whose relevant chunks is in any
     ranking is still explained by the chunks of its answer (read from the collection), when its label has one.
     outcomes: the evaluation of these queries in mode (same order): a question it found in the top k needs no
-    search, its hit carries its dense and keyword ranks; only the others are searched (not with a reranker).
+    search, its hit carries its dense and keyword ranks (and, reranked by rag.rerank.rerank, its place before the
+    reranker); only the others are searched.
     """
     read = _reader(embedder)
-    known = {i: o for i, o in enumerate(outcomes or ()) if reranker is None and o.rank is not None and o.rank <= k}
+    known = {i: o for i, o in enumerate(outcomes or ()) if o.rank is not None and o.rank <= k
+             and (reranker is None or _reranked(o.hits[o.rank - 1]))}
     todo = [i for i in range(len(queries)) if i not in known]
     rows = None if vectors is None else np.asarray(vectors)[todo]
     searched = search_rankings(store, collection, [queries[i].text for i in todo], rows, embedder, mode, reranker,
@@ -269,12 +272,21 @@ def _found_funnel(query: Query, outcome: QueryOutcome, mode: SearchMode, k: int,
     def placed(rank: int | None, score: float | None, final: bool) -> Placed | None:  # final: the mode's ranking
         return None if rank is None or score is None else Placed(rank, float(score), hit.child if final else None)
 
+    reranked = _reranked(hit)  # a reranked hit keeps its place before the reranker (the mode's ranking)
+    before = (placed(hit.retrieved_rank, hit.retrieved_score, True) if reranked
+              else placed(outcome.rank, hit.score, True))
     stages = ChunkStages(hit, placed(hit.dense_rank, hit.dense_score, mode.mode == "dense"),
                          placed(hit.sparse_rank, hit.sparse_score, mode.mode == "sparse"),
-                         placed(outcome.rank, hit.score, True) if mode.mode == "hybrid" else None, None,
+                         before if mode.mode == "hybrid" else None,
+                         placed(outcome.rank, hit.score, False) if reranked else None,
                          status.get(hit.chunk_id, NOT_IN_TOP_K), read(hit))
     found = any(covered_unit(query, piece) is not None for piece in pieces)
     return Funnel(query, k, (stages,), None if found else "context")
+
+
+def _reranked(hit: Hit) -> bool:
+    """Return whether hit was reordered by a reranker and knows its place before (rag.rerank.rerank's hits)."""
+    return hit.score_kind == "rerank" and hit.score is not None and hit.retrieved_rank is not None
 
 
 @dataclass(frozen=True)

@@ -103,4 +103,4 @@ def _score(query: Query, dense: Sequence[Hit], keyword: Sequence[Hit], weight: f
                    weight, order)
     hits = [by_id[i] for i, _ in fused[: ks[-1]]]
     covers = [covered_unit(query, h) for h in hits]
-    return query_metrics(covers, len(query.documents), ks)[metric]
+    return query_metrics(covers, query.units, ks, gains=query.gains)[metric]

@@ -11,9 +11,11 @@ last configuration's indexing and searching, which nothing can overlap.
 
 Pace is shared by the sweep's two threads (a lock guards it); Paced wraps the embedder for one call of
 EmbeddingCache.embed: it embeds in slices, tells the Pace each slice's characters and seconds, reports
-progress, and stops between slices once the sweep is cancelled. A slice starts at SLICE texts (about 3 s of
-the local e5 model on 2 cores) and doubles while slices take under SLICE_SECONDS, up to the cache's batch,
-so a fast HTTP embedder still gets requests of 64 texts.
+progress, and stops between slices once the sweep is cancelled (Stop: also when its caller asks). A sweep and
+an ingest give it `seconds` (BATCH_SECONDS): the first slice holds FIRST_BATCH texts, each later one what the
+embedder did in that long before, up to the cache's batch (so a fast HTTP embedder still gets requests of 64
+texts), and a Cancel is seen within about a second. Without it, a slice starts at SLICE texts (about 3 s of
+the local e5 model on 2 cores) and doubles while slices take under SLICE_SECONDS.
 """
 
 from __future__ import annotations
@@ -26,15 +28,33 @@ from typing import Any
 import numpy as np
 
 from rag.embeddings.base import Embedder
-from rag.embeddings.cache import EMBED_BATCH
+from rag.embeddings.cache import EMBED_BATCH, EmbeddingCache
 
 SLICE = 8  # texts of the first embedder call: the unit of progress, of the rate, and of how soon a cancel is seen
 SLICE_SECONDS = 1.0  # a slice faster than this doubles the next one
+# characters to embed per unit of a file not read yet (plan_rest), until a file of that unit was chunked: a text
+# file's bytes (UTF-8, and the overlap adds about a tenth), a PDF page (1,350-1,700 characters of text in the German
+# LaTeX manuals and guides measured), a stored chunk of a document chunked again
+CHARS_PER = {"bytes": 1.1, "pages": 1700.0, "chunks": 1500.0}
 Clock = Callable[[], float]
 
 
 class Cancelled(Exception):
     """The sweep stopped (an error or a cancel on the caller's thread): embedding ahead ends between slices."""
+
+
+class Stop:
+    """A sweep's cancel flag: set by the sweep when it leaves (an error), or asked of its caller (a job's Cancel).
+    Paced checks it before every slice, so a cancel is seen within the slice under way (about a second)."""
+
+    def __init__(self, asked: Callable[[], bool] | None = None):
+        self._event, self._asked = threading.Event(), asked or (lambda: False)
+
+    def set(self) -> None:
+        self._event.set()
+
+    def is_set(self) -> bool:
+        return self._event.is_set() or self._asked()
 
 
 class Pace:
@@ -63,16 +83,21 @@ class Pace:
             self.embed_texts[index], self.embed_left[index], self.index_left[index] = texts, chars, index_chars
             self.planned[index] = chars
 
-    def plan_rest(self, sizes: Sequence[int], after: int) -> None:
-        """Plan the configurations after index `after` by their sizes (an ingest's files not read yet, in bytes)
-        at the characters per size unit of those planned up to it; nothing when none of those has a size."""
+    def plan_rest(self, sizes: Sequence[tuple[str, float]], after: int) -> None:
+        """Plan the configurations after index `after` (an ingest's files not read yet) by their sizes, each (unit,
+        amount) as rag.documents.loader.expected_size gives it: at the characters per unit of those of the same unit
+        planned up to `after`, else CHARS_PER[unit]. after = -1 plans every one (an ingest's start)."""
         with self._lock:
-            known = [(self.planned[i], sizes[i]) for i in range(after + 1) if self.planned[i] and sizes[i]]
-            if not known:
-                return
-            ratio = sum(chars for chars, _ in known) / sum(size for _, size in known)
+            learned: dict[str, list[float]] = {}
+            for i in range(after + 1):
+                unit, amount = sizes[i]
+                if self.planned[i] and amount:
+                    tally = learned.setdefault(unit, [0.0, 0.0])
+                    tally[0], tally[1] = tally[0] + self.planned[i], tally[1] + amount
             for later in range(after + 1, len(sizes)):
-                self.embed_left[later] = self.index_left[later] = round(ratio * sizes[later])
+                unit, amount = sizes[later]
+                ratio = learned[unit][0] / learned[unit][1] if unit in learned else CHARS_PER.get(unit, 1.0)
+                self.embed_left[later] = self.index_left[later] = round(ratio * amount)
 
     def reused(self, index: int) -> None:
         """Configuration index's collection is reused: nothing of it is embedded or indexed."""
@@ -150,7 +175,7 @@ class Paced:
     """An embedder for one EmbeddingCache.embed call: embeds in slices, timing each for the Pace, reporting
     progress(texts embedded so far) after each slice, raising Cancelled between slices once cancel is set."""
 
-    def __init__(self, embedder: Embedder, pace: Pace, index: int | None, cancel: threading.Event,
+    def __init__(self, embedder: Embedder, pace: Pace, index: int | None, cancel: threading.Event | Stop,
                  progress: Callable[[int], None] | None = None, clock: Clock = time.perf_counter, *,
                  first: int = SLICE, seconds: float | None = None):
         """first: texts of the first slice; seconds: when given, each later slice holds the characters the
@@ -224,19 +249,35 @@ BATCH_SECONDS = 1.0  # each later call holds what the embedder did in this long:
 
 
 def embed_chunks(texts: list[str], embedder: Embedder, progress: Callable[[int], None] | None = None, *,
-                 pace: Pace | None = None, index: int = 0, clock: Callable[[], float] = time.perf_counter
-                 ) -> np.ndarray:
+                 pace: Pace | None = None, index: int = 0, clock: Callable[[], float] = time.perf_counter,
+                 cache: EmbeddingCache | None = None) -> np.ndarray:
     """Return the float32 vectors of texts (in their order), in calls of about BATCH_SECONDS each.
 
     Texts go to the model longest first, so each call holds texts of similar length and little padding.
     The first call holds FIRST_BATCH texts, each later one what the embedder did in BATCH_SECONDS before
     (Paced; at most 64). progress(texts done) after each call may raise (a cancel): at
     most the call under way runs on. pace, an ingest's with this document as configuration index, learns the rate.
+    cache: only the texts it lacks (by model, prompt and text) are embedded, and they are saved in it; its
+    texts count as done at once. None embeds every text.
     """
     order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
     pace = pace if pace is not None else Pace([(len(texts), sum(map(len, texts)))], [0], [])
-    paced = Paced(embedder, pace, index, threading.Event(), progress, clock, first=FIRST_BATCH, seconds=BATCH_SECONDS)
+    cached = [0]  # texts the cache held: reported done before the first call
+
+    def report(done: int) -> None:
+        if progress:
+            progress(cached[0] + done)
+
+    def counted(done: int, total: int) -> None:  # the cache's progress: (0, texts it lacks) comes first
+        if done == 0:
+            cached[0] = len(texts) - total
+            pace.cached(index, total)
+            if cached[0]:
+                report(0)
+
+    paced = Paced(embedder, pace, index, threading.Event(), report, clock, first=FIRST_BATCH, seconds=BATCH_SECONDS)
     vectors = np.zeros((len(texts), embedder.dimension), dtype=np.float32)
-    vectors[order] = paced.embed_documents([texts[i] for i in order])
+    ordered = [texts[i] for i in order]
+    vectors[order] = cache.embed(ordered, paced, counted) if cache is not None else paced.embed_documents(ordered)
     pace.finished_embedding(index)
     return vectors

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rag.evaluation.intervals import SEED
+from rag.words import counted
 
 ALPHA = 0.05
 PERMUTATIONS = 10_000
@@ -73,9 +74,9 @@ class PairedDifference:
             return ""
         differing = self.queries if self.differing < 0 else self.differing
         if differing == 0:
-            return f"all {self.queries} questions score the same: too few questions differ to tell"
+            return f"all {counted(self.queries, 'question')} score the same: too few questions differ to tell"
         if differing == self.queries:
-            return f"only {differing} questions, all of them differing: too few questions differ to tell"
+            return f"only {counted(differing, 'question')}, all of them differing: too few questions differ to tell"
         return f"only {differing} of {self.queries} questions differ: too few questions differ to tell"
 
 

@@ -6,11 +6,14 @@ A query set is JSONL or CSV, one query per line:
 
 `answer` and `answer_start` are optional; `"documents": [...]` names several relevant documents (CSV: one
 cell, titles separated by "|"). A label names a document by its title (the file name) or its id.
+`"judgments": [...]` (JSONL) grades character spans of documents (rag.evaluation.judgments); a line with
+judgments needs no document label.
 """
 
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 from collections.abc import Iterable, Sequence
@@ -18,6 +21,8 @@ from dataclasses import dataclass, replace
 from pathlib import PurePath
 
 from rag.errors import QuerySetError
+from rag.evaluation.judgments import Judgment, effective, parse_judgments
+from rag.words import counted
 
 CSV_LIST_SEPARATOR = "|"
 
@@ -30,6 +35,27 @@ class Query:
     answer_start: int | None = None
     line: int = 0  # 1-based line of the query set (CSV: counting the header)
     document_ids: tuple[frozenset[str], ...] = ()  # per label, the ids it names (after resolve_labels)
+    judgments: tuple[Judgment, ...] = ()  # graded spans (rag.evaluation.judgments), person's and LLM's
+
+    @functools.cached_property
+    def counted(self) -> tuple[Judgment, ...]:
+        """Return the judgments that count (the person's win on a span)."""
+        return tuple(effective(self.judgments))
+
+    @functools.cached_property
+    def relevant_judgments(self) -> tuple[Judgment, ...]:
+        """Return the counted judgments of grade 1 or 2: relevant units after the document labels."""
+        return tuple(j for j in self.counted if j.grade > 0)
+
+    @property
+    def units(self) -> int:
+        """Return how many relevant units the query has: one per document label, one per relevant judgment."""
+        return len(self.documents) + len(self.relevant_judgments)
+
+    @property
+    def gains(self) -> tuple[int, ...]:
+        """Return each unit's gain for nDCG: 2 for a document label (relevant), a judgment's grade."""
+        return (2,) * len(self.documents) + tuple(j.grade for j in self.relevant_judgments)
 
     @property
     def answer_end(self) -> int | None:
@@ -91,7 +117,8 @@ def _query(row: dict, name: str, line: int) -> Query:
     text = row.get("query")
     if not isinstance(text, str) or not text.strip():
         raise QuerySetError(f"{where}: 'query' is missing or empty. Give the question as text.")
-    documents = _labels(row, where)
+    judgments = parse_judgments(row["judgments"], where) if "judgments" in row else ()
+    documents = _labels(row, where, bool(judgments))
     answer = row.get("answer")
     if answer is not None and (not isinstance(answer, str) or not answer.strip()):
         raise QuerySetError(f"{where}: 'answer' must be non-empty text; leave it out if there is none.")
@@ -104,10 +131,10 @@ def _query(row: dict, name: str, line: int) -> Query:
         if len(documents) != 1:
             raise QuerySetError(f"{where}: 'answer_start' is an offset in one document's text, but the line "
                                 f"names {len(documents)} documents. Name one, or leave out answer_start.")
-    return Query(text.strip(), documents, answer, start, line)
+    return Query(text.strip(), documents, answer, start, line, judgments=judgments)
 
 
-def _labels(row: dict, where: str) -> tuple[str, ...]:
+def _labels(row: dict, where: str, judged: bool = False) -> tuple[str, ...]:
     labels = []
     if "document" in row:
         labels.append(row["document"])
@@ -115,8 +142,9 @@ def _labels(row: dict, where: str) -> tuple[str, ...]:
     if not isinstance(many, list):
         raise QuerySetError(f"{where}: 'documents' must be a list of titles, e.g. [\"a.pdf\", \"b.pdf\"].")
     labels.extend(many)
-    if not labels:
-        raise QuerySetError(f"{where}: no 'document' (or 'documents'): say which document should be found.")
+    if not labels and not judged:
+        raise QuerySetError(f"{where}: no 'document' (or 'documents', or 'judgments'): say which document should "
+                            "be found.")
     if not all(isinstance(label, str) and label.strip() for label in labels):
         raise QuerySetError(f"{where}: a document must be named by its title (text), e.g. \"report.pdf\".")
     return tuple(dict.fromkeys(label.strip() for label in labels))
@@ -151,7 +179,8 @@ def resolve_labels(queries: Sequence[Query], documents: Iterable[tuple[str, str]
         more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
         titles = sorted({t for t, ids in ids_by_label.items() if t not in ids}) or ["nothing"]
         raise QuerySetError(
-            f"{len(missing)} document(s) named in the query set are not in {where}: {shown}{more}. "
+            f"{counted(len(missing), 'document')} named in the query set {'is' if len(missing) == 1 else 'are'} "
+            f"not in {where}: {shown}{more}. "
             f"It holds: {', '.join(titles[:10])}{' …' if len(titles) > 10 else ''}. "
             "Add those documents, or fix the titles in the query set."
         )
@@ -174,7 +203,9 @@ def check_spans(queries: Sequence[Query], texts: dict[str, str]) -> None:
                 wrong.append(f"line {query.line}: '{query.documents[0]}'[{query.answer_start}:{query.answer_end}] "
                              f"is {found[query.answer_start : query.answer_end][:40]!r}, not {query.answer[:40]!r}")
     if wrong:
-        raise QuerySetError(f"{len(wrong)} answer span(s) do not point at their answer: {'; '.join(wrong[:3])}"
+        one = len(wrong) == 1
+        raise QuerySetError(f"{counted(len(wrong), 'answer span')} {'does' if one else 'do'} not point at "
+                            f"{'its' if one else 'their'} answer: {'; '.join(wrong[:3])}"
                             f"{' …' if len(wrong) > 3 else ''}. answer_start must be the offset in the document's "
                             "text as RAG Lab reads it; fix the offsets or leave answer_start out.")
 

@@ -46,3 +46,10 @@ def effect_words(pairs: list[Pair], metric: str) -> list[str]:
 def effect_json(pairs: list[Pair], metric: str) -> list[dict]:
     return [{"chunk_size": off.config.chunk_size, "overlap": off.config.overlap, "mode": off.mode.label,
              "by": metric, "verdict": verdict(test), "paired": test.to_json()} for off, _, test in pairs]
+
+
+def effect_note(rerank: dict) -> str:
+    """Return what the effect lines rest on: the reranker, its depth and scale, and what helps / hurts means."""
+    return (f"Reranker {rerank['spec']}, the first {rerank['depth']} candidates; its scores are on its own scale "
+            f"({rerank['scale']}). Helps / hurts: a paired test over the same questions finds a difference at the "
+            "5 % level; cannot tell: it does not.")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from rag.chunking.chunker import ChunkSettings
 from rag.evaluation.metrics import Evaluation
@@ -17,6 +18,9 @@ from rag.evaluation.modes import SearchMode
 from rag.evaluation.pace import time_left
 from rag.evaluation.paired import ALPHA, PairedDifference, p_words, paired_difference
 from rag.evaluation.rerank_effect import Pair, effect_json, effect_words, rerank_pairs
+
+if TYPE_CHECKING:  # rag.evaluation.funnel searches through rag.evaluation.sweep, which makes these rows
+    from rag.evaluation.funnel import Funnel, FunnelSummary
 
 STAGES = ("chunking", "embedding", "indexing", "searching")  # the time split of every configuration
 
@@ -104,6 +108,8 @@ class ConfigResult:
     embedded: int  # chunks the embedder had to embed (the rest came from the cache); 0 in later mode rows
     mode: SearchMode = field(default_factory=SearchMode)
     cut_share: float = 0.0  # share of chunks longer than the model reads: their ends are never embedded
+    funnels: tuple[Funnel, ...] | None = None  # each question's funnel at funnel.k (rag.evaluation.sweep_funnel)
+    funnel: FunnelSummary | None = None  # the misses per stage of funnels
 
     @property
     def metrics(self) -> dict[str, float]:
@@ -135,7 +141,15 @@ class ConfigResult:
                 "reused": self.reused, "embedded": self.embedded,
                 "cut_by_model": round(self.cut_share, 4),
                 "seconds": {k: round(v, 3) for k, v in self.seconds.items()},
-                "total_seconds": round(self.total_seconds, 3)}
+                "total_seconds": round(self.total_seconds, 3),
+                "funnel": self.funnel.to_json() if self.funnel else None}
+
+    def per_query_json(self) -> list[dict]:
+        """Return each question's outcome as `rag eval --json` gives it, with its "stages" and "lost_at" once traced."""
+        entries = self.evaluation.to_json()["per_query"]
+        for entry, funnel in zip(entries, self.funnels or (), strict=False):
+            entry.update(funnel.to_json())
+        return entries
 
 
 @dataclass(frozen=True)
@@ -168,6 +182,7 @@ class SweepResult:
     skipped: list[str] = field(default_factory=list)  # notes on configurations left out
     created_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
     rerank: dict | None = None  # the reranker of the "+rerank" rows: spec, depth, scale (rag.rerank.describe)
+    seconds: float | None = None  # the run's wall time (run_sweep's): its one total, in the report, runs and pages
     _tested: dict[str, list] = field(default_factory=dict, init=False, repr=False, compare=False)  # metric -> tests
 
     @property
@@ -300,19 +315,28 @@ class SweepResult:
         """Return the whole sweep: embedder, date, ks, modes, the rows (each query's outcome if asked), the best
         and its ties (rows as in "configs", each with "paired": its difference from the best)."""
         best, metric = self.best(), self.default_metric()
-        configs = [r.to_json() | ({"per_query": r.evaluation.to_json()["per_query"]} if per_query else {})
-                   for r in self.results]
+        configs = [r.to_json() | ({"per_query": r.per_query_json()} if per_query else {}) for r in self.results]
         ties = [row.to_json() | {"paired": test.to_json()} for row, test in self.ties(metric)] if best else []
         return {"embedder": self.embedder, "created_at": self.created_at, "ks": list(self.ks), "modes": self.modes,
                 "queries": self.queries, "documents": self.documents, "query_seconds": round(self.query_seconds, 3),
-                "skipped": self.skipped, "configs": configs,
+                "seconds": None if self.seconds is None else round(self.seconds, 3), "skipped": self.skipped,
+                "configs": configs,
                 "best": best.to_json() | {"by": metric} if best else None, "ties": ties,
                 "tie_test": {"by": metric, "alpha": ALPHA, "test": "paired sign-flip permutation test over the "
                              "queries; interval: the same test inverted, every shift of the difference (tie minus "
                              "best) it does not reject, so it holds 0 exactly for a tie"},
                 "tie_summary": self.tie_summary(metric),
                 "rerank": self.rerank and self.rerank | {"effect": effect_json(self.rerank_effect(metric), metric),
-                                                         "summary": effect_words(self.rerank_effect(metric), metric)}}
+                                                         "summary": effect_words(self.rerank_effect(metric), metric)},
+                "funnel": self.funnel_json()}
+
+    def funnel_json(self) -> dict | None:
+        """Return the best row's funnel: its misses per stage and each missed question's stages (None: not traced)."""
+        best = self.best()
+        if best is None or best.funnel is None:
+            return None
+        missed = [{"query": f.query.text, **f.to_json()} for f in best.funnels or () if f.lost_at is not None]
+        return {"row": best.short, "collection": best.collection, **best.funnel.to_json(), "missed": missed}
 
     def table(self) -> list[dict]:
         """Return one flat row per configuration and mode (for CSV): settings, embedder, date, metrics, times."""

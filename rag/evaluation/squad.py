@@ -20,6 +20,7 @@ from rag.documents.model import Document
 from rag.documents.text import clean_plain_text
 from rag.errors import InvalidSettingsError, QuerySetError
 from rag.evaluation.queries import Query
+from rag.words import counted
 
 PARAGRAPH_SEPARATOR = "\n\n"
 QUERIES_FILE = "queries.jsonl"
@@ -102,7 +103,8 @@ def _add_article(result: SquadImport, article: dict, taken: set[str], source: st
     result.documents.append(SquadDocument(filename, text))
     result.queries.extend(lines)
     if skipped:
-        result.notes.append(f"'{title}': {skipped} question(s) without an answer found in the text were left out.")
+        result.notes.append(f"'{title}': {counted(skipped, 'question')} without an answer found in the text "
+                            f"{'was' if skipped == 1 else 'were'} left out.")
 
 
 def _query_line(qa: object, context: str, cleaned: str, base: int, filename: str) -> dict | None:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import statistics
-import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -34,11 +33,12 @@ from rag.errors import InvalidSettingsError, QueryError
 from rag.evaluation.ahead import Ahead, Relay
 from rag.evaluation.metrics import DEFAULT_KS, Evaluation, covered_unit, evaluate, parse_ks
 from rag.evaluation.modes import SearchMode, parse_mode, parse_modes, require_keywords, search_in_modes
-from rag.evaluation.pace import Pace, Paced
+from rag.evaluation.pace import BATCH_SECONDS, FIRST_BATCH, Pace, Paced, Stop
 from rag.evaluation.queries import Query, check_spans, resolve_labels
 from rag.evaluation.results import STAGES, ConfigResult, SweepConfig, SweepProgress, SweepResult
 from rag.evaluation.sweep_collections import (
     SWEEP_PREFIX,
+    collection_documents,
     collection_name,
     holds_chunks,
     index_chunks,
@@ -51,6 +51,7 @@ from rag.rerank import Reranker, check_depth, describe
 from rag.store.client import Store
 from rag.store.rebuild import document_from_chunks
 from rag.store.records import Hit
+from rag.words import counted
 
 __all__ = ["STAGES", "SWEEP_PREFIX", "ConfigResult", "SweepConfig", "SweepProgress", "SweepResult",
            "collection_documents", "collection_name", "evaluate_collection", "grid", "is_sweep_collection",
@@ -128,8 +129,8 @@ def load_documents(files: Sequence[SourceFile]) -> list[Document]:
 
 def prepare_queries(queries: Sequence[Query], documents: Sequence[Document]) -> list[Query]:
     """Return queries with labels resolved to documents; QuerySetError for unknown documents or wrong spans."""
-    where = f"the {len(documents)} documents of the sweep"
-    resolved = resolve_labels(queries, [(d.id, d.title) for d in documents], where)
+    resolved = resolve_labels(queries, [(d.id, d.title) for d in documents],
+                              f"the {counted(len(documents), 'document')} of the sweep")
     check_spans(resolved, {d.id: d.text for d in documents})
     return resolved
 
@@ -202,12 +203,6 @@ def query_set_paths(folder: str | Path) -> list[Path]:
     return sorted(p for p in Path(folder).rglob("*") if p.is_file() and p.suffix.lower() in QUERY_SET_SUFFIXES)
 
 
-def collection_documents(store: Store, collection: str) -> list[Document]:
-    """Return the documents of a collection rebuilt from their stored chunks (offsets kept), by title."""
-    return [document_from_chunks(i.document_id, i.title, store.document_chunks(collection, i.document_id))
-            for i in store.documents(collection)]
-
-
 def relevant_chunks(store: Store, collection: str, query: Query) -> list[Hit]:
     """Return the chunks of collection that are relevant to a resolved query, in document order."""
     found = []
@@ -233,6 +228,7 @@ def run_sweep(
     embed_ahead: bool | None = None,
     reranker: Reranker | None = None,
     rerank_depth: int = DEFAULT_RERANK_DEPTH,
+    cancel: Callable[[], bool] | None = None,
 ) -> SweepResult:
     """Return one row per configuration and mode: metrics of queries on documents, chunk count, mean tokens, times.
 
@@ -245,9 +241,10 @@ def run_sweep(
     has `reranker` reorder the first `rerank_depth` candidates; its rows are on and off of rerank, the paired test of
     each pair in SweepResult.rerank_effect. The rows are the same either
     way; a row's "embedding" seconds are then the wall time its chunks took to embed next to the previous
-    configuration's indexing and searching, so the stages of a sweep add up to more than its wall time.
+    configuration's indexing and searching, so the stages add up to more than the wall time (the result's one total,
+    `seconds`). cancel: asked before each embedding slice (about a second); once true, pace.Cancelled is raised.
     """
-    ks, cache = parse_ks(ks), cache if cache is not None else EmbeddingCache()
+    began, ks, cache = time.perf_counter(), parse_ks(ks), cache if cache is not None else EmbeddingCache()
     modes = parse_modes(modes)
     reranking = (reranker, check_depth(rerank_depth)) if any(m.rerank for m in modes) else (None, 0)
     queries = prepare_queries(queries, documents)
@@ -259,7 +256,7 @@ def run_sweep(
                                f"chunking {len(documents)} documents for {len(configs)} configurations"))
     plans = [_plan(documents, config, embedder, store, keywords) for config in configs]
     pace = _pace(plans, [q.text for q in queries] if vectors_needed else [], modes, embed_ahead)
-    relay = Relay(progress, pace)
+    relay, stop = Relay(progress, pace), Stop(cancel)
 
     def stage_of(index: int) -> Callable[..., None]:
         def stage(name: str, done: int = 0, total: int = 1, message: str = "") -> None:
@@ -274,15 +271,15 @@ def run_sweep(
                                 f"embedding {len(queries)} queries"))
 
         queries_done()
-        paced = Paced(embedder, pace, None, threading.Event(), queries_done)
+        paced = Paced(embedder, pace, None, stop, queries_done, first=FIRST_BATCH, seconds=BATCH_SECONDS)
         query_vectors = cache.embed([q.text for q in queries], paced, query=True)
         pace.finished_embedding(None)  # cached queries are never paced: without this no estimate is ever given
     query_seconds = time.perf_counter() - started
     results = []
-    def embed(index: int, cancel: threading.Event) -> np.ndarray | None:
-        return _embed_plan(plans[index], index, embedder, cache, pace, stage_of(index), cancel)
+    def embed(index: int, flag: Stop) -> np.ndarray | None:
+        return _embed_plan(plans[index], index, embedder, cache, pace, stage_of(index), flag)
 
-    with Ahead(embed, len(plans), relay, embed_ahead) as ahead:
+    with Ahead(embed, len(plans), relay, embed_ahead, stop) as ahead:
         for index, plan in enumerate(plans):
             vectors = ahead.result(index)
             if vectors is not None:
@@ -295,7 +292,7 @@ def run_sweep(
             results.extend(_search_modes(plan, queries, query_vectors, embedder, store, ks, modes, stage_of(index),
                                          lambda mode, seconds, i=index: pace.searched(i, mode, seconds), reranking))
     return SweepResult(results, embedder.model_id, ks, len(queries), [d.title for d in documents], query_seconds,
-                       list(skipped), rerank=describe(*reranking))
+                       list(skipped), rerank=describe(*reranking), seconds=time.perf_counter() - began)
 
 
 @dataclass
@@ -356,7 +353,8 @@ def _embed_plan(plan: _Plan, index: int, embedder, cache, pace: Pace, stage, can
             pace.cached(index, total)
             stage("embedding", 0, total, f"{label}: embedding")
 
-    paced = Paced(embedder, pace, index, cancel, lambda done: stage("embedding", done, todo[0], f"{label}: embedding"))
+    paced = Paced(embedder, pace, index, cancel, lambda done: stage("embedding", done, todo[0], f"{label}: embedding"),
+                  first=FIRST_BATCH, seconds=BATCH_SECONDS)  # calls of about a second, as an ingest's
     clock = time.perf_counter()
     vectors = cache.embed(plan.texts, paced, counted)
     plan.seconds["embedding"], plan.embedded = time.perf_counter() - clock, paced.embedded

@@ -2,7 +2,8 @@
 
 A name is `sweep-<8 hex of the sorted document ids>-cs400-ov50-<vector name>` (with the strategy when not
 structure, `-hdr` with chunk headers), so a sweep finds its own collections again, and the pickers and the
-Library can tell them apart.
+Library can tell them apart. A sweep over a collection's documents reads them here (collection_documents), its
+stored vectors into the embedding cache, so a configuration at the collection's own settings embeds nothing.
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ from rag.chunking import children, headers
 from rag.chunking.chunker import Chunk
 from rag.documents.model import Document
 from rag.embeddings.base import Embedder
+from rag.embeddings.cache import EmbeddingCache, model_key, store_cache
 from rag.evaluation.results import SweepConfig
 from rag.store.client import Store
+from rag.store.rebuild import document_from_chunks
 from rag.store.records import vector_name
 
 SWEEP_PREFIX = "sweep-"
@@ -71,7 +74,7 @@ def holds_chunks(store: Store, name: str, chunks: dict[str, list[Chunk]], config
 def indexed_texts(documents: Sequence[Document], chunks: dict[str, list[Chunk]], config: SweepConfig) -> list[str]:
     """Return the texts a configuration's chunks are embedded as, in document order (rag.chunking.headers), then
     those of their children (rag.chunking.children), in document order."""
-    texts = [headers.indexed_text(c.content, d.title, c.heading_path, config.chunk_headers)
+    texts = [headers.indexed_text(c.model_text, d.title, c.heading_path, config.chunk_headers)
              for d in documents for c in chunks[d.id]]
     return texts + [t for d in documents for t in children.indexed_texts(
         d, chunks[d.id], children.children_of(chunks[d.id], config.child_size), config.chunk_headers)]
@@ -90,3 +93,38 @@ def index_chunks(store: Store, name: str, documents: Sequence[Document], chunks:
                               kids=kids if config.child_size else None,
                               kid_vectors=vectors[kid_row : kid_row + kid_count])
         row, kid_row = row + count, kid_row + kid_count
+
+
+def remember_stored_vectors(store: Store, collection: str, cache: EmbeddingCache) -> int:
+    """Return how many stored vectors of collection were put into cache, each under the text it was embedded as
+    (the collection's model, document prompt and chunk headers): chunking its documents again at its own
+    settings then embeds nothing, also for a collection ingested before ingests used the cache. 0 when foreign."""
+    meta = store.collection_meta(collection)
+    model = meta.get("embedder")
+    if not model:
+        return 0
+    name, headed = vector_name(model), store.chunk_headers(collection)
+    points = store.points_with_vectors(collection, store.point_ids(collection), name,
+                                       ["content", "document_title", "heading_path"])
+    texts, vectors = [], []
+    for point in points:
+        payload, vector = point.payload or {}, point.vector
+        vector = vector.get(name) if isinstance(vector, dict) else vector
+        if not payload.get("content") or vector is None:
+            continue  # the registry point, or a point without our vector
+        texts.append(headers.indexed_text(payload["content"], str(payload.get("document_title") or ""),
+                                          tuple(payload.get("heading_path") or ()), headed))
+        vectors.append(np.asarray(vector, dtype=np.float32))
+    cache.remember(model_key(model, str(meta.get("document_prompt") or "")), texts, vectors)
+    return len(texts)
+
+
+def collection_documents(store: Store, collection: str, cache: EmbeddingCache | None = None) -> list[Document]:
+    """Return the documents of a collection rebuilt from their stored chunks (offsets kept), by title.
+
+    Their stored vectors go into cache (default: the store's, which the app's sweeps use): a sweep of them at the
+    collection's own settings embeds only the questions (remember_stored_vectors).
+    """
+    remember_stored_vectors(store, collection, cache if cache is not None else store_cache(store))
+    return [document_from_chunks(i.document_id, i.title, store.document_chunks(collection, i.document_id))
+            for i in store.documents(collection)]

@@ -59,6 +59,11 @@ class FlagSummary:
     suggested_chunk_size: int | None  # a smaller chunk_size (cl100k) whose chunks would fit; None: all fit, or none
     toc_cut: int = 0  # tables of contents over the limit: not searched, so they need no smaller chunk_size
 
+    @property
+    def over_limit(self) -> int:
+        """Return every chunk over the embedder's limit, as the chunk table flags them (tables of contents too)."""
+        return self.cut + self.toc_cut
+
 
 @dataclass(frozen=True)
 class Segment:

@@ -28,6 +28,7 @@ from rag.embeddings.base import Embedder
 from rag.errors import InvalidSettingsError, MissingPackageError, StoreError
 from rag.store.client import Store
 from rag.store.records import Hit, hit_from_point, vector_name
+from rag.words import counted
 
 METHODS = ("pca", "tsne", "umap")
 DEFAULT_SAMPLE = 2000
@@ -226,7 +227,7 @@ def embedding_map(
     shown = _points(points, vector_name(model_id) if model_id else "", dimension, hit_ranks, method, query_vector)
     if sampled:
         notes.append(f"Showing a random sample of {len(ids):,} of {len(every):,} chunks (seed {SEED})"
-                     + (f", plus {len(extra)} hit(s) outside it." if extra else "."))
+                     + (f", plus {counted(len(extra), 'hit')} outside it." if extra else "."))
     if method != "pca":
         notes.append(f"{method} keeps neighbours close but distorts the distances between groups; PCA does not.")
     return EmbeddingMap(collection, method, shown[0], len(every), sampled, query, shown[1], shown[2], tuple(notes))

@@ -12,15 +12,19 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from rag.errors import InvalidSettingsError
+from rag.evaluation.funnel import RANKED
 from rag.evaluation.intervals import RESAMPLES
-from rag.evaluation.metrics import METRICS, Evaluation, QueryOutcome
+from rag.evaluation.metrics import COVERAGE, METRICS, Evaluation, QueryOutcome
 from rag.evaluation.paired import ALPHA, PairedDifference
+from rag.evaluation.rerank_effect import effect_note, effect_words
 from rag.evaluation.results import ConfigResult, Standing, SweepResult
+from rag.evaluation.sweep_funnel import WHY, missed_rows, summary_words
 from rag.reports.evaluation_page import render
 from rag.reports.svg import PALETTE, Estimate, Series, dot_chart, line_chart
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 FAILURES_SHOWN = 10
+MISSED_SHOWN = 50  # missed questions listed under the funnel
 TIE_LINES = 6  # lines in the hit@k chart: the best and its closest ties
 DOCUMENTS_SHOWN = 40
 METHOD = (f"Each metric is the mean over the queries; its 95 % interval is a bootstrap over the queries ({RESAMPLES} "
@@ -33,7 +37,8 @@ TIE_METHOD = (f"A configuration is tied with the best when a paired sign-flip pe
 
 
 def sweep_report(result: SweepResult, metric: str | None = None) -> str:
-    """Return the sweep as one HTML page: best and ties in words, charts, every row, failures, the settings."""
+    """Return the sweep as one HTML page: best and ties in words, charts, every row, failures, where the best's
+    misses were lost (once traced, rag.evaluation.sweep_funnel), whether reranking helped, the settings."""
     metric = metric or result.default_metric()
     if result.results and metric not in result.results[0].metrics:
         raise InvalidSettingsError(f"this sweep has no metric {metric!r}; it measured "
@@ -44,7 +49,8 @@ def sweep_report(result: SweepResult, metric: str | None = None) -> str:
             "title": f"RAG Lab sweep {result.created_at}: {metric}",
             "words": [w for w in (result.summary(metric), result.tie_summary(metric)) if w],
             "ties": [(row.label, _tie_words(test, metric)) for row, test in tied],
-            "notes": [*result.notes(), *result.skipped], "settings": _sweep_settings(result)}
+            "notes": [*result.notes(), *result.skipped], "settings": _sweep_settings(result),
+            "funnel": _funnel(best), "rerank": _rerank(result, metric)}
     if best is not None:
         places = result.standing(metric)
         page |= {"figures": _sweep_charts(result, metric, best, [row for row, _ in tied], places),
@@ -69,8 +75,8 @@ def evaluation_report(evaluation: Evaluation, *, collection: str, mode: str, emb
         "kind": "evaluation", "CSP": CSP, "title": f"RAG Lab evaluation: {query_set} on {collection}",
         "query_set": query_set, "collection": collection, "created_at": created_at, "mode": mode, "queries": queries,
         "embedder": embedder or "no embedder (keywords only)", "figures": figures,
-        "metrics": {"names": METRICS, "rows": [(k, [_cell(evaluation, f"{m}@{k}") for m in METRICS])
-                                               for k in evaluation.ks]},
+        "metrics": {"names": METRICS + COVERAGE,
+                    "rows": [(k, [_cell(evaluation, f"{m}@{k}") for m in METRICS + COVERAGE]) for k in evaluation.ks]},
         "failures": _failures(evaluation, "Queries without a relevant chunk in the top k"),
         "settings": [("collection", collection), ("search mode", mode),
                      ("embedder (model)", embedder or "none: keywords only"), ("query set", query_set),
@@ -108,7 +114,8 @@ def _sweep_charts(result: SweepResult, metric: str, best: ConfigResult, ties: li
 def _sweep_table(result: SweepResult, metric: str, places: list[Standing]) -> dict:
     """Return the table of every row, ranked by metric as best() ranks: head, rows (each with its cells) and caption."""
     deepest = result.ks[-1]
-    others = [m for m in dict.fromkeys([*(f"hit@{k}" for k in result.ks), f"mrr@{deepest}"]) if m != metric]
+    others = [m for m in dict.fromkeys([*(f"hit@{k}" for k in result.ks), f"mrr@{deepest}", f"hole@{deepest}"])
+              if m != metric]
     hit = f"hit@{deepest}"
     seconds = [sum(r.total_seconds for r in run) for run in result.configuration_runs() for _ in run]  # row order
     ranked = sorted(zip(places, seconds, strict=True), key=lambda pair: (
@@ -118,7 +125,8 @@ def _sweep_table(result: SweepResult, metric: str, places: list[Standing]) -> di
     caption = (f"Ranked by {metric}. ± is half the 95 % interval; configuration is chunk_size/overlap in tokens; "
                "cut by model: the share of chunks longer than the model reads; time: the configuration's chunking, "
                "embedding, indexing and searching, shared by its modes (one collection, one search round trip); "
-               "vs best: the paired difference from the best "
+               f"hole@{deepest}: the share of the top {deepest} no one has judged (above 0.5 the score says more "
+               "about the judgments than the configuration); vs best: the paired difference from the best "
                f"with its 95 % interval, and the p-value of the paired test (tied: p ≥ {ALPHA:g}).")
     return {"head": ["configuration", "mode", metric, *others, "chunks", "mean tokens", "cut by model",
                      "time of the configuration (s)", "vs best", "p"], "rows": rows, "caption": caption}
@@ -134,7 +142,8 @@ def _sweep_settings(result: SweepResult) -> list[tuple[str, str]]:
     shown = result.documents[:DOCUMENTS_SHOWN]
     documents = ", ".join(shown) + (f" and {len(result.documents) - len(shown)} more"
                                     if len(result.documents) > len(shown) else "")
-    total = result.query_seconds + sum(row.total_seconds for row in result.results)
+    total = result.seconds if result.seconds is not None else (  # the run's wall time, as `rag runs` keeps it
+        result.query_seconds + sum(row.total_seconds for row in result.results))
     return [("embedder (model)", result.embedder),
             ("chunk sizes", ", ".join(str(s) for s in dict.fromkeys(c.chunk_size for c in configs))),
             ("overlaps", ", ".join(str(s) for s in dict.fromkeys(c.overlap for c in configs))),
@@ -144,8 +153,33 @@ def _sweep_settings(result: SweepResult) -> list[tuple[str, str]]:
             ("search modes", ", ".join(result.modes)), ("k", ", ".join(map(str, result.ks))),
             ("queries", str(result.queries)), (f"documents ({len(result.documents)})", documents),
             ("created", result.created_at),
-            ("time", f"{total:.1f} s in all; the queries embedded once in {result.query_seconds:.1f} s"),
+            ("time", f"{total:.1f} s in all (the run's wall time); the queries embedded once in "
+                     f"{result.query_seconds:.1f} s"),
             ("intervals", METHOD), ("ties", TIE_METHOD)]
+
+
+def _funnel(best: ConfigResult | None) -> dict | None:
+    """Return the best row's funnel as the Evaluate page shows it: misses per stage, the missed questions (the first
+    MISSED_SHOWN); None when the sweep was not traced."""
+    if best is None or best.funnel is None:
+        return None
+    summary, missed = best.funnel, missed_rows(best.funnels or ())
+    more = f" The first {MISSED_SHOWN} of {len(missed)} are listed." if len(missed) > MISSED_SHOWN else ""
+    return {"heading": f"Why was it missed? The best ({best.short}) at top {summary.k}",
+            "words": summary_words(summary) + more, "stages": [(stage, n, WHY[stage])
+                                                             for stage, n in summary.lost_at.items()],
+            "head": ["query", "lost at", *RANKED, "context", "read", "chunk"],
+            "rows": [[row["query"], row["lost_at"], *(row[s] for s in RANKED), row["context"], row["read"],
+                      row["chunk"]] for row in missed[:MISSED_SHOWN]]}
+
+
+def _rerank(result: SweepResult, metric: str) -> dict | None:
+    """Return whether reranking helped, row by row (the Evaluate page's lines), or None without a reranker."""
+    if not result.rerank:
+        return None
+    return {"heading": f"Does reranking help? ({metric})", "note": effect_note(result.rerank),
+            "lines": effect_words(result.rerank_effect(metric), metric)
+            or ["No row ran both with and without the reranker."]}
 
 
 # ---- shared pieces ---------------------------------------------------------------------------------------

@@ -76,7 +76,8 @@ TEMPLATE = """<!DOCTYPE html>
 <h2>Charts</h2>
 {{ show_figures(figures) }}
 <h2>Every configuration</h2>
-<table><thead><tr>{% for h in table.head %}<th class="{{ "text" if loop.index0 < 2 else "chosen" \
+<table><thead><tr>{% for h in table.head %}<th class="{{ "text" if \
+loop.index0 < 2 else "chosen" \
 if loop.index0 == 2 else "" }}">{{ h }}</th>{% endfor %}</tr></thead><tbody>
 {% for r in table.rows %}{% set mark, row, test = r.place.mark, r.row, r.place.test %}<tr class="{{ mark }}">\
 <td class="text">{{ row.config.short }}{% if mark %} <span class="mark {{ mark }}">{{ mark }}</span>{% endif %}</td>\
@@ -89,7 +90,25 @@ if loop.index0 == 2 else "" }}">{{ h }}</th>{% endfor %}</tr></thead><tbody>
 {% if test.too_few_differ %}<br><span class="pm">too few differ</span>{% endif %}</td>{% endif %}</tr>
 {% endfor %}</tbody></table>
 <p class="notes">{{ table.caption }}</p>
+{% if rerank %}<h2>{{ rerank.heading }}</h2>
+<ul class="rerank">{% for line in rerank.lines %}<li>{{ line }}</li>{% endfor %}</ul>
+<p class="notes">{{ rerank.note }}</p>
+{% endif %}
 {{ failed(failures) }}
+{% if funnel %}<h2>{{ funnel.heading }}</h2>
+<p>{{ funnel.words }}</p>
+<table class="funnel"><thead><tr><th class="text">lost at</th><th>misses</th><th class="text">meaning</th></tr>\
+</thead><tbody>
+{% for stage, count, why in funnel.stages %}<tr><td class="text">{{ stage }}</td><td>{{ count }}</td>\
+<td class="text wrap">{{ why }}</td></tr>
+{% endfor %}</tbody></table>
+{% if funnel.rows %}<table class="missed"><thead><tr>{% for h in funnel.head %}<th class="{{ "text" if \
+loop.index0 < 2 or loop.index0 > 5 else "" }}">{{ h }}</th>{% endfor %}</tr></thead><tbody>
+{% for r in funnel.rows %}<tr>{% for c in r %}<td class="{{ "text wrap" if loop.index0 < 2 or loop.index0 > 5 \
+else "" }}">{{ "—" if c is none else c }}</td>{% endfor %}</tr>
+{% endfor %}</tbody></table>
+<p class="notes">Ranks of each missed question's best relevant chunk in every ranking (—: not in it).</p>{% endif %}
+{% endif %}
 {% endif %}
 {% else %}
 <h1>Evaluation: {{ query_set }} on {{ collection }}</h1>

@@ -1,7 +1,8 @@
 """Use this configuration: a sweep row's chunking, search mode, fusion and rerank made a collection's own.
 
 The sweep's documents are chunked again with the row's chunk_size, overlap and strategy and written to the
-collection (pipeline.reingest: each document whole or not at all, an older version of it replaced); only when
+collection (pipeline.reingest: each document whole or not at all, an older version of it replaced), their vectors
+taken from the embedding cache the sweep filled (nothing the sweep embedded is embedded again); only when
 every document is stored are the row's mode, fusion (hybrid rows) and rerank (None: no reranking) saved as
 the collection's defaults, with the id of the run that chose them ("run"). Searches then use them whenever the
 user does not say otherwise (pipeline.search_defaults). Other documents of the collection are left as they are.
@@ -16,6 +17,7 @@ from rag import pipeline
 from rag.chunking import ChunkSettings
 from rag.documents.model import Document
 from rag.embeddings.base import Embedder
+from rag.embeddings.cache import EmbeddingCache
 from rag.store.archive import DocumentArchive
 from rag.store.client import Store
 
@@ -57,12 +59,15 @@ def apply_configuration(
     row: dict, collection: str, embedder: Embedder, *, store: Store, archive: DocumentArchive,
     run_id: int | None = None, documents: Sequence[Document] | None = None,
     progress: pipeline.ProgressCallback | None = None, cancel: Callable[[], bool] | None = None,
+    cache: EmbeddingCache | None = None,
 ) -> Applied:
     """Return how a sweep row was made the collection's configuration (see the module docstring).
 
     row: a kept row (chunk_size, overlap, strategy, mode, fusion, rerank, collection: the sweep's collection of
     that configuration). documents: the sweep's documents, kept in the archive first so their text is exact;
     without them the documents of the row's collection are read back (archive, else their stored chunks).
+    cache: the embedding cache the sweep used (default: the store's, as the app's sweeps use it): the row's chunks
+    were embedded by the sweep, so only texts it lacks are embedded again.
     """
     settings = row_settings(row)
     if documents is not None:
@@ -73,7 +78,8 @@ def apply_configuration(
         ids = [d.document_id for d in store.documents(row["collection"])]
     results = pipeline.reingest(ids, collection, settings, embedder, store=store, archive=archive,
                                 source=row["collection"], progress=progress, cancel=cancel,
-                                chunk_headers=row.get("chunk_headers"), child_size=row.get("child_size"))
+                                chunk_headers=row.get("chunk_headers"), child_size=row.get("child_size"),
+                                cache=cache)
     applied = Applied(collection, results)
     if applied.failed:
         return applied

@@ -13,7 +13,9 @@ import numpy as np
 
 from rag.errors import QuerySetError, RunNotFoundError
 from rag.evaluation.compare import EvaluationComparison, QueryDelta
+from rag.evaluation.metrics import quality
 from rag.evaluation.paired import paired_difference
+from rag.evaluation.versions import diff_versions, diff_words
 from rag.runs.db import RunLog
 
 
@@ -55,7 +57,32 @@ class RunComparison:
         a = self.a.to_json() | {"metrics": data.pop("metrics_a")}
         b = self.b.to_json() | {"metrics": data.pop("metrics_b")}
         return {"queries": data.pop("queries"), "ks": data.pop("ks"), "a": a, "b": b, "only_a": self.only_a,
-                "only_b": self.only_b, "same_query_set": a["query_hash"] == b["query_hash"]} | data
+                "only_b": self.only_b, "same_query_set": a["query_hash"] == b["query_hash"],
+                "query_versions": self.query_versions()} | data
+
+    def query_versions(self) -> dict:
+        """Return both runs' query-set versions (without per-question digests) and what changed from A to B:
+        {"a", "b", "same", "questions_added", "questions_removed", "questions_changed"} (rag.evaluation.versions)."""
+        kept = [side.run["settings"].get("query_version") or {"hash": side.run["settings"]["query_hash"]}
+                for side in (self.a, self.b)]
+        shown = [{k: v for k, v in version.items() if k != "items"} for version in kept]
+        return {"a": shown[0], "b": shown[1]} | diff_versions(*kept)
+
+    def version_warning(self) -> str:
+        """Return a one-line warning when the runs used different query-set versions, else ""."""
+        versions = self.query_versions()
+        if versions["same"]:
+            return ""
+        names = []
+        for letter, version in (("A", versions["a"]), ("B", versions["b"])):
+            number = f"version {version['version']}, " if version.get("version") else ""
+            counts = (f", {version['questions']} questions, {version['judgments']} judgments"
+                      if "questions" in version else "")
+            names.append(f"{letter} {number}{version['hash'][:8]}{counts}")
+        known = "items" in (self.a.run["settings"].get("query_version") or {}) and \
+            "items" in (self.b.run["settings"].get("query_version") or {})
+        change = diff_words(versions) if known else f"{self.only_a} questions only A ran, {self.only_b} only B"
+        return f"warning: the runs used different query-set versions ({'; '.join(names)}): {change}."
 
 
 def parse_side(log: RunLog, text: str) -> RunSide:
@@ -81,15 +108,21 @@ def _keyed(outcomes: list[dict]) -> dict[tuple, dict]:
     return keyed
 
 
+def pair_outcomes(a: list[dict], b: list[dict]) -> tuple[list[tuple[dict, dict]], int, int]:
+    """Return the kept outcomes of the questions both lists hold, paired (A's order), and the counts only A and
+    only B hold."""
+    kept = _keyed(a), _keyed(b)
+    shared = [key for key in kept[0] if key in kept[1]]
+    return [(kept[0][key], kept[1][key]) for key in shared], len(kept[0]) - len(shared), len(kept[1]) - len(shared)
+
+
 def compare_runs(log: RunLog, a: str, b: str) -> RunComparison:
     """Return B minus A over the questions both runs ran: means, per-question changes, the paired test per metric."""
     sides = parse_side(log, a), parse_side(log, b)
-    kept = [_keyed(log.outcomes(s.run["id"], s.row)) for s in sides]
-    shared = [key for key in kept[0] if key in kept[1]]
-    if not shared:
+    pairs, only_a, only_b = pair_outcomes(*(log.outcomes(s.run["id"], s.row) for s in sides))
+    if not pairs:
         raise QuerySetError(f"Runs {sides[0].name} and {sides[1].name} share no question (or their outcomes were not "
                             "kept); compare runs of the same query set.")
-    pairs = [(kept[0][key], kept[1][key]) for key in shared]
     ks = tuple(k for k in sides[0].run["settings"]["ks"] if k in sides[1].run["settings"]["ks"])
     names = [n for n in pairs[0][0]["values"] if n in pairs[0][1]["values"] and int(n.split("@")[1]) in ks]
     if not ks or not names:
@@ -101,7 +134,7 @@ def compare_runs(log: RunLog, a: str, b: str) -> RunComparison:
         ks, means_a, means_b, {n: means_b[n] - means_a[n] for n in names},
         tuple(_delta(x, y, ks[-1]) for x, y in pairs),
         {n: paired_difference(*values[n]) for n in names})
-    return RunComparison(*sides, comparison, len(kept[0]) - len(shared), len(kept[1]) - len(shared))
+    return RunComparison(*sides, comparison, only_a, only_b)
 
 
 def _delta(a: dict, b: dict, k: int) -> QueryDelta:
@@ -109,6 +142,7 @@ def _delta(a: dict, b: dict, k: int) -> QueryDelta:
     order = [float("inf") if r is None else r for r in (rank_a, rank_b)]
     change = "same" if rank_a == rank_b else "better" if order[1] < order[0] else "worse"
     comparable = a["score"] is not None and b["score"] is not None and a["score_kind"] == b["score_kind"]
-    deltas = {n: b["values"][n] - a["values"][n] for n in a["values"] if n.endswith(f"@{k}") and n in b["values"]}
+    deltas = {n: b["values"][n] - a["values"][n] for n in quality(a["values"]) if n.endswith(f"@{k}")
+              and n in b["values"]}
     return QueryDelta(a["query"], a["line"], rank_a, rank_b, a["score"], b["score"],
                       b["score"] - a["score"] if comparable else None, change, deltas)

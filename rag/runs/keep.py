@@ -23,7 +23,7 @@ def _prompts(embedder: Embedder | None) -> tuple[str, str]:
 
 def keep_eval(store: Store, evaluation: Evaluation, queries: Sequence[Query], *, collection: str, mode: str,
               fusion: str | None, embedder: Embedder | None, query_set: str, seconds: float,
-              report: str | None = None, rerank: str | None = None) -> Kept:
+              report: str | None = None, rerank: str | None = None, query_version: dict | None = None) -> Kept:
     """Keep an evaluation of a collection (its chunking read from the collection) with its HTML report."""
     sizes = {(d.chunk_size, d.overlap, d.strategy) for d in store.documents(collection)}
     size, overlap, strategy = next(iter(sizes)) if len(sizes) == 1 else (None, None, None)
@@ -31,7 +31,7 @@ def keep_eval(store: Store, evaluation: Evaluation, queries: Sequence[Query], *,
     record = eval_run(evaluation, queries, collection=collection, mode=mode, fusion=fusion, embedder=model,
                       prompts=_prompts(embedder), chunking={"chunk_size": size, "overlap": overlap,
                                                             "strategy": strategy},
-                      query_set=query_set, seconds=seconds, rerank=rerank)
+                      query_set=query_set, seconds=seconds, rerank=rerank, query_version=query_version)
     if report is None:
         report = evaluation_report(evaluation, collection=collection, mode=record[0]["rows"][0]["label"],
                                    embedder=model, query_set=query_set)
@@ -39,7 +39,10 @@ def keep_eval(store: Store, evaluation: Evaluation, queries: Sequence[Query], *,
 
 
 def keep_sweep(store: Store, result: SweepResult, queries: Sequence[Query], *, embedder: Embedder, query_set: str,
-               seconds: float, report: str | None = None) -> Kept:
-    """Keep a sweep (every row, the best marked) with its HTML report."""
-    record = sweep_run(result, queries, query_set=query_set, seconds=seconds, prompts=_prompts(embedder))
+               seconds: float | None = None, report: str | None = None, query_version: dict | None = None) -> Kept:
+    """Keep a sweep (every row, the best marked) with its HTML report; its seconds are the sweep's own wall time
+    (SweepResult.seconds, as its report says), `seconds` only for a result that lacks it."""
+    total = result.seconds if result.seconds is not None else seconds
+    record = sweep_run(result, queries, query_set=query_set, seconds=total or 0.0, prompts=_prompts(embedder),
+                       query_version=query_version)
     return RunLog(runs_path_of(store)).save_quietly(*record, report if report is not None else sweep_report(result))

@@ -2,16 +2,14 @@
 
 A run is {"schema", "kind" ("eval" | "sweep"), "created_at", "seconds", "settings", "rows", "best"}; each row is one
 configuration searched in one mode, with its settings (chunk_size, overlap, strategy, mode, fusion, rerank,
-collection), metrics and intervals, and beside it, kept apart, one outcome per question ({"query", "line",
-"documents", "rank", "score", "score_kind", "values": {metric: value}}). Everything is read through `upgrade`,
-which fills what an older schema lacked with what that schema meant, so a run stays readable (listed,
-compared) after the project changes its defaults or adds a field.
+collection), metrics and intervals, its funnel (misses per stage; null if not traced), and beside it, kept apart,
+one outcome per question ({"query", "line", "documents", "rank", "score", "score_kind", "values": {metric:
+value}}). Everything is read through `upgrade`, which fills what an older schema lacked with what that schema
+meant, so a run stays readable (listed, compared) after the project changes its defaults or adds a field.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -19,21 +17,18 @@ from typing import Any
 from rag.evaluation.metrics import Evaluation
 from rag.evaluation.queries import Query
 from rag.evaluation.results import ConfigResult, SweepResult
+from rag.evaluation.versions import query_set_hash, version_of
+
+__all__ = ["eval_run", "outcomes_of", "query_set_hash", "sweep_row", "sweep_run", "upgrade", "upgrade_outcome"]
 
 SCHEMA = 1  # 0: before "rerank", "prompts", "query_hash" and "seconds" were kept
 ROW_DEFAULTS: dict[str, Any] = {"label": "", "chunk_size": None, "overlap": None, "strategy": None,
                                 "chunk_headers": False, "child_size": 0, "mode": "dense",
                                 "fusion": None, "rerank": None, "collection": None, "chunks": None,
-                                "mean_tokens": None, "metrics": {}, "intervals": {}}
+                                "mean_tokens": None, "metrics": {}, "intervals": {}, "funnel": None}
 SETTINGS_DEFAULTS: dict[str, Any] = {"collection": None, "embedder": None, "prompts": {"query": "", "document": ""},
                                      "query_set": "", "query_hash": None, "queries": 0, "documents": [], "ks": [],
-                                     "metric": None}
-
-
-def query_set_hash(queries: Sequence[Query]) -> str:
-    """Return the sha256 of a query set's content (texts, labels, answers, spans), the same however it was read."""
-    canonical = [[q.text, list(q.documents), q.answer, q.answer_start] for q in queries]
-    return hashlib.sha256(json.dumps(canonical, ensure_ascii=False).encode("utf-8")).hexdigest()
+                                     "metric": None, "query_version": None}
 
 
 def _now() -> str:
@@ -60,45 +55,51 @@ def _metrics(evaluation: Evaluation) -> dict:
 
 def eval_run(evaluation: Evaluation, queries: Sequence[Query], *, collection: str, mode: str, fusion: str | None,
              embedder: str | None, prompts: tuple[str, str], chunking: dict, query_set: str, seconds: float,
-             rerank: str | None = None) -> tuple[dict, list[list[dict]]]:
+             rerank: str | None = None, query_version: dict | None = None) -> tuple[dict, list[list[dict]]]:
     """Return (run, outcomes per row) of one evaluation of a collection; chunking: its chunk_size, overlap and
     strategy (None where its documents differ)."""
     label = f"{mode}-{fusion}" if mode == "hybrid" and fusion else mode
     row = {"label": f"'{collection}', {label} search", **chunking, "mode": mode, "fusion": fusion, "rerank": rerank,
            "collection": collection, **_metrics(evaluation)}
     run = {"schema": SCHEMA, "kind": "eval", "created_at": _now(), "seconds": round(seconds, 3),
-           "settings": _settings(queries, query_set, embedder, prompts, evaluation.ks, collection, []),
+           "settings": _settings(queries, query_set, embedder, prompts, evaluation.ks, collection, [],
+                                 query_version),
            "rows": [row], "best": 0}
     return run, [outcomes_of(evaluation)]
 
 
 def sweep_run(result: SweepResult, queries: Sequence[Query], *, query_set: str, prompts: tuple[str, str],
-              seconds: float) -> tuple[dict, list[list[dict]]]:
+              seconds: float, query_version: dict | None = None) -> tuple[dict, list[list[dict]]]:
     """Return (run, outcomes per row) of a sweep: one row per configuration and mode, the best marked."""
     best = result.best()
     rows = [sweep_row(row, result) for row in result.results]
     run = {"schema": SCHEMA, "kind": "sweep", "created_at": result.created_at, "seconds": round(seconds, 3),
-           "settings": _settings(queries, query_set, result.embedder, prompts, result.ks, None, result.documents),
+           "settings": _settings(queries, query_set, result.embedder, prompts, result.ks, None, result.documents,
+                                 query_version),
            "rows": rows, "best": next((i for i, r in enumerate(result.results) if r is best), None)}
     return run, [outcomes_of(row.evaluation) for row in result.results]
 
 
 def sweep_row(row: ConfigResult, result: SweepResult) -> dict:
     """Return a row of result as it is kept: its settings (chunking, mode, fusion, rerank: the spec of the
-    sweep's reranker on a "+rerank" row, else None; collection), metrics."""
+    sweep's reranker on a "+rerank" row, else None; collection), metrics, and its funnel (the misses per stage, as
+    `rag sweep --json` gives it; None when it was not traced)."""
     rerank = result.rerank["spec"] if result.rerank and row.mode.rerank else None
     return {"label": row.short, "chunk_size": row.config.chunk_size, "overlap": row.config.overlap,
             "strategy": row.config.strategy, "chunk_headers": row.config.chunk_headers,
             "child_size": row.config.child_size, "mode": row.mode.mode, "fusion": row.mode.fusion_used,
             "rerank": rerank, "collection": row.collection, "chunks": row.chunks,
-            "mean_tokens": round(row.mean_tokens, 1), **_metrics(row.evaluation)}
+            "mean_tokens": round(row.mean_tokens, 1), **_metrics(row.evaluation),
+            "funnel": row.funnel.to_json() if row.funnel else None}
 
 
 def _settings(queries: Sequence[Query], query_set: str, embedder: str | None, prompts: tuple[str, str],
-              ks: Sequence[int], collection: str | None, documents: list[str]) -> dict:
+              ks: Sequence[int], collection: str | None, documents: list[str], version: dict | None) -> dict:
+    """Return a run's settings; "query_version": the query set's version (rag.evaluation.versions)."""
     return {"collection": collection, "embedder": embedder, "prompts": {"query": prompts[0], "document": prompts[1]},
             "query_set": query_set, "query_hash": query_set_hash(queries), "queries": len(queries),
-            "documents": list(documents), "ks": list(ks), "metric": f"mrr@{ks[-1]}"}
+            "documents": list(documents), "ks": list(ks), "metric": f"mrr@{ks[-1]}",
+            "query_version": version or version_of(queries)}
 
 
 def upgrade(run: dict) -> dict:

@@ -5,7 +5,7 @@ documents  list, plan and write documents                   versions   crash-saf
 search     dense, keyword and hybrid search                   fusion     how hybrid fuses the two lists
 keywords   Qdrant's BM25 vectors (stemmed, per language)      legacy_keywords  the analyzer of old collections
 records    Hit, CollectionInfo, DocumentInfo, point ids       archive    documents as read, kept by id
-rebuild    a stored document rebuilt from its chunks
+rebuild    a stored document rebuilt from its chunks           reads      the folder's reads served to the CLI
 """
 
 from rag.settings import DEFAULT_COLLECTION

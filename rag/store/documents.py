@@ -47,6 +47,14 @@ def _by_id(document_id: str) -> models.FieldCondition:
     return models.FieldCondition(key="document_id", match=models.MatchValue(value=document_id))
 
 
+def _like_filter(document: Document | None) -> models.Filter | None:
+    """Return the points of document's id or title (both fields carry a payload index), or None: every point."""
+    if document is None:
+        return None
+    return models.Filter(should=[_by_id(document.id), models.FieldCondition(
+        key="document_title", match=models.MatchValue(value=document.title))])
+
+
 class DocumentsMixin:
     """The documents half of Store (it needs Store's _layout, _guard, _ensure_collection, registry and client)."""
 
@@ -102,21 +110,28 @@ class DocumentsMixin:
         with self._guard(f"counting in '{collection}'"):
             return self.client.count(collection, count_filter=models.Filter(must=[condition]), exact=True).count > 0
 
-    def documents(self, collection: str) -> list[DocumentInfo]:
+    def documents(self, collection: str, *, like: Document | None = None) -> list[DocumentInfo]:
         """Return one entry per document (foreign collection: per document_title), sorted by title.
 
         An entry describes the document's searchable version; `complete` is False when a write of it did not
         finish (it may still be running in another process, or it was interrupted) and `interrupted` counts
         the chunks that write left. A document with only an unfinished write is listed with those chunks.
+        like: only the documents with like's id or title (what an ingest of like replaces), read through the
+        payload index instead of every point: an ingest into a collection of 100,000 chunks read them all.
         """
         self._layout(collection)
+        return self.stable_read(collection, lambda: self._documents(collection, like))
+
+    def _documents(self, collection: str, like: Document | None) -> list[DocumentInfo]:
         registry = self._collected_registry(collection)
         groups: dict[str, dict[str | None, list[dict]]] = {}
-        for point in self._scroll(collection, None, _WITHOUT_TEXT):
+        for point in self._scroll(collection, _like_filter(like), _WITHOUT_TEXT):
             p = point.payload or {}
             key = str(p.get("document_id") or p.get("document_title") or "")
             groups.setdefault(key, {}).setdefault(p.get("generation"), []).append(p)
         for generation, entry in registry.items():  # a write interrupted before its first chunk
+            if like is not None and like.id != entry.get("document_id") and like.title != entry.get("title"):
+                continue
             if entry.get("state") == WRITING and entry.get("document_id"):
                 versions = groups.setdefault(str(entry["document_id"]), {})
                 versions.setdefault(generation, [])
@@ -198,7 +213,8 @@ class DocumentsMixin:
         """Return what writing document would do: which documents it replaces, or why it is not written."""
         if not self.has_collection(collection):
             return IngestPlan()
-        same = [d for d in self.documents(collection) if d.document_id == document.id or d.title == document.title]
+        same = [d for d in self.documents(collection, like=document)
+                if d.document_id == document.id or d.title == document.title]
         renamed = next((d for d in same if d.document_id == document.id and d.title != document.title and d.complete),
                        None)
         if renamed is not None:
@@ -253,7 +269,7 @@ class DocumentsMixin:
         doc_language = keywords.document_language(setting, document.text) if not analyzer.legacy else None
         replaced = {document.id}
         if not keep_versions:
-            replaced |= {d.document_id for d in self.documents(collection) if d.title == document.title}
+            replaced |= {d.document_id for d in self.documents(collection, like=document) if d.title == document.title}
         shape = {"chunk_size": settings.chunk_size, "overlap": settings.overlap, "strategy": settings.strategy}
         generation = self.begin_generation(collection, document.id, document.title, shape)
         stamp = datetime.now(UTC).isoformat(timespec="seconds")
@@ -328,11 +344,13 @@ class DocumentsMixin:
         payload |= {"overlap": settings.overlap, "strategy": settings.strategy, "embedder": embedder.model_id}
         payload |= {"document_kind": document.kind, "document_pages": len(document.pages)}
         payload |= {"generation": generation, "ingested_at": stamp, "flags": list(chunk.flags)}
+        if chunk.table_header:  # the LLM context repeats it before the chunk (rag.context)
+            payload["table_header"] = chunk.table_header
         if language is not None:
             payload["language"] = language
         vectors: dict[str, Any] = {layout.vector: vector.tolist()}
         if layout.sparse:  # older collections have no keyword vector to fill
-            text = headers.indexed_text(chunk.content, document.title, chunk.heading_path, layout.chunk_headers)
+            text = headers.indexed_text(chunk.model_text, document.title, chunk.heading_path, layout.chunk_headers)
             indices, values = analyzer.document_vector(text, language or "none")
             vectors[layout.sparse] = models.SparseVector(indices=indices, values=values)
         return models.PointStruct(id=pid, vector=vectors, payload=payload)

@@ -16,9 +16,11 @@ from qdrant_client.http.exceptions import ApiException, UnexpectedResponse
 
 from rag.errors import InvalidSettingsError, StoreError, StoreUnavailableError
 from rag.settings import QDRANT, check_url, configured_key, configured_url, display_url, load, timeout
+from rag.store import reads
 from rag.store.client import Store, invalid_reply, not_qdrant, timed_out
 from rag.store.edge import EdgeClient
 from rag.store.edge.migrate import MigrationFailed, has_local_format, migrate
+from rag.store.edge.remote import RemoteReads, shown, writes_elsewhere
 from rag.urls import endpoint, redact_urls
 
 LARGE_LOCAL_COLLECTION = 20_000  # points above which the embedded engine gets slow (qdrant-client's own figure)
@@ -30,7 +32,8 @@ _STORES: dict[tuple[str, ...], Store] = {}
 _CACHE_LOCK = threading.Lock()
 
 
-def open_store(path: str | None = None, url: str | None = None, api_key: str | None = None) -> Store:
+def open_store(path: str | None = None, url: str | None = None, api_key: str | None = None,
+               read_only: bool = False) -> Store:
     """Return the process's Store for a location: url/QDRANT_URL (server) or path/RAG_QDRANT_PATH (folder).
 
     Explicit arguments win over environment variables (read now, not at import). QDRANT_API_KEY is sent
@@ -39,7 +42,9 @@ def open_store(path: str | None = None, url: str | None = None, api_key: str | N
     cached, because an embedded folder can be opened by one client only; path=":memory:" gives a new
     engine every call (Qdrant Edge in a temporary folder removed on close and at exit; with RAG_QDRANT_ENGINE=local,
     the local mode's in memory). A malformed
-    URL or an empty path raises InvalidSettingsError.
+    URL or an empty path raises InvalidSettingsError. A Qdrant Edge folder that another process holds and serves
+    (rag.store.reads: the app) gives, with read_only, a Store reading through that process (not cached: it may
+    stop), and without it StoreUnavailableError saying that writes go through that process.
     """
     if path == ":memory:":
         if _engine() == "local":
@@ -58,20 +63,29 @@ def open_store(path: str | None = None, url: str | None = None, api_key: str | N
         path = os.path.abspath(os.path.expanduser(path or load().qdrant_path))
         key = ("path", path)
     with _CACHE_LOCK:
-        if key not in _STORES:
-            _STORES[key] = _connect_server(url, api_key) if url else _open_folder(path)
-        return _STORES[key]
+        if key in _STORES:
+            return _STORES[key]
+        store = _connect_server(url, api_key) if url else _open_folder(path, read_only)
+        if not isinstance(store.client, RemoteReads):
+            _STORES[key] = store
+        return store
 
 
-def _open_folder(path: str) -> Store:
+def _open_folder(path: str, read_only: bool = False) -> Store:
     """Open an embedded folder with its engine: Qdrant Edge (a folder in qdrant-client's local format is moved to it
-    first), or qdrant-client's local mode when RAG_QDRANT_ENGINE=local."""
+    first), or qdrant-client's local mode when RAG_QDRANT_ENGINE=local; read_only: read through the process that
+    holds it, if that one serves its reads (rag.store.reads)."""
     engine = _engine()
     try:
         client = EdgeClient(path) if engine == "edge" else QdrantClient(path=path)
     except RuntimeError as e:
         if "already accessed" not in str(e):
             raise StoreUnavailableError(f"The Qdrant folder {path} cannot be opened: {e}.") from e
+        holder = reads.endpoint(path) if engine == "edge" else None
+        if holder is not None and read_only:
+            return Store(RemoteReads(path, holder), path, local=True)
+        if holder is not None:
+            raise StoreUnavailableError(writes_elsewhere(path, holder["pid"])) from e
         raise StoreUnavailableError(
             f"The Qdrant folder {path} is in use by another process (another RAG Lab app or CLI). "
             "Close that one, or run a Qdrant server and set QDRANT_URL so several processes can share it."
@@ -80,6 +94,8 @@ def _open_folder(path: str) -> Store:
         raise StoreUnavailableError(
             f"The Qdrant folder {path} cannot be opened: {e}. Set RAG_QDRANT_PATH to a writable folder."
         ) from e
+    if engine == "edge":
+        reads.discard_endpoint(path)  # what a killed holder left: the folder is ours now
     if engine == "edge" and has_local_format(path) and not client.collection_names():
         _move_to_edge(client, path)
     return Store(client, path, local=True, on_close=forget)
@@ -193,8 +209,17 @@ def size_note(store: Store, infos: list | None = None) -> str | None:
             "QDRANT_URL for collections this size.")
 
 
+def reading_note(store: Store) -> str | None:
+    """Return the note of a store read through the process that holds its folder (else None)."""
+    if not isinstance(store.client, RemoteReads):
+        return None
+    return (f"reading through the app that holds {shown(store.location)} (pid {store.client.pid}); writes stay "
+            "with it")
+
+
 def forget(store: Store) -> None:
-    """Drop store from the cache (it is being closed)."""
+    """Drop store from the cache and stop serving its reads (it is being closed)."""
+    reads.stop_serving(store)
     with _CACHE_LOCK:
         for key, cached in list(_STORES.items()):
             if cached is store:

@@ -7,22 +7,27 @@ chunks' offsets (consecutive chunks may overlap; gaps between them become line b
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import PurePath
 
 from rag.chunking.chunker import Chunk
+from rag.documents.loader import KINDS_BY_SUFFIX
 from rag.documents.model import PAGE_SEPARATOR, Document, Heading, Page
 from rag.store.records import Hit
 
 ChunkLike = Chunk | Hit
 
 
-def document_from_chunks(document_id: str, title: str, chunks: Sequence[ChunkLike], kind: str = "text") -> Document:
+def document_from_chunks(document_id: str, title: str, chunks: Sequence[ChunkLike], kind: str | None = None
+                         ) -> Document:  # fmt: skip
     """Return the document rebuilt from its stored chunks, so it can be re-chunked without the file.
 
     Chunk text lands at its offsets; what lies between chunks (only whitespace, which the chunker skips)
     becomes newlines. Chunks without offsets (foreign collections) are joined with blank lines. Headings
     come from the heading paths, pages from the chunks' page numbers (a page break inside a chunk is
-    placed at its last paragraph break).
+    placed at its last paragraph break). The kind is "markdown" for a Markdown document (its stored
+    document_kind, else its title's suffix), so its tables are chunked again as at ingest; else "text".
     """
+    kind = kind or _kind(title, chunks)
     ordered = sorted(chunks, key=lambda c: (c.chunk_index is None, c.chunk_index or 0))
     spans = _spans(ordered)
     chars = ["\n"] * max((b for _, b in spans), default=0)
@@ -36,6 +41,14 @@ def document_from_chunks(document_id: str, title: str, chunks: Sequence[ChunkLik
     pages = tuple(Page(n, text[a : b - cut]) for n, a, b in zip(numbers, edges, edges[1:], strict=False))
     headings = _headings(ordered, spans)
     return Document(document_id, title, kind, pages or (Page(1, text),), text, headings)
+
+
+def _kind(title: str, chunks: Sequence[ChunkLike]) -> str:
+    """Return "markdown" for the chunks of a Markdown document (rag.chunking.tables applies), else "text"."""
+    stored = {c.payload.get("document_kind") for c in chunks if isinstance(c, Hit)}
+    if stored - {None}:
+        return "markdown" if "markdown" in stored else "text"
+    return "markdown" if KINDS_BY_SUFFIX.get(PurePath(title).suffix.lower()) == "markdown" else "text"
 
 
 def _spans(chunks: Sequence[ChunkLike]) -> list[tuple[int, int]]:

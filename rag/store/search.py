@@ -146,22 +146,23 @@ class SearchMixin:
         if count == 0:
             return []
         layout = self._layout(collection)
-        shared = {"filter": self.search_filter(layout, document_ids, include_toc)}  # unfinished writes never show
-        fanout = self.fanout(collection) if layout.child_size else 1  # children: top_k parents need more of them
-        shared |= {"limit": max(int(top_k), 1) * fanout, "score_threshold": score_threshold}
         using = None if mode == "sparse" else self._using(layout, matrix.shape[1], embedder, vector_name)
         if mode != "dense" and not layout.sparse:
             raise sparse_missing_error(layout, mode)
         analyzer = self._analyzer(layout) if mode != "dense" else None
-        depth = (candidate_limit(top_k) if depth is None else max(int(depth), 1)) * fanout
-        plans = [
-            self._plan(mode, fusion, layout, using, None if matrix is None else matrix[i], texts and texts[i], shared,
-                       analyzer, depth)
-            for i in range(count)
-        ]
         kind = fusion.method if mode == "hybrid" else "bm25" if mode == "sparse" else layout.distances.get(using or "")
         parents = max(int(top_k), 1) if layout.child_size else None
-        return self._run(collection, plans, mode, kind or "cosine", fusion, shared, parents)
+
+        def once() -> list[list[Hit]]:  # unfinished writes never show (rag.store.versions: stable_read)
+            fanout = self.fanout(collection) if layout.child_size else 1  # children: top_k parents need more of them
+            shared = {"filter": self.search_filter(layout, document_ids, include_toc),
+                      "limit": max(int(top_k), 1) * fanout, "score_threshold": score_threshold}
+            deep = (candidate_limit(top_k) if depth is None else max(int(depth), 1)) * fanout
+            plans = [self._plan(mode, fusion, layout, using, None if matrix is None else matrix[i],
+                                texts and texts[i], shared, analyzer, deep) for i in range(count)]
+            return self._run(collection, plans, mode, kind or "cosine", fusion, shared, parents)
+
+        return self.stable_read(collection, once)
 
     def search_batch_modes(
         self,
@@ -192,7 +193,14 @@ class SearchMixin:
         layout = self._layout(collection)
         if not layout.sparse:
             raise sparse_missing_error(layout, "hybrid")
-        fanout = self.fanout(collection) if layout.child_size else 1
+        return self.stable_read(collection, lambda: self._modes_once(collection, layout, modes, fusions, matrix, texts,
+                                                                     embedder, top_k))
+
+    def _modes_once(self, collection: str, layout: Layout, modes: Sequence[tuple[str, str]], fusions: list[Fusion],
+                    matrix: np.ndarray, texts: list[str] | None, embedder: Embedder | None, top_k: int
+                    ) -> list[list[list[Hit]]]:
+        """Return search_batch_modes' hits from one read of the collection."""
+        fanout = self.fanout(collection) if layout.child_size else 1  # children: top_k parents need more of them
         shared = {"filter": self.search_filter(layout, None, False), "limit": max(int(top_k), 1) * fanout,
                   "score_threshold": None}
         using = self._using(layout, matrix.shape[1], embedder, None)

@@ -12,9 +12,12 @@ Writing a document (Store.upsert_document):
   3. registry: g<new> = live, g<old...> = retired      (one update: the commit)
   4. delete the points of the retired generations, then their registry entries and g<new>
 Searches leave out generations that are "writing" or "retired", so a reader sees the old version until
-the commit and the new one after it, never a part of either. A document whose generation is still
-"writing" after a crash is listed as incomplete (DocumentInfo.complete False); the next ingest of that
-file retires it. Points written before generations existed carry none and are always visible.
+the commit and the new one after it, never a part of either. A read is several engine calls (the registry, the
+query, the payloads) and writes of another thread or process may fall between them: every registry update
+writes a new STAMP_KEY, and a search or listing runs again when the stamp changed while it ran (stable_read).
+A document whose generation is still "writing" after a crash is listed as incomplete (DocumentInfo.complete
+False); the next ingest of that file retires it. Points written before generations existed carry none and are
+always visible.
 
 Deleting a document (Store.delete_document) is the same commit without a new version:
   1. points without a generation (written before generations existed) get a fresh one, still visible
@@ -27,8 +30,9 @@ them (collect), and an ingest of the same file writes it anew, never finding it 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from qdrant_client import models
 
@@ -41,6 +45,9 @@ REGISTRY_FLAG = "rag_lab_registry"
 LANGUAGES_KEY = "languages"  # the keyword languages documents were analysed in (a collection set to "auto")
 SETTINGS_KEY = "settings"  # settings saved with a collection, e.g. {"fusion": "convex:w=0.6"}
 NOT_REGISTRY = models.HasIdCondition(has_id=[REGISTRY_ID])  # for must_not: every listing leaves it out
+STAMP_KEY = "stamp"  # a new random value with every registry update: a reader compares it before and after
+STABLE_ATTEMPTS = 50  # reads of a collection that changed while they ran, before stable_read gives up
+T = TypeVar("T")
 
 
 def new_generation() -> str:
@@ -88,13 +95,24 @@ class VersionsMixin:
                 self.client.set_payload(collection, {LANGUAGES_KEY: sorted({*known, language})}, points=[REGISTRY_ID],
                                         wait=True)
 
+    def stable_read(self, collection: str, read: Callable[[], T]) -> T:
+        """Return read() from a run during which the registry did not change (no write was committed, begun or
+        cleaned up between its engine calls): run again when it did (see module); StoreError after STABLE_ATTEMPTS."""
+        for _ in range(STABLE_ATTEMPTS):
+            before = self._registry_payload(collection).get(STAMP_KEY)
+            result = read()
+            if self._registry_payload(collection).get(STAMP_KEY) == before:
+                return result
+        raise StoreError(f"'{collection}' changed during each of {STABLE_ATTEMPTS} reads (documents are being "
+                         "written); try again when the ingest is done.")
+
     def hidden_generations(self, collection: str) -> list[str]:
         """Return the generations searches must leave out: being written (or interrupted), or replaced."""
         return sorted(g for g, entry in self.registry(collection).items() if entry.get("state") in HIDDEN)
 
     def _mark(self, collection: str, entries: dict[str, dict[str, Any]]) -> None:
         """Set registry entries (generation -> entry) in one point update, creating the registry if needed."""
-        payload = {registry_key(g): entry for g, entry in entries.items()}
+        payload = {registry_key(g): entry for g, entry in entries.items()} | {STAMP_KEY: new_generation()}
         with self._guard(f"updating the registry of '{collection}'"):
             if self.client.retrieve(collection, [REGISTRY_ID], with_payload=False, with_vectors=False):
                 self.client.set_payload(collection, payload, points=[REGISTRY_ID], wait=True)
@@ -107,6 +125,7 @@ class VersionsMixin:
             with self._guard(f"updating the registry of '{collection}'"):
                 self.client.delete_payload(collection, [registry_key(g) for g in generations], points=[REGISTRY_ID],
                                            wait=True)
+                self.client.set_payload(collection, {STAMP_KEY: new_generation()}, points=[REGISTRY_ID], wait=True)
 
     def begin_generation(self, collection: str, document_id: str, title: str, settings: dict[str, Any]) -> str:
         """Return a new generation for a document, registered as being written (step 1)."""

@@ -29,7 +29,7 @@ def test_chunk_json_shape_on_a_real_pdf(shared_data, capsys):
     text = data["document"]["text"]
     for chunk in data["chunks"]:
         assert set(chunk) == {"chunk_index", "content", "token_count", "heading_path", "page_start", "page_end",
-                              "start", "end", "model_tokens"}
+                              "start", "end", "table_header", "model_tokens"}
         assert chunk["model_tokens"] > chunk["token_count"] // 2
         assert text[chunk["start"] : chunk["end"]] == chunk["content"]
         assert chunk["token_count"] == tokens.count(chunk["content"]) <= 200
@@ -137,6 +137,30 @@ def test_subprocess_exit_codes_and_stderr(shared_data, tmp_path):
                          capture_output=True, text=True, cwd=ROOT, env=env)
     assert bad.returncode == 1 and bad.stdout == ""
     assert bad.stderr.strip().count("\n") == 0 and "nope" in bad.stderr, bad.stderr
+
+
+def _piped(args: list[str], env: dict, keep: int) -> tuple[bytes, int, str]:
+    """Run `python -m rag ARGS | head -c KEEP` with a real pipe: return what was read, the exit code, stderr."""
+    proc = subprocess.Popen([sys.executable, "-m", "rag", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            cwd=ROOT, env=env)
+    head = proc.stdout.read(keep) if keep else b""
+    proc.stdout.close()  # the reader is gone, as `head` is after its bytes
+    err = proc.stderr.read().decode()
+    return head, proc.wait(timeout=120), err
+
+
+def test_a_closed_pipe_ends_the_command_quietly(tmp_path):
+    """`rag documents --json | head -c 100` and a long `rag chunk --json` cut short: no traceback, exit 141."""
+    env = os.environ | {"RAG_QDRANT_PATH": str(tmp_path / "q")}
+    text = tmp_path / "lang.txt"
+    text.write_text(("Ein Satz über Passwörter und ihre Länge. " * 20 + "\n\n") * 400)  # JSON far over a pipe's 64 kB
+    head, code, err = _piped(["chunk", str(text), "--json"], env, keep=100)
+    assert head.startswith(b'{"document"') and len(head) == 100
+    assert (code, err) == (141, ""), err
+    ingest = [sys.executable, "-m", "rag", "ingest", str(text), "--collection", "documents", "--embedder", "fake:32"]
+    assert subprocess.run(ingest, capture_output=True, cwd=ROOT, env=env).returncode == 0
+    head, code, err = _piped(["documents", "--json"], env, keep=0)  # closed before the first byte is written
+    assert (code, err) == (141, ""), err
 
 
 def test_search_and_context_modes(shared_data, tmp_path, capsys):

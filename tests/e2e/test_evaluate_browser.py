@@ -14,7 +14,8 @@ from tests.e2e.conftest import go, settle
 pytestmark = pytest.mark.e2e
 
 
-def start_sweep(app_server, page, shared_data, tmp_path, *, articles: int, sizes: str, overlaps: str) -> None:
+def start_sweep(app_server, page, shared_data, tmp_path, *, articles: int, sizes: str, overlaps: str,
+                ks: str = "1,5") -> None:
     """Start the app on XQuAD as its sample folder (fake embedder) and run a sweep of its first articles."""
     samples = tmp_path / "samples"
     samples.mkdir()
@@ -30,7 +31,7 @@ def start_sweep(app_server, page, shared_data, tmp_path, *, articles: int, sizes
     settle(page)
     page.get_by_label("chunk_size values").fill(sizes)
     page.get_by_label("overlap values").fill(overlaps)
-    page.get_by_label("k values").fill("1,5")
+    page.get_by_label("k values").fill(ks)
     page.get_by_role("button", name="Run the sweep").click()
 
 

@@ -7,17 +7,22 @@ keyword and fused ranks are known; each question's answer word marks its relevan
 from __future__ import annotations
 
 import math
+from dataclasses import replace
+from functools import partial
 
 import numpy as np
 import pytest
 
 from rag.chunking.chunker import Chunk, ChunkSettings
 from rag.documents.model import Document, Page
+from rag.evaluation import funnel as funnel_module
 from rag.evaluation.funnel import STAGES, evaluation_funnels, explain_chunk, summarize
 from rag.evaluation.metrics import evaluate
 from rag.evaluation.modes import SearchMode
 from rag.evaluation.queries import Query
+from rag.evaluation.rankings import search_rankings
 from rag.evaluation.sweep import resolve_in_collection
+from rag.rerank import rerank, rerank_all
 from rag.store.open import open_store
 from tests.conftest import fake_embedder
 
@@ -151,4 +156,42 @@ def test_questions_the_evaluation_found_give_the_funnel_a_search_gives(store, mo
     searched = evaluation_funnels(queries, "c", embedder, **options)
     shortcut = evaluation_funnels(queries, "c", embedder, **options, outcomes=outcomes)
     assert any(o.rank is not None and o.rank <= k for o in outcomes)  # some take the shortcut
+    assert [f.to_json() for f in shortcut] == [f.to_json() for f in searched]
+
+
+class Swapping:
+    """A reranker (rag.rerank's protocol) that swaps the search's first two candidates, keeping the others' order."""
+
+    spec, scale = "swapping", "its own"
+
+    def score(self, query, texts):
+        scores = [float(len(texts) - i) for i in range(len(texts))]
+        scores[:2] = scores[1::-1]
+        return scores
+
+    def close(self):
+        pass
+
+
+@pytest.mark.parametrize("mode", [HYBRID, DENSE, SPARSE], ids=lambda m: m.label)
+@pytest.mark.parametrize("k", [1, 2])
+def test_questions_a_reranked_evaluation_found_give_the_funnel_a_reranked_search_gives(store, mode, k,
+                                                                                      monkeypatch) -> None:
+    cases = [case for _, case in CASES if case[5] is None]
+    queries = resolve_in_collection([Query(text, ("doc.md",), answer) for text, answer, *_ in cases], store, "c")
+    vectors = np.stack([vector(angle) for _, _, angle, *_ in cases]) if mode.needs_vectors else None
+    embedder = EMBEDDER if mode.needs_vectors else None
+    texts = [q.text for q in queries]
+    hits = store.search_batch("c", vectors, embedder, 10, mode=mode.mode, fusion=mode.fusion, query_texts=texts)
+    outcomes = evaluate(queries, rerank_all(texts, hits, Swapping(), 4, 10), (1, 2, 10)).per_query
+    options = {"store": store, "vectors": vectors, "mode": replace(mode, rerank=True), "k": k,
+               "reranker": partial(rerank, reranker=Swapping(), depth=4), "rerank_depth": 4}
+    searched = evaluation_funnels(queries, "c", embedder, **options)
+    asked = []
+    monkeypatch.setattr(funnel_module, "search_rankings", lambda *a, **kw: asked.extend(a[2]) or search_rankings(
+        *a, **kw))
+    shortcut = evaluation_funnels(queries, "c", embedder, **options, outcomes=outcomes)
+    found = [o for o in outcomes if o.rank is not None and o.rank <= k]
+    assert found and len(asked) == len(queries) - len(found)  # the questions found are not searched (reranked) again
+    assert any(f.stages and f.stages.reranked for f in shortcut)
     assert [f.to_json() for f in shortcut] == [f.to_json() for f in searched]

@@ -163,7 +163,7 @@ def test_sweep_refuses_labels_outside_its_documents(xquad):
         run_sweep(documents, [*queries, Query("q", ("Paris.txt",), line=99)], [SweepConfig(100, 0)], fake,
                   store=store)
     shifted = Query(queries[0].text, queries[0].documents, queries[0].answer, queries[0].answer_start + 1, 1)
-    with pytest.raises(QuerySetError, match="do not point at their answer"):
+    with pytest.raises(QuerySetError, match="1 answer span does not point at its answer"):
         run_sweep(documents, [shifted], [SweepConfig(100, 0)], fake, store=store)
 
 

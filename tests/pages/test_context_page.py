@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
-from tests.pages.conftest import PDF, plain, search, start, texts, upload
+import json
+import re
+
+from rag.cli import main
+from rag.context import NO_SENTENCE
+from rag.settings import DEFAULT_COLLECTION
+from tests.pages.conftest import PDF, button, plain, search, start, texts, upload
 from ui import nav
+
+BUDGET = 400  # the second block's budget holds its number "1.1.N." and not one sentence
 
 
 def test_context_preview_builds_the_exact_text_with_budget_label_and_downloads(app_env, shared_data):
@@ -74,3 +82,34 @@ def test_separators_round_trip_through_a_one_line_input():
 
     assert show_separator("\n\n---\n\n") == r"\n\n---\n\n"
     assert parse_separator(r"\n\t===\n") == "\n\t===\n"
+
+
+def numbered_rules() -> bytes:
+    """Return a text of numbered paragraphs (`1.1.N.`), each one chunk at 350/0 and one long first sentence: a cut
+    to the budget's last few tokens could keep only its number (issue 34.6)."""
+    paragraphs = [f"1.1.{n}. Die Regel {n} gilt für " + " ".join(f"Absatz{n} Wort{i}" for i in range(50))
+                  + f" und endet hier. Danach folgt der Satz {n} zur Frist." for n in range(1, 7)]
+    return "\n\n".join(paragraphs).encode()
+
+
+def test_a_cut_that_keeps_no_sentence_is_dropped_on_the_page_as_in_the_cli(app_env, capsys):
+    at = start()
+    at.number_input(key="upload_overlap").set_value(0)
+    at.file_uploader[0].set_value([("regeln.txt", numbered_rules(), "text/plain")])
+    at.run()
+    button(at, "Ingest").click().run()
+    at.switch_page(nav.SEARCH.path).run()
+    search(at, "Regel Frist", top_k=6)
+    at.switch_page(nav.CONTEXT.path).run()
+    at.slider(key="max_tokens").set_value(BUDGET).run()
+    assert not at.exception
+    code = main(["context", "Regel Frist", "--collection", DEFAULT_COLLECTION, "--top-k", "6", "--max-tokens",
+                 str(BUDGET), "--json"])
+    cli = json.loads(capsys.readouterr().out)
+    assert code == 0
+    sources = next(m for m in at.metric if m.label == "sources")
+    dropped = at.dataframe[1].value
+    assert int(sources.value) == len(cli["sources"])
+    assert list(dropped["reason"]) == [d["reason"] for d in cli["dropped"]]
+    assert not re.search(r"1\.1\.\d\. …$", at.code[0].value)  # before: the last source held "1.1.2. …" only
+    assert NO_SENTENCE in list(dropped["reason"]) and int(sources.value) == len(at.dataframe[0].value)

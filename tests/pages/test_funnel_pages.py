@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import html
 import json
+import re
 
 import pytest
 from streamlit.dataframe_util import convert_arrow_bytes_to_pandas_df
@@ -12,6 +14,8 @@ from rag.embeddings import get_embedder
 from rag.evaluation.funnel import RANKED, STAGES, explain_chunk
 from rag.evaluation.modes import SearchMode
 from rag.evaluation.squad import import_squad, write_import
+from rag.reports.evaluation_html import sweep_report
+from rag.runs.db import RunLog, runs_path_of
 from tests.conftest import run
 from tests.pages.conftest import PDF, search, start, upload
 from tests.pages.test_evaluate_page import env, evaluate_page, set_grid  # noqa: F401 (env: a fixture)
@@ -47,6 +51,61 @@ def test_evaluate_shows_the_misses_by_stage_as_the_cli_counts_them(env, shared_d
     assert list(missed.columns[2:6]) == list(RANKED)
     assert any(f"{funnel['misses']} of {funnel['queries']} answers did not reach the context" in c.value
                for c in at.caption)
+
+
+def test_a_sweeps_funnel_is_the_same_on_the_page_in_its_json_its_report_and_its_kept_run(env, shared_data,  # noqa: F811
+                                                                                          capsys):
+    at = evaluate_page()
+    at.radio(key="evaluate_query_from").set_value("Sample folder")
+    at.run()
+    at.number_input(key="evaluate_articles").set_value(2)
+    at.run()
+    set_grid(at, "100,200", "0", "1,5", ["dense", "hybrid-rrf"])
+    assert not at.error, [e.value for e in at.error]
+    result = at.session_state["evaluate_result"]
+    assert at.selectbox(key="evaluate_funnel_config").value == result.best().label
+    assert at.selectbox(key="evaluate_funnel_k").value == 5
+    chart = next(c for c in at.get("vega_lite_chart") if '"lost at"' in c.proto.spec)
+    frame = convert_arrow_bytes_to_pandas_df(chart.proto.data.data)
+    shown = dict(zip(frame["stage"], frame["misses"].astype(int), strict=True))
+    missed = next(d.value for d in at.dataframe if "lost at" in d.value.columns)
+    caption = next(c.value for c in at.caption if "answers did not reach the context" in c.value)
+
+    data = result.to_json(per_query=True)  # what "Results as JSON" downloads, as `rag sweep --json`
+    funnel = data["funnel"]
+    assert funnel["lost_at"] == shown and funnel["misses"] == len(missed) == sum(shown.values()) > 0
+    assert funnel["k"] == 5 and funnel["row"] == result.best().short and data["best"]["funnel"]["lost_at"] == shown
+    assert [m["query"] for m in funnel["missed"]] == list(missed["query"])
+    assert [m["lost_at"] for m in funnel["missed"]] == list(missed["lost at"])
+    assert all(row["funnel"]["misses"] == sum(row["funnel"]["lost_at"].values()) for row in data["configs"])
+    best = next(row for row in data["configs"] if row["funnel"] == data["best"]["funnel"])
+    assert sum(q["lost_at"] is not None for q in best["per_query"]) == funnel["misses"]
+    for stage in RANKED:
+        ranks = [m["stages"][stage]["rank"] if m["stages"][stage] else None for m in funnel["missed"]]
+        assert ranks == [None if v is None or v != v else int(v) for v in missed[stage]]
+
+    report = sweep_report(result)  # the HTML report: the same counts and words
+    counts = dict(re.findall(r'<tr><td class="text">(\w+)</td><td>(\d+)</td>', report))
+    assert {stage: int(n) for stage, n in counts.items()} == shown
+    assert html.escape(f"{funnel['misses']} of {funnel['queries']} answers did not reach the context") in report
+    assert f"{funnel['misses']} of {funnel['queries']} answers" in caption
+    assert all(html.escape(query) in report for query in missed["query"])
+
+    log = RunLog(runs_path_of(at.session_state["workspace"].store))  # the run kept in the runs store
+    kept = log.run(log.runs()[0]["id"])
+    assert kept["rows"][kept["best"]]["funnel"] == data["best"]["funnel"]
+    assert f"{funnel['misses']} of {funnel['queries']} answers did not reach" in html.unescape(log.report(kept["id"]))
+
+    # `rag sweep --json` on the same articles: the same funnel
+    squad = import_squad((shared_data / "xquad-de/xquad.de.dev.json").read_bytes(), "xquad.json", 2)
+    write_import(squad, env / "set")
+    code, out, err = run(capsys, "sweep", *sorted(str(p) for p in (env / "set").glob("*.txt")), "--queries",
+                         str(env / "set" / "queries.jsonl"), "--chunk-size", "100,200", "--overlap", "0", "--k",
+                         "1,5", "--mode", "dense,hybrid-rrf", "--embedder", "fake:32", "--store", str(env / "qdrant"),
+                         "--no-cache", "--json")
+    assert code == 0, err
+    cli = json.loads(out)["funnel"]
+    assert (cli["row"], cli["lost_at"], cli["misses"]) == (funnel["row"], shown, funnel["misses"])
 
 
 @pytest.mark.usefixtures("app_env")

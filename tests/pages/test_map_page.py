@@ -59,7 +59,7 @@ def test_the_last_search_is_marked_with_its_hits(app_env, shared_data):
     marked = frame[frame["is_hit"] == 1].sort_values("hit")
     assert list(marked["hit"]) == [1, 2, 3, 4, 5] and list(marked["chunk"]) == list(hits["chunk"])
     assert '"cross"' in at.get("vega_lite_chart")[0].proto.spec  # the query point
-    assert "5 hit(s) of “Welche Schriftgröße verwendet die Klasse?” (Hybrid convex, top 5) ringed" in plain(
+    assert "5 hits of “Welche Schriftgröße verwendet die Klasse?” (Hybrid convex, top 5) ringed" in plain(
         texts(at.caption))  # the last search's mode
     at.selectbox(key="map_mode").set_value("sparse").run()
     assert "found by its keywords" in texts(at.caption)

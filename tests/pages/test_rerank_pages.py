@@ -3,8 +3,14 @@ reranker): off by default, the hits reordered on the reranker's own scale, error
 
 from __future__ import annotations
 
+import html
+
 import pytest
 
+from rag.evaluation.rerank_effect import effect_note, effect_words
+from rag.reports.evaluation_html import sweep_report
+from rag.store.open import open_store
+from tests.conftest import run
 from tests.pages.conftest import PDF, button, plain, search, start, upload
 from tests.rerank.stand_in import RerankServer, overlap
 from ui import nav
@@ -84,3 +90,60 @@ def test_a_sweep_with_a_reranker_runs_each_mode_off_and_on_and_says_whether_it_h
     (_, _, test), = result.rerank_effect("mrr@5")
     said = "helps" if not test.tied and test.difference > 0 else "hurts" if not test.tied else "cannot tell"
     assert any(f"rerank {said}" in plain(m.value) for m in at.markdown)
+    # the HTML report says the same: each line of the page, and what they rest on
+    lines = effect_words(result.rerank_effect("mrr@5"), "mrr@5")
+    shown = next(plain(m.value) for m in at.markdown if plain(m.value).startswith("- ") and "rerank " in m.value)
+    assert shown == "\n".join(f"- {line}" for line in lines)
+    assert any(plain(c.value) == effect_note(result.rerank) for c in at.caption)
+    report = sweep_report(result, "mrr@5")
+    assert "Does reranking help? (mrr@5)" in report
+    assert all(f"<li>{html.escape(line)}</li>" in report for line in lines)
+    assert html.escape(effect_note(result.rerank)) in report
+    on = next(row for row in result.results if row.mode.rerank)  # the reranked row's funnel, traced with it
+    assert on.funnel is not None and on.funnel.misses == sum(on.funnel.lost_at.values())
+    assert all(f.stages is None or f.stages.reranked is not None or f.lost_at is not None for f in on.funnels)
+
+
+def test_the_pages_prefill_a_collections_saved_reranker_when_the_collection_changes(app_env, shared_data, server,
+                                                                                  monkeypatch, capsys):
+    monkeypatch.setenv("TEI_URL", server.url)
+    saved, store = f"tei:{server.url}", str(app_env / "qdrant")
+    for name, collection in ((PDF, "documents"), ("pdfs/crazyones.pdf", "other")):
+        assert run(capsys, "ingest", str(shared_data / name), "--collection", collection, "--embedder", "fake",
+                   "--store", store)[0] == 0
+    opened = open_store(path=store)
+    opened.save_collection_setting("documents", "rerank", saved)  # as sweep --apply-best does
+    opened.close()
+    at = start(nav.SEARCH.path)
+    at.selectbox(key="search_collection").set_value("documents").run()
+    assert at.selectbox(key="search_collection").value == "documents"
+    assert at.text_input(key="rerank_spec").value == saved
+    said = "The reranker saved with 'documents'"
+    assert any(said in plain(c.value) for c in at.caption)
+    search(at, QUERY, top_k=5)
+    assert len(server.requests) == 1 and at.session_state["search"].rerank[0] == saved
+    for page in (nav.CONTEXT.path, nav.EVALUATE.path):  # the same collection: the same reranker, said so
+        at.switch_page(page).run()
+        assert not at.exception, at.exception
+        assert at.text_input(key="rerank_spec").value == saved
+        assert any(said in plain(c.value) for c in at.caption)
+
+    at.switch_page(nav.SEARCH.path).run()
+    at.text_input(key="rerank_spec").set_value("").run()  # the user may turn it off: it stays off
+    at.switch_page(nav.CONTEXT.path).run()
+    assert at.text_input(key="rerank_spec").value == "" and not any(said in plain(c.value) for c in at.caption)
+    at.switch_page(nav.SEARCH.path).run()
+    assert at.text_input(key="rerank_spec").value == ""
+
+    at.selectbox(key="search_collection").set_value("other").run()  # a collection without one: off
+    assert at.text_input(key="rerank_spec").value == ""
+    at.selectbox(key="search_collection").set_value("documents").run()  # back: its saved reranker again
+    assert at.text_input(key="rerank_spec").value == saved
+    assert any(said in plain(c.value) for c in at.caption)
+    at.selectbox(key="search_collection").set_value("other").run()  # a pre-filled one goes with its collection
+    assert at.text_input(key="rerank_spec").value == ""
+    assert not any("The reranker saved with" in plain(c.value) for c in at.caption)
+    at.text_input(key="rerank_spec").set_value(saved).run()  # typed by the user: kept on a change
+    at.selectbox(key="search_collection").set_value("documents").run()
+    assert at.text_input(key="rerank_spec").value == saved
+    assert not at.exception and not at.error, [e.value for e in at.error]

@@ -14,7 +14,7 @@ from rag.cli import main
 from rag.documents.loader import load_document
 from rag.embeddings import get_embedder
 from rag.errors import InvalidSettingsError
-from rag.evaluation.metrics import METRICS, evaluate
+from rag.evaluation.metrics import COVERAGE, METRICS, evaluate
 from rag.evaluation.queries import Query
 from rag.evaluation.squad import import_squad, write_import
 from rag.evaluation.sweep import SweepConfig, run_sweep
@@ -141,9 +141,9 @@ def test_the_evaluation_report_has_every_metric_with_its_interval(sweep):
                              query_set="queries.jsonl", created_at="2026-01-02T03:04:05+00:00")
     page = assert_self_contained_and_escaped(text)
     header, *rows = page.tables[0]
-    assert header[1] == ["k", *METRICS] and [cells[0] for _, cells in rows] == ["1", "5"]
+    assert header[1] == ["k", *METRICS, *COVERAGE] and [cells[0] for _, cells in rows] == ["1", "5"]
     for _, cells in rows:
-        for name, cell in zip(METRICS, cells[1:], strict=True):
+        for name, cell in zip(METRICS + COVERAGE, cells[1:], strict=True):
             low, high = evaluation.intervals[f"{name}@{cells[0]}"]
             assert cell == f"{evaluation.metrics[f'{name}@{cells[0]}']:.3f} ±{(high - low) / 2:.3f}"
     for name, value in [("collection", "xquad"), ("search mode", "dense"), ("embedder (model)", "fake:16"),

@@ -123,3 +123,33 @@ def test_eval_and_a_sweep_with_rerank_off_and_on_say_whether_it_helps(server, sh
     assert plain["funnel"]["lost_at"]["reranked"] == 0
     kept = RunLog(tmp_path / "runs.sqlite").run(data["run"])  # beside the store folder
     assert [row["rerank"] for row in kept["rows"]] == [None, f"tei:{server.url}"]  # the spec, for apply-best
+
+
+def test_answer_sends_the_llm_the_reranked_context_and_takes_the_saved_reranker(server, store, capsys, monkeypatch,
+                                                                               chat_server):
+    monkeypatch.setenv("OLLAMA_HOST", chat_server.url)
+    argv = ["answer", QUERY, "--collection", "t", "--store", store, "--llm", "ollama:llama3.1", "--top-k", "3",
+            "--json"]
+    code, out, err = run(capsys, *argv, "--rerank", f"tei:{server.url}", "--rerank-depth", "10")
+    assert code == 0, err
+    data = json.loads(out)
+    included = data["context"]["included"]
+    assert len(server.texts_seen) == 1 and len(server.texts_seen[0]) == 10
+    assert data["rerank"] == {"spec": f"tei:{server.url}", "depth": 10, "scale": data["rerank"]["scale"]}
+    assert {c["score_kind"] for c in included} == {"rerank"}
+    assert [c["score"] for c in included] == sorted((c["score"] for c in included), reverse=True)
+    assert data["context"]["text"] in chat_server.requests[-1]["body"]["messages"][1]["content"]
+    # the same context as `rag context` with the same reranker
+    code, out, _ = run(capsys, "context", QUERY, "--collection", "t", "--store", store, "--top-k", "3", "--json",
+                       "--rerank", f"tei:{server.url}", "--rerank-depth", "10")
+    assert json.loads(out)["text"] == data["context"]["text"]
+
+    open_store(path=store).save_collection_setting("t", "rerank", f"tei:{server.url}")  # as sweep --apply-best does
+    code, out, err = run(capsys, *argv)
+    assert code == 0 and json.loads(out)["rerank"]["spec"] == f"tei:{server.url}" and len(server.texts_seen) == 3
+    assert "the default saved with 't'" in err
+    assert {c["score_kind"] for c in json.loads(out)["context"]["included"]} == {"rerank"}
+    code, out, _ = run(capsys, *argv, "--rerank", "off")
+    data = json.loads(out)
+    assert code == 0 and data["rerank"] is None and len(server.texts_seen) == 3
+    assert "rerank" not in {c["score_kind"] for c in data["context"]["included"]}

@@ -213,3 +213,25 @@ def test_a_delete_in_an_indexed_collection_is_vacuumed_by_the_next_build_not_in_
     assert [g[:2] for g in got] == [e[:2] for e in expected]
     assert [g[2] for g in got] == pytest.approx([e[2] for e in expected], rel=1e-6)
     fresh.close()
+
+
+def shard_settings(root: Path) -> dict:
+    return json.loads((root / EDGE_DIR / "documents" / "shard" / "edge_config.json").read_text())
+
+
+def test_a_shard_searches_with_one_pool_thread_and_an_open_keeps_its_index_settings(store, tmp_path: Path):
+    """Each segment a search reads is handed to a thread of the engine's pool; on a busy CPU every handoff waits
+    for a time slice (issue 30: an indexed search 4-5 ms beside 4 busy processes with a thread per core, 1.5 ms
+    with one). An open says so to the shard, and leaves what the index build wrote (its threshold) as it is."""
+    root = tmp_path / "qdrant"
+    assert shard_settings(root)["max_search_threads"] == api.SEARCH_THREADS == 1
+    store.build_index("documents")
+    built = shard_settings(root)
+    assert built["max_search_threads"] == 1 and built["optimizers"]["indexing_threshold"] == api.INDEX_KB
+    store.close()
+    older = {k: v for k, v in built.items() if k != "max_search_threads"}  # a folder written before
+    (root / EDGE_DIR / "documents" / "shard" / "edge_config.json").write_text(json.dumps(older))
+    reopened = open_store(path=str(root))
+    assert reopened.index_state("documents").searches == "indexed"
+    assert shard_settings(root) == built
+    reopened.close()

@@ -243,3 +243,26 @@ def test_replacing_a_legacy_version_is_one_commit_too(store, embedder, monkeypat
     assert {h.document_id for h in store.search("documents", vector, embedder, top_k=50)} == {"v2"}
     assert [d.document_id for d in store.documents("documents")] == ["v2"]
     assert store.collections()[0].points == len(store.document_chunks("documents", "v2"))
+
+
+def test_an_ingest_reads_only_the_points_of_its_own_document_and_its_namesakes(store, embedder, monkeypatch):
+    """An ingest into a large collection read every point to find the versions it replaces (quadratic filling)."""
+    for n in range(6):
+        ingest(store, embedder, make_document(TEXT, f"other{n}", f"other{n}.md"))
+    ingest(store, embedder, make_document(TEXT, "v1", "policy.md"))
+    others = sum(d.chunks for d in store.documents("documents") if d.title != "policy.md")
+    read = []
+    scroll = type(store)._scroll
+
+    def counted(self, collection, flt, payload, **options):
+        for point in scroll(self, collection, flt, payload, **options):
+            read.append((point.payload or {}).get("document_id"))
+            yield point
+
+    monkeypatch.setattr(type(store), "_scroll", counted)
+    edited = make_document(TEXT.replace("zwölf", "vierzehn"), "v2", "policy.md")
+    assert store.plan_ingest("documents", edited, ChunkSettings(60, 0, "tokens")).replaces[0].document_id == "v1"
+    ingest(store, embedder, edited)
+    assert others > 0 and not {r for r in read if r and r.startswith("other")}
+    assert [(d.document_id, d.title) for d in store.documents("documents") if d.title == "policy.md"] == [
+        ("v2", "policy.md")]

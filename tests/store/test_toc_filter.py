@@ -45,3 +45,24 @@ def test_without_a_table_of_contents_no_condition_is_sent():
     store, embedder = store_with([(), (), ()])
     assert store.search_filter(store._layout("c"), None) is None
     assert found(store, embedder, include_toc=True) == found(store, embedder)
+
+
+def test_the_check_is_one_engine_count_until_the_next_write(monkeypatch):
+    """Every search asks whether the collection holds a table of contents; on a busy CPU each engine call waits for
+    the engine's search thread (issue 30), so the answer is remembered until this process writes again."""
+    from rag.store.edge import api
+
+    store, embedder = store_with([(), (), ()])
+    counted = []
+    real = api.count
+    monkeypatch.setattr(api, "count", lambda shard, flt: counted.append(flt) or real(shard, flt))
+    for _ in range(3):
+        found(store, embedder)
+    assert len(counted) == 1
+    text = TEXTS[0]  # a second document with a table of contents: the remembered "none" must not survive it
+    document = Document(id="anhang", title="anhang.md", kind="markdown", pages=(Page(1, text),), text=text)
+    chunk = Chunk("anhang", 0, text, len(text.split()), (), None, None, 0, len(text), (TOC,))
+    store.upsert_document("c", document, [chunk], embedder.embed_documents([text]), ChunkSettings(100, 0, "tokens"),
+                          embedder)
+    assert store.search_filter(store._layout("c"), None).must_not
+    assert found(store, embedder).count(0) == 1  # vertrag's chunk 0 (no flag) only, anhang's left out

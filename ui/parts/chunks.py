@@ -197,8 +197,7 @@ def comparison_frame(stored: Sequence[ChunkReport], new: Sequence[ChunkReport], 
     def figures(reports: Sequence[ChunkReport], chunk_size: int) -> list[float]:
         stats = chunk_report.chunk_stats([r.tokens for r in reports], chunk_size)
         summary = chunk_report.flag_summary(reports, None)
-        cut = sum(bool(r.cut_tokens) for r in reports)
-        return [stats.count, round(stats.mean), round(stats.median), stats.largest, cut, summary.tiny,
+        return [stats.count, round(stats.mean), round(stats.median), stats.largest, summary.over_limit, summary.tiny,
                 summary.no_heading]
 
     names = ["chunks", "mean tokens", "median tokens", "max tokens", "over the embedder's limit", "tiny",

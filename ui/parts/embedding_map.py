@@ -19,8 +19,13 @@ from ui.workspace import Workspace
 
 METHOD_LABELS = {"pca": "PCA", "tsne": "t-SNE", "umap": "UMAP"}
 COLOUR_FIELDS = {"document": "document", "heading": "top-level heading"}
-MAX_COLOURS = 20  # tableau20; the rarest values beyond it share one grey "other"
+# A group is a colour and a shape: tableau20 (its red left to the query) with each of SHAPES in turn, so documents
+# past the 19th colour keep a look of their own; the rarest values beyond MAX_GROUPS share one grey "other"
+SHAPES = ("circle", "square", "triangle-up", "diamond", "triangle-down", "cross", "wedge")
+MAX_COLOURS = 19
+MAX_GROUPS = MAX_COLOURS * len(SHAPES)
 OTHER = "(other)"
+LEGEND_ROWS = 12  # legend entries per column: 12 of about 30 px fit beside the map (HEIGHT), title included
 QUERY_COLOUR = "#d62728"
 HEIGHT = 400
 NEAR = (0.03, 0.045)  # hits closer than this (shares of the map's width, height) share one rank label
@@ -35,7 +40,7 @@ def compute(_store: Store, _embedder: Embedder | None, key: tuple, collection: s
 
 
 def frame(emap: EmbeddingMap, colour_by: str) -> pd.DataFrame:
-    """Return one row per point with the colour group (rarest groups past MAX_COLOURS become "(other)")."""
+    """Return one row per point with the colour group (rarest groups past MAX_GROUPS become "(other)")."""
     data = pd.DataFrame([{"x": p.x, "y": p.y, "document": p.document_title or p.document_id,
                           "document_id": p.document_id, "heading": p.heading or "(no heading)",
                           "heading path": render.heading_label(p.heading_path), "chunk": p.chunk_index,
@@ -43,7 +48,7 @@ def frame(emap: EmbeddingMap, colour_by: str) -> pd.DataFrame:
                         columns=["x", "y", "document", "document_id", "heading", "heading path", "chunk",
                                  "starts with", "hit", "is_hit"])
     counts = data[colour_by].value_counts()
-    keep = set(counts.index[: MAX_COLOURS - 1]) if len(counts) > MAX_COLOURS else set(counts.index)
+    keep = set(counts.index[: MAX_GROUPS - 1]) if len(counts) > MAX_GROUPS else set(counts.index)
     data["colour"] = data[colour_by].where(data[colour_by].isin(keep), OTHER)
     return data
 
@@ -62,14 +67,20 @@ def chart(emap: EmbeddingMap, data: pd.DataFrame, colour_by: str) -> alt.LayerCh
     groups = list(data["colour"].value_counts().index)
     groups = [g for g in groups if g != OTHER] + ([OTHER] if OTHER in groups else [])
     named = [g for g in groups if g != OTHER]
-    palette = alt.Scale(domain=groups, range=[*_TABLEAU20[: len(named)], *(["#bbbbbb"] if OTHER in groups else [])])
+    palette = alt.Scale(domain=groups, range=[*(_TABLEAU20[i % MAX_COLOURS] for i in range(len(named))),
+                                              *(["#bbbbbb"] if OTHER in groups else [])])
+    shapes = alt.Scale(domain=groups, range=[*(SHAPES[i // MAX_COLOURS] for i in range(len(named))),
+                                             *(["circle"] if OTHER in groups else [])])
+    columns = -(-len(groups) // LEGEND_ROWS)  # every group listed, in columns beside the map's height
+    legend = alt.Legend(orient="right", labelLimit=190 if columns == 1 else 110, symbolLimit=len(groups),
+                        columns=columns)
     x = alt.X("x:Q", title=x_title, scale=alt.Scale(zero=False, nice=False), axis=alt.Axis(labels=labels, grid=False))
     y = alt.Y("y:Q", title=y_title, scale=alt.Scale(zero=False, nice=False), axis=alt.Axis(labels=labels, grid=False))
     pick = alt.selection_point(name="chunk", fields=["document_id", "chunk"], on="click", clear="dblclick")
-    points = alt.Chart(data).mark_circle().encode(
-        x=x, y=y,
-        color=alt.Color("colour:N", scale=palette, title=COLOUR_FIELDS[colour_by],
-                        legend=alt.Legend(orient="right", labelLimit=190, symbolLimit=MAX_COLOURS)),
+    points = alt.Chart(data).mark_point(filled=True).encode(
+        x=x, y=y,  # colour and shape share one field and title: one legend of coloured shapes
+        color=alt.Color("colour:N", scale=palette, title=COLOUR_FIELDS[colour_by], legend=legend),
+        shape=alt.Shape("colour:N", scale=shapes, title=COLOUR_FIELDS[colour_by], legend=legend),
         size=alt.condition("datum.is_hit", alt.value(190), alt.value(36)),
         stroke=alt.condition("datum.is_hit", alt.value("#111111"), alt.value("transparent")),
         strokeWidth=alt.condition("datum.is_hit", alt.value(2), alt.value(0)),
@@ -120,10 +131,12 @@ def caption(emap: EmbeddingMap, data: pd.DataFrame, colour_by: str, mode_label: 
                      "roughly near in the embedding")
     groups = data[colour_by].nunique()
     parts.append(f"colour: {groups} {COLOUR_FIELDS[colour_by]}{'s' if groups != 1 else ''}"
-                 + (f" (the rarest past {MAX_COLOURS - 1} in grey)" if groups > MAX_COLOURS else ""))
+                 + (f", {MAX_COLOURS} colours × {len(SHAPES)} shapes" if groups > MAX_COLOURS else "")
+                 + (f" (the rarest past {MAX_GROUPS - 1} in grey)" if groups > MAX_GROUPS else ""))
     if emap.query:
         found = int(data["is_hit"].sum())
-        parts.append(f"{found} hit(s) of “{md(emap.query)}” ({mode_label}, top {top_k}) ringed and numbered; "
+        parts.append(f"{render.counted(found, 'hit')} of “{md(emap.query)}” ({mode_label}, top {top_k}) ringed and "
+                     "numbered; "
                      "the red cross is the query" + ("" if mode_label == "Dense" else
                                                      "; a hit far from it was found by its keywords"))
     return " · ".join(parts) + ". Hover a point for its start; click one to read it (double-click clears)."

@@ -31,9 +31,12 @@ from rag.reports.evaluation_html import sweep_report
 from rag.reports.scores import rank_rows
 from rag.rerank import DEFAULT_DEPTH
 from ui import charts, errors, resources, settings, state
+from ui.parts import evaluate_inputs as inputs
+from ui.parts import funnel as funnel_part
 from ui.parts import live_jobs, synthetic
 from ui.parts import rerank as rerank_part
-from ui.render import md
+from ui.parts.judge_eval import hole_words
+from ui.render import EMPTY_CELL, md
 from ui.sweep_jobs import SweepJob, submit
 from ui.workspace import Workspace
 
@@ -41,9 +44,21 @@ RESULT = "evaluate_result"  # the last SweepResult of this session
 SWEEP_SEEN = "evaluate_sweep_seen"  # id of the newest sweep job whose result this session took
 CANCEL_HELP = ("Stops at the next embedding slice or configuration; the collections of the configurations it "
                "finished stay and are reused by the next run.")
+# the page's choices that belong to one result: a new result starts them afresh (its best row, its k)
+RESULT_WIDGETS = ("evaluate_metric", "evaluate_k", "evaluate_rank_config", "evaluate_threshold",
+                  "evaluate_failure_config", "evaluate_failure_k", "evaluate_funnel_config", "evaluate_funnel_k",
+                  "apply_row")
 MODE_HELP = ("Each mode is a row per configuration, searched in the same collection: dense = embeddings, "
              "sparse = BM25 keywords, hybrid = both lists fused: convex (normalised scores added), rrf (by rank), "
              "dbsf (by scores normalised by their spread).")
+
+
+def take_result(result: SweepResult) -> None:
+    """Make result the page's result, and forget every choice made on the one before (a row, a k, a threshold):
+    a row of the same label in the old result must not stay chosen while the new one's best is another."""
+    for key in (*RESULT_WIDGETS, funnel_part.FUNNELS):
+        st.session_state.pop(key, None)
+    st.session_state[RESULT] = result
 
 
 def read_query_source() -> tuple[list[Query], list[Document] | None, str] | None:
@@ -56,9 +71,14 @@ def read_query_source() -> tuple[list[Query], list[Document] | None, str] | None
     if how == "Upload":
         file = right.file_uploader("Query set (.jsonl, .csv) or SQuAD-style .json", type=["jsonl", "csv", "json"],
                                    key="evaluate_query_file")
-        if file is None:
+        if file is not None:
+            name, data = file.name, file.getvalue()
+            inputs.uploaded(name, data)
+        elif (path := inputs.kept()) is not None:  # uploaded before a reload: kept under the data root
+            name, data = path.name, path.read_bytes()
+            right.caption(f"Using {md(name)} as uploaded earlier; upload another to replace it.")
+        else:
             return None
-        name, data = file.name, file.getvalue()
     else:
         folder = settings.sample_dir()
         paths = query_set_paths(folder) if folder else []
@@ -133,7 +153,8 @@ def answer_ranks(result: SweepResult) -> None:
     st.altair_chart(charts.rank_chart(row, threshold), width="stretch")
     st.caption(f"Dots: the score of each query's first relevant chunk, coloured by its rank; grey ticks: the "
                f"query's top score (the gap is what the answer lost to it). {missing} of {len(ranked)} queries had "
-               f"no relevant chunk within the top {row.evaluation.ks[-1]} and are not drawn"
+               f"no relevant chunk within the top {row.evaluation.ks[-1]} and {'is' if missing == 1 else 'are'} not "
+               "drawn"
                + (f"; the threshold would cut {below} found answers." if threshold is not None else "."))
 
 
@@ -148,7 +169,8 @@ def failures(ws: Workspace, result: SweepResult) -> None:
                         key="evaluate_failure_k")
     chosen = configs[label]
     missed = chosen.evaluation.failures(k)
-    st.caption(f"{len(missed)} of {result.queries} queries have no relevant chunk in the top {k}. Rank and score "
+    st.caption(f"{len(missed)} of {result.queries} queries {'has' if len(missed) == 1 else 'have'} no relevant chunk "
+               f"in the top {k}. Rank and score "
                f"are the first relevant chunk's, when it came within the top {result.ks[-1]}.")
     if not missed:
         return
@@ -156,6 +178,7 @@ def failures(ws: Workspace, result: SweepResult) -> None:
                            "answer": o.query.answer or "", "rank": o.rank, "score": o.score, "top score": o.top_score,
                            "top hit": o.hits[0].document_title if o.hits else ""} for o in missed])
     selection = st.dataframe(frame, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
+                             placeholder=EMPTY_CELL,
                              key=state.table_key("evaluate_failures", (label, k, *(o.query.text for o in missed))),
                              height=min(38 + 35 * len(frame), 390),
                              column_config={"score": st.column_config.NumberColumn(format="%.3f"),
@@ -191,6 +214,8 @@ def table_frame(result: SweepResult, metric: str) -> pd.DataFrame:
     spread = [(r.evaluation.intervals[metric][1] - r.evaluation.intervals[metric][0]) / 2 for r in result.results]
     frame.insert(4, f"by {metric}", standing)
     frame.insert(5, f"± {metric}", [round(v, 3) for v in spread])
+    hole = f"hole@{metric.split('@')[1]}"  # beside the score: how much of the top k no one has judged
+    frame.insert(6, hole, frame.pop(hole))
     return frame
 
 
@@ -205,7 +230,8 @@ def results(ws: Workspace, result: SweepResult) -> None:
     if best is not None:
         low, high = best.evaluation.intervals[chosen]
         st.caption(f"{chosen} of the best: {best.metrics[chosen]:.3f}, 95 % bootstrap interval {low:.3f}–{high:.3f} "
-                   f"over its {result.queries} queries: on another set of questions like these, expect it there.")
+                   f"over its {result.queries} queries: on another set of questions like these, expect it there; "
+                   f"{hole_words(best.evaluation, k)}.")
         st.markdown(f"**{md(result.tie_summary(chosen))}**")
     if best is not None and result.ties(chosen):  # the word is explained where a row is tied
         st.caption("Tied: a paired test over the same questions (each question's difference from the best; sign-"
@@ -215,7 +241,7 @@ def results(ws: Workspace, result: SweepResult) -> None:
         st.info(md(note), icon=":material/info:")
     for note in result.skipped:
         st.caption(md(note))
-    st.dataframe(table_frame(result, chosen), hide_index=True, width="stretch")
+    st.dataframe(table_frame(result, chosen), hide_index=True, width="stretch", placeholder=EMPTY_CELL)
     st.subheader(f"{chosen} with its 95 % interval")
     st.altair_chart(charts.interval_chart(result, chosen), width="stretch")
     st.caption(f"{result.queries} queries on {len(result.documents)} documents · {md(result.embedder)} · "

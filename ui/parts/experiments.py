@@ -11,7 +11,7 @@ from rag.evaluation.paired import format_p
 from rag.runs.compare import compare_runs
 from rag.runs.db import RunLog
 from ui import errors, state
-from ui.render import md
+from ui.render import EMPTY_CELL, md
 
 KINDS = ("eval", "sweep")
 
@@ -51,7 +51,7 @@ def table(runs: list[dict]) -> None:
                      "best row": best["label"] if best else None, "metric": metric,
                      "value": round(best["metrics"][metric], 3) if best and metric in best["metrics"] else None,
                      "±": _spread(best, metric) if best else None})
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch",
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", placeholder=EMPTY_CELL,
                  column_config={"value": st.column_config.NumberColumn(format="%.3f"),
                                 "±": st.column_config.NumberColumn(format="%.3f")})
 
@@ -72,7 +72,7 @@ def details(log: RunLog, run: dict) -> None:
          "mode": row["mode"], "fusion": row["fusion"],
          "rerank": row["rerank"], "chunks": row["chunks"], "collection": row["collection"],
          **{name: round(row["metrics"][name], 3) for name in names if name in row["metrics"]}}
-        for i, row in enumerate(run["rows"], 1)]), hide_index=True, width="stretch")
+        for i, row in enumerate(run["rows"], 1)]), hide_index=True, width="stretch", placeholder=EMPTY_CELL)
     report, delete = st.columns(2)
     if run.get("has_report"):
         report.download_button("Download report (HTML)", lambda: log.report(run["id"]) or "",
@@ -93,14 +93,15 @@ def details(log: RunLog, run: dict) -> None:
 
 
 def sides(runs: list[dict]) -> dict[str, str]:
-    """Return what can be compared, "7" (a run's best row) and "7/3" (row 3 of sweep 7), with its words."""
+    """Return what can be compared, each row once: "7" (a run of one row) or "7/3" (row 3 of sweep 7, its best
+    marked), with its words. A sweep's best row offered as "7" too showed the same row twice."""
     options = {}
     for run in runs:
-        options[str(run["id"])] = f"run {run['id']} · {run['rows'][run['best'] or 0]['label']} · " \
-                                  f"{run['settings']['query_set']}"
-        if len(run["rows"]) > 1:
-            options.update({f"{run['id']}/{i}": f"run {run['id']} row {i} · {row['label']}"
-                            for i, row in enumerate(run["rows"], 1)})
+        if len(run["rows"]) == 1:
+            options[str(run["id"])] = f"run {run['id']} · {run['rows'][0]['label']} · {run['settings']['query_set']}"
+            continue
+        options.update({f"{run['id']}/{i}": f"run {run['id']} row {i}{' (best)' if i - 1 == run['best'] else ''} · "
+                        f"{row['label']}" for i, row in enumerate(run["rows"], 1)})
     return options
 
 
@@ -117,12 +118,15 @@ def compare(log: RunLog, runs: list[dict]) -> None:
     comparison = result.comparison
     st.caption(f"{len(comparison.per_query)} questions both ran; only A ran {result.only_a}, only B {result.only_b}."
                + ("" if result.to_json()["same_query_set"] else " The two query sets differ."))
+    if warning := result.version_warning():  # counts and hashes only: no question text is rendered as Markdown
+        text = warning.removeprefix("warning: ")
+        st.warning(text[:1].upper() + text[1:], icon="⚠️")
     st.dataframe(pd.DataFrame([
         {"metric": key, "A": round(comparison.metrics_a[key], 3), "B": round(comparison.metrics_b[key], 3),
          "B - A": round(comparison.deltas[key], 3),
          "95 % interval": f"{test.low:+.3f} to {test.high:+.3f}",
          "p": "too few differ" if test.too_few_differ else format_p(test.p_value)}
-        for key, test in comparison.paired.items()]), hide_index=True, width="stretch")
+        for key, test in comparison.paired.items()]), hide_index=True, width="stretch", placeholder=EMPTY_CELL)
     st.markdown(f"**{md(comparison.verdict())}**")
     st.caption(f"B better on {comparison.count('better')} questions, worse on {comparison.count('worse')}, the same "
                f"on {comparison.count('same')} (by the rank of the first relevant chunk).")

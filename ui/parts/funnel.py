@@ -6,57 +6,40 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from rag.context import CHAT_MAX_TOKENS
 from rag.embeddings.cache import EmbeddingCache, default_cache_dir
-from rag.evaluation.funnel import CANDIDATES, RANKED, ChunkStages, Funnel, evaluation_funnels, explain_chunk, summarize
+from rag.evaluation.funnel import CANDIDATES, RANKED, ChunkStages, Funnel, explain_chunk, summarize
 from rag.evaluation.modes import SearchMode
 from rag.evaluation.results import ConfigResult, SweepResult
+from rag.evaluation.sweep_funnel import WHY, funnel_k, missed_rows, summary_words, trace_row
+from rag.rerank import DEFAULT_DEPTH
 from ui import charts, errors, resources
+from ui.parts import rerank
+from ui.render import EMPTY_CELL
 from ui.workspace import SearchRun, Workspace
 
 FUNNELS = "evaluate_funnels"  # (key, funnels) of the row and k last traced in this session
-WHY = {
-    "dense": "in neither list's top k, and the dense list ranked it worse (or alone searched)",
-    "keyword": "in neither list's top k, and the keyword list ranked it worse (or alone searched)",
-    "read_whole": "missed by the dense list, and the model cut the chunk off: it never read all of it",
-    "fused": "in the top k of the dense or the keyword list, but not of the fused ranking",
-    "reranked": "in the top k before reranking, pushed out by the reranker",
-    "context": "in the top k, but not in the context built from it",
-}
-
-
-def _place(stages: ChunkStages | None, stage: str) -> int | None:
-    place = getattr(stages, stage) if stages is not None else None
-    return place.rank if place is not None else None
 
 
 def missed_frame(funnels: list[Funnel]) -> pd.DataFrame:
     """Return one row per question whose answer did not reach the context: its best relevant chunk's stages."""
-    rows = []
-    for funnel in funnels:
-        if funnel.lost_at is None:
-            continue
-        stages = funnel.stages
-        rows.append({"query": funnel.query.text, "lost at": funnel.lost_at,
-                     **{stage: _place(stages, stage) for stage in RANKED},
-                     "context": stages.context if stages else "", "read": (stages.read or "") if stages else "",
-                     "chunk": (f"{stages.chunk.document_title} #{stages.chunk.chunk_index}" if stages else "")})
+    rows = [{"lost at" if name == "lost_at" else name: value for name, value in row.items()}
+            for row in missed_rows(funnels)]
     return pd.DataFrame(rows, columns=["query", "lost at", *RANKED, "context", "read", "chunk"])
 
 
-def _trace(ws: Workspace, row: ConfigResult, k: int) -> list[Funnel]:
-    """Return the funnels of row at k, traced once per row and k in this session."""
+def _trace(ws: Workspace, result: SweepResult, row: ConfigResult, k: int) -> list[Funnel]:
+    """Return the funnels of row at k: as the sweep traced them (its JSON and report say the same), else traced
+    once per row and k in this session, the same way (rag.evaluation.sweep_funnel)."""
+    if row.funnels is not None and row.funnel is not None and row.funnel.k == k:
+        return list(row.funnels)
     key = (row.collection, row.mode.label, k, tuple(o.query.text for o in row.evaluation.per_query))
     saved = st.session_state.get(FUNNELS)
     if saved and saved[0] == key:
         return saved[1]
-    queries = [o.query for o in row.evaluation.per_query]
     embedder = ws.embedder_for(row.collection) if row.mode.needs_vectors else None
-    vectors = None
-    if embedder is not None:
-        vectors = EmbeddingCache(default_cache_dir(ws.store)).embed([q.text for q in queries], embedder, query=True)
-    funnels = evaluation_funnels(queries, row.collection, embedder, store=ws.store, vectors=vectors, mode=row.mode,
-                                 k=k, outcomes=row.evaluation.per_query)
+    spec, depth = (result.rerank["spec"], result.rerank["depth"]) if result.rerank else ("", DEFAULT_DEPTH)
+    funnels = trace_row(row, store=ws.store, embedder=embedder, cache=EmbeddingCache(default_cache_dir(ws.store)),
+                        k=k, reranker=rerank.reranker(spec) if row.mode.rerank else None, rerank_depth=depth)
     st.session_state[FUNNELS] = (key, funnels)
     return funnels
 
@@ -67,24 +50,22 @@ def evaluate_section(ws: Workspace, result: SweepResult) -> None:
     rows = {r.label: r for r in result.results}
     label = left.selectbox("Configuration and mode", list(rows), index=list(rows).index(result.best().label),
                            key="evaluate_funnel_config")
-    k = right.selectbox("Top k given to the context", result.ks, index=result.ks.index(5) if 5 in result.ks else 0,
+    k = right.selectbox("Top k given to the context", result.ks, index=result.ks.index(funnel_k(result.ks)),
                         key="evaluate_funnel_k")
     with errors.reported() as report, st.spinner("Tracing each question through the stages…"):
-        funnels = _trace(ws, rows[label], k)
+        funnels = _trace(ws, result, rows[label], k)
     if report.failed:
         return
     summary = summarize(funnels, k)
     st.vega_lite_chart(charts.funnel_chart(summary), width="stretch")
-    st.caption(f"{summary.misses} of {summary.queries} answers did not reach the context built from the top {k} "
-               f"({CHAT_MAX_TOKENS} tokens); each is counted at the first stage that lost its best relevant chunk "
-               f"(dense and keyword lists {CANDIDATES} deep, as search ranks). The same numbers as `rag eval --json`'s "
-               "\"funnel\" on this collection and mode.")
+    st.caption(f"{summary_words(summary)} The same numbers as `rag sweep --json`'s \"funnel\" of the row (and "
+               "`rag eval --json`'s on this collection and mode).")
     frame = missed_frame(funnels)
     if frame.empty:
         return
     config = {stage: st.column_config.NumberColumn(format="%d", help=f"rank in the {stage} ranking; empty: not "
                                                     "in it") for stage in RANKED}
-    st.dataframe(frame, hide_index=True, width="stretch", column_config=config,
+    st.dataframe(frame, hide_index=True, width="stretch", column_config=config, placeholder=EMPTY_CELL,
                  height=min(38 + 35 * len(frame), 390))
     st.caption(" · ".join(f"{stage}: {why}" for stage, why in WHY.items()))
 
@@ -128,6 +109,7 @@ def why_not(ws: Workspace, run: SearchRun) -> None:
     if report.failed:
         return
     st.dataframe(stage_frame(explained.stages, explained.mode, explained.reranked), hide_index=True, width="stretch",
+                 placeholder=EMPTY_CELL,
                  column_config={"rank": st.column_config.NumberColumn(format="%d"),
                                 "score": st.column_config.NumberColumn(format="%.3f")})
     if explained.lost_at is None:

@@ -27,12 +27,14 @@ def show(location: str, kind: type, seen: str, cancel_help: str) -> Any | None:
     finish; return the newest finished job with a result that this session has not taken yet (its id is kept
     under the session key seen), else None."""
     listed = queue().jobs(location, kind)
-    if any(job.active for job in listed):
+    running = any(job.active for job in listed)
+    if running:
         _live(location, kind, cancel_help)
     finished = [job for job in listed if not job.active]
-    if finished and finished[0].status == "failed":
+    # how the last one ended, until another one starts: an old "Cancelled" must not stay under a new job
+    if finished and finished[0].status == "failed" and not running:
         st.error(md(finished[0].summary()), icon=":material/error:")
-    elif finished and finished[0].status == "cancelled":
+    elif finished and finished[0].status == "cancelled" and not running:
         st.info(md(finished[0].summary()), icon=":material/cancel:")
     done = next((job for job in finished if job.result is not None), None)
     if done is None or done.id <= state.get(seen, 0):
@@ -50,8 +52,8 @@ def _live(location: str, kind: type, cancel_help: str) -> None:
     for job in reversed(active):
         head, stop = st.columns([4, 1], vertical_alignment="center")
         head.markdown(f"**{md(job.summary())}**")
-        if stop.button("Cancel", key=f"cancel-{kind.__name__.lower()}-{job.id}", icon=":material/cancel:",
-                       disabled=job.cancel_requested, help=cancel_help):
-            queue().cancel(job.id)
+        # on_click runs before this fragment draws, so the line says "Cancelling …" in the same run
+        stop.button("Cancel", key=f"cancel-{kind.__name__.lower()}-{job.id}", icon=":material/cancel:",
+                    disabled=job.cancel_requested, help=cancel_help, on_click=queue().cancel, args=(job.id,))
         st.progress(job.fraction, text=md(job.text))
     st.caption(CAPTION)

@@ -15,29 +15,33 @@ import streamlit as st
 
 from rag.errors import InvalidSettingsError
 from rag.evaluation.modes import SearchMode
-from rag.evaluation.rerank_effect import effect_words
+from rag.evaluation.rerank_effect import effect_note, effect_words
 from rag.evaluation.results import SweepResult
 from rag.rerank import DEFAULT_DEPTH, MAX_DEPTH, RERANK_SPECS, SCORE_KIND, Reranker, get_reranker
 from rag.rerank.api import SERVICES, TEI
 from rag.settings import check_url, display_url, same_url
 from rag.store.records import Hit
-from ui import settings
+from ui import errors, settings
 from ui.render import md
+from ui.workspace import Workspace
 
 SPEC = "rerank_spec"
 DEPTH = "rerank_depth"
 SAVED = "rerank_saved"  # (spec, depth) as last typed, on any page
+PREFILLED = "rerank_prefilled"  # ((store, collection), the reranker saved with it) last put in the control
 HELP = (f"Reorder the first candidates with a reranker: {RERANK_SPECS}. Empty: off. No reranker model ships with "
         "RAG Lab: start one, e.g. text-embeddings-inference with BAAI/bge-reranker-v2-m3 (see the README). Scores "
         "are then the reranker's own.")
 
 
-def control(container=st) -> tuple[str, int]:
+def control(container=st, ws: Workspace | None = None) -> tuple[str, int]:
     """Draw the spec field and the depth beside it; return (spec, depth), ("", 0) when reranking is off.
 
     The same two values on every page: written back before the widgets are drawn (Streamlit's way to keep a
     widget's value across pages), and kept under SAVED for a page that runs after the widgets were dropped.
+    ws: the spec is pre-filled with its collection's saved reranker when the collection changes (prefill).
     """
+    prefilled = prefill(ws) if ws is not None else ""
     saved = st.session_state.get(SAVED, ("", DEFAULT_DEPTH))
     for key, value in zip((SPEC, DEPTH), saved, strict=True):
         st.session_state[key] = st.session_state.get(key, value)
@@ -47,7 +51,33 @@ def control(container=st) -> tuple[str, int]:
     depth = right.number_input("rerank depth", 1, MAX_DEPTH, step=1, key=DEPTH,
                                help="How many of the search's first candidates the reranker reads per query.")
     st.session_state[SAVED] = (spec, int(depth))
+    if prefilled and spec.strip() == prefilled:
+        container.caption(f"The reranker saved with '{md(ws.collection)}' (by `rag sweep --apply-best` or \"Use this "
+                          "configuration\"): its default, as on the command line. Change or clear it to search "
+                          "without it.")
     return (spec.strip(), int(depth)) if spec.strip() else ("", 0)
+
+
+def prefill(ws: Workspace) -> str:
+    """Return the reranker saved with the workspace's collection ("" for none); when the collection changed since
+    the last call, put it in the control first (a collection without one turns off the reranker the last one
+    pre-filled, and leaves one the user typed)."""
+    key = (ws.location, ws.collection)
+    last = st.session_state.get(PREFILLED)
+    if last is not None and last[0] == key:
+        return last[1]
+    spec = ""
+    if ws.info is not None:
+        with errors.reported() as report:
+            spec = (ws.store.collection_setting(ws.collection, "rerank") or "").strip()
+        if report.failed:
+            spec = ""
+    typed, depth = st.session_state.get(SAVED, ("", DEFAULT_DEPTH))
+    if spec or (last is not None and typed.strip() == last[1] and last[1]):
+        st.session_state[SAVED] = (spec, depth)
+        st.session_state[SPEC] = spec
+    st.session_state[PREFILLED] = (key, spec)
+    return spec
 
 
 def reranker(spec: str) -> Reranker | None:
@@ -96,6 +126,4 @@ def effect(result: SweepResult, metric: str) -> None:
     st.subheader(f"Does reranking help? ({metric})")
     lines = effect_words(result.rerank_effect(metric), metric)
     st.markdown("\n".join(f"- {md(line)}" for line in lines) or "No row ran both with and without the reranker.")
-    st.caption(f"Reranker {md(result.rerank['spec'])}, the first {result.rerank['depth']} candidates; its scores "
-               f"are on its own scale ({md(result.rerank['scale'])}). Helps / hurts: a paired test over the same "
-               "questions finds a difference at the 5 % level; cannot tell: it does not.")
+    st.caption(md(effect_note(result.rerank)))

@@ -256,15 +256,16 @@ def histogram(dist: ScoreDistribution, title: str) -> dict:
     return {"height": HEIGHT, "layer": [bars, *rules], "datasets": {"scores": _returned(dist), **datasets}}
 
 
-def rank_line(dist: ScoreDistribution, title: str) -> dict:
+def rank_line(dist: ScoreDistribution, short_title: str) -> dict:
     """Return every score against its rank (log scale past 50 ranks), returned chunks in orange (a Vega-Lite spec)."""
     frame = _returned(dist)
     log = len(frame) > 50
     x = {"field": "rank", "type": "quantitative", "title": "rank" + (" (log scale)" if log else ""),
          "axis": {"grid": False}, "scale": {"type": "log"} if log else {"domainMin": 1, "nice": False}}
     # a y title longer than the plot is tall made Vega's fit-to-width layout shrink the plot on every resize,
-    # until the curve was a flat line: the title is cut to the plot's height instead (the caption names the score)
-    y = {"field": "score", "type": "quantitative", "title": title, "scale": {"zero": False},
+    # until the curve was a flat line: the vertical title is the short name ("score (convex)"), whole, and the
+    # histogram beside it spells the score out along its x axis
+    y = {"field": "score", "type": "quantitative", "title": short_title, "scale": {"zero": False},
          "axis": {"titleLimit": TITLE_LIMIT}}
     line = {"data": {"name": "scores"}, "mark": {"type": "line", "color": BAR, "strokeWidth": 1.5},
             "encoding": {"x": x, "y": y}}
@@ -318,7 +319,8 @@ def distribution(ws: Workspace, run: SearchRun, embedder: Embedder | None) -> No
     title = SCORE_NAMES.get(dist.score_kind or "cosine", dist.score_kind or "score")
     left, right = st.columns(2)
     left.vega_lite_chart(spec=histogram(dist, title), width="stretch")
-    right.vega_lite_chart(spec=rank_line(dist, title), width="stretch")
+    kind = dist.score_kind or "cosine"
+    right.vega_lite_chart(spec=rank_line(dist, f"score ({SCORE_SHORT.get(kind, kind)})"), width="stretch")
     st.caption(summary(dist) + " Orange: the chunks this search returns; red dashed: the threshold; grey dotted: "
                "the score at rank top_k. A threshold just above a drop in the right-hand curve keeps the chunks that "
                "stand out.")

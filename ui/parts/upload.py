@@ -24,7 +24,7 @@ STAGE_WORDS = {"extract": "reading text", "chunk": "chunking", "embed": "embeddi
 
 def fraction(progress: Progress) -> float:
     """Return how far one file is, 0.0-1.0: embedding (the slow part) takes most of the bar."""
-    share = progress.done / progress.total if progress.total else 0.0
+    share = min(progress.done / progress.total, 1.0) if progress.total else 0.0
     return {"extract": 0.05 + 0.1 * share, "chunk": 0.15, "embed": 0.15 + 0.7 * share, "store": 0.9}.get(
         progress.stage, 1.0)
 
@@ -36,9 +36,11 @@ def describe(progress: Progress) -> str:
         return f"{name}: done, {counted(progress.total, 'chunk')}"
     if progress.stage == "error":
         return f"{name}: failed (see below)"
+    if progress.stage == "cancelled":
+        return f"{name}: cancelled, nothing of it stored"
     words = STAGE_WORDS.get(progress.stage, progress.stage)
-    if progress.stage in ("embed", "store"):
-        return f"{name}: {words} {progress.done}/{progress.total} chunks"
+    if progress.stage in ("embed", "store"):  # a count never passes its total, the document's chunks
+        return f"{name}: {words} {min(progress.done, progress.total)}/{progress.total} chunks"
     if progress.stage == "extract" and progress.done:  # a long PDF
         return f"{name}: {words}, page {progress.done} of {progress.total}"
     return f"{name}: {words}"
@@ -136,31 +138,37 @@ def run(files: Sequence[SourceFile], workspace: Workspace, collection: str, sett
 
 
 def show_jobs(workspace: Workspace) -> None:
-    """Draw the jobs of this store: the running and waiting ones live, then what the last ones stored."""
+    """Draw the jobs of this store: the running and waiting ones live, then what the last ones stored (each marked by
+    how it ended: every file stored, some, none)."""
     queue = jobs.jobs_queue(resources.change_hook())
     listed = queue.jobs(workspace.location)
     if state.MY_JOBS not in st.session_state:  # a new session (a reload): it follows the jobs running now
         state.put(state.MY_JOBS, [job.id for job in listed if job.active])
     if any(job.active for job in listed):
-        _live(workspace.location)
+        _live(workspace.location, workspace.store_empty)
     finished = [job for job in listed if not job.active][:5]
     _adopt(finished)
     retried: set[tuple[str, str]] = set()  # (collection, file) a newer job ingested again: no older password form
     for number, job in enumerate(finished):
-        with st.expander(md(job.summary()), expanded=number == 0, icon=_ICONS[job.status]):
+        with st.expander(md(job.summary()), expanded=number == 0, icon=_ICONS[job.mark]):
             show_results(workspace, job, retried)
         retried |= {(job.collection, name) for name in job.names}
 
 
-_ICONS = {"done": ":material/check_circle:", "failed": ":material/error:", "cancelled": ":material/cancel:",
+_ICONS = {"done": ":material/check_circle:", "warning": ":material/warning:", "error": ":material/error:",
+          "cancelled": ":material/cancel:",
           "queued": ":material/schedule:", "running": ":material/sync:"}
 
 
 @st.fragment(run_every=1.0)
-def _live(location: str) -> None:
-    """Draw the progress of the jobs that wait or run, once a second; when none is left, redraw the whole page."""
+def _live(location: str, store_empty: bool = False) -> None:
+    """Draw the progress of the jobs that wait or run, once a second; when none is left, or the first file went into a
+    store the page drew as empty (its "Start here" box), redraw the whole page."""
     queue = jobs.jobs_queue()
     active = [job for job in queue.jobs(location) if job.active]
+    if store_empty and any(p.stage == "done" for job in active for p in job.progress.values()):
+        resources.store_changed()  # the listings the page drew from predate the file: read the store again
+        st.rerun()
     if not active:
         st.rerun()
     st.subheader("Ingesting")

@@ -65,27 +65,44 @@ _VACUUM = {"deleted_threshold": 1e-9, "vacuum_min_vector_number": 1}
 HNSW_M, HNSW_EF_CONSTRUCT, FULL_SCAN_KB = 16, 256, 10_000
 
 
+# Threads of a shard's search pool (default: one per CPU), each segment's search handed to one: on a busy CPU every
+# handoff waits for a time slice (an indexed search 1.5 ms with one, 4-5 ms with 2 beside 4 busy processes; README)
+SEARCH_THREADS = 1
+
+
+def _vector_params(vectors: dict[str, models.VectorParams], sparse: dict[str, models.SparseVectorParams]) -> dict:
+    dense = {name: qe.EdgeVectorParams(size=p.size, distance=_DISTANCES[_name(p.distance)])
+             for name, p in vectors.items()}
+    idf = {name for name, p in sparse.items() if p and p.modifier == models.Modifier.IDF}
+    keyword = {name: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf if name in idf else None) for name in sparse}
+    return {"vectors": dense, "sparse_vectors": keyword, "max_search_threads": SEARCH_THREADS}
+
+
 def shard_config(vectors: dict[str, models.VectorParams], sparse: dict[str, models.SparseVectorParams],
                  indexing_threshold_kb: int = NO_INDEX) -> Any:
     """Return the EdgeConfig of a collection's vectors (dense: size and distance; sparse: IDF modifier or not), its
     deleted points vacuumed by optimize() and HNSW built only above indexing_threshold_kb (0: never)."""
-    dense = {name: qe.EdgeVectorParams(size=p.size, distance=_DISTANCES[_name(p.distance)])
-             for name, p in vectors.items()}
-    keyword = {name: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf if p and p.modifier == models.Modifier.IDF
-                                               else None)
-               for name, p in sparse.items()}
     optimizers = qe.EdgeOptimizersConfig(indexing_threshold=indexing_threshold_kb, **_VACUUM)
     graph = qe.HnswIndexConfig(m=HNSW_M, ef_construct=HNSW_EF_CONSTRUCT, full_scan_threshold=FULL_SCAN_KB)
-    return qe.EdgeConfig(vectors=dense, sparse_vectors=keyword, optimizers=optimizers, hnsw_config=graph)
+    return qe.EdgeConfig(**_vector_params(vectors, sparse), optimizers=optimizers, hnsw_config=graph)
 
 
-def config_of(collection: dict, indexing_threshold_kb: int) -> Any:
-    """Return the EdgeConfig of a collection as its collection.json describes it (rag.store.edge.client)."""
+def _models_of(collection: dict) -> tuple[dict[str, models.VectorParams], dict[str, models.SparseVectorParams]]:
     dense = {k: models.VectorParams(size=v["size"], distance=models.Distance(v["distance"]))
              for k, v in collection["vectors"].items()}
     sparse = {k: models.SparseVectorParams(modifier=models.Modifier.IDF if v["modifier"] else None)
               for k, v in collection["sparse"].items()}
-    return shard_config(dense, sparse, indexing_threshold_kb)
+    return dense, sparse
+
+
+def config_of(collection: dict, indexing_threshold_kb: int) -> Any:
+    """Return the EdgeConfig of a collection as its collection.json describes it (rag.store.edge.client)."""
+    return shard_config(*_models_of(collection), indexing_threshold_kb)
+
+
+def open_config(collection: dict) -> Any:
+    """Return the EdgeConfig of an open: the vectors (checked) and SEARCH_THREADS; the rest as the shard keeps it."""
+    return qe.EdgeConfig(**_vector_params(*_models_of(collection)))
 
 
 def create_shard(path: str, config: Any) -> Any:

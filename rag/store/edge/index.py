@@ -5,7 +5,8 @@ build in a thread of the app's process would stop every page. build_index instea
 
 1. under the client's lock, flushes the shard and copies its folder (segments and write-ahead log, as a kill -9
    would leave them; the engine replays the log on load), and notes the collection's write count;
-2. runs `python -m rag.store.edge.index FOLDER` (niced) on the copy: the engine's optimizers with an indexing
+2. runs `python -m rag.store.edge.index FOLDER` (niced; it ends with its parent and holds the copy's
+   lock while it lives, rag.store.edge.child) on the copy: the engine's optimizers with an indexing
    threshold build an HNSW graph for every segment (and vacuum deleted points); then recall@10 of the graph is
    measured against exact search, the queries being up to SAMPLE stored vectors (each query's own point left
    out of both lists), both searches timed, at growing search ef until TARGET_RECALL is reached (that ef is what
@@ -25,7 +26,6 @@ import json
 import os
 import random
 import shutil
-import subprocess
 import sys
 import time
 import uuid
@@ -37,6 +37,7 @@ import numpy as np
 from qdrant_client import models
 
 from rag.store.edge import api
+from rag.store.edge import child as build_child
 
 MIN_POINTS = 50_000  # chunks from which a collection is indexed (README: bench.search, exact vs HNSW by size)
 MIN_RECALL = 0.98  # searches use the graph only at this measured recall@10 or better
@@ -173,8 +174,7 @@ def _run_child(work: str, cancel: Callable[[], bool] | None) -> dict:
     environment = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [_root(), os.environ.get("PYTHONPATH")]))}
     out_path, err_path = os.path.join(work, "child.out"), os.path.join(work, "child.err")
     with open(out_path, "w") as out, open(err_path, "w") as err:  # files, not pipes: a full pipe would stop it
-        child = subprocess.Popen([sys.executable, "-m", "rag.store.edge.index", work], stdout=out, stderr=err,  # noqa: S603 - our module, our folder
-                                 env=environment)
+        child = build_child.start("rag.store.edge.index", [work], work, out, err, environment)
         try:
             while child.poll() is None:
                 if cancel is not None and cancel():
@@ -184,6 +184,7 @@ def _run_child(work: str, cancel: Callable[[], bool] | None) -> dict:
             if child.poll() is None:
                 child.kill()
                 child.wait()
+            child.stdin.close()  # its watchdog's pipe: open while the child ran
     with open(out_path) as out, open(err_path) as err:
         report, problem = out.read().strip(), err.read().strip()
     if child.returncode != 0 or not report:
@@ -278,5 +279,6 @@ def _p50_ms(seconds: list[float]) -> float:
 
 
 if __name__ == "__main__":
+    build_child.watch_parent()  # a killed parent takes the build along (rag.store.edge.child)
     os.nice(10)  # the app's own work (searches, embedding) comes first on a shared machine
     print(json.dumps(_build(sys.argv[1])))

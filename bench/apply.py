@@ -1,0 +1,145 @@
+"""Embedded once: "Use this configuration" and a one-configuration evaluation, without and with the shared cache.
+
+    python -m bench.apply [--squad FILE] [--articles 6] [--embedder local] [--repeat 2]
+
+Issue 34.3: apply re-embedded every document the sweep had just embedded, and a one-configuration sweep of a
+collection at its own settings re-embedded the chunks stored in it, because ingest and re-ingest never used the
+embedding cache. Both are timed twice in one run, alternating, on the first --articles XQuAD-de articles with
+the real model (the default local e5), in one embedded Qdrant folder:
+
+- apply: a sweep of 350/0 fills the cache (folder), then the row is applied into a new collection with
+  `reference` an empty cache in memory (what ingest had before: every chunk embedded) and `cached` a copy of the
+  sweep's cache file (the store's cache, as the app and `rag sweep --apply-best` use it now);
+- evaluation: the documents are ingested at 350/50 without the cache (a collection made before this change),
+  then a sweep of that one configuration over the collection's documents (the Evaluate page's "A collection"),
+  its sweep collection deleted before each run: `reference` as before (an empty cache, the documents read as
+  collection_documents read them: old_collection_documents), `cached` an empty cache file that
+  collection_documents fills with the collection's stored vectors. The questions are embedded in both.
+
+Prints the load average at the start and the end, each run's seconds and chunk texts embedded, and the medians.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+from rag import pipeline  # noqa: E402 (imported after the offline switches above)
+from rag.chunking import ChunkSettings  # noqa: E402
+from rag.documents.loader import SourceFile  # noqa: E402
+from rag.embeddings import get_embedder  # noqa: E402
+from rag.embeddings.cache import EmbeddingCache, default_cache_dir  # noqa: E402
+from rag.evaluation.squad import import_squad, sweep_input  # noqa: E402
+from rag.evaluation.sweep import SweepConfig, collection_documents, collection_name, run_sweep  # noqa: E402
+from rag.runs.apply import apply_configuration  # noqa: E402
+from rag.runs.records import sweep_row  # noqa: E402
+from rag.store.archive import DocumentArchive  # noqa: E402
+from rag.store.open import open_store  # noqa: E402
+from rag.store.rebuild import document_from_chunks  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_SQUAD = ROOT.parent / "shared" / "data" / "xquad-de" / "xquad.de.dev.json"
+WAYS = ("reference", "cached")
+
+
+def load() -> str:
+    return "load average " + " / ".join(f"{v:.2f}" for v in os.getloadavg()) + " (1 / 5 / 15 min)"
+
+
+def copy_cache(source: Path, folder: str, name: str) -> EmbeddingCache:
+    """Return a cache holding exactly what source held (a copy of its SQLite file)."""
+    target = Path(folder) / name
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir(parents=True)
+    shutil.copy(source / "embeddings.sqlite", target / "embeddings.sqlite")
+    return EmbeddingCache(target)
+
+
+def old_collection_documents(store, collection: str) -> list:
+    """Return the documents of collection as collection_documents did before: its stored vectors left unread."""
+    return [document_from_chunks(i.document_id, i.title, store.document_chunks(collection, i.document_id))
+            for i in store.documents(collection)]
+
+
+def timed(label: str, run) -> tuple[float, int]:
+    """Return (seconds, chunk texts embedded) of run(cache) and print them."""
+    started = time.perf_counter()
+    embedded = run()
+    seconds = time.perf_counter() - started
+    print(f"  {label}: {seconds:.1f} s, {embedded} chunk texts embedded", flush=True)
+    return seconds, embedded
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--squad", default=str(DEFAULT_SQUAD))
+    parser.add_argument("--articles", type=int, default=6)
+    parser.add_argument("--embedder", default="local")
+    parser.add_argument("--repeat", type=int, default=2, help="runs of each way, alternating")
+    args = parser.parse_args()
+    documents, queries = sweep_input(import_squad(Path(args.squad).read_bytes(), args.squad, args.articles))
+    embedder = get_embedder(args.embedder)
+    folder = tempfile.mkdtemp(prefix="bench-apply-")
+    store = open_store(path=f"{folder}/qdrant")
+    archive = DocumentArchive(f"{folder}/documents")
+    shared = default_cache_dir(store)  # the store's cache: what the app's sweeps and (now) ingests use
+    print(f"{load()}; {len(documents)} articles, {len(queries)} questions, embedder {embedder.model_id}")
+    embedder.embed_documents(["warm up"])  # the model's load is no part of either way
+    times: dict[str, dict[str, list[float]]] = {"apply": {w: [] for w in WAYS}, "evaluation": {w: [] for w in WAYS}}
+
+    result = run_sweep(documents, queries, [SweepConfig(350, 0)], embedder, store=store, cache=EmbeddingCache(shared))
+    row = sweep_row(result.best(), result)
+    print(f"apply of the sweep's row {row['label']} ({row['chunks']} chunks):")
+    for document in documents:
+        archive.save(document)
+
+    def apply(way: str) -> int:
+        cache = EmbeddingCache() if way == "reference" else copy_cache(shared, folder, "apply-cache")
+        store.delete_collection("applied") if store.has_collection("applied") else None
+        applied = apply_configuration(row, "applied", embedder, store=store, archive=archive, documents=documents,
+                                      cache=cache)
+        assert not applied.failed, applied.summary()
+        return cache.misses
+
+    files = [SourceFile(d.title, d.text.encode()) for d in documents]
+    ingested = pipeline.ingest(files, "mine", ChunkSettings(350, 50), embedder, store=store, cache=EmbeddingCache())
+    config = SweepConfig(350, 50)
+    name = collection_name([d.id for d in collection_documents(store, "mine", EmbeddingCache())], config,
+                           embedder.model_id)
+
+    def evaluation(way: str) -> int:
+        if way == "reference":
+            cache, read = EmbeddingCache(), old_collection_documents(store, "mine")
+        else:
+            shutil.rmtree(Path(folder) / "evaluation-cache", ignore_errors=True)
+            cache = EmbeddingCache(Path(folder) / "evaluation-cache")
+            read = collection_documents(store, "mine", cache)
+        store.delete_collection(name) if store.has_collection(name) else None
+        swept = run_sweep(read, queries, [config], embedder, store=store, cache=cache)
+        return swept.results[0].embedded
+
+    order = [WAYS[i % 2] if (i // 2) % 2 == 0 else WAYS[1 - i % 2] for i in range(2 * args.repeat)]  # r c c r ...
+    for way in order:
+        times["apply"][way].append(timed(f"apply, {way}", lambda w=way: apply(w))[0])
+    print(f"one-configuration evaluation of 'mine' (350/50, {sum(r.chunks for r in ingested)} chunks, "
+          f"{len({q.text for q in queries})} questions embedded each run):")
+    for way in order:
+        times["evaluation"][way].append(timed(f"evaluation, {way}", lambda w=way: evaluation(w))[0])
+    print(load())
+    for what, ways in times.items():
+        ref, new = (statistics.median(ways[w]) for w in WAYS)
+        print(f"{what}: reference {ref:.1f} s, cached {new:.1f} s (median of {args.repeat}), {ref / new:.1f}x")
+    shutil.rmtree(folder, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

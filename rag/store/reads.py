@@ -1,0 +1,193 @@
+"""Reads of an embedded folder for other processes: the process holding it serves them on loopback.
+
+Qdrant Edge opens a shard in one process only (its write-ahead log is locked, and rag locks the folder's .lock
+around it), and has no read-only open. So the process that holds a folder (the app: ui/resources.py) calls
+serve_reads(store): a small HTTP server on 127.0.0.1, on a port the system picks, answers the read methods of
+its EdgeClient (READS) under the Store's lock, as its own pages read, and nothing else. It writes
+`<folder>/reads.json` (pid, port, token; mode 0600, renamed into place) and removes it when it stops. A CLI that
+finds the folder locked reads through it (rag.store.edge.remote.RemoteReads); writes stay with the holder.
+
+A request must come to 127.0.0.1:<port> itself (Host header: no DNS rebinding), carry the token as a Bearer key,
+and carry no Origin or Sec-Fetch-Mode header (a browser's page, e.g. the app's own, can never be the caller).
+Arguments and answers are JSON (rag.store.edge.wire), never pickles.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import hmac
+import json
+import os
+import secrets
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from rag.store.client import Store
+from rag.store.edge import EdgeClient, wire
+
+ENDPOINT_FILE = "reads.json"
+PATH = "/read"
+MAX_BODY = 32 * 1024 * 1024
+# method -> what it gives back to send (a QueryResponse holds EdgePoints, sent as themselves)
+READS: dict[str, Any] = {
+    "collection_names": None, "collection_exists": None, "collection_config": None, "index_state": None,
+    "retrieve": None, "scroll": None, "count": None,
+    "query_batch_points": lambda answers: [answer.points for answer in answers],
+}
+_SERVERS: dict[str, ReadServer] = {}
+_SERVERS_LOCK = threading.Lock()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: ReadServer
+    protocol_version = "HTTP/1.1"  # one connection for all reads of a command
+    disable_nagle_algorithm = True  # headers and body go out at once, not 40 ms apart (delayed ACK)
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+        if not self.server.admits(self.path, self.headers):
+            return self._send(403, {"error": "refused"})
+        length = int(self.headers.get("Content-Length") or 0)
+        if not 0 < length <= MAX_BODY:
+            return self._send(413, {"error": "no body, or too large"})
+        try:
+            request = json.loads(self.rfile.read(length))
+            method = request["method"]
+            if method not in READS:
+                raise ValueError(f"{method!r} is not a read")
+            args, kwargs = wire.decode(request.get("args", [])), wire.decode(request.get("kwargs", {}))
+        except (ValueError, KeyError, TypeError) as e:
+            return self._send(400, {"error": f"malformed request ({e})"})
+        try:
+            result = self.server.read(method, args, kwargs)
+        except tuple(wire.ERRORS.values()) as e:
+            kind = next(name for name, cls in wire.ERRORS.items() if isinstance(e, cls))
+            return self._send(200, {"error": str(e), "kind": kind})
+        except Exception as e:  # a bug: the reader says so in one line rather than losing the connection
+            return self._send(500, {"error": f"{type(e).__name__}: {e}"})
+        return self._send(200, {"result": result})
+
+    def _send(self, status: int, body: dict) -> None:
+        data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        self.send_response(status)
+        if status != 200:  # a refused request's body may be unread: the connection cannot carry another one
+            self.close_connection = True
+            self.send_header("Connection", "close")
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the server logs nothing to stderr
+        pass
+
+
+class ReadServer(ThreadingHTTPServer):
+    """The loopback server of one Store's reads (see module)."""
+
+    daemon_threads = True
+
+    def __init__(self, store: Store):
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.store, self.token, self.folder = store, secrets.token_urlsafe(32), store.location
+        self.port = self.server_address[1]
+        self.thread = threading.Thread(target=self.serve_forever, name="rag-reads", daemon=True)
+
+    def admits(self, path: str, headers: Any) -> bool:
+        """Return whether a request may read: our path and Host, no browser headers, the token."""
+        if path != PATH or headers.get("Host") != f"127.0.0.1:{self.port}":
+            return False
+        if headers.get("Origin") is not None or headers.get("Sec-Fetch-Mode") is not None:
+            return False
+        return hmac.compare_digest(headers.get("Authorization", ""), f"Bearer {self.token}")
+
+    def read(self, method: str, args: list, kwargs: dict) -> Any:
+        """Run one read of the store's client under the Store's lock (the engine is not thread-safe); return it
+        encoded."""
+        with self.store._lock:  # the lock the Store's own reads and writes take (Store._guard)
+            answer = getattr(self.store.client, method)(*args, **kwargs)
+        convert = READS[method]
+        return wire.encode(convert(answer) if convert else answer)
+
+    def publish(self) -> None:
+        """Write the endpoint file, readable by this user only, renamed into place whole."""
+        data = {"pid": os.getpid(), "port": self.port, "token": self.token,
+                "since": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+        temporary = os.path.join(self.folder, f".{ENDPOINT_FILE}.{uuid.uuid4().hex}.tmp")
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as f:
+            json.dump(data, f)
+        os.replace(temporary, os.path.join(self.folder, ENDPOINT_FILE))
+
+    def stop(self) -> None:
+        """Stop serving and remove the endpoint file if it is still this server's."""
+        found = endpoint(self.folder, check_pid=False)
+        if found and found["token"] == self.token:
+            with contextlib.suppress(OSError):
+                os.remove(os.path.join(self.folder, ENDPOINT_FILE))
+        self.shutdown()
+        self.server_close()
+
+
+def serve_reads(store: Store) -> ReadServer | None:
+    """Serve the reads of an embedded Qdrant Edge folder to other processes (see module); return the server, or None
+    for a server URL, a store in memory or qdrant-client's local mode (their CLI keeps refusing the folder)."""
+    if not store.local or not isinstance(store.client, EdgeClient) or not os.path.isabs(store.location):
+        return None
+    with _SERVERS_LOCK:
+        running = _SERVERS.get(store.location)
+        if running is not None and running.store is store:
+            return running
+        if running is not None:
+            running.stop()
+        server = _SERVERS[store.location] = ReadServer(store)
+        server.thread.start()
+        server.publish()
+        return server
+
+
+def stop_serving(store: Store) -> None:
+    """Stop serving store's reads (it is being closed)."""
+    with _SERVERS_LOCK:
+        running = _SERVERS.get(store.location)
+        if running is not None and running.store is store:
+            del _SERVERS[store.location]
+            running.stop()
+
+
+def endpoint(folder: str, check_pid: bool = True) -> dict | None:
+    """Return {"pid", "port", "token", "since"} of the process serving folder's reads; None if there is none (no
+    file, not this user's or readable by others, or, with check_pid, its process is gone)."""
+    path = os.path.join(folder, ENDPOINT_FILE)
+    try:
+        status = os.stat(path)
+        if status.st_uid != os.getuid() or status.st_mode & 0o077:
+            return None
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+        pid, port, token = int(data["pid"]), int(data["port"]), str(data["token"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if check_pid:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return None
+        except PermissionError:
+            pass
+    return {"pid": pid, "port": port, "token": token, "since": data.get("since")}
+
+
+def discard_endpoint(folder: str) -> None:
+    """Remove a folder's endpoint file left by a process that is gone (the caller holds the folder now)."""
+    with contextlib.suppress(OSError):
+        os.remove(os.path.join(folder, ENDPOINT_FILE))
+
+
+@atexit.register
+def _stop_all() -> None:
+    for server in list(_SERVERS.values()):
+        server.stop()

@@ -1,0 +1,88 @@
+"""The Evaluate page's inputs across a reload: the grid and the choices in the page's URL (st.query_params), an
+uploaded query set as a file under the data root (rag.evaluation.kept_sets), named in the URL. A new session (a
+reload, a link) starts from the URL; a value the page would not offer is ignored."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import streamlit as st
+
+from rag.evaluation.kept_sets import keep_query_set, kept_query_set, safe_name
+from rag.store.fusion import DEFAULT_FUSION
+from ui import settings
+from ui.parts import synthetic
+from ui.render import COMPARED_MODES
+
+QUERY_SET = "query_set"  # URL parameter: the kept file of the uploaded query set
+KEPT = "evaluate_kept_upload"  # (name, size) of the upload this session kept last: it is written once
+
+
+def _text(value: str) -> str | None:
+    return value if len(value) <= 200 else None
+
+
+def _one_of(*options: str) -> Callable[[str], str | None]:
+    return lambda value: value if value in options else None
+
+
+def _modes(value: str) -> list[str] | None:
+    modes = [m for m in value.split(",") if m]
+    return modes if modes and all(m in COMPARED_MODES for m in modes) else None
+
+
+def _articles(value: str) -> int | None:
+    return int(value) if value.isdigit() and 1 <= int(value) <= 1000 else None
+
+
+# widget key -> (URL parameter, its reading (None: not a value the page offers), its starting value or None)
+FIELDS: dict[str, tuple[str, Callable[[str], object], object]] = {
+    "evaluate_sizes": ("chunk_size", _text, "200,400,800"),
+    "evaluate_overlaps": ("overlap", _text, "0,50,100"),
+    "evaluate_ks": ("k", _text, "1,3,5,10"),
+    "evaluate_strategy": ("strategy", _one_of("structure", "tokens"), None),
+    "evaluate_modes": ("modes", _modes, [f"hybrid-{DEFAULT_FUSION}"]),
+    "evaluate_query_from": ("queries_from", _one_of("Upload", "Sample folder", synthetic.CHOICE), None),
+    "evaluate_articles": ("articles", _articles, None),
+    "evaluate_documents_from": ("documents_from", _one_of("A collection", "Upload documents"), None),
+    "evaluate_documents_from_squad": ("squad_documents_from",
+                                      _one_of("The SQuAD articles", "A collection", "Upload documents"), None),
+}
+
+
+def restore() -> None:
+    """Give each input of a new session its value from the URL, else its starting value (before it is drawn)."""
+    for key, (param, read, start) in FIELDS.items():
+        if key in st.session_state:
+            continue
+        value = read(st.query_params[param]) if param in st.query_params else None
+        if value is None:
+            value = start
+        if value is not None:
+            st.session_state[key] = value
+
+
+def remember() -> None:
+    """Write the inputs as they are now into the URL, so a reload finds them."""
+    for key, (param, _, _) in FIELDS.items():
+        value = st.session_state.get(key)
+        if value is None:
+            continue
+        text = ",".join(value) if isinstance(value, list) else str(value)
+        if st.query_params.get(param) != text:
+            st.query_params[param] = text
+
+
+def uploaded(name: str, data: bytes) -> None:
+    """Keep an uploaded query set under the data root (once per upload) and name it in the URL."""
+    if st.session_state.get(KEPT) != (name, len(data)) or not kept_query_set(settings.data_root(), safe_name(name)):
+        keep_query_set(settings.data_root(), name, data)
+        st.session_state[KEPT] = (name, len(data))
+    st.query_params[QUERY_SET] = safe_name(name)
+
+
+def kept() -> Path | None:
+    """Return the kept query set the URL names, or None."""
+    name = st.query_params.get(QUERY_SET)
+    return kept_query_set(settings.data_root(), name) if name else None

@@ -1,0 +1,121 @@
+"""Judging hits on the pages: a grade per hit (relevant 2, partly 1, not relevant 0) with optional evidence text,
+saved at once into a query set of the collection under the data root (rag.evaluation.judging), downloadable.
+
+A click on a grade is the save: the callback writes the judgment before the page reruns, so what the page shows
+is what the file holds. Document text is shown as plain text, never as Markdown.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from pathlib import Path
+
+import streamlit as st
+
+from rag.errors import RagError
+from rag.evaluation.agreement import agreement
+from rag.evaluation.judging import judgment_of, query_set_path, read_query_file, save_judgments, start_query_set
+from rag.evaluation.judgments import GRADES, hit_grade
+from rag.evaluation.queries import Query
+from rag.settings import data_root
+from rag.store.records import Hit
+from ui.render import md
+
+GRADE_OPTIONS = (2, 1, 0)
+LABELS = {2: "2 relevant", 1: "1 partly", 0: "0 not relevant"}
+MESSAGE = "judge_message"  # (kind, text) of the last save, shown once
+
+
+def widget_key(prefix: str, question: str, hit: Hit) -> str:
+    """Return a stable widget key for one hit judged for one question."""
+    digest = hashlib.sha1(f"{question}\x1f{hit.chunk_id}".encode()).hexdigest()[:12]
+    return f"{prefix}_{digest}"
+
+
+def _save(path: Path, question: str, hit: Hit, grade_key: str, evidence_key: str,
+          start: Sequence[Query] | None = None) -> None:
+    grade = st.session_state.get(grade_key)
+    if grade is None:  # the selection was cleared: nothing to save (the file keeps the last grade)
+        return
+    try:
+        judgment = judgment_of(hit, grade, st.session_state.get(evidence_key) or None)
+        if start is not None:  # the first judgment starts the file with every question of the set
+            start_query_set(path, start)
+        saved = save_judgments(path, question, [judgment])
+    except RagError as error:
+        st.session_state[MESSAGE] = ("error", str(error))
+        return
+    st.session_state[MESSAGE] = ("saved", f"Saved: {LABELS[grade]} ({saved.version['judgments']} judgments, "
+                                          f"version {saved.version['version']}).")
+
+
+def show_message() -> None:
+    """Show the last save's outcome once: an error line, or a short note."""
+    message = st.session_state.pop(MESSAGE, None)
+    if message is None:
+        return
+    kind, text = message
+    if kind == "error":
+        st.error(md(text))
+    else:
+        st.toast(md(text), icon=":material/check:")
+
+
+def judged_question(path: Path, question: str) -> tuple[Query | None, list[Query]]:
+    """Return the question's line of the query set at path (None if not there yet) and every query; an unreadable
+    set is an error line on the page and nothing to judge into."""
+    _, queries = read_query_file(path)
+    return next((q for q in queries if q.text == question.strip()), None), queries
+
+
+def hit_row(path: Path, question: str, hit: Hit, rank: int, judged: Query | None,
+            start: Sequence[Query] | None = None) -> None:
+    """Draw one hit with its grade buttons and evidence field; a click saves (into a file started with start's
+    questions when it does not exist yet)."""
+    grade_key, evidence_key = widget_key("judge_grade", question, hit), widget_key("judge_evidence", question, hit)
+    current = hit_grade(judged.counted, hit) if judged is not None else None
+    if current is not None and grade_key not in st.session_state:
+        st.session_state[grade_key] = current
+    text, evidence, grade = st.columns([2.6, 1.5, 2.9], vertical_alignment="center")
+    text.text(f"#{rank} · {hit.document_title}\n{' '.join(hit.content.split())[:160]}")
+    evidence.text_input("evidence", key=evidence_key, label_visibility="collapsed",
+                        placeholder="evidence text (optional)",
+                        help="Text inside this chunk that answers the question; empty: the whole chunk.")
+    grade.segmented_control("grade", GRADE_OPTIONS, format_func=LABELS.get, key=grade_key,
+                            label_visibility="collapsed", on_change=_save,
+                            args=(path, question, hit, grade_key, evidence_key, start))
+
+
+def download(path: Path, key: str) -> None:
+    """Offer the query set file for download (read on click)."""
+    if path.exists():
+        st.download_button("Download the query set", lambda: path.read_bytes(), path.name, "application/jsonl",
+                           key=key, icon=":material/download:")
+
+
+def search_panel(ws, run) -> None:
+    """Draw 'Judge these hits' under the Search page's results: each hit of the current question."""
+    hits: Sequence[Hit] = run.outcome.hits
+    if not hits or not run.query.strip():
+        return
+    path = query_set_path(data_root(), ws.collection)
+    st.subheader("Judge these hits")
+    show_message()
+    try:
+        judged, queries = judged_question(path, run.query)
+    except RagError as error:
+        st.error(md(str(error)))
+        return
+    count = sum(len(q.judgments) for q in queries)
+    st.caption(f"For this question, into the query set {md(path.name)} of the collection ({len(queries)} questions, "
+               f"{count} judgments): {', '.join(f'{g} {w}' for g, w in GRADES.items())}. A judgment keeps the "
+               "document and the character span of its evidence, so it holds for every chunking.")
+    for rank, hit in enumerate(hits, 1):
+        hit_row(path, run.query, hit, rank, judged)
+    left, right = st.columns([1, 3], vertical_alignment="center")
+    with left:
+        download(path, "judge_download")
+    agreed = agreement(queries)
+    if agreed.shared:
+        right.caption(md(agreed.words()))

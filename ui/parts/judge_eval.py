@@ -1,0 +1,101 @@
+"""The Evaluate page's judging: hole@k beside MRR, and "Judge the unjudged hits of this row" by you or an LLM.
+
+Judgments go into a copy of the sweep's query set under the data root (queries/evaluate-<name>.jsonl, started
+from the questions the sweep ran), downloadable; they are spans of the documents, so they count for every row
+the next time the sweep runs with that file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+from rag.errors import RagError
+from rag.evaluation.agreement import agreement
+from rag.evaluation.judging import query_set_path, read_query_file, start_query_set
+from rag.evaluation.judgments import hit_grade
+from rag.evaluation.llm_judge import judge_with_llm
+from rag.evaluation.metrics import MOSTLY_UNJUDGED
+from rag.evaluation.results import ConfigResult, SweepResult
+from rag.generation.llm import LLM_SPECS, get_llm
+from rag.settings import data_root
+from ui import errors
+from ui.parts import judge
+from ui.render import md
+
+SHOWN = 10  # unjudged hits listed at a time for a person to judge
+WHO = ("You", "An LLM")
+
+
+def hole_words(evaluation, k: int) -> str:
+    """Return hole@k in words for a caption beside a score, e.g. "hole@10 0.80: mostly unjudged"."""
+    hole = evaluation.metrics.get(f"hole@{k}")
+    if hole is None:
+        return ""
+    return f"hole@{k} {hole:.2f}" + (": mostly unjudged, the score says more about the judgments than the "
+                                      "configuration" if hole > MOSTLY_UNJUDGED else "")
+
+
+def _path(name: str) -> Path:
+    return query_set_path(data_root(), f"evaluate-{Path(name).stem or 'sweep'}")
+
+
+def _unjudged(row: ConfigResult, k: int, path: Path) -> list[tuple[str, object]]:
+    """Return (question, hit) for each hit of the row's top k that no judgment (of the sweep or the file) grades."""
+    _, kept = read_query_file(path)
+    by_text = {q.text: q for q in kept}
+    pairs = []
+    for outcome in row.evaluation.per_query:
+        grades = outcome.grades or (None,) * len(outcome.hits)
+        saved = by_text.get(outcome.query.text)
+        for hit, grade in zip(outcome.hits[:k], grades, strict=False):
+            if grade is None and (saved is None or hit_grade(saved.counted, hit) is None):
+                pairs.append((outcome.query.text, hit))
+    return pairs
+
+
+def section(result: SweepResult, name: str) -> None:
+    """Draw 'Judge the unjudged hits of this row' for a chosen row of the sweep."""
+    st.subheader("Judge the unjudged hits of this row")
+    k = result.ks[-1]
+    labels = {row.label: row for row in result.results}
+    left, right = st.columns([2, 1])
+    row = labels[left.selectbox("Row", list(labels), key="judge_eval_row")]
+    who = right.segmented_control("Who judges", WHO, default=WHO[0], key="judge_eval_who") or WHO[0]
+    path = _path(name)
+    queries = [o.query for o in row.evaluation.per_query]
+    try:
+        pending = _unjudged(row, k, path)
+    except RagError as error:
+        errors.show(error)
+        return
+    st.caption(f"{len(pending)} hits of the top {k} carry no judgment ({md(hole_words(row.evaluation, k))}). "
+               f"Judgments go into {md(path.name)} under the data root; run the sweep with it to count them.")
+    judge.show_message()
+    if who == WHO[0]:
+        for rank, (question, hit) in enumerate(pending[:SHOWN], 1):
+            st.text(f"Question: {question}")
+            judge.hit_row(path, question, hit, rank, None, queries)
+    else:
+        _llm(row, path, k, pending, queries)
+    _, kept = read_query_file(path)
+    agreed = agreement(kept)
+    if agreed.shared:
+        st.caption(md(agreed.words()))
+    judge.download(path, "judge_eval_download")
+
+
+def _llm(row: ConfigResult, path: Path, k: int, pending: list, queries: list) -> None:
+    spec = st.text_input("LLM", key="judge_eval_llm", placeholder="ollama:llama3.1",
+                         help=f"{', '.join(LLM_SPECS)}; Ollama on OLLAMA_HOST, OpenAI-compatible on OPENAI_BASE_URL")
+    if not st.button("Let the LLM judge them", key="judge_eval_run", disabled=not pending):
+        return
+    hits = {o.query.text: list(o.hits[:k]) for o in row.evaluation.per_query}
+    questions = sorted({question for question, _ in pending})
+    with errors.reported(), st.spinner(f"The LLM judges {len(pending)} hits…"):
+        llm = get_llm(spec)
+        start_query_set(path, queries)
+        done = judge_with_llm(llm, path, lambda q: hits.get(q, []), questions=questions)
+        st.success(md(f"{done.model} graded {done.judged} unjudged hits of {done.questions} questions, and "
+                      f"{done.checked} you judged (your grade counts; they measure agreement)."))
