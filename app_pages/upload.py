@@ -56,12 +56,13 @@ round_ = state.get(state.UPLOADER_ROUND, 0)
 uploads = st.file_uploader("Documents", type=["pdf", "txt", "md", "markdown"], accept_multiple_files=True,
                            key=f"uploader-{round_}")
 keep_versions = parts.replacement_notice(ws, target, [u.name for u in uploads or []])
-language, prompts, chunk_headers = parts.new_collection_options(ws, target) if target else (None, None, None)
+language, prompts, chunk_headers, child_size = (parts.new_collection_options(ws, target) if target
+                                                else (None, None, None, None))
 ready = bool(uploads) and chunk_settings is not None and bool(target)
 label = f"Ingest {len(uploads)} file(s) into '{md(target)}'" if uploads and target else "Ingest"
 if st.button(label, type="primary", disabled=not ready, icon=":material/play_arrow:", key="ingest"):
     files = [parts.source_file(u) for u in uploads]
-    if parts.run(files, ws, target, chunk_settings, keep_versions, language, prompts, chunk_headers):
+    if parts.run(files, ws, target, chunk_settings, keep_versions, language, prompts, chunk_headers, child_size):
         state.bump(state.UPLOADER_ROUND)
         st.rerun()
 if not target:

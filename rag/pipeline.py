@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rag import chunking
-from rag.chunking import ChunkSettings, headers
+from rag.chunking import ChunkSettings, children, headers
 from rag.context import CHAT_MAX_TOKENS, DEFAULT_OVERFLOW, Context, build_context
 from rag.documents.loader import SourceFile, expected_size, load_document
 from rag.documents.model import Document
@@ -55,6 +55,7 @@ def ingest(
     language: str | None = None,
     cancel: Callable[[], bool] | None = None,
     chunk_headers: bool | None = None,
+    child_size: int | None = None,
     cache: EmbeddingCache | None = None,
 ) -> list[IngestResult]:
     """Return one result per file; a bad file is reported and the others go on.
@@ -70,6 +71,8 @@ def ingest(
     file at hand and every later one end as IngestCancelled, never inside the store stage (a file is stored
     whole or not at all). chunk_headers: embed and keyword-index the chunks of a new collection with their
     title and heading path (rag.chunking.headers; None = the default); an existing collection keeps its own.
+    child_size: tokens per child of a new collection (parent–child search, rag.chunking.children; 0 = off, None =
+    the default); an existing collection keeps its own.
     cache: the embedding cache (default: the store's, rag.embeddings.cache.store_cache, which sweeps and
     evaluations share), so a chunk text embedded once with this model and prompt is never embedded again.
     """
@@ -77,8 +80,9 @@ def ingest(
     store = store if store is not None else open_store()
     files = list(files)
     embedder = embedder or embedder_for(store, collection)
-    store.check_writable(collection, embedder, language, chunk_headers)
+    store.check_writable(collection, embedder, language, chunk_headers, child_size)
     headed = store.chunk_headers(collection, chunk_headers)
+    kids = store.child_size(collection, child_size)
     cache = cache if cache is not None else store_cache(store)
     pace = Pace([(0, 0)] * len(files), [0] * len(files), [])  # a file's work is planned once it is chunked, every
     sizes = [expected_size(f) for f in files]  # other's by its pages or bytes meanwhile: the time left covers them all
@@ -92,7 +96,7 @@ def ingest(
                 progress(Progress(i, len(files), f.name, stage, done, total, pace.seconds_left()))
 
         job = _Job(collection, settings, embedder, store, report, keep_versions, archive, language, pace, index,
-                   headed, sizes, cache)
+                   headed, sizes, cache, kids)
         results.append(job.run(file.name, lambda f=file, r=report: load_document(
             f.read(), f.name, password=f.password, pages_read=lambda done, pages: r("extract", done, pages))))
         pace.reused(index)  # nothing of it is left to do (also when it failed or was skipped before its plan)
@@ -112,19 +116,21 @@ def reingest(
     progress: ProgressCallback | None = None,
     cancel: Callable[[], bool] | None = None,
     chunk_headers: bool | None = None,
+    child_size: int | None = None,
     cache: EmbeddingCache | None = None,
 ) -> list[IngestResult]:
     """Return one result per document: chunked again with settings and written to collection.
 
     The text comes from the archive; a document ingested before the archive existed is rebuilt from its
     stored chunks in `source` (default: collection), which is exact for the text the chunks cover. cancel,
-    chunk_headers, cache: as for ingest (only chunk texts the cache lacks are embedded).
+    chunk_headers, child_size, cache: as for ingest (only chunk texts the cache lacks are embedded).
     """
     chunking.validate_settings(settings)
     ids = list(document_ids)
     embedder = embedder or embedder_for(store, collection)
-    store.check_writable(collection, embedder, chunk_headers=chunk_headers)
+    store.check_writable(collection, embedder, chunk_headers=chunk_headers, child_size=child_size)
     headed = store.chunk_headers(collection, chunk_headers)
+    kids = store.child_size(collection, child_size)
     cache = cache if cache is not None else store_cache(store)
     titles = {d.document_id: d for d in store.documents(source or collection)} if store.has_collection(
         source or collection) else {}
@@ -154,7 +160,7 @@ def reingest(
             return document_from_chunks(i, info.title, store.document_chunks(source or collection, i))
 
         job = _Job(collection, settings, embedder, store, report, False, archive, None, pace, index, headed, sizes,
-                   cache)
+                   cache, kids)
         results.append(job.run(title, read))
         pace.reused(index)
     return results
@@ -177,6 +183,7 @@ class _Job:
     chunk_headers: bool = False  # embed each chunk as its title and heading path, then its text
     sizes: Sequence[tuple[str, float]] = ()  # every file's (unit, amount) in pace: the later ones are planned again
     cache: EmbeddingCache | None = None  # only the chunk texts it lacks are embedded (None: every one)
+    child_size: int = 0  # tokens per child (rag.chunking.children); 0: no children
 
     def run(self, name: str, read: Callable[[], Document]) -> IngestResult:
         result = IngestResult(name)
@@ -199,18 +206,21 @@ class _Job:
             stage = _lap(result, stage, "embed", started)
             texts = [headers.indexed_text(c.model_text, document.title, c.heading_path, self.chunk_headers)
                      for c in chunks]
+            kids = children.children_of(chunks, self.child_size)
+            texts += children.indexed_texts(document, chunks, kids, self.chunk_headers)
             self.pace.plan(self.index, len(texts), sum(map(len, texts)), sum(map(len, texts)))
             if self.sizes:  # the characters per page or byte of this file: the files after it are planned by it
                 self.pace.plan_rest(self.sizes, self.index)
-            self.report(stage, 0, len(chunks))  # said before the first batch: it may wait for the model to load
-            vectors = embed_chunks(texts, self.embedder, lambda done: self.report("embed", done, len(chunks)),
+            self.report(stage, 0, len(texts))  # said before the first batch: it may wait for the model to load
+            vectors = embed_chunks(texts, self.embedder, lambda done: self.report("embed", done, len(texts)),
                                    pace=self.pace, index=self.index, cache=self.cache)
             stage = _lap(result, stage, "store", started)
             self.report(stage, 0, len(chunks))
             result.chunks = self.store.upsert_document(
-                self.collection, document, chunks, vectors, settings, self.embedder, keep_versions=self.keep_versions,
-                progress=lambda done, total: self.report("store", done, total), language=self.language,
-                chunk_headers=self.chunk_headers,
+                self.collection, document, chunks, vectors[: len(chunks)], settings, self.embedder,
+                keep_versions=self.keep_versions, progress=lambda done, total: self.report("store", done, total),
+                language=self.language, chunk_headers=self.chunk_headers, child_size=self.child_size,
+                kids=kids if self.child_size else None, kid_vectors=vectors[len(chunks):],
             )
             _lap(result, stage, "done", started)
             self.pace.indexed(self.index, result.stage_seconds["store"])

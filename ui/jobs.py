@@ -52,6 +52,7 @@ class IngestJob:
     keep_versions: bool = False
     language: str | None = None
     chunk_headers: bool | None = None  # a new collection's (rag.chunking.headers); None: the default
+    child_size: int | None = None  # a new collection's (rag.chunking.children); None: the default
     status: str = "queued"
     progress: dict[int, pipeline.Progress] = field(default_factory=dict)  # file index -> its last progress
     results: list[pipeline.IngestResult] = field(default_factory=list)
@@ -279,7 +280,7 @@ class JobQueue:
                                               store=job.store, progress=on_progress,
                                               keep_versions=job.keep_versions, archive=job.archive,
                                               language=job.language, cancel=lambda: job.cancel_requested,
-                                              chunk_headers=job.chunk_headers)
+                                              chunk_headers=job.chunk_headers, child_size=job.child_size)
             job.status = "cancelled" if job.cancel_requested else "done"
         except Exception as error:
             job.status, job.error = "failed", failure(error, "ingest", job.id)

@@ -18,6 +18,7 @@ preview = shorten  # the one shortening rule (messages, tables): rag.documents.t
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:=^&\"'])")
 CHUNK_COLOURS = ("#e3f0fb", "#e6f4ea")  # alternating backgrounds: which chunk a character belongs to
 OVERLAP_COLOUR = "#ffe08a"  # text that two or more chunks share
+CHILD_COLOUR = "#c8e6c9"  # the child of a parent–child hit that matched the query
 CHART_HEIGHT = 220
 # Every search mode's name on every page: the Search page offers the first three (its fusion is its own
 # control); Compare, the embedding map and Evaluate offer a fusion per mode (COMPARED_MODES).
@@ -140,6 +141,15 @@ def chunked_text_html(text: str, parts: Sequence[Segment], first: int, last: int
     return f'{_DOC_STYLE}<div class="rl-doc">{"".join(pieces)}</div>'
 
 
+def child_marked_html(text: str, start: int, end: int) -> str:
+    """Return a chunk's escaped text with the span start..end (the child that matched the query) marked."""
+    start, end = max(0, min(start, len(text))), max(0, min(end, len(text)))
+    marked = (f'<mark class="rl-child" title="the child that matched the query">{html.escape(text[start:end])}'
+              "</mark>") if end > start else ""
+    return (f'{_DOC_STYLE}<div class="rl-doc">{html.escape(text[:start])}{marked}{html.escape(text[end:])}'
+            "</div>")
+
+
 def _piece(text: str, chunks: Sequence[int]) -> str:
     """Return escaped text marked as overlap (two or more chunks), as its chunk's colour, or plain (none)."""
     body = html.escape(text)
@@ -157,6 +167,7 @@ _DOC_STYLE = (
     "<style>.rl-doc{white-space:pre-wrap;font-family:ui-monospace,monospace;font-size:0.85rem;line-height:1.55;"
     "max-height:560px;overflow-y:auto;padding:0.75rem;border:1px solid #ddd;border-radius:0.5rem}"
     f".rl-overlap{{background:{OVERLAP_COLOUR};padding:0;border-bottom:2px solid #d9a400}}"
+    f".rl-child{{background:{CHILD_COLOUR};padding:0;border-bottom:2px solid #2e7d32}}"
     ".rl-cut{background:#eee;color:#888;text-decoration:line-through;text-decoration-color:#bbb}"
     ".rl-badge{display:inline-block;font-size:0.7rem;font-weight:600;color:#fff;background:#4c78a8;"
     "border-radius:0.3rem;padding:0 0.3rem;margin:0 0.2rem 0 0.1rem;font-family:sans-serif}</style>"

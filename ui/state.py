@@ -34,6 +34,7 @@ UPLOAD_NEW_TARGET = "upload_new_target"
 UPLOADER_ROUND = "uploader_round"  # bumped to clear the file uploader after an ingest
 UPLOAD_LANGUAGE = "upload_language"  # keyword language of a new collection (rag.store.keywords)
 UPLOAD_CHUNK_HEADERS = "upload_chunk_headers"  # a new collection's chunk headers (rag.chunking.headers)
+UPLOAD_CHILD_SIZE = "upload_child_size"  # a new collection's child size (rag.chunking.children)
 UPLOAD_QUERY_PROMPT = "upload_query_prompt"  # prompts of a new collection's embedder
 UPLOAD_DOCUMENT_PROMPT = "upload_document_prompt"
 MY_JOBS = "my_jobs"  # ids of the ingest jobs this session started (ui.jobs)

@@ -2,6 +2,7 @@
 
 tokens   the one place that knows tiktoken (offline cl100k)   chunker  chunk_document, ChunkSettings, Chunk
 toc      tables of contents, flagged so search skips them   tables   Markdown pipe tables: cut between rows
+children parent–child: each chunk cut into children at sentence ends (searched in its place, rag.store.children)
 """
 
 from rag.chunking.chunker import (

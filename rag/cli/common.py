@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from rag import pipeline
+from rag.chunking import children
 from rag.chunking import chunker as chunking
 from rag.documents import loader
 from rag.documents.text import shorten
@@ -151,3 +152,23 @@ def pages_label(start: int | None, end: int | None) -> str:
     if start is None:
         return ""
     return str(start) if end in (None, start) else f"{start}-{end}"
+
+
+def add_child_size(parser: argparse.ArgumentParser, sweep: bool = False) -> None:
+    """Add --child-size: one size for a new collection (ingest), or the sizes a sweep compares ("0,64")."""
+    def sizes(text: str) -> int | list[int]:
+        try:
+            found = list(dict.fromkeys(children.parse_child_size(item) for item in text.split(",")))
+        except RagError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+        if not sweep and len(found) != 1:
+            raise argparse.ArgumentTypeError(f"Give one child size, not {text!r}.")
+        return found if sweep else found[0]
+
+    parser.add_argument(
+        "--child-size", type=sizes, metavar="N,N,..." if sweep else "N",
+        default=[children.DEFAULT_CHILD_SIZE] if sweep else None,
+        help="parent–child search: each chunk is also cut into children of about N tokens at sentence ends, searched "
+        "in its place; a hit is the chunk, with its best child (0 = off, the chunks are searched; default "
+        f"{children.DEFAULT_CHILD_SIZE}" + ("; e.g. 0,64 compares both, a collection per setting)" if sweep else
+                                           "; a new collection's, an existing one keeps its own)"))

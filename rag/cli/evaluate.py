@@ -258,7 +258,7 @@ class SweepReporter:
 
 def run_sweep_command(args: argparse.Namespace) -> int:
     report = common.output_file(args.html) if args.html else None  # checked before the sweep, not after it
-    configs, skipped = parse_grid(args.chunk_size, args.overlap, args.strategy, args.chunk_headers)
+    configs, skipped = parse_grid(args.chunk_size, args.overlap, args.strategy, args.chunk_headers, args.child_size)
     for note in skipped:
         common.progress(f"note: {note}")
     files = [SourceFile(p.name, common.read_file(str(p))) for p in document_paths(args.documents)]  # all or none
@@ -296,13 +296,16 @@ def print_sweep(result: SweepResult) -> None:
     metrics = [f"hit@{k}" for k in result.ks] + [f"{m}@{deepest}" for m in ("recall", "mrr", "ndcg")]
     hole = f"hole@{deepest}"
     headed = any(r.config.chunk_headers for r in result.results)  # a column only when headers were swept
+    kids = any(r.config.child_size for r in result.results)  # ... or child sizes
     rows = [[str(r.config.chunk_size), str(r.config.overlap), *(["on" if r.config.chunk_headers else "off"] * headed),
+             *([str(r.config.child_size)] * kids),
              r.mode.label, str(r.chunks), f"{r.mean_tokens:.0f}",
              *(with_interval(r.evaluation, m) for m in metrics),
              f"{r.metrics[hole]:.2f}" + (" mostly unjudged" if r.evaluation.mostly_unjudged(deepest) else ""),
              f"{r.total_seconds:.1f} s" + (" (reused)" if r.reused else ""), place.mark]
             for place in result.standing() for r in [place.row]]
-    common.print_table(rows, ["chunk_size", "overlap", *(["chunk headers"] * headed), "mode", "chunks", "mean tokens",
+    common.print_table(rows, ["chunk_size", "overlap", *(["chunk headers"] * headed), *(["child_size"] * kids),
+                              "mode", "chunks", "mean tokens",
                               *metrics, hole, "time",
                               f"by {result.default_metric()}"])
     print(f"\n{result.queries} queries, {len(result.documents)} documents, {result.embedder}; "
@@ -356,6 +359,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     sweep.add_argument("--chunk-headers", type=headers_option, default=[headers.DEFAULT_CHUNK_HEADERS],
                        metavar="on|off|on,off", help="embed chunks with their title and heading path: off, on, or "
                        "on,off to compare both (a collection per setting)")
+    common.add_child_size(sweep, sweep=True)
     sweep.add_argument("--mode", type=modes_option, default="dense,sparse,hybrid", metavar="MODE,MODE,...",
                        help=f"search modes, each a row per configuration: {', '.join(MODE_NAMES)} (default "
                        "dense,sparse,hybrid; hybrid uses --fusion). Modes share each configuration's collection")

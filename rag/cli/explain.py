@@ -52,7 +52,8 @@ def stage_rows(stages: ChunkStages, mode: str, reranked: bool = False) -> list[l
         place = getattr(stages, stage)
         note = f"not among the {CANDIDATES} candidates" if stage in ("dense", "keyword") else "not in this ranking"
         note = "no reranker" if stage == "reranked" and not reranked else note
-        rows.append([stage, str(place.rank), f"{place.score:.3f} ({kind})", ""] if place else [stage, "-", "-", note])
+        rows.append([stage, str(place.rank), f"{place.score:.3f} ({kind})", place.child_words] if place else
+                    [stage, "-", "-", note])
     rows.append(["context", "-", "-", stages.context])
     read = "unknown" if stages.read is None else "yes" if stages.read == "whole" else f"no ({stages.read})"
     rows.append(["read whole", "-", "-", read])

@@ -83,7 +83,8 @@ def run_ingest(args: argparse.Namespace) -> int:
     archive = DocumentArchive(default_archive_dir(store.location, store.local))
     results = pipeline.ingest(files, args.collection, settings, embedder, store=store, progress=IngestProgress(),
                               keep_versions=args.keep_versions, archive=archive, language=args.language,
-                              chunk_headers=None if args.chunk_headers is None else args.chunk_headers == "on")
+                              chunk_headers=None if args.chunk_headers is None else args.chunk_headers == "on",
+                              child_size=args.child_size)
     failed = [r for r in results if not r.ok and not r.skipped]
     for result in results:
         if result.error:
@@ -123,7 +124,7 @@ def hit_json(hit: Hit, mode: str = "dense") -> dict:
         "page_start": hit.page_start,
         "page_end": hit.page_end,
         "content": hit.content,
-        "chunk_id": hit.chunk_id,
+        "chunk_id": hit.chunk_id, **({"child": hit.child.to_json()} if hit.child else {}),  # parent–child only
     } | ({"retrieved_rank": hit.retrieved_rank, "retrieved_score": hit.retrieved_score}
          if hit.score_kind == SCORE_KIND else {})
 
@@ -209,7 +210,7 @@ def run_collections(args: argparse.Namespace) -> int:
     infos = store.collections()
     if args.json:
         dump([{"name": c.name, "points": c.points, "embedder": c.embedder, "dimension": c.dimension,
-               "foreign": c.foreign, "sparse": c.sparse, "chunk_headers": c.chunk_headers,
+               "foreign": c.foreign, "sparse": c.sparse, "chunk_headers": c.chunk_headers, "child_size": c.child_size,
                "defaults": None if c.foreign else collection_defaults(store, c.name),
                "index": index.as_json() if (index := store.index_state(c.name)) else None} for c in infos])
         return 0
@@ -351,9 +352,9 @@ def register(commands: argparse._SubParsersAction) -> None:
                         help="keyword (BM25) stemming and stop words of a new collection: auto (detected per "
                         "document, the default), de, en or none")
     ingest.add_argument("--chunk-headers", choices=headers.CHOICES, default=None,
-                        help="embed and keyword-index each chunk of a new collection with its document title and "
-                        f"heading path before the text (default {'on' if headers.DEFAULT_CHUNK_HEADERS else 'off'}); "
-                        "the stored chunk text stays as it is")
+                        help="embed and keyword-index each chunk of a new collection with its title and heading path "
+                        f"before the text (default {'on' if headers.DEFAULT_CHUNK_HEADERS else 'off'}); text kept")
+    common.add_child_size(ingest)
     ingest.add_argument("--keep-versions", action="store_true",
                         help="keep a document whose file name is already in the collection (default: replace it)")
     ingest.add_argument("--no-index", dest="index", action="store_false",

@@ -2,7 +2,9 @@
 
 For each question the stages are, as searched (rag.store.search, CANDIDATES deep, the collection's fusion):
 
-    dense       rank and cosine in the dense candidate list (null: not among its CANDIDATES)
+    dense       rank and cosine in the dense candidate list (null: not among its CANDIDATES); in a parent–child
+                collection each ranked stage also names the child that placed the chunk ("child": index, span,
+                score, and its rank among the children: rag.store.children)
     keyword     rank and BM25 score in the keyword candidate list (null: not among them, or no keyword vectors)
     fused       rank and fused score in the hybrid ranking (null: not in it, or the mode does not fuse)
     reranked    rank and the reranker's own score (null unless a reranker is given, or the chunk was not reranked)
@@ -267,14 +269,17 @@ def _found_funnel(query: Query, outcome: QueryOutcome, mode: SearchMode, k: int,
     status, pieces = context_of(outcome.hits[:k])
     hit = outcome.hits[outcome.rank - 1]
 
-    def placed(rank: int | None, score: float | None) -> Placed | None:
-        return None if rank is None or score is None else Placed(rank, float(score))
+    def placed(rank: int | None, score: float | None, final: bool) -> Placed | None:  # final: the mode's ranking
+        return None if rank is None or score is None else Placed(rank, float(score), hit.child if final else None)
 
     reranked = _reranked(hit)  # a reranked hit keeps its place before the reranker (the mode's ranking)
-    before = placed(hit.retrieved_rank, hit.retrieved_score) if reranked else placed(outcome.rank, hit.score)
-    stages = ChunkStages(hit, placed(hit.dense_rank, hit.dense_score), placed(hit.sparse_rank, hit.sparse_score),
-                         before if mode.mode == "hybrid" else None, placed(outcome.rank, hit.score) if reranked else
-                         None, status.get(hit.chunk_id, NOT_IN_TOP_K), read(hit))
+    before = (placed(hit.retrieved_rank, hit.retrieved_score, True) if reranked
+              else placed(outcome.rank, hit.score, True))
+    stages = ChunkStages(hit, placed(hit.dense_rank, hit.dense_score, mode.mode == "dense"),
+                         placed(hit.sparse_rank, hit.sparse_score, mode.mode == "sparse"),
+                         before if mode.mode == "hybrid" else None,
+                         placed(outcome.rank, hit.score, False) if reranked else None,
+                         status.get(hit.chunk_id, NOT_IN_TOP_K), read(hit))
     found = any(covered_unit(query, piece) is not None for piece in pieces)
     return Funnel(query, k, (stages,), None if found else "context")
 

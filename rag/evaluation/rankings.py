@@ -15,7 +15,7 @@ import numpy as np
 from rag.embeddings.base import Embedder
 from rag.evaluation.modes import SearchMode
 from rag.store.client import Store
-from rag.store.records import Hit
+from rag.store.records import ChildMatch, Hit
 from rag.store.search import CANDIDATES
 
 Reranker = Callable[[str, Sequence[Hit]], Sequence["tuple[str, float] | Hit"]]
@@ -25,9 +25,19 @@ Reranker = Callable[[str, Sequence[Hit]], Sequence["tuple[str, float] | Hit"]]
 class Placed:
     rank: int  # from 1
     score: float
+    child: ChildMatch | None = None  # parent–child search: the child that placed the chunk
 
     def to_json(self) -> dict:
-        return {"rank": self.rank, "score": self.score}
+        return {"rank": self.rank, "score": self.score} | ({"child": self.child.to_json()} if self.child else {})
+
+    @property
+    def child_words(self) -> str:
+        """Return "via child 2 (rank 5 among chunks and children)" in a parent–child collection, else ""."""
+        if self.child is None:
+            return ""
+        if self.child.index is None:
+            return f"the chunk itself, above its children (rank {self.child.rank} among chunks and children)"
+        return f"via child {self.child.index} (rank {self.child.rank} among chunks and children)"
 
 
 @dataclass(frozen=True)
@@ -51,7 +61,7 @@ class Rankings:
         ranking = self.reranked if stage == "reranked" else getattr(self, stage)
         for rank, hit in enumerate(ranking or (), 1):
             if hit.chunk_id == chunk_id:
-                return Placed(rank, float(hit.score if hit.score is not None else 0.0))
+                return Placed(rank, float(hit.score if hit.score is not None else 0.0), hit.child)
         return None
 
 

@@ -31,6 +31,7 @@ class SweepConfig:
     overlap: int
     strategy: str = "structure"
     chunk_headers: bool = False  # embedded and keyword-indexed with title and heading path (rag.chunking.headers)
+    child_size: int = 0  # parent–child search: tokens per child (rag.chunking.children); 0 = the chunks are searched
 
     @property
     def settings(self) -> ChunkSettings:
@@ -40,13 +41,15 @@ class SweepConfig:
     def short(self) -> str:
         """Return the configuration as analysts write it, e.g. "400/50" (with the strategy if not structure)."""
         strategy = f" {self.strategy}" if self.strategy != "structure" else ""
-        return f"{self.chunk_size}/{self.overlap}{strategy}" + (" +headers" if self.chunk_headers else "")
+        return (f"{self.chunk_size}/{self.overlap}{strategy}" + (" +headers" if self.chunk_headers else "")
+                + (f" child {self.child_size}" if self.child_size else ""))
 
     @property
     def label(self) -> str:
         """Return the configuration in words, e.g. "chunk_size 400, overlap 50"."""
         extra = f", {self.strategy}" if self.strategy != "structure" else ""
         extra += ", chunk headers" if self.chunk_headers else ""
+        extra += f", child_size {self.child_size}" if self.child_size else ""
         return f"chunk_size {self.chunk_size}, overlap {self.overlap}{extra}"
 
 
@@ -130,7 +133,8 @@ class ConfigResult:
         """Return one row of the sweep: configuration, mode, metrics, chunk count, mean tokens and times."""
         return {"chunk_size": self.config.chunk_size, "overlap": self.config.overlap,
                 "strategy": self.config.strategy, "chunk_headers": self.config.chunk_headers,
-                "mode": self.mode.mode, "fusion": self.mode.fusion_used, "rerank": self.mode.rerank,
+                "child_size": self.config.child_size, "mode": self.mode.mode, "fusion": self.mode.fusion_used,
+                "rerank": self.mode.rerank,
                 "collection": self.collection, "chunks": self.chunks, "mean_tokens": round(self.mean_tokens, 1),
                 "metrics": dict(self.metrics),
                 "intervals": {k: list(v) for k, v in self.evaluation.intervals.items()},

@@ -87,12 +87,13 @@ def parse_overlaps(text: str, what: str = "overlaps") -> list[int]:
 
 
 def parse_grid(chunk_sizes: str | Iterable[int], overlaps: str | Iterable[int], strategy: str = "structure",
-               chunk_headers: Sequence[bool] = (False,)) -> tuple[list[SweepConfig], list[str]]:
+               chunk_headers: Sequence[bool] = (False,), child_sizes: Sequence[int] = (0,)
+               ) -> tuple[list[SweepConfig], list[str]]:
     """Return the configurations of a sweep's grid (the page's fields or the CLI's flags) and the skipped notes;
     InvalidSettingsError for a malformed size, or when every overlap is at least its chunk size."""
     sizes = parse_chunk_sizes(chunk_sizes) if isinstance(chunk_sizes, str) else list(chunk_sizes)
     configs, skipped = grid(sizes, parse_overlaps(overlaps) if isinstance(overlaps, str) else overlaps, strategy,
-                            chunk_headers)
+                            chunk_headers, child_sizes)
     if not configs:
         raise InvalidSettingsError("No configuration is left: every overlap is >= its chunk size. Use smaller "
                                    "overlaps.")
@@ -100,9 +101,10 @@ def parse_grid(chunk_sizes: str | Iterable[int], overlaps: str | Iterable[int], 
 
 
 def grid(chunk_sizes: Iterable[int], overlaps: Iterable[int], strategy: str = "structure",
-         chunk_headers: Sequence[bool] = (False,)) -> tuple[list[SweepConfig], list[str]]:
-    """Return the configurations of chunk_sizes x overlaps (x chunk_headers), and a note for each one skipped
-    (overlap >= size)."""
+         chunk_headers: Sequence[bool] = (False,), child_sizes: Sequence[int] = (0,)
+         ) -> tuple[list[SweepConfig], list[str]]:
+    """Return the configurations of chunk_sizes x overlaps (x chunk_headers x child_sizes), and a note for each
+    one skipped (overlap >= size)."""
     if strategy not in STRATEGIES:
         raise InvalidSettingsError(f"Unknown chunking strategy {strategy!r}; use one of {', '.join(STRATEGIES)}.")
     configs, skipped = [], []
@@ -111,7 +113,8 @@ def grid(chunk_sizes: Iterable[int], overlaps: Iterable[int], strategy: str = "s
             if overlap >= size:
                 skipped.append(f"skipped chunk_size {size}, overlap {overlap}: overlap must be below chunk_size")
             else:
-                configs += [SweepConfig(size, overlap, strategy, headed) for headed in dict.fromkeys(chunk_headers)]
+                configs += [SweepConfig(size, overlap, strategy, headed, child)
+                            for headed in dict.fromkeys(chunk_headers) for child in dict.fromkeys(child_sizes)]
     return configs, skipped
 
 

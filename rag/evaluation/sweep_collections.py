@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from rag.chunking import headers
+from rag.chunking import children, headers
 from rag.chunking.chunker import Chunk
 from rag.documents.model import Document
 from rag.embeddings.base import Embedder
@@ -44,6 +44,7 @@ def collection_name(document_ids: Iterable[str], config: SweepConfig, model_id: 
     digest = hashlib.sha256("\n".join(sorted(set(document_ids))).encode()).hexdigest()[:8]
     strategy = f"-{config.strategy}" if config.strategy != "structure" else ""
     strategy += "-hdr" if config.chunk_headers else ""
+    strategy += f"-ch{config.child_size}" if config.child_size else ""
     return f"sweep-{digest}-cs{config.chunk_size}-ov{config.overlap}{strategy}-{vector_name(model_id)}"
 
 
@@ -64,27 +65,34 @@ def holds_chunks(store: Store, name: str, chunks: dict[str, list[Chunk]], config
     if same and keywords:
         same = store.has_keywords(name)
     if same:
-        same = store.chunk_headers(name) == config.chunk_headers
+        same = store.chunk_headers(name) == config.chunk_headers and store.child_size(name) == config.child_size
     if not same:
         store.delete_collection(name)
     return same
 
 
 def indexed_texts(documents: Sequence[Document], chunks: dict[str, list[Chunk]], config: SweepConfig) -> list[str]:
-    """Return the texts a configuration's chunks are embedded as, in document order (rag.chunking.headers)."""
-    return [headers.indexed_text(c.model_text, d.title, c.heading_path, config.chunk_headers)
-            for d in documents for c in chunks[d.id]]
+    """Return the texts a configuration's chunks are embedded as, in document order (rag.chunking.headers), then
+    those of their children (rag.chunking.children), in document order."""
+    texts = [headers.indexed_text(c.model_text, d.title, c.heading_path, config.chunk_headers)
+             for d in documents for c in chunks[d.id]]
+    return texts + [t for d in documents for t in children.indexed_texts(
+        d, chunks[d.id], children.children_of(chunks[d.id], config.child_size), config.chunk_headers)]
 
 
 def index_chunks(store: Store, name: str, documents: Sequence[Document], chunks: dict[str, list[Chunk]],
            vectors: np.ndarray, config: SweepConfig, embedder: Embedder) -> None:
     """Write each document's chunks with their rows of vectors (in document order) to collection name."""
-    row = 0
+    row, kid_row = 0, sum(len(c) for c in chunks.values())  # the children's vectors follow the chunks'
     for document in documents:
         count = len(chunks[document.id])
+        kids = children.children_of(chunks[document.id], config.child_size)
+        kid_count = sum(map(len, kids))
         store.upsert_document(name, document, chunks[document.id], vectors[row : row + count], config.settings,
-                              embedder, chunk_headers=config.chunk_headers)
-        row += count
+                              embedder, chunk_headers=config.chunk_headers, child_size=config.child_size,
+                              kids=kids if config.child_size else None,
+                              kid_vectors=vectors[kid_row : kid_row + kid_count])
+        row, kid_row = row + count, kid_row + kid_count
 
 
 def remember_stored_vectors(store: Store, collection: str, cache: EmbeddingCache) -> int:

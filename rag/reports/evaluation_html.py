@@ -148,6 +148,8 @@ def _sweep_settings(result: SweepResult) -> list[tuple[str, str]]:
             ("chunk sizes", ", ".join(str(s) for s in dict.fromkeys(c.chunk_size for c in configs))),
             ("overlaps", ", ".join(str(s) for s in dict.fromkeys(c.overlap for c in configs))),
             ("strategy", ", ".join(dict.fromkeys(c.strategy for c in configs))),
+            ("child sizes (parent–child; 0 = the chunks searched)",
+             ", ".join(str(s) for s in dict.fromkeys(c.child_size for c in configs))),
             ("search modes", ", ".join(result.modes)), ("k", ", ".join(map(str, result.ks))),
             ("queries", str(result.queries)), (f"documents ({len(result.documents)})", documents),
             ("created", result.created_at),

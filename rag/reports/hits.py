@@ -127,7 +127,7 @@ def rrf_sum(hit: Hit) -> str:
 def explanation(hit: Hit, query: str, depth: int, analyzer: Analyzer | None = None) -> str:
     """Return one line: how a reranker placed it; for hybrid where the hit stood in each list and how that fused;
     the query words it holds."""
-    parts = rerank_explanation(hit)
+    parts = rerank_explanation(hit) + child_explanation(hit)
     if hit.score_kind in ("rrf", "dbsf", "convex"):
         parts.append(f"dense list: cosine {hit.dense_score:.3f}, rank {hit.dense_rank}" if hit.dense_score is not None
                      else f"dense list: not in its top {depth}")
@@ -139,6 +139,19 @@ def explanation(hit: Hit, query: str, depth: int, analyzer: Analyzer | None = No
     words = keywords(query, hit, analyzer)
     parts.append(f"query words in it: {words}" if words else "no query word in it")
     return " · ".join(parts)
+
+
+def child_explanation(hit: Hit) -> list[str]:
+    """Return where a parent–child hit got its score (its best child, rag.store.children); [] otherwise."""
+    child = hit.child
+    if child is None:
+        return []
+    score = "" if child.score is None else f" ({child.score:.3f})"
+    if child.index is None:
+        return [f"the chunk itself scored above each of its children{score}, rank {child.rank} among chunks and "
+                "children"]
+    return [f"score of its best child: child {child.index}, characters {child.start}–{child.end} of this chunk"
+            f"{score}, rank {child.rank} among chunks and children"]
 
 
 def rerank_explanation(hit: Hit) -> list[str]:

@@ -78,7 +78,8 @@ def apply_configuration(
         ids = [d.document_id for d in store.documents(row["collection"])]
     results = pipeline.reingest(ids, collection, settings, embedder, store=store, archive=archive,
                                 source=row["collection"], progress=progress, cancel=cancel,
-                                chunk_headers=row.get("chunk_headers"), cache=cache)
+                                chunk_headers=row.get("chunk_headers"), child_size=row.get("child_size"),
+                                cache=cache)
     applied = Applied(collection, results)
     if applied.failed:
         return applied

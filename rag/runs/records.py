@@ -23,7 +23,7 @@ __all__ = ["eval_run", "outcomes_of", "query_set_hash", "sweep_row", "sweep_run"
 
 SCHEMA = 1  # 0: before "rerank", "prompts", "query_hash" and "seconds" were kept
 ROW_DEFAULTS: dict[str, Any] = {"label": "", "chunk_size": None, "overlap": None, "strategy": None,
-                                "chunk_headers": False, "mode": "dense",
+                                "chunk_headers": False, "child_size": 0, "mode": "dense",
                                 "fusion": None, "rerank": None, "collection": None, "chunks": None,
                                 "mean_tokens": None, "metrics": {}, "intervals": {}, "funnel": None}
 SETTINGS_DEFAULTS: dict[str, Any] = {"collection": None, "embedder": None, "prompts": {"query": "", "document": ""},
@@ -87,7 +87,7 @@ def sweep_row(row: ConfigResult, result: SweepResult) -> dict:
     rerank = result.rerank["spec"] if result.rerank and row.mode.rerank else None
     return {"label": row.short, "chunk_size": row.config.chunk_size, "overlap": row.config.overlap,
             "strategy": row.config.strategy, "chunk_headers": row.config.chunk_headers,
-            "mode": row.mode.mode, "fusion": row.mode.fusion_used,
+            "child_size": row.config.child_size, "mode": row.mode.mode, "fusion": row.mode.fusion_used,
             "rerank": rerank, "collection": row.collection, "chunks": row.chunks,
             "mean_tokens": round(row.mean_tokens, 1), **_metrics(row.evaluation),
             "funnel": row.funnel.to_json() if row.funnel else None}

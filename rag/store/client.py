@@ -14,7 +14,9 @@ dense search works as before, sparse and hybrid search raise SparseVectorsMissin
 new collection). Searching is in rag.store.search.
 
 `"chunk_headers"` (rag.chunking.headers) records whether chunks are embedded and keyword-indexed with their
-title and heading path; a collection without the record is indexed without, as before.
+title and heading path; a collection without the record is indexed without, as before. `"child_size"`
+(rag.chunking.children) is the tokens per child of a parent–child collection (rag.store.children); a
+collection without it (or 0) is searched over its chunks, as before.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ import pydantic
 from qdrant_client import QdrantClient, models
 from qdrant_client.http.exceptions import ApiException, UnexpectedResponse
 
-from rag.chunking import headers
+from rag.chunking import children, headers
 from rag.embeddings.base import Embedder
 from rag.errors import (
     CollectionNotFoundError,
@@ -44,6 +46,7 @@ from rag.errors import (
     StoreUnavailableError,
 )
 from rag.store import keywords
+from rag.store.children import IS_CHILD, ChildrenMixin
 from rag.store.documents import DocumentsMixin
 from rag.store.edge import EdgeClient
 from rag.store.edge.api import EdgeError
@@ -78,7 +81,7 @@ def timed_out(error: BaseException) -> bool:
     return False
 
 
-class Store(DocumentsMixin, VersionsMixin, SearchMixin, IndexMixin):
+class Store(DocumentsMixin, VersionsMixin, SearchMixin, IndexMixin, ChildrenMixin):
     """One Qdrant client (embedded folder, memory or server) and the operations RAG Lab needs."""
 
     def __init__(self, client: QdrantClient, location: str, local: bool,
@@ -204,11 +207,12 @@ class Store(DocumentsMixin, VersionsMixin, SearchMixin, IndexMixin):
         for name in self._names():
             layout = self._layout(name)
             with self._guard(f"counting points of '{name}'"):
-                points = self.client.count(name, count_filter=models.Filter(must_not=[NOT_REGISTRY]), exact=True).count
+                points = self.client.count(name, count_filter=models.Filter(must_not=[NOT_REGISTRY, IS_CHILD]),
+                                           exact=True).count
             size = layout.vectors.get(layout.vector, 0)
             infos.append(
                 CollectionInfo(name, points, layout.embedder, size, layout.vectors, layout.foreign, bool(layout.sparse),
-                               layout.prompts, layout.chunk_headers)
+                               layout.prompts, layout.chunk_headers, layout.child_size)
             )
         return infos
 
@@ -237,15 +241,24 @@ class Store(DocumentsMixin, VersionsMixin, SearchMixin, IndexMixin):
             return self._layout(collection).chunk_headers
         return headers.DEFAULT_CHUNK_HEADERS if asked is None else asked
 
+    def child_size(self, collection: str, asked: int | None = None) -> int:
+        """Return the tokens per child of chunks written to collection: its record, else asked or the default."""
+        if self.has_collection(collection):
+            return self._layout(collection).child_size
+        return children.DEFAULT_CHILD_SIZE if asked is None else children.check_child_size(asked)
+
     def check_writable(self, name: str, embedder: Embedder, language: str | None = None,
-                       chunk_headers: bool | None = None) -> None:
+                       chunk_headers: bool | None = None, child_size: int | None = None) -> None:
         """Return None if embedder may write to collection name (new, or made by it); the error saying why not.
 
         Checked before anything is embedded, so a mismatch costs no embedding time. language and
-        chunk_headers (when given) must be the collection's: a collection keeps the indexing it was made with.
+        chunk_headers and child_size (when given) must be the collection's: a collection keeps the indexing it
+        was made with.
         """
         if language is not None:
             keywords.check_language(language)
+        if child_size is not None:
+            children.check_child_size(child_size)
         if not self.has_collection(name):
             return
         layout = self._layout(name)
@@ -274,9 +287,14 @@ class Store(DocumentsMixin, VersionsMixin, SearchMixin, IndexMixin):
                 f"Collection '{name}' was built with chunk headers {'on' if layout.chunk_headers else 'off'}; it "
                 "cannot switch. Leave --chunk-headers out, or ingest into a new collection."
             )
+        if child_size is not None and child_size != layout.child_size:
+            raise InvalidSettingsError(
+                f"Collection '{name}' was built with child size {layout.child_size} (0 = no children); it cannot "
+                f"switch to {child_size}. Leave --child-size out, or ingest into a new collection."
+            )
 
     def _ensure_collection(self, name: str, embedder: Embedder, language: str | None = None,
-                           chunk_headers: bool | None = None) -> Layout:
+                           chunk_headers: bool | None = None, child_size: int | None = None) -> Layout:
         """Return the layout to write with; create the collection if needed, refuse mismatches.
 
         language: the keyword language of a new collection (rag.store.keywords; None = "auto"); an existing
@@ -284,24 +302,28 @@ class Store(DocumentsMixin, VersionsMixin, SearchMixin, IndexMixin):
         """
         vname = vector_name(embedder.model_id)
         created = not self.has_collection(name) and self._create_collection(name, embedder, vname, language,
-                                                                             chunk_headers)
+                                                                             chunk_headers, child_size)
         layout = self._layout(name)
         if layout.foreign and created:
             raise StoreError(
                 f"Qdrant at {self.location} did not keep the metadata of the new collection '{name}'; "
                 "RAG Lab needs Qdrant server 1.16 or newer."
             )
-        self.check_writable(name, embedder, None if created else language, None if created else chunk_headers)
+        self.check_writable(name, embedder, None if created else language, None if created else chunk_headers,
+                            None if created else child_size)
         return layout
 
     def _create_collection(self, name: str, embedder: Embedder, vname: str, language: str | None = None,
-                           chunk_headers: bool | None = None) -> bool:
+                           chunk_headers: bool | None = None, child_size: int | None = None) -> bool:
         """Return True once the collection exists, False if another process created it first."""
         meta = {"embedder": embedder.model_id, "dimension": embedder.dimension, "vector": vname,
                 "query_prompt": embedder.query_prompt, "document_prompt": embedder.document_prompt}
         meta |= {"sparse": SPARSE_VECTOR, "analyzer": keywords.ANALYZER,
                  "language": keywords.check_language(language or keywords.DEFAULT_LANGUAGE)}
         meta[headers.META_KEY] = headers.DEFAULT_CHUNK_HEADERS if chunk_headers is None else bool(chunk_headers)
+        size = children.DEFAULT_CHILD_SIZE if child_size is None else children.check_child_size(child_size)
+        if size:  # a collection without children records nothing: it is the collection of before
+            meta[children.META_KEY] = size
         params = models.VectorParams(size=embedder.dimension, distance=models.Distance.COSINE)
         keyword = {SPARSE_VECTOR: models.SparseVectorParams(modifier=models.Modifier.IDF)}
         try:

@@ -18,11 +18,14 @@ import numpy as np
 from qdrant_client import models
 
 from rag.chunking import headers
+from rag.chunking.children import Child
 from rag.chunking.chunker import TOC, Chunk, ChunkSettings
 from rag.documents.model import Document
 from rag.embeddings.base import Embedder
 from rag.errors import ChunkNotFoundError, EmbedderMismatchError, StoreError
+from rag.store import children as family
 from rag.store import keywords
+from rag.store.children import IS_CHILD
 from rag.store.keywords import Analyzer
 from rag.store.records import DocumentInfo, Hit, Layout, hit_from_point, payload_int, point_id
 from rag.store.versions import HIDDEN, NOT_REGISTRY, RETIRED, WRITING, hidden_filter
@@ -55,10 +58,13 @@ def _like_filter(document: Document | None) -> models.Filter | None:
 class DocumentsMixin:
     """The documents half of Store (it needs Store's _layout, _guard, _ensure_collection, registry and client)."""
 
-    def _scroll(self, collection: str, flt: models.Filter | None, payload: Any) -> Iterator[Any]:
-        """Yield every point matching flt (payload as selected, never vectors, never the registry), page by page."""
+    def _scroll(self, collection: str, flt: models.Filter | None, payload: Any, children: bool = False
+                ) -> Iterator[Any]:
+        """Yield every point matching flt (payload as selected, never vectors, never the registry), page by page;
+        the chunks only, unless children (rag.store.children: deletes take those with their parents)."""
         flt = flt or models.Filter()
-        flt = flt.model_copy(update={"must_not": [*(flt.must_not or []), NOT_REGISTRY]})
+        excluded = [NOT_REGISTRY, *([] if children else [IS_CHILD])]
+        flt = flt.model_copy(update={"must_not": [*(flt.must_not or []), *excluded]})
         offset = None
         while True:
             with self._guard(f"reading points of '{collection}'"):
@@ -87,6 +93,8 @@ class DocumentsMixin:
         """Return the filter of a search: the chosen documents, without unfinished or replaced writes, and
         without tables of contents unless include_toc."""
         flt = self._document_filter(layout, document_ids) if document_ids else None
+        if layout.child_size and not family.WITH_PARENTS:  # children only (rag.store.children)
+            flt = (flt or models.Filter()).model_copy(update={"must": [*((flt.must or []) if flt else []), IS_CHILD]})
         hidden = [] if layout.foreign else self.hidden_generations(layout.name)
         excluded = hidden_filter(hidden, registry=False)
         toc = models.FieldCondition(key="flags", match=models.MatchAny(any=[TOC]))
@@ -231,6 +239,9 @@ class DocumentsMixin:
         progress: Callable[[int, int], None] | None = None,
         language: str | None = None,
         chunk_headers: bool | None = None,
+        child_size: int | None = None,
+        kids: list[list[Child]] | None = None,
+        kid_vectors: np.ndarray | None = None,
     ) -> int:
         """Write a document's chunks as a new generation; return the point count (see rag.store.versions).
 
@@ -240,7 +251,9 @@ class DocumentsMixin:
         a crash leaves it hidden and listed as incomplete. progress(done, total) after each batch.
         language: the keyword language of a new collection (rag.store.keywords; default "auto"). chunk_headers:
         whether a new collection indexes chunks with their title and heading path (rag.chunking.headers; an
-        existing one keeps its own): the vectors must have been embedded from those texts.
+        existing one keeps its own): the vectors must have been embedded from those texts. child_size: tokens per
+        child of a new collection (rag.chunking.children; an existing one keeps its own); kids: each chunk's children
+        and kid_vectors their vectors in that order (rag.store.children), required when the collection has children.
         """
         vectors = np.asarray(vectors, dtype=np.float32)
         if chunks and (vectors.ndim != 2 or len(vectors) != len(chunks) or vectors.shape[1] != embedder.dimension):
@@ -248,7 +261,8 @@ class DocumentsMixin:
                 f"{len(chunks)} chunks of '{document.title}' came with vectors of shape {vectors.shape}, "
                 f"but {embedder.model_id} should give {embedder.dimension} dimensions per chunk."
             )
-        layout = self._ensure_collection(collection, embedder, language, chunk_headers)
+        layout = self._ensure_collection(collection, embedder, language, chunk_headers, child_size)
+        kids = family.check_kids(layout, document, chunks, kids, kid_vectors, embedder)
         self.collect(collection)  # what an interrupted delete or replacement left
         analyzer = self._analyzer(layout)
         setting = layout.meta.get("language", keywords.DEFAULT_LANGUAGE)
@@ -261,6 +275,11 @@ class DocumentsMixin:
         stamp = datetime.now(UTC).isoformat(timespec="seconds")
         points = [self._point(document, c, v, settings, embedder, layout, generation, stamp, analyzer, doc_language)
                   for c, v in zip(chunks, vectors, strict=True)]
+        parents = len(points)
+        if kids:
+            per_parent = self._kid_points(points, kids, kid_vectors, document, layout, analyzer, doc_language)
+            points = [p for parent, group in zip(points, per_parent, strict=True) for p in (parent, *group)]
+            self._raise_fanout(collection, max(map(len, kids)))  # before the commit: searches must fetch enough
         self._write_points(collection, points, generation, document.title, progress)
         if doc_language is not None and setting == "auto":
             self._add_language(collection, doc_language)  # before the commit: queries must know it first
@@ -268,7 +287,7 @@ class DocumentsMixin:
         if None in old:  # points from before generations existed get one, so that the commit retires them too
             old = (old - {None}) | {self.tag_legacy(collection, self._legacy_ids(collection, sorted(replaced)))}
         self.commit_generation(collection, generation, sorted(g for g in old if g), document.title)
-        return len(points)
+        return parents
 
     def _generations(self, collection: str, document_ids: list[str]) -> set[str | None]:
         """Return every generation holding chunks of these documents (None: points without one)."""
@@ -335,3 +354,4 @@ class DocumentsMixin:
             indices, values = analyzer.document_vector(text, language or "none")
             vectors[layout.sparse] = models.SparseVector(indices=indices, values=values)
         return models.PointStruct(id=pid, vector=vectors, payload=payload)
+

@@ -22,6 +22,20 @@ _POINT_NAMESPACE = uuid.UUID("6f1d9c2e-6a0b-5c1e-9d4f-2b7a8e3c5d10")
 
 
 @dataclass(frozen=True)
+class ChildMatch:
+    """The child that ranked a parent: its index in the parent, its span in the parent's content, score, rank."""
+
+    index: int | None  # None: the chunk itself scored above its children (the span is all of it)
+    start: int
+    end: int
+    score: float | None
+    rank: int  # 1 = the first point of the search's ranking of chunks and children
+
+    def to_json(self) -> dict:
+        return {"index": self.index, "span": [self.start, self.end], "score": self.score, "rank": self.rank}
+
+
+@dataclass(frozen=True)
 class Hit:
     score: float | None
     content: str
@@ -42,6 +56,7 @@ class Hit:
     sparse_rank: int | None = None  # 1 = first in the keyword candidate list
     retrieved_rank: int | None = None  # after reranking (rag.rerank): 1 = first in the list the reranker read
     retrieved_score: float | None = None  # after reranking: the score the search gave (its mode's scale)
+    child: ChildMatch | None = None  # parent–child search (rag.store.children): the child that ranked this chunk
 
 
 @dataclass(frozen=True)
@@ -55,6 +70,7 @@ class CollectionInfo:
     sparse: bool = False  # has RAG Lab's keyword (BM25) vectors: sparse and hybrid search work
     prompts: tuple[str, str] = ("", "")  # (query, document) prompts the collection was built with
     chunk_headers: bool = False  # chunks embedded and keyword-indexed with their title and heading path
+    child_size: int = 0  # tokens per child (rag.store.children); 0: the chunks themselves are searched
 
 
 @dataclass(frozen=True)
@@ -134,6 +150,11 @@ class Layout:
     def chunk_headers(self) -> bool:
         """Return whether chunks are indexed with title and heading path (rag.chunking.headers); off if unrecorded."""
         return bool(self.meta.get(headers.META_KEY, False))
+
+    @property
+    def child_size(self) -> int:
+        """Return the tokens per child of a parent–child collection (rag.store.children); 0 when it has none."""
+        return payload_int(self.meta.get("child_size")) or 0
 
     @property
     def foreign(self) -> bool:

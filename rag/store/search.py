@@ -33,6 +33,9 @@ from qdrant_client import models
 
 from rag.embeddings.base import Embedder
 from rag.errors import QueryError
+from rag.store.children import KEYS as CHILD_FIELDS
+from rag.store.children import parent_ranks
+from rag.store.children import parents as fold
 from rag.store.fusion import METHODS, Fusion, parse_fusion
 from rag.store.keywords import Analyzer
 from rag.store.records import Hit, Layout, hit_from_point, mismatch_error, payload_int, sparse_missing_error
@@ -41,6 +44,7 @@ MODES = ("dense", "sparse", "hybrid")
 # what a search asks the engine for: the fields that order equal scores; the whole payload of the points kept is read
 # once afterwards (Search._payloads)
 KEYS = models.PayloadSelectorInclude(include=["document_id", "chunk_index"])
+CHILD_KEYS = models.PayloadSelectorInclude(include=CHILD_FIELDS)
 FUSIONS = METHODS  # the fusion methods; a fusion is given as a spec, e.g. "convex:w=0.6" (rag.store.fusion)
 CANDIDATES = 50  # the depth every measured figure of the README used (top_k <= 10 then gave 50)
 
@@ -146,15 +150,17 @@ class SearchMixin:
         if mode != "dense" and not layout.sparse:
             raise sparse_missing_error(layout, mode)
         analyzer = self._analyzer(layout) if mode != "dense" else None
-        depth = candidate_limit(top_k) if depth is None else max(int(depth), 1)
         kind = fusion.method if mode == "hybrid" else "bm25" if mode == "sparse" else layout.distances.get(using or "")
+        parents = max(int(top_k), 1) if layout.child_size else None
 
         def once() -> list[list[Hit]]:  # unfinished writes never show (rag.store.versions: stable_read)
+            fanout = self.fanout(collection) if layout.child_size else 1  # children: top_k parents need more of them
             shared = {"filter": self.search_filter(layout, document_ids, include_toc),
-                      "limit": max(int(top_k), 1), "score_threshold": score_threshold}
+                      "limit": max(int(top_k), 1) * fanout, "score_threshold": score_threshold}
+            deep = (candidate_limit(top_k) if depth is None else max(int(depth), 1)) * fanout
             plans = [self._plan(mode, fusion, layout, using, None if matrix is None else matrix[i],
-                                texts and texts[i], shared, analyzer, depth) for i in range(count)]
-            return self._run(collection, plans, mode, kind or "cosine", fusion, shared)
+                                texts and texts[i], shared, analyzer, deep) for i in range(count)]
+            return self._run(collection, plans, mode, kind or "cosine", fusion, shared, parents)
 
         return self.stable_read(collection, once)
 
@@ -194,10 +200,11 @@ class SearchMixin:
                     matrix: np.ndarray, texts: list[str] | None, embedder: Embedder | None, top_k: int
                     ) -> list[list[list[Hit]]]:
         """Return search_batch_modes' hits from one read of the collection."""
-        shared = {"filter": self.search_filter(layout, None, False), "limit": max(int(top_k), 1),
+        fanout = self.fanout(collection) if layout.child_size else 1  # children: top_k parents need more of them
+        shared = {"filter": self.search_filter(layout, None, False), "limit": max(int(top_k), 1) * fanout,
                   "score_threshold": None}
         using = self._using(layout, matrix.shape[1], embedder, None)
-        analyzer, depth = self._analyzer(layout), candidate_limit(top_k)
+        analyzer, depth = self._analyzer(layout), candidate_limit(top_k) * fanout
         engine = [(i, f) for i, ((mode, _), f) in enumerate(zip(modes, fusions, strict=True))
                   if mode == "hybrid" and not f.fused_here]
         requests, keyword_of = [], []
@@ -219,21 +226,21 @@ class SearchMixin:
             dense_points = next(responses).points
             keyword_points = next(responses).points if has_keywords else []
             fused = {i: next(responses).points for i, _ in engine}
-            dense, keyword = _ranks(dense_points), _ranks(keyword_points)
+            dense, keyword = _ranks(dense_points, layout.child_size), _ranks(keyword_points, layout.child_size)
             for i, ((mode, _), fusion) in enumerate(zip(modes, fusions, strict=True)):
                 if mode == "dense":
-                    points = dense_points[:top_k]
+                    points = dense_points[:shared["limit"]]
                 elif mode == "sparse":
-                    points = keyword_points[:top_k]
+                    points = keyword_points[:shared["limit"]]
                 elif fusion.fused_here:
                     points = _fuse_here(dense_points, keyword_points, fusion, shared["limit"], None)
                 else:
                     points = fused[i]
                 seen = (dense, keyword) if mode == "hybrid" else ({}, {})  # dense, sparse: their own fields only
-                found[i].append((points, *seen))
-        payloads = self._payloads(collection, [p for rows in found for points, _, _ in rows for p in points])
-        return [[[_explained(p, rank, mode, kinds[i], dense, keyword, payloads)
-                  for rank, p in enumerate(_kept(points, payloads), 1)] for points, dense, keyword in found[i]]
+                found[i].append(_folded(points, *seen, top_k if layout.child_size else None))
+        payloads = self._payloads(collection, [p for rows in found for row in rows for p in row[0]])
+        return [[[_explained(p, rank, mode, kinds[i], dense, keyword, payloads, kids)
+                  for rank, p in enumerate(_kept(points, payloads), 1)] for points, dense, keyword, kids in found[i]]
                 for i, (mode, _) in enumerate(modes)]
 
     @staticmethod
@@ -264,31 +271,35 @@ class SearchMixin:
     ) -> _Plan:
         """Return the requests for one query (dense/sparse lists for the explanation, final for the hits)."""
         plan = _Plan()
+        keys = CHILD_KEYS if layout.child_size else KEYS  # children: their parent and span too
         if mode == "dense":
-            plan.final = models.QueryRequest(query=vector.tolist(), using=using, with_payload=KEYS, **shared)
+            plan.final = models.QueryRequest(query=vector.tolist(), using=using, with_payload=keys, **shared)
             return plan
         indices, values = analyzer.query_vector(text or "")
         keyword = models.SparseVector(indices=indices, values=values) if indices else None
         if mode == "sparse":
             if keyword is not None:
-                plan.final = models.QueryRequest(query=keyword, using=layout.sparse, with_payload=KEYS, **shared)
+                plan.final = models.QueryRequest(query=keyword, using=layout.sparse, with_payload=keys, **shared)
             return plan
         candidates = {"filter": shared["filter"], "limit": depth}
         here = fusion.fused_here  # rrf, convex: the candidate lists carry the payloads, the fusion is done in _run
         prefetch = [models.Prefetch(query=vector.tolist(), using=using, **candidates)]
-        plan.dense = models.QueryRequest(query=vector.tolist(), using=using, with_payload=KEYS if here else False,
+        plan.dense = models.QueryRequest(query=vector.tolist(), using=using, with_payload=keys if here or
+                                         layout.child_size else False,
                                          **candidates)
         if keyword is not None:
             prefetch.append(models.Prefetch(query=keyword, using=layout.sparse, **candidates))
-            plan.sparse = models.QueryRequest(query=keyword, using=layout.sparse, with_payload=KEYS if here else False,
+            plan.sparse = models.QueryRequest(query=keyword, using=layout.sparse, with_payload=keys if here or
+                                              layout.child_size else False,
                                               **candidates)
         if not here:
-            plan.final = models.QueryRequest(prefetch=prefetch, query=fusion.query(), with_payload=KEYS, **shared)
+            plan.final = models.QueryRequest(prefetch=prefetch, query=fusion.query(), with_payload=keys, **shared)
         return plan
 
-    def _run(self, collection: str, plans: list[_Plan], mode: str, kind: str, fusion: Fusion, shared: dict
-             ) -> list[list[Hit]]:
-        """Return the explained hits of each plan, sending every request of every plan in one batch."""
+    def _run(self, collection: str, plans: list[_Plan], mode: str, kind: str, fusion: Fusion, shared: dict,
+             parents: int | None = None) -> list[list[Hit]]:
+        """Return the explained hits of each plan, sending every request of every plan in one batch; parents: the
+        points are children, folded into that many parents (rag.store.children)."""
         requests = [r for p in plans for r in (p.dense, p.sparse, p.final) if r is not None]
         if requests:
             with self._guard(f"searching '{collection}'"):
@@ -301,10 +312,11 @@ class SearchMixin:
                 points = _fuse_here(dense_points, keyword_points, fusion, shared["limit"], shared["score_threshold"])
             else:
                 points = next(responses).points if plan.final is not None else []
-            found.append((points, _ranks(dense_points), _ranks(keyword_points)))
-        payloads = self._payloads(collection, [p for points, _, _ in found for p in points])
-        return [[_explained(p, i, mode, kind, dense, keyword, payloads)
-                 for i, p in enumerate(_kept(points, payloads), 1)] for points, dense, keyword in found]
+            children = parents is not None
+            found.append(_folded(points, _ranks(dense_points, children), _ranks(keyword_points, children), parents))
+        payloads = self._payloads(collection, [p for row in found for p in row[0]])
+        return [[_explained(p, i, mode, kind, dense, keyword, payloads, kids)
+                 for i, p in enumerate(_kept(points, payloads), 1)] for points, dense, keyword, kids in found]
 
     def _payloads(self, collection: str, points: list[Any]) -> dict[str, dict]:
         """Return the whole payload of each point (by id) in one read: the searches asked only for the fields that
@@ -328,9 +340,19 @@ def _fuse_here(dense: list[Any], keyword: list[Any], fusion: Fusion, limit: int,
     return [by_id[i].model_copy(update={"score": score}) for i, score in kept]
 
 
-def _ranks(points: list[Any]) -> dict[str, tuple[int, float]]:
-    """Return point id -> (rank from 1, score) of a candidate list."""
+def _ranks(points: list[Any], children: bool = False) -> dict[str, tuple[int, float]]:
+    """Return point id -> (rank from 1, score) of a candidate list (children: parent id, at its best child)."""
+    if children:
+        return parent_ranks(points)
     return {str(p.id): (rank, p.score) for rank, p in enumerate(points, 1)}
+
+
+def _folded(points: list[Any], dense: dict, keyword: dict, parents: int | None) -> tuple[list[Any], dict, dict, dict]:
+    """Return (points, dense ranks, keyword ranks, child per parent id); children folded into parents when asked."""
+    if parents is None:
+        return points, dense, keyword, {}
+    points, kids = fold(points, parents)
+    return points, dense, keyword, kids
 
 
 def _kept(points: list[Any], payloads: dict[str, dict]) -> list[Any]:
@@ -338,8 +360,8 @@ def _kept(points: list[Any], payloads: dict[str, dict]) -> list[Any]:
     return [p for p in points if str(p.id) in payloads]
 
 
-def _explained(point: Any, rank: int, mode: str, kind: str, dense: dict, keyword: dict, payloads: dict[str, dict]
-               ) -> Hit:
+def _explained(point: Any, rank: int, mode: str, kind: str, dense: dict, keyword: dict, payloads: dict[str, dict],
+               kids: dict | None = None) -> Hit:
     """Return the Hit of a result point, with its whole payload, its per-mode scores and ranks."""
     point = point.model_copy(update={"payload": payloads[str(point.id)]})
     if mode == "dense":
@@ -350,5 +372,5 @@ def _explained(point: Any, rank: int, mode: str, kind: str, dense: dict, keyword
     sparse_rank, sparse_score = keyword.get(str(point.id), (None, None))
     return hit_from_point(
         point, point.score, score_kind=kind, dense_score=dense_score, sparse_score=sparse_score,
-        dense_rank=dense_rank, sparse_rank=sparse_rank,
+        dense_rank=dense_rank, sparse_rank=sparse_rank, child=(kids or {}).get(str(point.id)),
     )  # fmt: skip

@@ -217,7 +217,7 @@ class VersionsMixin:
 
     def _delete_generation(self, collection: str, generation: str) -> None:
         condition = models.FieldCondition(key="generation", match=models.MatchValue(value=generation))
-        ids = [str(p.id) for p in self._scroll(collection, models.Filter(must=[condition]), False)]
+        ids = [str(p.id) for p in self._scroll(collection, models.Filter(must=[condition]), False, children=True)]
         self._delete_ids(collection, ids)
 
 

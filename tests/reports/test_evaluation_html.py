@@ -100,7 +100,8 @@ def test_the_sweep_report_has_every_row_with_intervals_marks_and_settings(sweep)
         assert html.escape(tie.label) in text and html.escape(test.words(metric)) in text
     assert html.escape(sweep.summary()) in text and html.escape(sweep.tie_summary()) in text
     for name, value in [("embedder (model)", "fake:16"), ("chunk sizes", "200, 100"), ("overlaps", "0"),
-                        ("strategy", "structure"), ("search modes", "dense, sparse"), ("k", "1, 5"),
+                        ("strategy", "structure"), ("child sizes (parent–child; 0 = the chunks searched)", "0"),
+                        ("search modes", "dense, sparse"), ("k", "1, 5"),
                         ("queries", str(sweep.queries)), ("created", sweep.created_at)]:
         assert f"<dt>{html.escape(name)}</dt><dd>{html.escape(value)}</dd>" in text
     assert "bootstrap" in text and "permutation test" in text  # the method, in words

@@ -254,8 +254,8 @@ def test_an_ingest_reads_only_the_points_of_its_own_document_and_its_namesakes(s
     read = []
     scroll = type(store)._scroll
 
-    def counted(self, collection, flt, payload):
-        for point in scroll(self, collection, flt, payload):
+    def counted(self, collection, flt, payload, **options):
+        for point in scroll(self, collection, flt, payload, **options):
             read.append((point.payload or {}).get("document_id"))
             yield point
 

@@ -65,7 +65,8 @@ def queue_job(ws: Workspace, result: SweepResult, row, collection: str, run_id: 
                  f"{md(embedder.model_id)}. Choose another collection name, or that embedder in the sidebar.")
         return
     with errors.reported() as report:
-        ws.store.check_writable(collection, embedder, chunk_headers=row.config.chunk_headers)
+        ws.store.check_writable(collection, embedder, chunk_headers=row.config.chunk_headers,
+                                child_size=row.config.child_size)
     if report.failed:
         return
     live_jobs.queue().add(ApplyJob(sweep_row(row, result), collection, embedder, ws.store, ws.location,

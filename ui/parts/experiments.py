@@ -68,7 +68,8 @@ def details(log: RunLog, run: dict) -> None:
     names = [f"hit@{k}" for k in settings["ks"]] + [f"{m}@{deepest}" for m in METRICS if m != "hit" and deepest]
     st.dataframe(pd.DataFrame([
         {"row": i, "best": "best" if i - 1 == run["best"] else "", "label": row["label"],
-         "chunk_size": row["chunk_size"], "overlap": row["overlap"], "mode": row["mode"], "fusion": row["fusion"],
+         "chunk_size": row["chunk_size"], "overlap": row["overlap"], "child_size": row.get("child_size") or 0,
+         "mode": row["mode"], "fusion": row["fusion"],
          "rerank": row["rerank"], "chunks": row["chunks"], "collection": row["collection"],
          **{name: round(row["metrics"][name], 3) for name in names if name in row["metrics"]}}
         for i, row in enumerate(run["rows"], 1)]), hide_index=True, width="stretch", placeholder=EMPTY_CELL)

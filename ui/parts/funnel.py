@@ -79,7 +79,7 @@ def stage_frame(stages: ChunkStages, mode: str, reranked: bool = False) -> pd.Da
         note = f"not among the {CANDIDATES} candidates" if stage in ("dense", "keyword") else "not in this ranking"
         note = "no reranker" if stage == "reranked" and not reranked else note
         rows.append({"stage": stage, "rank": place.rank if place else None, "score": place.score if place else None,
-                     "note": kinds[stage] if place else note})
+                     "note": ", ".join(filter(None, (kinds[stage], place.child_words))) if place else note})
     read = "unknown" if stages.read is None else "yes" if stages.read == "whole" else f"no: {stages.read}"
     rows += [{"stage": "context", "rank": None, "score": None, "note": stages.context},
              {"stage": "read whole", "rank": None, "score": None, "note": read}]

@@ -129,6 +129,9 @@ def sources(hits: list[Hit]) -> None:
         for s in scores
     ])
     st.vega_lite_chart(spec=render.source_chart(frame, score_name(hits)), width="content")
+    if any(h.child is not None for h in hits):
+        st.caption("Each score comes from a child or the chunk itself: the collection searches chunks together "
+                   "with their children (parent–child), and a chunk scores as the best of itself and its children.")
     if len(scores) == 1:
         st.caption("All hits come from one document." if len(hits) > 1 else "One hit.")
     else:
@@ -147,7 +150,10 @@ def hit_details(workspace: Workspace, hits: list[Hit], query: str = "", top_k: i
         label = f"#{rank} · {score} · {hit.document_title} · {render.heading_label(hit.heading_path)}"
         with st.expander(md(label + (f" · p. {pages}" if pages else "")), expanded=rank == 1):
             st.caption(md(explanation(hit, query, depth, analyzer)))
-            st.code(hit.content, language=None, wrap_lines=True)
+            if hit.child is not None and hit.child.index is not None:  # its matching child marked (escaped)
+                st.html(render.child_marked_html(hit.content, hit.child.start, hit.child.end))
+            else:
+                st.code(hit.content, language=None, wrap_lines=True)
             if hit.chunk_index is not None and st.toggle("Show neighbours", key=f"neighbours-{rank}-{hit.chunk_id}"):
                 _neighbours(workspace, hit)
 

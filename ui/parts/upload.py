@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from rag.chunking import headers
+from rag.chunking import children, headers
 from rag.chunking.chunker import ChunkSettings
 from rag.documents import samples
 from rag.documents.loader import SourceFile, check_size
@@ -82,12 +82,12 @@ LANGUAGE_LABELS = {"auto": "detect per document", "de": "German", "en": "English
 
 
 def new_collection_options(workspace: Workspace, collection: str
-                           ) -> tuple[str | None, tuple[str, str] | None, bool | None]:
-    """Draw the settings a new collection is made with (keyword language, prompts, chunk headers); an existing
-    collection keeps its own: (None, None, None)."""
+                           ) -> tuple[str | None, tuple[str, str] | None, bool | None, int | None]:
+    """Draw the settings a new collection is made with (keyword language, prompts, chunk headers, child size); an
+    existing collection keeps its own: (None, None, None, None)."""
     if any(c.name == collection for c in workspace.collections):
-        return None, None, None
-    with st.expander(f"New collection '{md(collection)}': keyword language, prompts and chunk headers"):
+        return None, None, None, None
+    with st.expander(f"New collection '{md(collection)}': keyword language, prompts, chunk headers and children"):
         language = st.selectbox("Keyword language", list(LANGUAGE_LABELS), format_func=LANGUAGE_LABELS.get,
                                 key=state.UPLOAD_LANGUAGE, help="Stemming and stop words of keyword (BM25) search: "
                                 "detected per document (German or English), or one for all.")
@@ -95,21 +95,29 @@ def new_collection_options(workspace: Workspace, collection: str
                                   help="Embed and keyword-index each chunk with its document title and heading path "
                                   "before its text. The stored chunk text (what searches show and the LLM reads) "
                                   "stays as it is. Measured in the README (Contextual chunk headers).")
+        child_size = int(st.number_input(
+            "Child size (tokens, 0 = off)", 0, 2048, children.DEFAULT_CHILD_SIZE, step=16, key=state.UPLOAD_CHILD_SIZE,
+            help="Parent–child search: each chunk is also cut into children of about this many tokens at sentence "
+            "ends; searches compare the question with the children and return their chunk, whole. 0 searches the "
+            "chunks themselves. Measured in the README (Parent–child retrieval)."))
+        if child_size and child_size < children.MIN_CHILD_SIZE:
+            st.warning(f"A child needs at least {children.MIN_CHILD_SIZE} tokens; {child_size} is used as 0 (off).")
+            child_size = 0
         with errors.reported() as report:
             model = workspace.embedder_for(collection)
         if report.failed:
-            return language, None, chunk_headers
+            return language, None, chunk_headers, child_size
         left, right = st.columns(2)
         query = left.text_input("Query prompt", model.query_prompt, key=state.UPLOAD_QUERY_PROMPT,
                                 help=f"Put before each query; {md(model.model_id)}'s own is {model.query_prompt!r}.")
         document = right.text_input("Document prompt", model.document_prompt, key=state.UPLOAD_DOCUMENT_PROMPT,
                                     help=f"Put before each chunk; the model's own is {model.document_prompt!r}.")
-    return language, (query, document), chunk_headers
+    return language, (query, document), chunk_headers, child_size
 
 
 def run(files: Sequence[SourceFile], workspace: Workspace, collection: str, settings: ChunkSettings,
         keep_versions: bool = False, language: str | None = None, prompts: tuple[str, str] | None = None,
-        chunk_headers: bool | None = None) -> bool:
+        chunk_headers: bool | None = None, child_size: int | None = None) -> bool:
     """Queue an ingest job of files into collection (it runs in the app's process, on after a reload).
 
     Return False (with the error shown) when nothing could start, e.g. the embedder is unavailable.
@@ -123,7 +131,7 @@ def run(files: Sequence[SourceFile], workspace: Workspace, collection: str, sett
     job = jobs.jobs_queue(resources.change_hook()).submit(
         list(files), collection, settings, embedder, workspace.store, workspace.location,
         archive=resources.archive(workspace.store), keep_versions=keep_versions, language=language,
-        chunk_headers=chunk_headers)
+        chunk_headers=chunk_headers, child_size=child_size)
     state.put(state.MY_JOBS, [*state.get(state.MY_JOBS, []), job.id])
     resources.remember_collection(workspace.location, collection)  # a reload opens what this job writes
     return True

@@ -1,0 +1,150 @@
+"""Parent–child retrieval against today: the same chunks searched as themselves (child_size 0) and through their
+children of N tokens, on the German XQuAD set and the English set, paired, in one run; and what children cost.
+
+    python -m bench.children [--sets de,en] [--child-sizes 64,128] [--chunk-size 350] [--overlap 50]
+                             [--mode hybrid] [--embedder local] [--k 1,3,5,10] [--cache DIR]
+
+For each set: one sweep of the configurations child_size 0 (today) and each N, at the same chunk_size and
+overlap, searched in the same mode (default: hybrid with the default fusion, the app's default), so every side
+sees the same parents and the same queries; relevance is judged on the returned parents. Prints per side MRR@10
+and hit@k with their 95 % bootstrap intervals, then per metric the paired difference (N minus 0) with its 95 %
+interval and sign-flip p-value (rag.evaluation.paired). Cost, same run: ingest seconds (embedding + indexing of
+the sweep), points and store folder size per collection, and the p50 / p95 of one search (top_k 10, the query
+vector given: server time only) over the set's queries. The load average is printed with each set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+import bench.headers  # noqa: E402 (imported after the offline switches above)
+from bench.headers import load_set  # noqa: E402
+from rag.embeddings import get_embedder  # noqa: E402
+from rag.embeddings.cache import EmbeddingCache  # noqa: E402
+from rag.evaluation.metrics import parse_ks  # noqa: E402
+from rag.evaluation.modes import parse_mode  # noqa: E402
+from rag.evaluation.paired import paired_difference  # noqa: E402
+from rag.evaluation.sweep import SweepConfig, run_sweep  # noqa: E402
+from rag.store.fusion import DEFAULT_FUSION  # noqa: E402
+from rag.store.open import open_store  # noqa: E402
+
+
+def folder_bytes(folder: Path) -> int:
+    """Return the bytes a folder takes on disk (allocated blocks: the engine's files are sparse, mostly holes)."""
+    return sum(p.stat().st_blocks * 512 for p in folder.rglob("*") if p.is_file())
+
+
+def search_times(store, collection: str, vectors, texts: list[str], embedder, mode) -> list[float]:
+    """Return the milliseconds of one search per query (the vector given, so the store's time only)."""
+    times = []
+    for vector, text in zip(vectors, texts, strict=True):
+        clock = time.perf_counter()
+        store.search(collection, vector, embedder, top_k=10, mode=mode.mode, fusion=mode.fusion, query_text=text)
+        times.append(1000 * (time.perf_counter() - clock))
+    return times
+
+
+def measure(name: str, args: argparse.Namespace, embedder, cache: EmbeddingCache) -> dict:
+    """Return every side's row, cost and the sweep's wall time for one set."""
+    documents, queries = load_set(name)
+    mode = parse_mode(args.mode, DEFAULT_FUSION)
+    sizes = [0, *(int(s) for s in args.child_sizes.split(","))]
+    configs = [SweepConfig(args.chunk_size, args.overlap, child_size=s) for s in sizes]
+    with tempfile.TemporaryDirectory(prefix="rag-bench-children-") as scratch:
+        store = open_store(path=scratch)
+        started = time.perf_counter()
+        result = run_sweep(documents, queries, configs, embedder, store=store, cache=cache, ks=parse_ks(args.k),
+                           modes=[mode])
+        wall = time.perf_counter() - started
+        vectors = cache.embed([q.text for q in queries], embedder, query=True)
+        cost = {}
+        for row in result.results:
+            times = search_times(store, row.collection, vectors, [q.text for q in queries], embedder, mode)
+            times += search_times(store, row.collection, vectors, [q.text for q in queries], embedder, mode)
+            points = store.client.count(row.collection).count
+            cost[row.config.child_size] = {
+                "ingest": row.seconds["embedding"] + row.seconds["indexing"], "points": points,
+                "p50": statistics.median(times), "p95": statistics.quantiles(times, n=20)[-1]}
+        store.close()
+        for row in result.results:  # the folder of each collection, after the store wrote everything
+            found = [p for p in Path(scratch).rglob("*") if p.is_dir() and p.name == row.collection]
+            cost[row.config.child_size]["bytes"] = folder_bytes(found[0]) if found else folder_bytes(Path(scratch))
+    return {"name": name, "documents": len(documents), "queries": len(queries), "rows": result.results,
+            "wall": wall, "mode": mode.label, "cost": cost}
+
+
+def report(found: dict, ks: tuple[int, ...]) -> list[str]:
+    """Return the lines of one set: every side with intervals, the paired differences against 0, the cost."""
+    rows = found["rows"]
+    base = rows[0].evaluation
+    deepest = ks[-1]
+    metrics = [f"mrr@{deepest}", *(f"hit@{k}" for k in ks)]
+    lines = [f"## {found['name']}: {found['documents']} documents, {found['queries']} queries, {found['mode']}, "
+             f"{rows[0].chunks} chunks; {found['wall']:.0f} s"]
+    for row in rows[1:]:
+        side = row.evaluation
+        lines += [f"### child_size {row.config.child_size} against 0",
+                  "| metric | child 0 [95 %] | child N [95 %] | N - 0 [95 %] | p |", "|---|---|---|---|---|"]
+        for metric in metrics:
+            cells = []
+            for ev in (base, side):
+                low, high = ev.intervals[metric]
+                cells.append(f"{ev.metrics[metric]:.3f} [{low:.3f}, {high:.3f}]")
+            diff = paired_difference(base.values(metric), side.values(metric))
+            cells += [f"{diff.difference:+.3f} [{diff.low:+.3f}, {diff.high:+.3f}]", f"{diff.p_value:.3f}"]
+            lines.append(f"| {metric} | " + " | ".join(cells) + " |")
+        better = sum((b.rank or 99) < (a.rank or 99) for a, b in zip(base.per_query, side.per_query, strict=True))
+        worse = sum((b.rank or 99) > (a.rank or 99) for a, b in zip(base.per_query, side.per_query, strict=True))
+        lines.append(f"children rank the answer higher on {better} queries, lower on {worse}")
+    lines += ["| child_size | points | store MB | ingest s (embed + index) | search p50 ms | p95 ms |",
+              "|---|---|---|---|---|---|"]
+    for size, c in found["cost"].items():
+        lines.append(f"| {size} | {c['points']} | {c['bytes'] / 1e6:.1f} | {c['ingest']:.1f} | {c['p50']:.1f} | "
+                     f"{c['p95']:.1f} |")
+    return lines
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sets", default="de,en")
+    parser.add_argument("--child-sizes", default="64,128")
+    parser.add_argument("--chunk-size", type=int, default=350)
+    parser.add_argument("--overlap", type=int, default=50)
+    parser.add_argument("--mode", default="hybrid", help="dense, sparse, hybrid (default fusion) or hybrid-<fusion>")
+    parser.add_argument("--embedder", default="local")
+    parser.add_argument("--k", default="1,3,5,10")
+    parser.add_argument("--cache", default=None, help="embedding cache folder (default: in memory)")
+    parser.add_argument("--squad", default=None, help="XQuAD-de dev file (default: ../shared, or ../../shared from "
+                        "a worktree)")
+    args = parser.parse_args()
+    root = Path(__file__).resolve().parents[1]
+    shared = [root.parent / "shared", root.parent.parent / "shared"]
+    bench.headers.DEFAULT_SQUAD = Path(args.squad) if args.squad else next(
+        (s / "data/xquad-de/xquad.de.dev.json" for s in shared if s.is_dir()), bench.headers.DEFAULT_SQUAD)
+    ks = parse_ks(args.k)
+    embedder = get_embedder(args.embedder)
+    embedder.embed_documents(["warm-up"])  # the model loads here, not inside the figures
+    cache = EmbeddingCache(args.cache)
+    print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {embedder.model_id}; chunk_size "
+          f"{args.chunk_size}, overlap {args.overlap}; load {_load()}", flush=True)
+    for name in args.sets.split(","):
+        found = measure(name.strip(), args, embedder, cache)
+        print("\n".join(report(found, ks)))
+        print(f"load {_load()}\n", flush=True)
+    return 0
+
+
+def _load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
