@@ -101,7 +101,8 @@ def search_panel(ws, run) -> None:
         return
     path = query_set_path(data_root(), ws.collection)
     st.subheader("Judge these hits")
-    show_message()
+    with st.container():  # a message or none: the rows below keep their places in the browser either way
+        show_message()
     try:
         judged, queries = judged_question(path, run.query)
     except RagError as error:
@@ -111,8 +112,9 @@ def search_panel(ws, run) -> None:
     st.caption(f"For this question, into the query set {md(path.name)} of the collection ({len(queries)} questions, "
                f"{count} judgments): {', '.join(f'{g} {w}' for g, w in GRADES.items())}. A judgment keeps the "
                "document and the character span of its evidence, so it holds for every chunking.")
-    for rank, hit in enumerate(hits, 1):
-        hit_row(path, run.query, hit, rank, judged)
+    with st.container():  # one row per hit: one more hit adds a row without moving what follows
+        for rank, hit in enumerate(hits, 1):
+            hit_row(path, run.query, hit, rank, judged)
     left, right = st.columns([1, 3], vertical_alignment="center")
     with left:
         download(path, "judge_download")
