@@ -8,9 +8,7 @@ from rag import pipeline
 from rag.reports import hits as hit_report
 from rag.store.fusion import Fusion, parse_fusion
 from rag.store.search import FUSIONS, MODES
-from ui import errors, nav, state, workspace
-from ui.parts import funnel
-from ui.parts import judge as judge_part
+from ui import errors, state, workspace
 from ui.parts import rerank as rerank_part
 from ui.parts import search as parts
 from ui.render import MODE_LABELS, md
@@ -73,8 +71,8 @@ if submitted:  # searched by the results below in this run; a later run of their
 
 
 @st.fragment
-def results(ws: workspace.Workspace, titles: dict[str, str], mode: str, method: str, fusion: str,
-            rerank: tuple[str, int]) -> None:
+def controls_and_results(ws: workspace.Workspace, titles: dict[str, str], mode: str, method: str, fusion: str,
+                         rerank: tuple[str, int]) -> None:
     """Draw the controls that cut the ranking (top_k, threshold, documents) and everything they change.
 
     A fragment: a change of these controls reruns only this part, not the sidebar and the controls above it (their
@@ -107,51 +105,7 @@ def results(ws: workspace.Workspace, titles: dict[str, str], mode: str, method: 
     if run is None:
         st.caption("Type a query and press Enter or Search; then top_k, the mode and the filters act at once.")
         return
-    shown(ws, run)
+    parts.results(ws, run)
 
 
-def shown(ws: workspace.Workspace, run: workspace.SearchRun) -> None:
-    """Draw one search: its line, the hit table, judging, scores per source, the hits, the distribution, why not.
-
-    Each part has its own container, so a part that grows with top_k (a judging row, a hit) never moves the parts
-    after it: the browser updates an element in its place (a chart's data), where a moved one is drawn anew.
-    """
-    how = {"dense": md(run.model_id), "sparse": "keyword search (BM25)", "hybrid": f"hybrid ({run.fusion})"}[run.mode]
-    if run.rerank[0]:
-        how += f" · reranked by {md(run.rerank[0])}, first {run.rerank[1]} candidates"
-    st.caption(f"{len(run.outcome.hits)} hit(s) for “{md(run.query)}” in {run.seconds:.2f} s · {how}"
-               + (f" · threshold {run.threshold:.2f}" if run.threshold is not None else ""))
-    table, judging, distribution_slot, per_source, details = (st.container() for _ in range(5))
-    with table:
-        parts.notes(run)
-    analyzer = ws.store.analyzer(run.collection) if ws.info and ws.info.sparse else None
-    if run.outcome.hits:
-        with table:
-            parts.hit_table(run.outcome.hits, run.mode, run.query, run.top_k, analyzer)
-        with judging:
-            judge_part.search_panel(ws, run)
-        with per_source:
-            st.subheader("Scores per source")
-            parts.sources(run.outcome.hits)
-            st.page_link(nav.CONTEXT.path, label="Preview the LLM context for these hits", icon=":material/article:")
-        with details:
-            st.subheader("Hits")
-            parts.hit_details(ws, run.outcome.hits, run.query, run.top_k, analyzer)
-    # the distribution's place comes before the hits' but is filled last: its search over every chunk takes a while,
-    # and the hit details must not wait for it
-    with distribution_slot:
-        distribution = st.expander("Score distribution over the whole collection", expanded=True,
-                                   key="score_distribution", on_change="rerun", icon=":material/bar_chart:")
-    why = st.expander("Why not this one? A chunk's ranks across modes", key="why_not", on_change="rerun",
-                      icon=":material/help:")
-    with why:
-        if why.open:  # one more search: only while the expander is open
-            funnel.why_not(ws, run)
-    with distribution:
-        if distribution.open and run.rerank[0]:
-            st.caption("The search's own scores, before reranking: the reranker reads only the first candidates.")
-        if distribution.open:  # one more search over every chunk: only while the expander is open
-            parts.distribution(ws, run, None if run.mode == "sparse" else ws.embedder())
-
-
-results(ws, titles, mode, method, fusion, rerank)
+controls_and_results(ws, titles, mode, method, fusion, rerank)
