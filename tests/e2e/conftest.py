@@ -195,6 +195,7 @@ class ScriptRuns:
         self._roots = {value: name.lower() for name, value in RootContainer.items()}
         self.ended: list[str] = []
         self.roots: set[str] = set()
+        self.elements = 0  # deltas: elements and blocks sent
         page.on("websocket", lambda socket: socket.on("framereceived", self._received))
 
     def _received(self, payload: bytes | str) -> None:
@@ -206,10 +207,12 @@ class ScriptRuns:
             self.ended.append(self._endings.get(message.script_finished, "other"))
         elif kind == "delta" and message.metadata.delta_path:
             self.roots.add(self._roots.get(message.metadata.delta_path[0], "other"))
+            self.elements += 1
 
     def clear(self) -> None:
         self.ended.clear()
         self.roots.clear()
+        self.elements = 0
 
     def wait_ended(self, page, runs: int = 1, timeout: float = 30.0) -> list[str]:
         """Return how the runs since clear() ended, once `runs` of them have (the browser may hear it last)."""
