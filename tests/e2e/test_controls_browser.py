@@ -46,5 +46,12 @@ def test_top_k_steps_show_the_new_cut(app_server, page, shot, shared_data):
         assert page.get_by_test_id("stText").filter(has_text=f"#{top_k} · ").count() == 1
         assert page.get_by_test_id("stText").filter(has_text=f"#{top_k + 1} · ").count() == 0
         assert page.get_by_text(re.compile(rf"top_k = {top_k} cuts at")).count() == 1
+    last = page.get_by_test_id("stExpander").filter(has_text="#9 · ").first
+    assert last.get_by_test_id("stCode").count() == 0  # a closed hit is sent as its label
+    runs.clear()
+    last.locator("summary").click()
+    last.get_by_test_id("stCode").or_(last.locator(".rl-doc")).first.wait_for()  # its text, drawn on opening
+    settle(page)
+    assert runs.wait_ended(page) == ["fragment"], runs.ended
     shot("41-search-top-k-9")
     print("top_k step to new table (browser, s):", " ".join(f"{s:.2f}" for s in seconds))

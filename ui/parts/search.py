@@ -190,7 +190,13 @@ def hit_details(workspace: Workspace, hits: list[Hit], query: str = "", top_k: i
         score = f"{hit.score:.3f}" if hit.score is not None else "–"
         pages = render.pages_label(hit.page_start, hit.page_end)
         label = f"#{rank} · {score} · {hit.document_title} · {render.heading_label(hit.heading_path)}"
-        with st.expander(md(label + (f" · p. {pages}" if pages else "")), expanded=rank == 1):
+        # a closed hit's body is drawn when it is opened (a rerun of the results fragment alone): a top_k step
+        # then sends each closed hit as its label only, a quarter of the elements the browser has to redraw
+        box = st.expander(md(label + (f" · p. {pages}" if pages else "")), expanded=rank == 1,
+                          key=f"hit-{rank}-{hit.chunk_id}", on_change="rerun")
+        if not box.open:
+            continue
+        with box:
             st.caption(md(explanation(hit, query, depth, analyzer)))
             if hit.child is not None and hit.child.index is not None:  # its matching child marked (escaped)
                 st.html(render.child_marked_html(hit.content, hit.child.start, hit.child.end))
