@@ -9,7 +9,8 @@ click on a hit's grade under "Judge these hits": the judgment saved into the que
 result and Streamlit's run having ended, median of --steps changes. The reference in the same
 run: the first search (it embeds the query; the model is loaded before it) and a rerun that changes nothing but a
 toggle outside the results. Browser time includes the WebSocket round trip and drawing; the goal is 300 ms of
-server time on an idle machine, and the load is printed beside the figures.
+server time on an idle machine, and the load is printed beside the figures. Beside each change, what the browser
+was told, which holds at any load: whether the whole app or a fragment reran, and how many elements it was sent.
 """
 
 from __future__ import annotations
