@@ -8,9 +8,7 @@ from rag import pipeline
 from rag.reports import hits as hit_report
 from rag.store.fusion import Fusion, parse_fusion
 from rag.store.search import FUSIONS, MODES
-from ui import errors, nav, state, workspace
-from ui.parts import funnel
-from ui.parts import judge as judge_part
+from ui import errors, state, workspace
 from ui.parts import rerank as rerank_part
 from ui.parts import search as parts
 from ui.render import MODE_LABELS, md
@@ -68,60 +66,46 @@ with st.form("search_form", border=False):  # the query is searched on Enter or 
                                     placeholder="e.g. Welche Schriftgröße verwendet die Klasse?")
     submitted = button_column.form_submit_button("Search", type="primary", icon=":material/search:", width="stretch")
 rerank = rerank_part.control(ws=ws)
-left, middle, right = st.columns([1.2, 1, 1.6])
-top_k = left.slider("top_k", 1, 50, 5, key=state.TOP_K, persist_state="session")
-scale = hit_report.threshold_scale(mode, method)
-use_threshold = middle.checkbox(f"Score threshold ({scale.name})", key=state.USE_THRESHOLD, persist_state="session",
-                                disabled=bool(rerank[0]), help="Off while reranking: the reranker's scale is its own."
-                                if rerank[0] else None) and not rerank[0]
-threshold = middle.number_input("minimum score", 0.0, scale.maximum, scale.default, scale.step, format=scale.format,
-                                key=f"{state.THRESHOLD}-{scale.name}", persist_state="session",
-                                label_visibility="collapsed", help=scale.help)
-document_ids = right.multiselect("Only these documents", list(titles), format_func=titles.get,
-                                 key=state.DOCUMENT_FILTER, placeholder="all documents")
-include_toc = right.checkbox("Include tables of contents", key=state.INCLUDE_TOC, persist_state="session",
-                             help="Chunks that list headings with page numbers match every question and answer "
-                                  "none; they are left out unless this is on.")
-controls = (top_k, threshold if use_threshold else None, tuple(document_ids), mode, fusion, include_toc, rerank)
-last = workspace.last_search(ws)
-if submitted or (last is not None and last.settings() != controls):  # after the first search, controls act at once
-    found = parts.run_search(ws, query if submitted else last.query, *controls, last=None if submitted else last)
-    if found is not None:
-        state.put(state.SEARCH, found)
+if submitted:  # searched by the results below in this run; a later run of theirs alone cuts what it found
+    state.put(state.SUBMITTED_QUERY, query)
 
-run = workspace.last_search(ws)
-if run is None:
-    st.caption("Type a query and press Enter or Search; then top_k, the mode and the filters act at once.")
-    st.stop()
-how = {"dense": md(run.model_id), "sparse": "keyword search (BM25)", "hybrid": f"hybrid ({run.fusion})"}[run.mode]
-if run.rerank[0]:
-    how += f" · reranked by {md(run.rerank[0])}, first {run.rerank[1]} candidates"
-st.caption(f"{len(run.outcome.hits)} hit(s) for “{md(run.query)}” in {run.seconds:.2f} s · {how}"
-           + (f" · threshold {run.threshold:.2f}" if run.threshold is not None else ""))
-parts.notes(run)
-analyzer = ws.store.analyzer(run.collection) if ws.info and ws.info.sparse else None
-if run.outcome.hits:
-    parts.hit_table(run.outcome.hits, run.mode, run.query, run.top_k, analyzer)
-    judge_part.search_panel(ws, run)
-# the distribution's place, filled last: its search over every chunk takes a while, and the hit details below
-# must not wait for it (meanwhile the browser would show the details of the search before, under the new table)
-distribution_slot = st.container()
-if run.outcome.hits:
-    st.subheader("Scores per source")
-    parts.sources(run.outcome.hits)
-    st.page_link(nav.CONTEXT.path, label="Preview the LLM context for these hits", icon=":material/article:")
-    st.subheader("Hits")
-    parts.hit_details(ws, run.outcome.hits, run.query, run.top_k, analyzer)
-with distribution_slot:
-    distribution = st.expander("Score distribution over the whole collection", expanded=True,
-                               key="score_distribution", on_change="rerun", icon=":material/bar_chart:")
-why = st.expander("Why not this one? A chunk's ranks across modes", key="why_not", on_change="rerun",
-                  icon=":material/help:")
-with why:
-    if why.open:  # one more search: only while the expander is open
-        funnel.why_not(ws, run)
-with distribution:
-    if distribution.open and run.rerank[0]:
-        st.caption("The search's own scores, before reranking: the reranker reads only the first candidates.")
-    if distribution.open:  # one more search over every chunk: only while the expander is open
-        parts.distribution(ws, run, None if run.mode == "sparse" else ws.embedder())
+
+@st.fragment
+def controls_and_results(ws: workspace.Workspace, titles: dict[str, str], mode: str, method: str, fusion: str,
+                         rerank: tuple[str, int]) -> None:
+    """Draw the controls that cut the ranking (top_k, threshold, documents) and everything they change.
+
+    A fragment: a change of these controls reruns only this part, not the sidebar and the controls above it (their
+    values come in as arguments, as of the page's last run), so a top_k step redraws the hits and nothing else.
+    """
+    left, middle, right = st.columns([1.2, 1, 1.6])
+    top_k = left.slider("top_k", 1, 50, 5, key=state.TOP_K, persist_state="session")
+    scale = hit_report.threshold_scale(mode, method)
+    use_threshold = middle.checkbox(f"Score threshold ({scale.name})", key=state.USE_THRESHOLD,
+                                    persist_state="session", disabled=bool(rerank[0]),
+                                    help="Off while reranking: the reranker's scale is its own."
+                                    if rerank[0] else None) and not rerank[0]
+    threshold = middle.number_input("minimum score", 0.0, scale.maximum, scale.default, scale.step,
+                                    format=scale.format, key=f"{state.THRESHOLD}-{scale.name}",
+                                    persist_state="session", label_visibility="collapsed", help=scale.help)
+    document_ids = right.multiselect("Only these documents", list(titles), format_func=titles.get,
+                                     key=state.DOCUMENT_FILTER, placeholder="all documents")
+    include_toc = right.checkbox("Include tables of contents", key=state.INCLUDE_TOC, persist_state="session",
+                                 help="Chunks that list headings with page numbers match every question and answer "
+                                      "none; they are left out unless this is on.")
+    controls = (top_k, threshold if use_threshold else None, tuple(document_ids), mode, fusion, include_toc, rerank)
+    submitted_query = state.pop(state.SUBMITTED_QUERY)
+    last = workspace.last_search(ws)
+    if submitted_query is not None or (last is not None and last.settings() != controls):  # controls act at once
+        found = parts.run_search(ws, last.query if submitted_query is None else submitted_query, *controls,
+                                 last=None if submitted_query is not None else last)
+        if found is not None:
+            state.put(state.SEARCH, found)
+    run = workspace.last_search(ws)
+    if run is None:
+        st.caption("Type a query and press Enter or Search; then top_k, the mode and the filters act at once.")
+        return
+    parts.results(ws, run)
+
+
+controls_and_results(ws, titles, mode, method, fusion, rerank)

@@ -9,7 +9,8 @@ click on a hit's grade under "Judge these hits": the judgment saved into the que
 result and Streamlit's run having ended, median of --steps changes. The reference in the same
 run: the first search (it embeds the query; the model is loaded before it) and a rerun that changes nothing but a
 toggle outside the results. Browser time includes the WebSocket round trip and drawing; the goal is 300 ms of
-server time on an idle machine, and the load is printed beside the figures.
+server time on an idle machine, and the load is printed beside the figures. Beside each change, what the browser
+was told, which holds at any load: whether the whole app or a fragment reran, and how many elements it was sent.
 """
 
 from __future__ import annotations
@@ -25,19 +26,29 @@ import time
 from pathlib import Path
 
 from bench.ingest import default_pdf
-from tests.e2e.conftest import CHROMIUM, LAUNCH_ARGS, VIEWPORT, AppServer, go, search, settle
+from tests.e2e.conftest import CHROMIUM, LAUNCH_ARGS, VIEWPORT, AppServer, ScriptRuns, go, search, settle
 
 ROOT = Path(__file__).resolve().parents[1]
 QUERY = "Wie erstellt man eine Tabelle in LaTeX?"
 
 
-def timed(page, act, done) -> float:
-    """Return the seconds from act() until done() holds and the app's run has ended."""
+SENT: dict[str, list[tuple[str, int]]] = {}  # per change: how its run ended ("app" / "fragment"), elements sent
+RUNS: list[ScriptRuns] = []  # what the browser heard (made before the page is opened)
+
+
+def timed(page, act, done, name: str = "") -> float:
+    """Return the seconds from act() until done() holds and the app's run has ended (noted in SENT[name])."""
+    for runs in RUNS:
+        runs.clear()
     started = time.perf_counter()
     act()
     done()
     settle(page)
-    return time.perf_counter() - started
+    seconds = time.perf_counter() - started
+    for runs in RUNS:
+        ended = runs.wait_ended(page)
+        SENT.setdefault(name, []).append(("+".join(ended), runs.elements))
+    return seconds
 
 
 def caption(page) -> str:
@@ -61,14 +72,14 @@ def search_controls(page, steps: int) -> dict[str, list[float]]:
         before = caption(page)
         thumb.focus()
         figures["top_k +1 (slider key)"].append(timed(page, lambda: thumb.press("ArrowRight"),
-                                                      new_caption(page, before)))
+                                                      new_caption(page, before), "top_k +1 (slider key)"))
     modes = ["Dense", "Keyword (BM25)", "Hybrid"]
     for i in range(steps):
         name = modes[i % len(modes)]
         button = page.get_by_test_id("stButtonGroup").get_by_role("radio", name=name, exact=True)
         figures["mode switch"].append(timed(page, button.click, lambda n=name: page.get_by_text(
             re.compile({"Dense": r"· local|· fake|· openai|· ollama", "Keyword (BM25)": "keyword search",
-                        "Hybrid": r"hybrid \("}[n])).first.wait_for()))
+                        "Hybrid": r"hybrid \("}[n])).first.wait_for(), "mode switch"))
     if page.get_by_test_id("stButtonGroup").get_by_role("radio", name="Hybrid", exact=True).is_visible():
         page.get_by_test_id("stButtonGroup").get_by_role("radio", name="Hybrid", exact=True).click()
         settle(page)
@@ -81,11 +92,11 @@ def search_controls(page, steps: int) -> dict[str, list[float]]:
             page.get_by_role("option", name=m, exact=True).click()
 
         figures["fusion change"].append(timed(page, pick, lambda m=method: page.get_by_text(
-            re.compile(rf"hybrid \({m}")).first.wait_for()))
+            re.compile(rf"hybrid \({m}")).first.wait_for(), "fusion change"))
     box = page.get_by_test_id("stCheckbox").filter(has_text="Score threshold")
     for _ in range(steps):
         before = caption(page)
-        figures["threshold on/off"].append(timed(page, box.click, new_caption(page, before)))
+        figures["threshold on/off"].append(timed(page, box.click, new_caption(page, before), "threshold on/off"))
     return figures
 
 
@@ -97,7 +108,7 @@ def judging_steps(page, steps: int) -> list[float]:
         radio = page.get_by_role("radio", name=label, exact=True).first
         radio.scroll_into_view_if_needed()
         times.append(timed(page, radio.click, lambda v=i + 1: page.get_by_text(
-            re.compile(rf"version {v}\)")).first.wait_for()))
+            re.compile(rf"version {v}\)")).first.wait_for(), "judge a hit (grade click)"))
     return times
 
 
@@ -112,7 +123,8 @@ def tuning_steps(page, steps: int) -> list[float]:
         header = page.locator("th", has_text=re.compile(r"new: \d+ / ")).first.inner_text()
         value = int(re.search(r"new: (\d+) /", header).group(1))
         times.append(timed(page, lambda: thumb.press("ArrowLeft"), lambda v=value - 10: page.locator(
-            "th", has_text=re.compile(rf"new: {v} / ")).first.wait_for(state="attached")))
+            "th", has_text=re.compile(rf"new: {v} / ")).first.wait_for(state="attached"),
+            "live tuning step (chunk_size -10)"))
     return times
 
 
@@ -176,6 +188,7 @@ def main() -> None:
             browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
             page = browser.new_context(viewport=VIEWPORT).new_page()
             page.set_default_timeout(120_000)
+            RUNS.append(ScriptRuns(page))
             page.goto(server.url)
             page.get_by_test_id("stSidebarNav").wait_for()
             go(page, "Search")
@@ -192,11 +205,16 @@ def main() -> None:
     print(f"load {os.getloadavg()[0]:.2f} · reference: first search {first * 1000:.0f} ms (loads and embeds), "
           f"a new query {second * 1000:.0f} ms (embeds it)")
     server = server_times(folder, args.embedder, args.steps)
-    print(f"{'change':38} {'browser ms':>10} {'max':>6} {'server ms':>10} {'max':>6}   (browser: change -> new result "
-          "shown and the run ended; server: the app's script run alone, AppTest)")
+    print(f"{'change':38} {'browser ms':>10} {'max':>6} {'server ms':>10} {'max':>6} {'run':>9} {'elements':>8}   "
+          "(browser: change -> new result shown and the run ended; server: the app's script run alone, AppTest, "
+          "which runs the whole script; run: what the browser was told reran, the whole app or a fragment; "
+          "elements: median sent per change)")
     for name, times in figures.items():
+        sent = SENT.get(name, [("?", 0)])
+        ran = "/".join(sorted({kind for kind, _ in sent}))
         print(f"{name:38} {statistics.median(times) * 1000:10.0f} {max(times) * 1000:6.0f} "
-              f"{statistics.median(server[name]) * 1000:10.0f} {max(server[name]) * 1000:6.0f}")
+              f"{statistics.median(server[name]) * 1000:10.0f} {max(server[name]) * 1000:6.0f} {ran:>9} "
+              f"{statistics.median(n for _, n in sent):8.0f}")
 
 
 if __name__ == "__main__":

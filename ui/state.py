@@ -55,6 +55,7 @@ FUSION = "fusion"  # "convex" | "rrf" | "dbsf": how hybrid search fuses (rag.sto
 FUSION_WEIGHT = "fusion_weight"  # the dense list's share (convex, rrf)
 INCLUDE_TOC = "include_toc"  # also search chunks flagged as a table of contents
 SEARCH = "search"  # ui.workspace.SearchRun of the last search
+SUBMITTED_QUERY = "submitted_query"  # the query of a Search click, until the page's results fragment searched it
 
 # compare
 COMPARE = "compare_run"  # ui.parts.compare.CompareRun of the last comparison
@@ -89,6 +90,11 @@ def get(key: str, default: Any = None) -> Any:
 
 def put(key: str, value: Any) -> None:
     st.session_state[key] = value
+
+
+def pop(key: str, default: Any = None) -> Any:
+    """Return a session-state value and forget it, or default when it is not set."""
+    return st.session_state.pop(key, default)
 
 
 def default(key: str, value: Any) -> None:

@@ -305,16 +305,30 @@ class Explanation:
                 "lost_at": self.lost_at}
 
 
-def explain_chunk(text: str, chunk: Hit, collection: str, *, store: Store, embedder: Embedder | None,
-                  mode: SearchMode, k: int, fusion: str | None = None, reranker: Reranker | None = None,
-                  vector: np.ndarray | None = None, rerank_depth: int = CANDIDATES) -> Explanation:
-    """Return one chunk's stages for the query text at top_k k, its ranks in every mode the collection has
-    (fusion: the fused list's when mode does not fuse; default the mode's or DEFAULT_FUSION); lost_at by mode."""
+def query_rankings(text: str, collection: str, *, store: Store, embedder: Embedder | None, mode: SearchMode,
+                   fusion: str | None = None, reranker: Reranker | None = None, vector: np.ndarray | None = None,
+                   rerank_depth: int = CANDIDATES) -> Rankings:
+    """Return the rankings explain_chunk reads for the query text: every mode's list the collection has
+    (fusion: the fused list's when mode does not fuse; default the mode's or DEFAULT_FUSION), CANDIDATES deep."""
     if embedder is not None and vector is None:
         vector = embedder.embed_query([text])[0]
     vectors = None if vector is None else np.asarray(vector, dtype=np.float32).reshape(1, -1)
     every = fusion or (mode.fusion if mode.mode == "hybrid" else DEFAULT_FUSION)
-    rankings = search_rankings(store, collection, [text], vectors, embedder, mode, reranker, rerank_depth, every)[0]
+    return search_rankings(store, collection, [text], vectors, embedder, mode, reranker, rerank_depth, every)[0]
+
+
+def explain_chunk(text: str, chunk: Hit, collection: str, *, store: Store, embedder: Embedder | None,
+                  mode: SearchMode, k: int, fusion: str | None = None, reranker: Reranker | None = None,
+                  vector: np.ndarray | None = None, rerank_depth: int = CANDIDATES,
+                  rankings: Rankings | None = None) -> Explanation:
+    """Return one chunk's stages for the query text at top_k k, its ranks in every mode the collection has
+    (fusion: the fused list's when mode does not fuse; default the mode's or DEFAULT_FUSION); lost_at by mode.
+
+    rankings: query_rankings() of the same arguments, kept from before: another chunk or another k is then
+    explained without searching again (the rankings do not depend on either)."""
+    if rankings is None:
+        rankings = query_rankings(text, collection, store=store, embedder=embedder, mode=mode, fusion=fusion,
+                                  reranker=reranker, vector=vector, rerank_depth=rerank_depth)
     status, _ = context_of(rankings.final[:k])
     stages = chunk_stages(chunk, rankings, status, read_of(chunk, embedder))
     return Explanation(text, k, mode.label, stages, None if stages.in_context else lost_at(stages, rankings, k),

@@ -178,3 +178,45 @@ def search(page, query: str) -> None:
     page.get_by_label("Query").fill(query)
     # scoped to the form: a results table's toolbar has a "Search" button too
     page.get_by_test_id("stForm").get_by_role("button", name="Search", exact=True).click()
+
+
+class ScriptRuns:
+    """What the browser hears from the server about its script runs (Streamlit's ForwardMsg over the WebSocket):
+    how each run ended, "app" (the whole script ran: sidebar, page, every control) or "fragment" (only one
+    st.fragment reran), and which root containers ("main", "sidebar", ...) got an element. Made before goto()."""
+
+    def __init__(self, page) -> None:
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+        from streamlit.proto.RootContainer_pb2 import RootContainer
+
+        self._message = ForwardMsg
+        self._endings = {ForwardMsg.FINISHED_SUCCESSFULLY: "app",
+                         ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY: "fragment"}
+        self._roots = {value: name.lower() for name, value in RootContainer.items()}
+        self.ended: list[str] = []
+        self.roots: set[str] = set()
+        self.elements = 0  # deltas: elements and blocks sent
+        page.on("websocket", lambda socket: socket.on("framereceived", self._received))
+
+    def _received(self, payload: bytes | str) -> None:
+        if not isinstance(payload, bytes):
+            return
+        message = self._message.FromString(payload)
+        kind = message.WhichOneof("type")
+        if kind == "script_finished":
+            self.ended.append(self._endings.get(message.script_finished, "other"))
+        elif kind == "delta" and message.metadata.delta_path:
+            self.roots.add(self._roots.get(message.metadata.delta_path[0], "other"))
+            self.elements += 1
+
+    def clear(self) -> None:
+        self.ended.clear()
+        self.roots.clear()
+        self.elements = 0
+
+    def wait_ended(self, page, runs: int = 1, timeout: float = 30.0) -> list[str]:
+        """Return how the runs since clear() ended, once `runs` of them have (the browser may hear it last)."""
+        deadline = time.monotonic() + timeout
+        while len(self.ended) < runs and time.monotonic() < deadline:
+            page.wait_for_timeout(20)  # lets Playwright deliver the frames it has
+        return list(self.ended)

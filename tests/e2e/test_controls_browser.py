@@ -1,7 +1,8 @@
 """After the first search, a control answers at once: the time from a top_k step to the new table, in Chromium.
 
 The figures are printed (pytest -s shows them; bench.controls prints them next to a reference); what is asserted
-is that each step shows the new ranking's cut, with nothing searched again.
+is that each step shows the new ranking's cut, with nothing searched again, and that it reran only the results
+fragment: no run of the whole script, nothing sent to the sidebar (what the server told the browser, not a time).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import time
 
 import pytest
 
-from tests.e2e.conftest import go, search, settle
+from tests.e2e.conftest import ScriptRuns, go, search, settle
 from tests.e2e.test_browser import upload
 
 pytestmark = pytest.mark.e2e
@@ -19,6 +20,7 @@ pytestmark = pytest.mark.e2e
 
 def test_top_k_steps_show_the_new_cut(app_server, page, shot, shared_data):
     server = app_server(RAG_EMBEDDER="fake")
+    runs = ScriptRuns(page)
     page.goto(server.url)
     upload(page, shared_data / "pdfs/hausarbeit-jura.pdf")
     go(page, "Search")
@@ -29,6 +31,7 @@ def test_top_k_steps_show_the_new_cut(app_server, page, shot, shared_data):
     seconds = []
     for top_k in (6, 7, 8, 9):
         thumb.focus()
+        runs.clear()
         started = time.perf_counter()
         thumb.press("ArrowRight")
         page.get_by_text(re.compile(rf"^{top_k} hit\(s\) for")).wait_for()
@@ -37,5 +40,18 @@ def test_top_k_steps_show_the_new_cut(app_server, page, shot, shared_data):
         settle(page)
         seconds.append(time.perf_counter() - started)
         assert hits.filter(has_text=f"#{top_k + 1} · ").count() == 0
+        assert runs.wait_ended(page) == ["fragment"], f"top_k {top_k}: {runs.ended}"  # not the whole page again
+        assert "sidebar" not in runs.roots, runs.roots
+        # every part that shows top_k reran with the table: the judging rows and the distribution's cut
+        assert page.get_by_test_id("stText").filter(has_text=f"#{top_k} · ").count() == 1
+        assert page.get_by_test_id("stText").filter(has_text=f"#{top_k + 1} · ").count() == 0
+        assert page.get_by_text(re.compile(rf"top_k = {top_k} cuts at")).count() == 1
+    last = page.get_by_test_id("stExpander").filter(has_text="#9 · ").first
+    assert last.get_by_test_id("stCode").count() == 0  # a closed hit is sent as its label
+    runs.clear()
+    last.locator("summary").click()
+    last.get_by_test_id("stCode").or_(last.locator(".rl-doc")).first.wait_for()  # its text, drawn on opening
+    settle(page)
+    assert runs.wait_ended(page) == ["fragment"], runs.ended
     shot("41-search-top-k-9")
     print("top_k step to new table (browser, s):", " ".join(f"{s:.2f}" for s in seconds))

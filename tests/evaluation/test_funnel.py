@@ -16,7 +16,7 @@ import pytest
 from rag.chunking.chunker import Chunk, ChunkSettings
 from rag.documents.model import Document, Page
 from rag.evaluation import funnel as funnel_module
-from rag.evaluation.funnel import STAGES, evaluation_funnels, explain_chunk, summarize
+from rag.evaluation.funnel import STAGES, evaluation_funnels, explain_chunk, query_rankings, summarize
 from rag.evaluation.metrics import evaluate
 from rag.evaluation.modes import SearchMode
 from rag.evaluation.queries import Query
@@ -140,6 +140,17 @@ def test_explain_gives_the_ranks_of_every_mode_and_loses_by_the_chosen_one(store
                              reranker=reverse)
     assert reranked.reranked and reranked.stages.reranked.rank == len(TEXTS) and reranked.lost_at == "reranked"
     assert not dense.reranked and dense.stages.reranked is None
+
+
+@pytest.mark.parametrize("mode", [HYBRID, DENSE, SPARSE], ids=lambda m: m.label)
+def test_rankings_kept_from_before_explain_any_chunk_and_k_as_a_new_search_does(store, mode) -> None:
+    kept = query_rankings("schlüssel", "c", store=store, embedder=EMBEDDER, mode=mode, vector=vector(10))
+    for chunk in store.document_chunks("c", "doc"):
+        for k in (1, 2, 4):
+            searched = explain_chunk("schlüssel", chunk, "c", store=store, embedder=EMBEDDER, mode=mode, k=k,
+                                     vector=vector(10))
+            assert explain_chunk("schlüssel", chunk, "c", store=store, embedder=EMBEDDER, mode=mode, k=k,
+                                 rankings=kept) == searched
 
 
 @pytest.mark.parametrize("mode", [HYBRID, DENSE, SPARSE], ids=lambda m: m.label)

@@ -11,7 +11,7 @@ import pytest
 from streamlit.dataframe_util import convert_arrow_bytes_to_pandas_df
 
 from rag.embeddings import get_embedder
-from rag.evaluation.funnel import RANKED, STAGES, explain_chunk
+from rag.evaluation.funnel import RANKED, STAGES, explain_chunk, query_rankings
 from rag.evaluation.modes import SearchMode
 from rag.evaluation.squad import import_squad, write_import
 from rag.reports.evaluation_html import sweep_report
@@ -132,3 +132,30 @@ def test_search_explains_a_chosen_chunk_across_modes(shared_data):
     words = "Found" if expected.lost_at is None else f"Lost at {expected.lost_at}"
     assert any(c.value.startswith(words) for c in at.caption)
     assert any(chunk.content[:40] in c.value for c in at.code)  # the chunk as text, not Markdown
+
+
+@pytest.mark.usefixtures("app_env")
+def test_why_not_searches_once_per_query_whatever_the_chunk_or_top_k(shared_data, monkeypatch):
+    from ui.parts import funnel as funnel_part
+
+    searched = []
+    monkeypatch.setattr(funnel_part, "query_rankings",
+                        lambda *a, **kw: searched.append(a) or query_rankings(*a, **kw))
+    at = upload(start(), shared_data, PDF).switch_page(nav.SEARCH.path).run()
+    search(at, QUERY, top_k=3)
+    at.session_state["why_not"] = True  # the expander, opened
+    at.run()
+    at.number_input(key="why_chunk").set_value(4).run()
+    at.slider(key="top_k").set_value(6).run()
+    assert not at.exception, at.exception
+    assert len(searched) == 1, searched
+    assert any("(top 6)" in c.value or "top 6." in c.value for c in at.caption), [c.value for c in at.caption]
+    frame = next(d.value for d in at.dataframe if "stage" in d.value.columns)
+    ws = at.session_state["workspace"]
+    chunk = ws.document_chunks(at.selectbox(key="why_document").value)[4]
+    expected = explain_chunk(QUERY, chunk, ws.collection, store=ws.store, embedder=get_embedder("fake"),
+                             mode=SearchMode("hybrid", "convex"), k=6)
+    assert [r if r == r else None for r in frame["rank"]][:len(RANKED)] == [
+        getattr(expected.stages, stage).rank if getattr(expected.stages, stage) else None for stage in RANKED]
+    search(at, "Wie wird Literatur eingebunden?", top_k=6)  # a new query: searched again
+    assert len(searched) == 2, searched

@@ -11,6 +11,7 @@ from rag.embeddings import get_embedder
 from rag.store.open import open_store
 from tests.pages.conftest import plain, search, start
 from ui import nav
+from ui.parts import score_distribution
 from ui.parts import search as parts
 
 TEXT = "\n\n".join(f"Abschnitt {i}\n\nRegel {i}: Die Frist für Antrag {i} beträgt {i + 2} Wochen." for i in range(12))
@@ -22,7 +23,7 @@ def test_the_hit_details_follow_the_table_before_the_distribution_is_searched(ap
                     get_embedder("fake"), store=store)
     store.close()
     calls: list[tuple[str, tuple]] = []
-    details, distribution = parts.hit_details, parts.distribution
+    details, distribution = parts.hit_details, score_distribution.distribution
 
     def recorded_details(ws, hits, *args, **kwargs):
         calls.append(("details", tuple(h.chunk_id for h in hits)))
@@ -33,7 +34,7 @@ def test_the_hit_details_follow_the_table_before_the_distribution_is_searched(ap
         return distribution(ws, run, *args, **kwargs)
 
     monkeypatch.setattr(parts, "hit_details", recorded_details)
-    monkeypatch.setattr(parts, "distribution", recorded_distribution)
+    monkeypatch.setattr(score_distribution, "distribution", recorded_distribution)
     at = start(nav.SEARCH.path)
     for query in ("Frist für Antrag 3", "Regel 9 Wochen"):
         calls.clear()
@@ -48,4 +49,4 @@ def test_the_hit_details_follow_the_table_before_the_distribution_is_searched(ap
     titles = {layer["encoding"]["y"]["title"] for spec in specs for layer in spec.get("layer", [])
               if layer.get("encoding", {}).get("y", {}).get("axis", {}).get("titleLimit")}
     assert titles == {"score (convex)"}, titles
-    assert all(len(t) * 7 <= parts.TITLE_LIMIT for t in titles)  # 7 px a character of an 11 px bold title
+    assert all(len(t) * 7 <= score_distribution.TITLE_LIMIT for t in titles)  # 7 px a character of an 11 px bold title

@@ -7,8 +7,9 @@ import pandas as pd
 import streamlit as st
 
 from rag.embeddings.cache import EmbeddingCache, default_cache_dir
-from rag.evaluation.funnel import CANDIDATES, RANKED, ChunkStages, Funnel, explain_chunk, summarize
+from rag.evaluation.funnel import CANDIDATES, RANKED, ChunkStages, Funnel, explain_chunk, query_rankings, summarize
 from rag.evaluation.modes import SearchMode
+from rag.evaluation.rankings import Rankings
 from rag.evaluation.results import ConfigResult, SweepResult
 from rag.evaluation.sweep_funnel import WHY, funnel_k, missed_rows, summary_words, trace_row
 from rag.rerank import DEFAULT_DEPTH
@@ -18,6 +19,7 @@ from ui.render import EMPTY_CELL
 from ui.workspace import SearchRun, Workspace
 
 FUNNELS = "evaluate_funnels"  # (key, funnels) of the row and k last traced in this session
+WHY_RANKINGS = "why_not_rankings"  # (key, rankings) of the query last explained by "why not this one?"
 
 
 def missed_frame(funnels: list[Funnel]) -> pd.DataFrame:
@@ -86,6 +88,20 @@ def stage_frame(stages: ChunkStages, mode: str, reranked: bool = False) -> pd.Da
     return pd.DataFrame(rows, columns=["stage", "rank", "score", "note"])
 
 
+def _rankings(ws: Workspace, run: SearchRun, embedder, mode: SearchMode) -> Rankings:
+    """Return the rankings of run's query across modes, searched once per query, mode and store state in this
+    session: another chunk or a top_k step while "why not this one?" is open searches nothing again."""
+    key = (run.location, resources.version(), embedder.model_id, run.query, run.collection, run.mode, run.fusion)
+    saved = st.session_state.get(WHY_RANKINGS)
+    if saved and saved[0] == key:
+        return saved[1]
+    vector = resources.query_vector(embedder, (embedder.model_id, embedder.query_prompt), run.query)
+    rankings = query_rankings(run.query, run.collection, store=ws.store, embedder=embedder, mode=mode,
+                              fusion=run.fusion, vector=vector)
+    st.session_state[WHY_RANKINGS] = (key, rankings)
+    return rankings
+
+
 def why_not(ws: Workspace, run: SearchRun) -> None:
     """Draw "why not this one?": a chunk chosen by document and number, its ranks across modes for the query."""
     documents = {d.document_id: d.title for d in ws.documents()}
@@ -102,10 +118,9 @@ def why_not(ws: Workspace, run: SearchRun) -> None:
     st.code(chunk.content[:600] + (" …" if len(chunk.content) > 600 else ""), language=None, wrap_lines=True)
     with errors.reported() as report:
         embedder = ws.embedder()  # the dense ranks, in every mode
-        vector = resources.query_vector(embedder, (embedder.model_id, embedder.query_prompt), run.query)
-        explained = explain_chunk(run.query, chunk, run.collection, store=ws.store, embedder=embedder,
-                                  mode=SearchMode(run.mode, run.fusion), k=run.top_k, fusion=run.fusion,
-                                  vector=vector)
+        mode = SearchMode(run.mode, run.fusion)
+        explained = explain_chunk(run.query, chunk, run.collection, store=ws.store, embedder=embedder, mode=mode,
+                                  k=run.top_k, fusion=run.fusion, rankings=_rankings(ws, run, embedder, mode))
     if report.failed:
         return
     st.dataframe(stage_frame(explained.stages, explained.mode, explained.reranked), hide_index=True, width="stretch",

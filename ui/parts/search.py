@@ -1,6 +1,5 @@
-"""The pieces of the Search page: notes, the hit table, scores per source, each hit with its neighbours, and the
-score distribution of the query over the whole collection (a histogram and the scores by rank, with the top_k and
-threshold cuts drawn on both, so a threshold can be chosen by eye)."""
+"""The pieces of the Search page: the search, notes, the hit table, scores per source, each hit with its neighbours,
+and all of them drawn in order (results); the score distribution is ui.parts.score_distribution."""
 
 from __future__ import annotations
 
@@ -10,15 +9,14 @@ import pandas as pd
 import streamlit as st
 
 from rag import pipeline
-from rag.embeddings import Embedder
 from rag.reports import hits as hit_report
-from rag.reports.hits import SCORE_NAMES, SCORE_SHORT, explanation, keywords, rrf_sum, score_kind, score_name
-from rag.reports.scores import ScoreDistribution, distribution_of, score_distribution
-from rag.store.client import Store
+from rag.reports.hits import SCORE_SHORT, explanation, keywords, rrf_sum, score_kind, score_name
 from rag.store.keywords import Analyzer
 from rag.store.records import Hit
 from rag.store.search import CANDIDATES, candidate_limit
-from ui import errors, render, resources
+from ui import errors, nav, render, resources
+from ui.parts import funnel, score_distribution
+from ui.parts import judge as judge_part
 from ui.parts import rerank as rerank_part
 from ui.render import md
 from ui.workspace import SearchRun, Workspace
@@ -65,6 +63,50 @@ def notes(run: SearchRun) -> None:
     """Say why there are fewer hits than asked for, if there are."""
     for note in run.outcome.notes:
         (st.warning if not run.outcome.hits else st.info)(md(note))
+
+
+def results(ws: Workspace, run: SearchRun) -> None:
+    """Draw one search: its line, the hit table, judging, scores per source, the hits, the distribution, why not.
+
+    Each part has its own container, so a part that grows with top_k (a judging row, a hit) never moves the parts
+    after it: the browser updates an element in its place (a chart's data), where a moved one is drawn anew.
+    """
+    how = {"dense": md(run.model_id), "sparse": "keyword search (BM25)", "hybrid": f"hybrid ({run.fusion})"}[run.mode]
+    if run.rerank[0]:
+        how += f" · reranked by {md(run.rerank[0])}, first {run.rerank[1]} candidates"
+    st.caption(f"{len(run.outcome.hits)} hit(s) for “{md(run.query)}” in {run.seconds:.2f} s · {how}"
+               + (f" · threshold {run.threshold:.2f}" if run.threshold is not None else ""))
+    table, judging, distribution_slot, per_source, details = (st.container() for _ in range(5))
+    with table:
+        notes(run)
+    analyzer = ws.store.analyzer(run.collection) if ws.info and ws.info.sparse else None
+    if run.outcome.hits:
+        with table:
+            hit_table(run.outcome.hits, run.mode, run.query, run.top_k, analyzer)
+        with judging:
+            judge_part.search_panel(ws, run)
+        with per_source:
+            st.subheader("Scores per source")
+            sources(run.outcome.hits)
+            st.page_link(nav.CONTEXT.path, label="Preview the LLM context for these hits", icon=":material/article:")
+        with details:
+            st.subheader("Hits")
+            hit_details(ws, run.outcome.hits, run.query, run.top_k, analyzer)
+    # the distribution's place comes before the hits' but is filled last: its search over every chunk takes a while,
+    # and the hit details must not wait for it
+    with distribution_slot:
+        scores = st.expander("Score distribution over the whole collection", expanded=True,
+                             key="score_distribution", on_change="rerun", icon=":material/bar_chart:")
+    why = st.expander("Why not this one? A chunk's ranks across modes", key="why_not", on_change="rerun",
+                      icon=":material/help:")
+    with why:
+        if why.open:  # one more search: only while the expander is open
+            funnel.why_not(ws, run)
+    with scores:
+        if scores.open and run.rerank[0]:
+            st.caption("The search's own scores, before reranking: the reranker reads only the first candidates.")
+        if scores.open:  # one more search over every chunk: only while the expander is open
+            score_distribution.distribution(ws, run, None if run.mode == "sparse" else ws.embedder())
 
 
 def _listed(rank: int | None, score: float | None, digits: int) -> str | None:
@@ -148,7 +190,13 @@ def hit_details(workspace: Workspace, hits: list[Hit], query: str = "", top_k: i
         score = f"{hit.score:.3f}" if hit.score is not None else "–"
         pages = render.pages_label(hit.page_start, hit.page_end)
         label = f"#{rank} · {score} · {hit.document_title} · {render.heading_label(hit.heading_path)}"
-        with st.expander(md(label + (f" · p. {pages}" if pages else "")), expanded=rank == 1):
+        # a closed hit's body is drawn when it is opened (a rerun of the results fragment alone): a top_k step
+        # then sends each closed hit as its label only, a quarter of the elements the browser has to redraw
+        box = st.expander(md(label + (f" · p. {pages}" if pages else "")), expanded=rank == 1,
+                          key=f"hit-{rank}-{hit.chunk_id}", on_change="rerun")
+        if not box.open:
+            continue
+        with box:
             st.caption(md(explanation(hit, query, depth, analyzer)))
             if hit.child is not None and hit.child.index is not None:  # its matching child marked (escaped)
                 st.html(render.child_marked_html(hit.content, hit.child.start, hit.child.end))
@@ -170,159 +218,3 @@ def _neighbours(workspace: Workspace, hit: Hit) -> None:
         for chunk in items:
             st.caption(f"Chunk #{chunk.chunk_index} ({label}) · {md(render.heading_label(chunk.heading_path))}")
             st.text(chunk.content)
-
-
-# ---- the score distribution -------------------------------------------------------------------------------
-
-HEIGHT = 220
-TITLE_LIMIT = HEIGHT - 80  # pixels: a vertical axis title no longer than the plot (HEIGHT less the x axis) is tall
-BAR = "#4c78a8"
-KEPT = "#f58518"
-THRESHOLD_COLOUR = "#d62728"
-CUT_COLOUR = "#555555"
-
-
-@st.cache_data(max_entries=32, show_spinner=False)
-def _distribution(_store: Store, _embedder: Embedder | None, key: tuple, query: str, collection: str, mode: str,
-                  fusion: str, document_ids: tuple[str, ...], include_toc: bool = False) -> ScoreDistribution:
-    """Return the scores of every chunk, fused CANDIDATES deep as the table is (so for every top_k of the
-    slider); key names the store, its state and the embedder (location, changes, model). top_k and the
-    threshold only cut these scores (distribution()), so moving them searches nothing."""
-    vector = None
-    if _embedder is not None and mode != "sparse" and query.strip():
-        vector = resources.query_vector(_embedder, (_embedder.model_id, _embedder.query_prompt), query)
-    return score_distribution(query, collection, store=_store, embedder=_embedder, mode=mode, fusion=fusion,
-                              top_k=CANDIDATES, document_ids=list(document_ids) or None, query_vector=vector,
-                              include_toc=include_toc)
-
-
-def _rules(dist: ScoreDistribution, axis: str) -> tuple[list[dict], dict[str, pd.DataFrame]]:
-    """Return the threshold and top_k-cut rules with their labels, across a score axis "x" or "y", and their data."""
-    cuts = []
-    if dist.threshold is not None:
-        cuts.append((dist.threshold, f"threshold {dist.threshold:.3g}", THRESHOLD_COLOUR, [5, 3]))
-    if dist.kth_score is not None:
-        cuts.append((dist.kth_score, f"top_k={dist.top_k} cut {dist.kth_score:.3g}", CUT_COLOUR, [2, 2]))
-    rules, labels, datasets = [], [], {}
-    values = [*dist.scores, *(c[0] for c in cuts)]
-    low, high = min(values), max(values)
-    score = {"field": "score", "type": "quantitative"}
-    for i, (value, label, colour, dash) in enumerate(cuts):
-        name = f"cut-{axis}-{i}"
-        datasets[name] = pd.DataFrame({"score": [value], "label": [label]})
-        data = {"name": name}
-        rules.append({"data": data, "mark": {"type": "rule", "color": colour, "strokeDash": dash, "size": 2},
-                      "encoding": {axis: score}})
-        if axis == "x":  # labels stacked at the top, beside their rule on the side with room
-            right = value - low > 0.6 * (high - low)
-            place = {"align": "right" if right else "left", "baseline": "top", "dx": -4 if right else 4,
-                     "dy": 4 + 15 * i}
-            where = {"x": score, "y": {"value": 0}}
-        else:  # labels at the right edge, the threshold's below its rule, the cut's above, so they never overlap
-            place = {"align": "right", "dy": 9 if colour == THRESHOLD_COLOUR else -7}
-            where = {"y": score, "x": {"value": "width"}}
-        text = {"type": "text", "fontSize": 11, "fontWeight": "bold", **place}
-        encoding = {"text": {"field": "label", "type": "nominal"}, **where}
-        labels.append({"data": data, "mark": {**text, "stroke": "white", "strokeWidth": 4, "strokeJoin": "round"},
-                       "encoding": encoding})  # a white halo: readable over bars and rules
-        labels.append({"data": data, "mark": {**text, "color": colour}, "encoding": encoding})
-    return rules + labels, datasets
-
-
-def _returned(dist: ScoreDistribution) -> pd.DataFrame:
-    frame = pd.DataFrame(dist.rows(), columns=["rank", "score", "in_top_k", "above_threshold", "kept"])
-    frame["returned"] = frame["kept"].map({True: "returned", False: "not returned"})
-    return frame[["rank", "score", "returned"]]
-
-
-RETURNED_COLOUR = {"field": "returned", "type": "nominal", "legend": None,
-                   "scale": {"domain": ["returned", "not returned"], "range": [KEPT, BAR]}}
-
-
-def histogram(dist: ScoreDistribution, title: str) -> dict:
-    """Return how many chunks got each score (binned), the cuts drawn as vertical rules (a Vega-Lite spec).
-
-    Charts on this page are written as Vega-Lite specs, not built with Altair: Altair's validation took about
-    0.2 s per chart, more than the search itself, on every top_k or threshold change.
-    """
-    bars = {"data": {"name": "scores"}, "mark": {"type": "bar", "opacity": 0.9}, "encoding": {
-        "x": {"field": "score", "type": "quantitative", "bin": {"maxbins": 40}, "title": title},
-        "y": {"aggregate": "count", "type": "quantitative", "title": "chunks"},
-        "color": RETURNED_COLOUR,
-        "tooltip": [{"aggregate": "count", "type": "quantitative", "title": "chunks"},
-                    {"field": "returned", "type": "nominal"}],
-    }}
-    rules, datasets = _rules(dist, "x")
-    return {"height": HEIGHT, "layer": [bars, *rules], "datasets": {"scores": _returned(dist), **datasets}}
-
-
-def rank_line(dist: ScoreDistribution, short_title: str) -> dict:
-    """Return every score against its rank (log scale past 50 ranks), returned chunks in orange (a Vega-Lite spec)."""
-    frame = _returned(dist)
-    log = len(frame) > 50
-    x = {"field": "rank", "type": "quantitative", "title": "rank" + (" (log scale)" if log else ""),
-         "axis": {"grid": False}, "scale": {"type": "log"} if log else {"domainMin": 1, "nice": False}}
-    # a y title longer than the plot is tall made Vega's fit-to-width layout shrink the plot on every resize,
-    # until the curve was a flat line: the vertical title is the short name ("score (convex)"), whole, and the
-    # histogram beside it spells the score out along its x axis
-    y = {"field": "score", "type": "quantitative", "title": short_title, "scale": {"zero": False},
-         "axis": {"titleLimit": TITLE_LIMIT}}
-    line = {"data": {"name": "scores"}, "mark": {"type": "line", "color": BAR, "strokeWidth": 1.5},
-            "encoding": {"x": x, "y": y}}
-    dots = {"data": {"name": "scores"}, "mark": {"type": "circle", "size": 28, "opacity": 0.9}, "encoding": {
-        "x": x, "y": y, "color": RETURNED_COLOUR,
-        "tooltip": [{"field": "rank", "type": "quantitative"},
-                    {"field": "score", "type": "quantitative", "format": ".4f"},
-                    {"field": "returned", "type": "nominal"}]}}
-    rules, datasets = _rules(dist, "y")
-    layers = [line, dots, *rules]
-    if dist.kth_score is not None:
-        datasets["cut-rank"] = pd.DataFrame({"rank": [dist.top_k]})
-        rule = {"type": "rule", "color": CUT_COLOUR, "strokeDash": [2, 2]}
-        layers.append({"data": {"name": "cut-rank"}, "mark": rule,
-                       "encoding": {"x": {"field": "rank", "type": "quantitative"}}})
-    return {"height": HEIGHT, "layer": layers, "datasets": {"scores": frame, **datasets}}
-
-
-def summary(dist: ScoreDistribution) -> str:
-    """Return the distribution's numbers in words (Markdown-safe: no document text in it)."""
-    scored = len(dist.scores)
-    parts = [f"{scored:,} of {dist.total:,} chunks scored" if scored != dist.total else f"all {scored:,} chunks scored"]
-    if dist.kth_score is not None:
-        parts.append(f"top_k = {dist.top_k} cuts at {dist.kth_score:.3f} (best {dist.scores[0]:.3f})")
-    else:
-        parts.append(f"top_k = {dist.top_k} is more than the {scored} scored chunks")
-    if dist.threshold is not None:
-        parts.append(f"{dist.above_threshold:,} chunks reach the threshold {dist.threshold:.3g}")
-    parts.append(f"the search returns {dist.kept}")
-    if dist.stats:
-        s = dist.stats
-        parts.append(f"median {s.median:.3f}, middle half {s.q1:.3f}–{s.q3:.3f}")
-    return " · ".join(parts) + "."
-
-
-def distribution(ws: Workspace, run: SearchRun, embedder: Embedder | None) -> None:
-    """Draw the score distribution of run's query (one search over the whole collection, cached)."""
-    key = (run.location, resources.version(), run.model_id)
-    with errors.reported() as report:
-        with st.spinner("Scoring every chunk…"):
-            scored = _distribution(ws.store, embedder, key, run.query, run.collection, run.mode, run.fusion,
-                                   tuple(run.document_ids), run.include_toc)
-        dist = distribution_of(scored.scores, run.top_k, run.threshold, scored.total, scored.cap, query=run.query,
-                               collection=run.collection, mode=run.mode, fusion=scored.fusion,
-                               score_kind=scored.score_kind, depth=candidate_limit(run.top_k))
-    if report.failed:
-        return
-    if not dist.scores:
-        st.caption("No chunk got a score for this query.")
-        return
-    title = SCORE_NAMES.get(dist.score_kind or "cosine", dist.score_kind or "score")
-    left, right = st.columns(2)
-    left.vega_lite_chart(spec=histogram(dist, title), width="stretch")
-    kind = dist.score_kind or "cosine"
-    right.vega_lite_chart(spec=rank_line(dist, f"score ({SCORE_SHORT.get(kind, kind)})"), width="stretch")
-    st.caption(summary(dist) + " Orange: the chunks this search returns; red dashed: the threshold; grey dotted: "
-               "the score at rank top_k. A threshold just above a drop in the right-hand curve keeps the chunks that "
-               "stand out.")
-    for note in dist.notes:
-        st.caption(md(note))
