@@ -40,6 +40,7 @@ from rag.evaluation.sweep_collections import (
     SWEEP_PREFIX,
     collection_documents,
     collection_name,
+    differs,
     holds_chunks,
     index_chunks,
     indexed_texts,
@@ -174,6 +175,7 @@ def run_sweep(
     reranker: Reranker | None = None,
     rerank_depth: int = DEFAULT_RERANK_DEPTH,
     cancel: Callable[[], bool] | None = None,
+    collection: str | None = None,
 ) -> SweepResult:
     """Return one row per configuration and mode: metrics of queries on documents, chunk count, mean tokens, times.
 
@@ -188,6 +190,9 @@ def run_sweep(
     way; a row's "embedding" seconds are then the wall time its chunks took to embed next to the previous
     configuration's indexing and searching, so the stages add up to more than the wall time (the result's one total,
     `seconds`). cancel: asked before each embedding slice (about a second); once true, pace.Cancelled is raised.
+    collection: the collection the documents were read from (collection_documents): a configuration at its own
+    settings searches it as stored (no collection built, no chunk embedded); one line in `skipped` says which did,
+    or why none could.
     """
     began, ks, cache = time.perf_counter(), parse_ks(ks), cache if cache is not None else EmbeddingCache()
     modes = parse_modes(modes)
@@ -199,7 +204,8 @@ def run_sweep(
     if progress:
         progress(SweepProgress("chunking", 0, len(configs), None, 0, 1,
                                f"chunking {len(documents)} documents for {len(configs)} configurations"))
-    plans = [_plan(documents, config, embedder, store, keywords) for config in configs]
+    plans = [_plan(documents, config, embedder, store, keywords, collection) for config in configs]
+    skipped = [*skipped, *([own_note(collection, plans)] if collection else [])]
     pace = _pace(plans, [q.text for q in queries] if vectors_needed else [], modes, embed_ahead)
     relay, stop = Relay(progress, pace), Stop(cancel)
 
@@ -253,10 +259,12 @@ class _Plan:
     reused: bool
     embedded: int = 0  # texts the embedder had to embed (the rest came from the cache)
     cut: float = 0.0  # the share of chunks longer than the model reads
+    differs: str | None = None  # why the documents' own collection is not searched as stored, in words
 
 
-def _plan(documents, config, embedder, store, keywords: bool) -> _Plan:
-    """Return the configuration chunked, and whether its collection already holds these chunks (reused)."""
+def _plan(documents, config, embedder, store, keywords: bool, collection: str | None = None) -> _Plan:
+    """Return the configuration chunked, and whether its collection already holds these chunks (reused): the
+    documents' own collection when it holds them at config's settings, else the sweep's one of config."""
     name = collection_name([d.id for d in documents], config, embedder.model_id)
     seconds = dict.fromkeys(STAGES, 0.0)
     clock = time.perf_counter()
@@ -264,8 +272,25 @@ def _plan(documents, config, embedder, store, keywords: bool) -> _Plan:
     seconds["chunking"] = time.perf_counter() - clock
     every = [c for d in documents for c in chunks[d.id]]
     texts = indexed_texts(documents, chunks, config)
+    differ = differs(store, collection, chunks, config, embedder, keywords) if collection else None
+    if collection and differ is None:
+        return _Plan(config, collection, chunks, every, texts, seconds, True)
     return _Plan(config, name, chunks, every, texts, seconds,
-                 holds_chunks(store, name, chunks, config, embedder, keywords))
+                 holds_chunks(store, name, chunks, config, embedder, keywords), differs=differ)
+
+
+def own_note(collection: str, plans: Sequence[_Plan]) -> str:
+    """Return in one line which configurations searched the documents' own collection as stored, or why none did."""
+    own = [p.config.short for p in plans if p.differs is None]
+    other = next((p for p in plans if p.differs is not None), None)
+    if other is None:
+        return (f"Searched '{collection}' as stored at its own settings ({', '.join(own)}): no collection built, "
+                "no chunk embedded, only the questions.")
+    why = f"{other.differs}" + (f" (for {other.config.short})" if len(plans) > 1 else "")
+    if own:
+        return (f"{', '.join(own)} searched '{collection}' as stored (only the questions embedded); the other "
+                f"configurations got collections of their own: {why}.")
+    return f"Not searched as stored: {why}; {'each configuration' if len(plans) > 1 else 'the sweep'} built its own."
 
 
 def _pace(plans: Sequence[_Plan], query_texts: Sequence[str], modes: Sequence[SearchMode], ahead: bool) -> Pace:
