@@ -241,3 +241,27 @@ def test_a_url_naming_no_kept_document_set_reads_nothing(env):
         at.query_params["documents"] = name
         fresh = reload(at)
         assert not [c for c in fresh.caption if "as uploaded earlier" in plain(c.value)]
+
+
+def test_a_collection_at_its_own_settings_is_searched_as_stored_and_the_page_says_so(env):
+    store = open_store(path=str(env / "qdrant"))
+    imported = import_squad((env / "samples/xquad.json").read_bytes(), articles=2)
+    files = [pipeline.SourceFile(d.filename, d.text.encode()) for d in imported.documents]
+    pipeline.ingest(files, "documents", ChunkSettings(300, 30), get_embedder("fake:32"), store=store)
+    store.close()
+    lines = "\n".join(json.dumps(q, ensure_ascii=False) for q in imported.queries[:20]).encode()
+    at = evaluate_page()
+    at.file_uploader(key="evaluate_query_file").upload("set.jsonl", lines, "application/json")
+    at.run()
+    assert at.radio(key="evaluate_documents_from").value == "A collection"
+    set_grid(at, "300", "30", "1,3", modes=["dense", "hybrid-rrf"])
+    assert not at.error, [e.value for e in at.error]
+    result = at.session_state["evaluate_result"]
+    assert {r.collection for r in result.results} == {"documents"}
+    notes = [plain(c.value) for c in at.caption]
+    assert "Searched 'documents' as stored at its own settings (300/30): no collection built, no chunk embedded, " \
+           "only the questions." in notes
+    set_grid(at, "200", "0", "1,3", modes=["dense"])
+    assert "Not searched as stored: 'documents' is chunked 300/30, not 200/0; the sweep built its own." in [
+        plain(c.value) for c in at.caption]
+    assert at.session_state["evaluate_result"].results[0].collection.startswith("sweep-")
