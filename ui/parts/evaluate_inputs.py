@@ -123,7 +123,8 @@ def show_kept(container, documents: list[KeptDocument]) -> None:
                       "them.")
     for document in documents:
         name, remove = container.columns([5, 1], vertical_alignment="center")
-        name.text(f"{document.name} · {document.size / 1024:,.0f} KB")  # a name as text, never Markdown
+        size = document.size
+        name.text(f"{document.name} · " + (f"{size / 1024:,.0f} KB" if size >= 1024 else f"{size} bytes"))  # as text
         if remove.button("Remove", key=f"evaluate_forget_{document.path.name}", icon=":material/close:",
                          help="Remove this document from the sweep (and its kept copy)."):
             if not forget_document(settings.data_root(), st.query_params.get(DOCUMENTS), document.path.name):
