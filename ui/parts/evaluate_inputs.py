@@ -122,10 +122,10 @@ def show_kept(container, documents: list[KeptDocument]) -> None:
     container.caption(f"Using {counted(len(documents), 'document')} as uploaded earlier; upload others to replace "
                       "them.")
     for document in documents:
-        name, remove = container.columns([5, 1], vertical_alignment="center")
+        name, remove = container.columns([3, 1], vertical_alignment="center")
         size = document.size
         name.text(f"{document.name} · " + (f"{size / 1024:,.0f} KB" if size >= 1024 else f"{size} bytes"))  # as text
-        if remove.button("Remove", key=f"evaluate_forget_{document.path.name}", icon=":material/close:",
+        if remove.button("Remove", key=f"evaluate_forget_{document.path.name}", width="stretch",
                          help="Remove this document from the sweep (and its kept copy)."):
             if not forget_document(settings.data_root(), st.query_params.get(DOCUMENTS), document.path.name):
                 del st.query_params[DOCUMENTS]
