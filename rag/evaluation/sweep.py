@@ -2,7 +2,9 @@
 
 One collection per configuration (rag.evaluation.sweep_collections), reused when it already holds exactly
 these documents chunked with those settings by this embedder (and, when a keyword mode is asked for, has
-keyword vectors), rebuilt otherwise. Every configuration is chunked first, so the sweep knows its work and
+keyword vectors), rebuilt otherwise; a sweep over a collection's documents (run_sweep's `collection`) searches
+that collection as stored in a configuration at its own settings (sweep_collections.differs says why not, in one
+line). Every configuration is chunked first, so the sweep knows its work and
 can estimate the time left (rag.evaluation.pace). Chunks and queries go through one EmbeddingCache for all
 configurations, so a chunk text that several configurations share (or an earlier run embedded) is embedded
 once per model; the queries are embedded once per run. With embed_ahead (the default on 2 cores or more),

@@ -3,7 +3,9 @@
 A name is `sweep-<8 hex of the sorted document ids>-cs400-ov50-<vector name>` (with the strategy when not
 structure, `-hdr` with chunk headers), so a sweep finds its own collections again, and the pickers and the
 Library can tell them apart. A sweep over a collection's documents reads them here (collection_documents), its
-stored vectors into the embedding cache, so a configuration at the collection's own settings embeds nothing.
+stored vectors into the embedding cache, so a configuration at the collection's own settings embeds nothing;
+differs tells whether a collection holds exactly a configuration's chunks, so such a configuration can search the
+collection itself, as stored.
 """
 
 from __future__ import annotations
