@@ -36,7 +36,8 @@ with st.form("evaluate_grid", border=False, enter_to_submit=False):  # Enter in 
     rerank = rerank_part.control(ws=ws)
     st.caption(f"Embedder: {md(ws.spec)} (from the sidebar). Each configuration gets its own collection "
                f"(`{SWEEP_PREFIX}…`), searched in every chosen mode and reused on the next run; embeddings are "
-               "cached. With a reranker, every mode runs without and with it, and a paired test says whether it helps.")
+               "cached. A configuration at a chosen collection's own settings searches that collection as stored. "
+               "With a reranker, every mode runs without and with it, and a paired test says whether it helps.")
     submitted = st.form_submit_button("Run the sweep", type="primary", icon=":material/play_arrow:")
 
 if submitted:

@@ -1,4 +1,5 @@
-"""Embedded once: "Use this configuration" and a one-configuration evaluation, without and with the shared cache.
+"""Embedded once: "Use this configuration" and a one-configuration evaluation, without and with the shared cache,
+and the evaluation searching the collection as stored.
 
     python -m bench.apply [--squad FILE] [--articles 6] [--embedder local] [--repeat 2]
 
@@ -14,7 +15,10 @@ the real model (the default local e5), in one embedded Qdrant folder:
   then a sweep of that one configuration over the collection's documents (the Evaluate page's "A collection"),
   its sweep collection deleted before each run: `reference` as before (an empty cache, the documents read as
   collection_documents read them: old_collection_documents), `cached` an empty cache file that
-  collection_documents fills with the collection's stored vectors. The questions are embedded in both.
+  collection_documents fills with the collection's stored vectors (a sweep collection built from them), `stored`
+  the Evaluate page's path now: the same read, then run_sweep(collection=...) searches the collection as stored
+  (no collection built). The questions are embedded in every way, from an empty cache; the medians are given
+  with and without that time.
 
 Prints the load average at the start and the end, each run's seconds and chunk texts embedded, and the medians.
 """
@@ -48,6 +52,7 @@ from rag.store.rebuild import document_from_chunks  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_SQUAD = ROOT.parent / "shared" / "data" / "xquad-de" / "xquad.de.dev.json"
 WAYS = ("reference", "cached")
+EVALUATION_WAYS = (*WAYS, "stored")
 
 
 def load() -> str:
@@ -93,7 +98,9 @@ def main() -> int:
     shared = default_cache_dir(store)  # the store's cache: what the app's sweeps and (now) ingests use
     print(f"{load()}; {len(documents)} articles, {len(queries)} questions, embedder {embedder.model_id}")
     embedder.embed_documents(["warm up"])  # the model's load is no part of either way
-    times: dict[str, dict[str, list[float]]] = {"apply": {w: [] for w in WAYS}, "evaluation": {w: [] for w in WAYS}}
+    times: dict[str, dict[str, list[float]]] = {"apply": {w: [] for w in WAYS},
+                                                "evaluation": {w: [] for w in EVALUATION_WAYS},
+                                                "evaluation without the questions": {w: [] for w in EVALUATION_WAYS}}
 
     result = run_sweep(documents, queries, [SweepConfig(350, 0)], embedder, store=store, cache=EmbeddingCache(shared))
     row = sweep_row(result.best(), result)
@@ -115,6 +122,8 @@ def main() -> int:
     name = collection_name([d.id for d in collection_documents(store, "mine", EmbeddingCache())], config,
                            embedder.model_id)
 
+    questions: dict[str, float] = {}  # the last run's seconds embedding the questions (the same work in every way)
+
     def evaluation(way: str) -> int:
         if way == "reference":
             cache, read = EmbeddingCache(), old_collection_documents(store, "mine")
@@ -123,7 +132,10 @@ def main() -> int:
             cache = EmbeddingCache(Path(folder) / "evaluation-cache")
             read = collection_documents(store, "mine", cache)
         store.delete_collection(name) if store.has_collection(name) else None
-        swept = run_sweep(read, queries, [config], embedder, store=store, cache=cache)
+        swept = run_sweep(read, queries, [config], embedder, store=store, cache=cache,
+                          collection="mine" if way == "stored" else None)
+        assert (swept.results[0].collection == "mine") == (way == "stored"), swept.skipped
+        questions[way] = swept.query_seconds
         return swept.results[0].embedded
 
     order = [WAYS[i % 2] if (i // 2) % 2 == 0 else WAYS[1 - i % 2] for i in range(2 * args.repeat)]  # r c c r ...
@@ -131,12 +143,18 @@ def main() -> int:
         times["apply"][way].append(timed(f"apply, {way}", lambda w=way: apply(w))[0])
     print(f"one-configuration evaluation of 'mine' (350/50, {sum(r.chunks for r in ingested)} chunks, "
           f"{len({q.text for q in queries})} questions embedded each run):")
-    for way in order:
-        times["evaluation"][way].append(timed(f"evaluation, {way}", lambda w=way: evaluation(w))[0])
+    rounds = [EVALUATION_WAYS if i % 2 == 0 else EVALUATION_WAYS[::-1] for i in range(args.repeat)]  # r c s s c r
+    for way in (w for ways in rounds for w in ways):
+        seconds = timed(f"evaluation, {way}", lambda w=way: evaluation(w))[0]
+        print(f"    of which embedding the questions {questions[way]:.1f} s", flush=True)
+        times["evaluation"][way].append(seconds)
+        times["evaluation without the questions"][way].append(seconds - questions[way])
     print(load())
     for what, ways in times.items():
-        ref, new = (statistics.median(ways[w]) for w in WAYS)
-        print(f"{what}: reference {ref:.1f} s, cached {new:.1f} s (median of {args.repeat}), {ref / new:.1f}x")
+        medians = {w: statistics.median(seconds) for w, seconds in ways.items()}
+        ref = medians["reference"]
+        print(f"{what} (median of {args.repeat}): " + ", ".join(
+            f"{w} {m:.1f} s" + (f" ({ref / m:.1f}x)" if w != "reference" else "") for w, m in medians.items()))
     shutil.rmtree(folder, ignore_errors=True)
     return 0
 

@@ -53,6 +53,7 @@ class SweepJob(QueuedJob):
     reranker: Reranker | None = None  # for the modes with rerank
     rerank_depth: int = DEFAULT_DEPTH
     query_set: str = ""  # the query set's file name, kept with the run
+    collection: str | None = None  # the collection the documents are read from: searched as stored at its settings
     run_id: int | None = None  # the kept run (rag.runs) of the result
     run_warning: str | None = None  # why the result was not kept as a run
     step: str = "Waiting for the jobs before it"  # what it does now, when no progress event says it
@@ -103,7 +104,8 @@ class SweepJob(QueuedJob):
             self.result = run_sweep(documents, self.queries, self.configs, self.embedder, store=self.store,
                                     cache=self.cache, ks=self.ks, skipped=self.skipped, modes=self.modes,
                                     progress=self._progress, reranker=self.reranker,
-                                    rerank_depth=self.rerank_depth, cancel=lambda: self.cancel_requested)
+                                    rerank_depth=self.rerank_depth, cancel=lambda: self.cancel_requested,
+                                    collection=self.collection)
             self.step = "Tracing each miss through the stages…"
             trace_sweep(self.result, store=self.store, embedder=self.embedder, cache=self.cache,
                         reranker=self.reranker, rerank_depth=self.rerank_depth)

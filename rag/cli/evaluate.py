@@ -3,7 +3,7 @@
     python -m rag import-squad FILE --out DIR [--articles N]
     python -m rag eval QUERIES --collection C [--mode dense|sparse|hybrid] [--fusion rrf|dbsf] [--k 1,3,5,10]
                        [--embedder SPEC] [--rerank SPEC [--rerank-depth N]] [--json] [--html FILE]
-    python -m rag sweep DOCS... --queries Q --chunk-size 200,400,800 --overlap 0,50,100 [--mode dense,hybrid]
+    python -m rag sweep DOCS... | --collection C --queries Q --chunk-size 200,400,800 --overlap 0,50,100 [--mode ...]
                         [--fusion rrf|dbsf] [--rerank SPEC [--rerank-depth N] [--rerank-modes off,on]] [--k ...]
                         [--json] [--html FILE] [--apply-best COLLECTION]
     python -m rag compare ...   (rag/cli_compare.py)
@@ -54,6 +54,7 @@ from rag.evaluation.squad import QUERIES_FILE, import_squad, write_import
 from rag.evaluation.sweep import (
     SweepProgress,
     SweepResult,
+    collection_documents,
     evaluate_collection,
     load_documents,
     parse_chunk_sizes,
@@ -69,8 +70,6 @@ from rag.runs.keep import keep_eval, keep_sweep
 from rag.store.fusion import DEFAULT_FUSION
 
 FAILURES_SHOWN = 10
-
-
 
 
 def cache_of(args: argparse.Namespace, store) -> EmbeddingCache:
@@ -261,18 +260,22 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     configs, skipped = parse_grid(args.chunk_size, args.overlap, args.strategy, args.chunk_headers, args.child_size)
     for note in skipped:
         common.progress(f"note: {note}")
+    if bool(args.documents) == bool(args.collection):
+        raise UsageError("Give the documents to sweep (files or folders) or --collection C, one of the two.")
     files = [SourceFile(p.name, common.read_file(str(p))) for p in document_paths(args.documents)]  # all or none
     queries = load_query_set(common.read_file(args.queries), args.queries)
-    documents = load_documents(files)
     store = store_of(args)
+    cache, reranker = cache_of(args, store), reranker_of(args)
+    documents = collection_documents(store, args.collection, cache) if args.collection else load_documents(files)
     embedder = get_embedder(args.embedder)
     if args.apply_best:
         check_apply_target(store, args.apply_best, embedder)
     modes = with_rerank(parse_modes(args.mode, args.fusion or DEFAULT_FUSION), args)
-    cache, reranker = cache_of(args, store), reranker_of(args)
     result = run_sweep(documents, queries, configs, embedder, store=store, cache=cache, ks=args.k,
                        progress=SweepReporter(), skipped=skipped, modes=modes, reranker=reranker,
-                       rerank_depth=args.rerank_depth)
+                       rerank_depth=args.rerank_depth, collection=args.collection)
+    for note in result.skipped[len(skipped):]:  # whether the collection was searched as stored
+        common.progress(f"note: {note}")
     common.progress(f"tracing the misses of {len(result.results)} rows through the stages (why was it missed?)")
     trace_sweep(result, store=store, embedder=embedder, cache=cache, reranker=reranker, rerank_depth=args.rerank_depth)
     html = sweep_report(result)
@@ -348,7 +351,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     evaluate.set_defaults(run=run_eval)
 
     sweep = commands.add_parser("sweep", parents=[parent], help="compare chunk sizes and overlaps on a query set")
-    sweep.add_argument("documents", nargs="+", metavar="DOCS", help="files, or folders of PDF/Markdown/text files")
+    sweep.add_argument("documents", nargs="*", metavar="DOCS", help="files, or folders of PDF/Markdown/text files")
+    sweep.add_argument("--collection", metavar="C", type=given("the collection name"), help="instead of DOCS: the "
+                       "documents of collection C; a configuration at C's own settings searches C as stored")
     sweep.add_argument("--queries", required=True, metavar="Q", help="query set, .jsonl or .csv")
     sweep.add_argument("--chunk-size", type=sizes_option(parse_chunk_sizes, "--chunk-size"),
                        default=[200, 400, 800], metavar="N,N,...", help="chunk sizes in tokens, default 200,400,800")

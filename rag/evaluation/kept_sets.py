@@ -14,22 +14,26 @@ SUFFIXES = (".jsonl", ".csv", ".json")
 MAX_NAME = 100
 
 
-def safe_name(name: str) -> str:
+def safe_name(name: str, stem_if_none: str = "query-set", suffix_if_none: str = "jsonl") -> str:
     """Return name as a file name of letters, digits, '.', '-' and '_' (others become '_'), without a folder or a
     leading dot, at most MAX_NAME characters, keeping its suffix; "query-set.jsonl" when nothing is left."""
     base = re.split(r"[\\/]", name)[-1]
     stem, dot, suffix = base.rpartition(".")
     stem, suffix = (stem, suffix) if dot else (base, "")
-    stem = re.sub(r"[^A-Za-z0-9._-]", "_", stem).lstrip("._")[: MAX_NAME - 8] or "query-set"
+    stem = re.sub(r"[^A-Za-z0-9._-]", "_", stem).lstrip("._")[: MAX_NAME - 8] or stem_if_none
     suffix = re.sub(r"[^A-Za-z0-9]", "", suffix).lower()
-    return f"{stem}.{suffix}" if suffix else f"{stem}.jsonl"
+    return f"{stem}.{suffix}" if suffix else f"{stem}.{suffix_if_none}"
 
 
 def keep_query_set(root: str | Path, name: str, data: bytes) -> Path:
     """Write data as <root>/query-sets/<safe name> (whole or not at all) and return its path."""
-    folder = Path(root) / FOLDER
+    return write_whole(Path(root) / FOLDER, safe_name(name), data)
+
+
+def write_whole(folder: Path, name: str, data: bytes) -> Path:
+    """Write data as folder/name, whole or not at all (a temporary file renamed), and return its path."""
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / safe_name(name)
+    path = folder / name
     handle, temporary = tempfile.mkstemp(dir=folder, prefix=".upload-")
     try:
         with os.fdopen(handle, "wb") as file:

@@ -2,7 +2,9 @@
 
 One collection per configuration (rag.evaluation.sweep_collections), reused when it already holds exactly
 these documents chunked with those settings by this embedder (and, when a keyword mode is asked for, has
-keyword vectors), rebuilt otherwise. Every configuration is chunked first, so the sweep knows its work and
+keyword vectors), rebuilt otherwise; a sweep over a collection's documents (run_sweep's `collection`) searches
+that collection as stored in a configuration at its own settings (sweep_collections.differs says why not, in one
+line). Every configuration is chunked first, so the sweep knows its work and
 can estimate the time left (rag.evaluation.pace). Chunks and queries go through one EmbeddingCache for all
 configurations, so a chunk text that several configurations share (or an earlier run embedded) is embedded
 once per model; the queries are embedded once per run. With embed_ahead (the default on 2 cores or more),
@@ -18,13 +20,13 @@ from __future__ import annotations
 import os
 import statistics
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
-from rag.chunking.chunker import MIN_CHUNK_SIZE, STRATEGIES, Chunk, chunk_document
+from rag.chunking.chunker import Chunk, chunk_document
 from rag.documents.loader import SourceFile, load_document
 from rag.documents.model import Document
 from rag.embeddings.base import Embedder
@@ -40,12 +42,14 @@ from rag.evaluation.sweep_collections import (
     SWEEP_PREFIX,
     collection_documents,
     collection_name,
+    differs,
     holds_chunks,
     index_chunks,
     indexed_texts,
     is_sweep_collection,
     sweep_groups,
 )
+from rag.evaluation.sweep_grid import grid, parse_chunk_sizes, parse_grid, parse_overlaps, parse_sizes
 from rag.rerank import DEFAULT_DEPTH as DEFAULT_RERANK_DEPTH
 from rag.rerank import Reranker, check_depth, describe
 from rag.store.client import Store
@@ -60,62 +64,6 @@ __all__ = ["STAGES", "SWEEP_PREFIX", "ConfigResult", "SweepConfig", "SweepProgre
            "resolve_in_collection", "run_sweep", "search_queries", "sweep_groups"]
 
 ProgressCallback = Callable[[SweepProgress], None]
-
-
-def parse_sizes(text: str, what: str, minimum: int) -> list[int]:
-    """Return the distinct whole numbers of "200,400,800" in the order given; ValueError names the bad one."""
-    values: list[int] = []
-    for item in text.split(","):
-        item = item.strip()
-        if not item.isdigit() or int(item) < minimum:
-            raise InvalidSettingsError(
-                f"{what} must be whole numbers >= {minimum} separated by commas, e.g. 200,400,800; "
-                f"got {item!r}")
-        if int(item) not in values:
-            values.append(int(item))
-    return values
-
-
-def parse_chunk_sizes(text: str, what: str = "chunk sizes") -> list[int]:
-    """Return the chunk sizes of a sweep's grid, e.g. "200,400,800" (each at least MIN_CHUNK_SIZE tokens)."""
-    return parse_sizes(text, what, MIN_CHUNK_SIZE)
-
-
-def parse_overlaps(text: str, what: str = "overlaps") -> list[int]:
-    """Return the overlaps of a sweep's grid, e.g. "0,50,100" (0 or more tokens)."""
-    return parse_sizes(text, what, 0)
-
-
-def parse_grid(chunk_sizes: str | Iterable[int], overlaps: str | Iterable[int], strategy: str = "structure",
-               chunk_headers: Sequence[bool] = (False,), child_sizes: Sequence[int] = (0,)
-               ) -> tuple[list[SweepConfig], list[str]]:
-    """Return the configurations of a sweep's grid (the page's fields or the CLI's flags) and the skipped notes;
-    InvalidSettingsError for a malformed size, or when every overlap is at least its chunk size."""
-    sizes = parse_chunk_sizes(chunk_sizes) if isinstance(chunk_sizes, str) else list(chunk_sizes)
-    configs, skipped = grid(sizes, parse_overlaps(overlaps) if isinstance(overlaps, str) else overlaps, strategy,
-                            chunk_headers, child_sizes)
-    if not configs:
-        raise InvalidSettingsError("No configuration is left: every overlap is >= its chunk size. Use smaller "
-                                   "overlaps.")
-    return configs, skipped
-
-
-def grid(chunk_sizes: Iterable[int], overlaps: Iterable[int], strategy: str = "structure",
-         chunk_headers: Sequence[bool] = (False,), child_sizes: Sequence[int] = (0,)
-         ) -> tuple[list[SweepConfig], list[str]]:
-    """Return the configurations of chunk_sizes x overlaps (x chunk_headers x child_sizes), and a note for each
-    one skipped (overlap >= size)."""
-    if strategy not in STRATEGIES:
-        raise InvalidSettingsError(f"Unknown chunking strategy {strategy!r}; use one of {', '.join(STRATEGIES)}.")
-    configs, skipped = [], []
-    for size in chunk_sizes:
-        for overlap in overlaps:
-            if overlap >= size:
-                skipped.append(f"skipped chunk_size {size}, overlap {overlap}: overlap must be below chunk_size")
-            else:
-                configs += [SweepConfig(size, overlap, strategy, headed, child)
-                            for headed in dict.fromkeys(chunk_headers) for child in dict.fromkeys(child_sizes)]
-    return configs, skipped
 
 
 def load_documents(files: Sequence[SourceFile]) -> list[Document]:
@@ -229,6 +177,7 @@ def run_sweep(
     reranker: Reranker | None = None,
     rerank_depth: int = DEFAULT_RERANK_DEPTH,
     cancel: Callable[[], bool] | None = None,
+    collection: str | None = None,
 ) -> SweepResult:
     """Return one row per configuration and mode: metrics of queries on documents, chunk count, mean tokens, times.
 
@@ -243,6 +192,9 @@ def run_sweep(
     way; a row's "embedding" seconds are then the wall time its chunks took to embed next to the previous
     configuration's indexing and searching, so the stages add up to more than the wall time (the result's one total,
     `seconds`). cancel: asked before each embedding slice (about a second); once true, pace.Cancelled is raised.
+    collection: the collection the documents were read from (collection_documents): a configuration at its own
+    settings searches it as stored (no collection built, no chunk embedded); one line in `skipped` says which did,
+    or why none could.
     """
     began, ks, cache = time.perf_counter(), parse_ks(ks), cache if cache is not None else EmbeddingCache()
     modes = parse_modes(modes)
@@ -254,7 +206,8 @@ def run_sweep(
     if progress:
         progress(SweepProgress("chunking", 0, len(configs), None, 0, 1,
                                f"chunking {len(documents)} documents for {len(configs)} configurations"))
-    plans = [_plan(documents, config, embedder, store, keywords) for config in configs]
+    plans = [_plan(documents, config, embedder, store, keywords, collection) for config in configs]
+    skipped = [*skipped, *([own_note(collection, plans)] if collection else [])]
     pace = _pace(plans, [q.text for q in queries] if vectors_needed else [], modes, embed_ahead)
     relay, stop = Relay(progress, pace), Stop(cancel)
 
@@ -308,10 +261,12 @@ class _Plan:
     reused: bool
     embedded: int = 0  # texts the embedder had to embed (the rest came from the cache)
     cut: float = 0.0  # the share of chunks longer than the model reads
+    differs: str | None = None  # why the documents' own collection is not searched as stored, in words
 
 
-def _plan(documents, config, embedder, store, keywords: bool) -> _Plan:
-    """Return the configuration chunked, and whether its collection already holds these chunks (reused)."""
+def _plan(documents, config, embedder, store, keywords: bool, collection: str | None = None) -> _Plan:
+    """Return the configuration chunked, and whether its collection already holds these chunks (reused): the
+    documents' own collection when it holds them at config's settings, else the sweep's one of config."""
     name = collection_name([d.id for d in documents], config, embedder.model_id)
     seconds = dict.fromkeys(STAGES, 0.0)
     clock = time.perf_counter()
@@ -319,8 +274,25 @@ def _plan(documents, config, embedder, store, keywords: bool) -> _Plan:
     seconds["chunking"] = time.perf_counter() - clock
     every = [c for d in documents for c in chunks[d.id]]
     texts = indexed_texts(documents, chunks, config)
+    differ = differs(store, collection, chunks, config, embedder, keywords) if collection else None
+    if collection and differ is None:
+        return _Plan(config, collection, chunks, every, texts, seconds, True)
     return _Plan(config, name, chunks, every, texts, seconds,
-                 holds_chunks(store, name, chunks, config, embedder, keywords))
+                 holds_chunks(store, name, chunks, config, embedder, keywords), differs=differ)
+
+
+def own_note(collection: str, plans: Sequence[_Plan]) -> str:
+    """Return in one line which configurations searched the documents' own collection as stored, or why none did."""
+    own = [p.config.short for p in plans if p.differs is None]
+    other = next((p for p in plans if p.differs is not None), None)
+    if other is None:
+        return (f"Searched '{collection}' as stored at its own settings ({', '.join(own)}): no collection built, "
+                "no chunk embedded, only the questions.")
+    why = f"{other.differs}" + (f" (for {other.config.short})" if len(plans) > 1 else "")
+    if own:
+        return (f"{', '.join(own)} searched '{collection}' as stored (only the questions embedded); the other "
+                f"configurations got collections of their own: {why}.")
+    return f"Not searched as stored: {why}; {'each configuration' if len(plans) > 1 else 'the sweep'} built its own."
 
 
 def _pace(plans: Sequence[_Plan], query_texts: Sequence[str], modes: Sequence[SearchMode], ahead: bool) -> Pace:

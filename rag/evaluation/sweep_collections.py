@@ -3,7 +3,9 @@
 A name is `sweep-<8 hex of the sorted document ids>-cs400-ov50-<vector name>` (with the strategy when not
 structure, `-hdr` with chunk headers), so a sweep finds its own collections again, and the pickers and the
 Library can tell them apart. A sweep over a collection's documents reads them here (collection_documents), its
-stored vectors into the embedding cache, so a configuration at the collection's own settings embeds nothing.
+stored vectors into the embedding cache, so a configuration at the collection's own settings embeds nothing;
+differs tells whether a collection holds exactly a configuration's chunks, so such a configuration can search the
+collection itself, as stored.
 """
 
 from __future__ import annotations
@@ -54,21 +56,38 @@ def holds_chunks(store: Store, name: str, chunks: dict[str, list[Chunk]], config
 
     A stale one (other chunker, interrupted run, made before keyword vectors) is deleted: it is ours by name.
     """
-    if not store.has_collection(name):
-        return False
-    infos = store.documents(name)
-    same = {i.document_id: i.chunks for i in infos} == {d: len(c) for d, c in chunks.items()} and all(
-        (i.chunk_size, i.overlap, i.strategy, i.embedder)
-        == (config.chunk_size, config.overlap, config.strategy, embedder.model_id)
-        for i in infos
-    )
-    if same and keywords:
-        same = store.has_keywords(name)
-    if same:
-        same = store.chunk_headers(name) == config.chunk_headers and store.child_size(name) == config.child_size
-    if not same:
+    same = differs(store, name, chunks, config, embedder, keywords) is None
+    if not same and store.has_collection(name):
         store.delete_collection(name)
     return same
+
+
+def differs(store: Store, name: str, chunks: dict[str, list[Chunk]], config: SweepConfig, embedder: Embedder,
+            keywords: bool = False) -> str | None:
+    """Return why collection name does not hold exactly these chunks, in words ("'mine' is chunked 350/50, not
+    200/0"), or None when it does: the same documents, chunked at config's settings into as many chunks, by this
+    embedder, with keyword vectors when asked, the same chunk headers and child size. It changes nothing."""
+    if not store.has_collection(name):
+        return f"there is no collection '{name}'"
+    infos = store.documents(name)
+    if {i.document_id for i in infos} != set(chunks):
+        return f"'{name}' holds other documents than the {len(chunks)} of the sweep"
+    held = sorted({(i.chunk_size, i.overlap, i.strategy) for i in infos})
+    if held != [(config.chunk_size, config.overlap, config.strategy)]:
+        shown = ", ".join(f"{s}/{o}" + (f" {how}" if how != "structure" else "") for s, o, how in held)
+        return f"'{name}' is chunked {shown}, not {config.short}"
+    models = sorted({str(i.embedder) for i in infos})
+    if models != [embedder.model_id]:
+        return f"'{name}' is embedded by {', '.join(models)}, not {embedder.model_id}"
+    if {i.document_id: i.chunks for i in infos} != {d: len(c) for d, c in chunks.items()}:
+        return f"'{name}' holds other chunks than {config.short} makes of its documents now"
+    if keywords and not store.has_keywords(name):
+        return f"'{name}' has no keyword vectors (a keyword mode is asked for)"
+    if store.chunk_headers(name) != config.chunk_headers:
+        return f"'{name}' embeds its chunks {'with' if store.chunk_headers(name) else 'without'} chunk headers"
+    if store.child_size(name) != config.child_size:
+        return f"'{name}' has child_size {store.child_size(name)}, not {config.child_size}"
+    return None
 
 
 def indexed_texts(documents: Sequence[Document], chunks: dict[str, list[Chunk]], config: SweepConfig) -> list[str]:

@@ -72,3 +72,42 @@ def test_a_reload_during_a_sweep_keeps_it_running_and_shows_its_result(app_serve
     settle(page)
     page.get_by_test_id("stDataFrame").first.wait_for()  # tables draw after the run ends: wait for them
     page.get_by_role("button", name=re.compile("Download report \\(HTML\\)")).wait_for()
+
+
+def test_a_reload_keeps_the_uploaded_documents_ready_for_the_sweep(app_server, page, shot, shared_data, tmp_path):
+    import json
+
+    from rag.evaluation.squad import import_squad
+
+    imported = import_squad((shared_data / "xquad-de/xquad.de.dev.json").read_bytes(), articles=2)
+    (tmp_path / "set.jsonl").write_text("\n".join(json.dumps(q, ensure_ascii=False) for q in imported.queries[:20]))
+    paths = []
+    for document in imported.documents:
+        paths.append(tmp_path / document.filename)
+        paths[-1].write_text(document.text, encoding="utf-8")
+    server = app_server(RAG_EMBEDDER="fake", RAG_DATA_ROOT=str(tmp_path / "data"))
+    page.goto(server.url)
+    go(page, "Evaluate")
+    page.get_by_test_id("stFileUploader").first.locator("input[type=file]").set_input_files(str(tmp_path / "set.jsonl"))
+    settle(page)
+    page.get_by_text("Upload documents", exact=True).click()
+    settle(page)
+    page.get_by_test_id("stFileUploader").nth(1).locator("input[type=file]").set_input_files([str(p) for p in paths])
+    settle(page)
+    page.get_by_label("chunk_size values").fill("150")
+    page.get_by_label("overlap values").fill("0")
+    settle(page)
+    page.get_by_role("button", name="Run the sweep").click()
+    page.get_by_text(re.compile(r"^Best by mrr@10")).wait_for(timeout=180_000)
+    settle(page)
+    page.reload()  # the uploaders are empty now: the kept files stand for them
+    page.get_by_text("Using 2 documents as uploaded earlier; upload others to replace them.").wait_for(timeout=60_000)
+    settle(page)
+    for document in imported.documents:
+        assert page.get_by_text(re.compile(rf"^{re.escape(document.filename)} · ")).is_visible()
+    shot("44-evaluate-kept-documents")
+    page.get_by_role("button", name="Run the sweep").click()
+    page.get_by_text(re.compile(r"^Best by mrr@10")).wait_for(timeout=180_000)
+    settle(page)
+    assert page.get_by_text("20 queries on 2 documents", exact=False).first.is_visible()
+    shot("45-evaluate-kept-documents-swept", full_page=True)

@@ -181,3 +181,87 @@ def test_the_last_used_collection_is_opened_again_after_a_restart(env):
     resources._last_used.clear()  # the server restarts: what its process held is gone
     assert evaluate_page().sidebar.selectbox(key="collection_choice").value == "small"
     assert list(json.loads((env / "last-collection.json").read_text()).values()) == ["small"]  # in the data root
+
+
+def test_a_reload_keeps_the_uploaded_documents_and_each_can_be_removed(env):
+    imported = import_squad((env / "samples/xquad.json").read_bytes(), articles=2)
+    lines = "\n".join(json.dumps(q, ensure_ascii=False) for q in imported.queries[:20]).encode()
+    at = evaluate_page()
+    at.file_uploader(key="evaluate_query_file").upload("set.jsonl", lines, "application/json")
+    at.run()
+    at.radio(key="evaluate_documents_from").set_value("Upload documents")
+    at.run()
+    uploads = [(d.filename, d.text.encode(), "text/plain") for d in imported.documents]
+    at.file_uploader(key="evaluate_document_files").set_value(
+        [*uploads, ("../../Notiz über Köln.txt", "Köln liegt am Rhein.".encode(), "text/plain")])
+    at.run()
+    set_grid(at, "150", "0", "1,3")
+    assert not at.error, [e.value for e in at.error]
+    titles = [d.filename for d in imported.documents]
+    assert sorted(at.session_state["evaluate_result"].documents) == sorted([*titles, "Notiz über Köln.txt"])
+    kept = env / "evaluate-documents" / at.query_params["documents"]  # under the data root, names made safe
+    assert sorted(p.name for p in kept.iterdir()) == sorted(
+        ["names.json", "Notiz__ber_K_ln.txt", *(t.replace(" ", "_") for t in titles)])
+    assert not (env.parent / "Notiz über Köln.txt").exists()
+
+    fresh = reload(at)  # the uploader is empty now: the kept files stand for it
+    assert any("Using 3 documents as uploaded earlier" in plain(c.value) for c in fresh.caption)
+    shown = [t.value for t in fresh.text]
+    assert [s.split(" · ")[0] for s in shown if s.endswith((" KB", " bytes"))] == [*titles, "Notiz über Köln.txt"]
+    next(b for b in fresh.button if b.label == "Run the sweep").click()
+    fresh.run()
+    assert not fresh.exception and not fresh.error, fresh.exception or [e.value for e in fresh.error]
+    assert not [i for i in fresh.info if plain(i.value).startswith("Choose a query set")]
+    result = fresh.session_state["evaluate_result"]
+    assert sorted(result.documents) == sorted([*titles, "Notiz über Köln.txt"]) and result.queries == 20
+
+    fresh.button(key="evaluate_forget_Notiz__ber_K_ln.txt").click()  # the analyst removes one
+    fresh.run()
+    assert any("Using 2 documents as uploaded earlier" in plain(c.value) for c in fresh.caption)
+    assert not (kept / "Notiz__ber_K_ln.txt").exists()
+    next(b for b in fresh.button if b.label == "Run the sweep").click()
+    fresh.run()
+    assert sorted(fresh.session_state["evaluate_result"].documents) == sorted(titles)
+    for title in titles:
+        fresh.button(key=f"evaluate_forget_{title.replace(' ', '_')}").click()
+        fresh.run()
+    assert not kept.exists() and "documents" not in fresh.query_params
+    next(b for b in fresh.button if b.label == "Run the sweep").click()
+    fresh.run()
+    assert [i for i in fresh.info if plain(i.value).startswith("Choose a query set and documents first")]
+
+
+def test_a_url_naming_no_kept_document_set_reads_nothing(env):
+    (env / "evaluate-documents").mkdir()
+    (env / "secret.txt").write_text("geheim")
+    at = evaluate_page()
+    at.radio(key="evaluate_documents_from").set_value("Upload documents")
+    at.run()
+    for name in ("..", "../..", "0123456789ab/../..", "0123456789ab"):
+        at.query_params["documents"] = name
+        fresh = reload(at)
+        assert not [c for c in fresh.caption if "as uploaded earlier" in plain(c.value)]
+
+
+def test_a_collection_at_its_own_settings_is_searched_as_stored_and_the_page_says_so(env):
+    store = open_store(path=str(env / "qdrant"))
+    imported = import_squad((env / "samples/xquad.json").read_bytes(), articles=2)
+    files = [pipeline.SourceFile(d.filename, d.text.encode()) for d in imported.documents]
+    pipeline.ingest(files, "documents", ChunkSettings(300, 30), get_embedder("fake:32"), store=store)
+    store.close()
+    lines = "\n".join(json.dumps(q, ensure_ascii=False) for q in imported.queries[:20]).encode()
+    at = evaluate_page()
+    at.file_uploader(key="evaluate_query_file").upload("set.jsonl", lines, "application/json")
+    at.run()
+    assert at.radio(key="evaluate_documents_from").value == "A collection"
+    set_grid(at, "300", "30", "1,3", modes=["dense", "hybrid-rrf"])
+    assert not at.error, [e.value for e in at.error]
+    result = at.session_state["evaluate_result"]
+    assert {r.collection for r in result.results} == {"documents"}
+    notes = [plain(c.value) for c in at.caption]
+    assert "Searched 'documents' as stored at its own settings (300/30): no collection built, no chunk embedded, " \
+           "only the questions." in notes
+    set_grid(at, "200", "0", "1,3", modes=["dense"])
+    assert "Not searched as stored: 'documents' is chunked 300/30, not 200/0; the sweep built its own." in [
+        plain(c.value) for c in at.caption]
+    assert at.session_state["evaluate_result"].results[0].collection.startswith("sweep-")

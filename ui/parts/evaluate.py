@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import altair as alt
 import pandas as pd
@@ -99,14 +100,25 @@ def read_query_source() -> tuple[list[Query], list[Document] | None, str] | None
     return queries, documents, name
 
 
-def read_documents(ws: Workspace, squad_documents: list[Document] | None) -> Callable[[], list[Document]] | None:
+@dataclass(frozen=True)
+class Documents:
+    """What loads the chosen documents (called on Run), and the collection they are read from (else None)."""
+
+    load: Callable[[], list[Document]]
+    collection: str | None = None
+
+    def __call__(self) -> list[Document]:
+        return self.load()
+
+
+def read_documents(ws: Workspace, squad_documents: list[Document] | None) -> Documents | None:
     """Draw the document inputs; return what loads the chosen documents (on Run), or None when none are chosen."""
     choices = (["The SQuAD articles"] if squad_documents else []) + ["A collection", "Upload documents"]
     left, right = st.columns([1, 1])
     key = "evaluate_documents_from" + ("_squad" if squad_documents else "")  # a SQuAD file starts on its articles
     how = left.radio("Documents", choices, horizontal=True, key=key, persist_state="session")
     if how == "The SQuAD articles":
-        return lambda: squad_documents
+        return Documents(lambda: squad_documents)
     if how == "A collection":
         names = [c.name for c in ws.collections if c.points and not is_sweep_collection(c.name)]
         if not names:
@@ -114,14 +126,23 @@ def read_documents(ws: Workspace, squad_documents: list[Document] | None) -> Cal
             return None
         index = names.index(ws.collection) if ws.collection in names else 0
         name = right.selectbox("Collection", names, index=index, key="evaluate_collection",
-                               help="Its documents are rebuilt from their stored chunks and chunked anew.")
-        return lambda: collection_documents(ws.store, name)
+                               help="Its documents are rebuilt from their stored chunks and chunked anew. A "
+                               "configuration at the collection's own settings searches it as stored: no chunk is "
+                               "embedded, only the questions.")
+        return Documents(lambda: collection_documents(ws.store, name), name)
     files = right.file_uploader("Documents", type=["pdf", "md", "markdown", "txt"], accept_multiple_files=True,
                                 key="evaluate_document_files")
-    return (lambda: load_documents([SourceFile(f.name, f.getvalue()) for f in files])) if files else None
+    if files:  # kept under the data root: a reload finds them (ui.parts.evaluate_inputs)
+        for note in inputs.documents_uploaded([(f.name, f.getvalue()) for f in files]):
+            right.warning(md(note))
+        return Documents(lambda: load_documents([SourceFile(f.name, f.getvalue()) for f in files]))
+    if not (kept := inputs.kept_documents()):
+        return None
+    inputs.show_kept(right, kept)
+    return Documents(lambda: load_documents([SourceFile(d.name, d.path.read_bytes()) for d in kept]))
 
 
-def run(ws: Workspace, documents: Callable[[], list[Document]], queries: list[Query], sizes: str, overlaps: str,
+def run(ws: Workspace, documents: Documents, queries: list[Query], sizes: str, overlaps: str,
         ks: str, strategy: str, modes: list[str], rerank: tuple[str, int] = ("", 0), query_set: str = "") -> None:
     """Check the grid, then queue the sweep as a job of the app's process (ui.parts.live_jobs draws it): a click
     or a reload never stops it."""
@@ -135,7 +156,8 @@ def run(ws: Workspace, documents: Callable[[], list[Document]], queries: list[Qu
         return
     submit(live_jobs.queue(), SweepJob(documents, list(queries), configs, embedder, ws.store, ws.location,
                                        EmbeddingCache(default_cache_dir(ws.store)), cuts, searches, skipped,
-                                       reranker, rerank[1] or DEFAULT_DEPTH, query_set))
+                                       reranker, rerank[1] or DEFAULT_DEPTH, query_set,
+                                       collection=documents.collection))
 
 
 def answer_ranks(result: SweepResult) -> None:

@@ -1,6 +1,7 @@
 """The Evaluate page's inputs across a reload: the grid and the choices in the page's URL (st.query_params), an
-uploaded query set as a file under the data root (rag.evaluation.kept_sets), named in the URL. A new session (a
-reload, a link) starts from the URL; a value the page would not offer is ignored."""
+uploaded query set as a file under the data root (rag.evaluation.kept_sets) and the uploaded documents as a set of
+files there (rag.evaluation.kept_documents), each named in the URL. A new session (a reload, a link) starts from the
+URL; a value the page would not offer is ignored."""
 
 from __future__ import annotations
 
@@ -9,14 +10,18 @@ from pathlib import Path
 
 import streamlit as st
 
+from rag.evaluation.kept_documents import KeptDocument, forget_document, forget_documents, keep_documents
+from rag.evaluation.kept_documents import kept_documents as kept_set
 from rag.evaluation.kept_sets import keep_query_set, kept_query_set, safe_name
 from rag.store.fusion import DEFAULT_FUSION
 from ui import settings
 from ui.parts import synthetic
-from ui.render import COMPARED_MODES
+from ui.render import COMPARED_MODES, counted
 
 QUERY_SET = "query_set"  # URL parameter: the kept file of the uploaded query set
 KEPT = "evaluate_kept_upload"  # (name, size) of the upload this session kept last: it is written once
+DOCUMENTS = "documents"  # URL parameter: the kept set of the uploaded documents
+KEPT_DOCUMENTS = "evaluate_kept_documents"  # ((name, size), ...) of the documents this session kept last, refusals
 
 
 def _text(value: str) -> str | None:
@@ -86,3 +91,42 @@ def kept() -> Path | None:
     """Return the kept query set the URL names, or None."""
     name = st.query_params.get(QUERY_SET)
     return kept_query_set(settings.data_root(), name) if name else None
+
+
+def documents_uploaded(files: list[tuple[str, bytes]]) -> list[str]:
+    """Keep uploaded documents under the data root (once per upload, replacing the set the URL named) and name
+    their set in the URL; return why a file was not kept, in words."""
+    marker = tuple((name, len(data)) for name, data in files)
+    before = st.query_params.get(DOCUMENTS)
+    last = st.session_state.get(KEPT_DOCUMENTS)
+    if last and last[0] == marker and (kept_documents() or not before):
+        return last[1]
+    name, refused = keep_documents(settings.data_root(), files)
+    if before and before != name:  # this tab's earlier upload: replaced
+        forget_documents(settings.data_root(), before)
+    st.session_state[KEPT_DOCUMENTS] = (marker, refused)
+    if name:
+        st.query_params[DOCUMENTS] = name
+    elif before:
+        del st.query_params[DOCUMENTS]
+    return refused
+
+
+def kept_documents() -> list[KeptDocument]:
+    """Return the kept documents the URL names, in upload order ([] when it names none)."""
+    return kept_set(settings.data_root(), st.query_params.get(DOCUMENTS))
+
+
+def show_kept(container, documents: list[KeptDocument]) -> None:
+    """Draw which kept documents the sweep will use, each with a button that removes it."""
+    container.caption(f"Using {counted(len(documents), 'document')} as uploaded earlier; upload others to replace "
+                      "them.")
+    for document in documents:
+        name, remove = container.columns([3, 1], vertical_alignment="center")
+        size = document.size
+        name.text(f"{document.name} · " + (f"{size / 1024:,.0f} KB" if size >= 1024 else f"{size} bytes"))  # as text
+        if remove.button("Remove", key=f"evaluate_forget_{document.path.name}", width="stretch",
+                         help="Remove this document from the sweep (and its kept copy)."):
+            if not forget_document(settings.data_root(), st.query_params.get(DOCUMENTS), document.path.name):
+                del st.query_params[DOCUMENTS]
+            st.rerun()
