@@ -13,6 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SOURCES = sorted([*ROOT.glob("rag/**/*.py"), *ROOT.glob("ui/**/*.py"), *ROOT.glob("app_pages/*.py"),
                   *ROOT.glob("bench/*.py"), *ROOT.glob("tests/**/*.py"), ROOT / "app.py", ROOT / "README.md"])
 SOURCES.remove(Path(__file__).resolve())  # this file names missing modules on purpose
+SOURCES.remove(ROOT / "tests" / "test_architecture.py")  # plants a tree of modules that do not exist
 DOTTED = re.compile(r"(?<![\w./])(?:rag|ui)(?:\.[A-Za-z_]\w*)+")
 
 
@@ -74,7 +75,7 @@ def test_the_rrf_help_states_the_score_the_engine_gives():
 def test_text_is_shortened_by_one_rule_in_the_cli_and_the_pages():
     from rag import http
     from rag.cli import common
-    from rag.documents.text import shorten as preview
+    from rag.words import shorten as preview
     from ui import render
 
     assert common.preview is render.preview is http.shorten is preview

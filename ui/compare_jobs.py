@@ -2,7 +2,7 @@
 (ui.sweep_jobs): a click, a reload or a second tab never stops it, and every tab of the store sees it.
 
 Most of its time is embedding the queries (cold, a few hundred questions on the local model take a minute), so
-each side's embedder is wrapped in rag.evaluation.pace.Paced: it embeds in slices, which give the progress and
+each side's embedder is wrapped in rag.embeddings.pace.Paced: it embeds in slices, which give the progress and
 the time left, and Cancel stops it between two slices. The embedding cache answers the queries it already
 holds; searching and scoring both sides comes after, in seconds.
 """
@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 from rag.embeddings.base import Embedder
 from rag.embeddings.cache import EmbeddingCache
+from rag.embeddings.pace import Cancelled, Pace, Paced, time_left
 from rag.evaluation.compare import EvaluationComparison, Side, compare_query_set
-from rag.evaluation.pace import Cancelled, Pace, Paced, time_left
 from rag.evaluation.queries import Query
 from rag.store.client import Store
 from ui.jobs import JobQueue, QueuedJob, failure

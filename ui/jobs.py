@@ -24,8 +24,8 @@ from rag import pipeline
 from rag.chunking import ChunkSettings
 from rag.documents import SourceFile
 from rag.embeddings.base import Embedder
+from rag.embeddings.pace import time_left
 from rag.errors import RagError
-from rag.evaluation.pace import time_left
 from rag.store.archive import DocumentArchive
 from rag.store.client import Store
 from rag.store.edge.index import IndexState

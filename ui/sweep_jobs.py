@@ -3,7 +3,7 @@ a second tab never stops one, and every tab of the same store sees its progress 
 
 A sweep writes one collection per configuration, so it waits in the queue of ingest jobs: one writer at a time.
 It reads its documents when it starts (uploads are parsed there, not in the script run that queued it), keeps
-its last progress event (with the time left, rag.evaluation.pace) and, when it ends, its SweepResult (kept as a
+its last progress event (with the time left, rag.embeddings.pace) and, when it ends, its SweepResult (kept as a
 run, rag.runs: its id, or the warning why it was not kept) or the error in words. Cancel stops it at the next
 progress event: between embedding slices, before indexing or searching a configuration; the collections it
 finished stay, and the next run reuses them.
@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from rag.documents.model import Document
 from rag.embeddings.base import Embedder
 from rag.embeddings.cache import EmbeddingCache
+from rag.embeddings.pace import Cancelled
 from rag.evaluation.modes import SearchMode
-from rag.evaluation.pace import Cancelled
 from rag.evaluation.queries import Query
 from rag.evaluation.results import SweepConfig, SweepProgress, SweepResult
 from rag.evaluation.sweep import run_sweep

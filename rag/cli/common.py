@@ -17,12 +17,12 @@ from rag import pipeline
 from rag.chunking import children
 from rag.chunking import chunker as chunking
 from rag.documents import loader
-from rag.documents.text import shorten
 from rag.errors import RagError, UsageError
 from rag.store.client import Store
 from rag.store.edge.index import IndexState
+from rag.words import shorten
 
-preview = shorten  # the one shortening rule (messages, tables): rag.documents.text.shorten
+preview = shorten  # the one shortening rule (messages, tables): rag.words.shorten
 
 LONG_FILE_BYTES = 2_000_000  # files above this get progress lines on stderr
 

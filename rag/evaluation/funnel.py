@@ -11,7 +11,8 @@ For each question the stages are, as searched (rag.store.search, CANDIDATES deep
     context     in the LLM context rag.context builds from the top k at the default budget, or why not
                 ("not in the top k", "budget full", "over budget", "a cut would keep no sentence", "duplicate",
                 "overlaps source N", "cut")
-    read_whole  whether the embedding model read the chunk in one pass (rag.reports.chunks' rule): else it was
+    read_whole  whether the embedding model read the chunk in one pass (the Chunks page's rule,
+                rag.embeddings.base.reading): else it was
                 "windowed" (read in windows, e5) or "cut off" (its end never embedded)
 
 The final ranking is the reranked one when a reranker is given, else the mode's (dense, keyword or fused).
@@ -39,13 +40,11 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from rag.context import CHAT_MAX_TOKENS, build_context
-from rag.embeddings.base import Embedder
+from rag.embeddings.base import CUT_OFF, Embedder, reading
 from rag.evaluation.metrics import QueryOutcome, covered_unit
 from rag.evaluation.modes import SearchMode
 from rag.evaluation.queries import Query
-from rag.evaluation.rankings import Placed, Rankings, Reranker, search_rankings
-from rag.evaluation.sweep import relevant_chunks
-from rag.reports.chunks import CUT_OFF, WINDOWED, chunk_reports, overflow_flag
+from rag.evaluation.rankings import Placed, Rankings, Reranker, relevant_chunks, search_rankings
 from rag.store.client import Store
 from rag.store.fusion import DEFAULT_FUSION
 from rag.store.records import Hit
@@ -145,9 +144,7 @@ def read_of(chunk: Hit, embedder: Embedder | None) -> str | None:
     limit = getattr(embedder, "max_input_tokens", None)
     if embedder is None or limit is None or not hasattr(embedder, "count_tokens"):
         return None
-    overflow = overflow_flag(embedder)
-    report = chunk_reports([chunk], [embedder.count_tokens(chunk.content)], limit, overflow=overflow)[0]
-    return next((flag for flag in (CUT_OFF, WINDOWED) if flag in report.flags), "whole")
+    return reading(embedder, embedder.count_tokens(chunk.content))
 
 
 def context_of(hits: Sequence[Hit], max_tokens: int = CHAT_MAX_TOKENS) -> tuple[dict[str, str], list[Hit]]:

@@ -13,7 +13,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from rag.embeddings.base import Embedder
+from rag.evaluation.metrics import covered_unit
 from rag.evaluation.modes import SearchMode
+from rag.evaluation.queries import Query
 from rag.store.client import Store
 from rag.store.records import ChildMatch, Hit
 from rag.store.search import CANDIDATES
@@ -104,3 +106,13 @@ def rerank(reranker: Reranker, text: str, hits: Sequence[Hit]) -> tuple[Hit, ...
 
 def _rescored(hit: Hit, score: float) -> Hit:
     return replace(hit, score=score, score_kind="rerank")
+
+
+def relevant_chunks(store: Store, collection: str, query: Query) -> list[Hit]:
+    """Return the chunks of collection that are relevant to a resolved query, in document order."""
+    found = []
+    for ids in query.document_ids:
+        for document_id in sorted(ids):
+            chunks = store.document_chunks(collection, document_id)
+            found.extend(h for h in chunks if covered_unit(query, h) is not None)
+    return found

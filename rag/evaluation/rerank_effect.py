@@ -7,18 +7,32 @@ the metric over the same queries (positive: it helps), with its interval and p-v
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
+from rag.evaluation.metrics import Evaluation
+from rag.evaluation.modes import SearchMode
 from rag.evaluation.paired import PairedDifference, paired_difference
 
-if TYPE_CHECKING:
-    from rag.evaluation.results import ConfigResult
 
-Pair = tuple["ConfigResult", "ConfigResult", PairedDifference]
+class Row(Protocol):
+    """A sweep row as the pairing reads it: rag.evaluation.results.ConfigResult (which imports this module)."""
+
+    @property
+    def config(self) -> Hashable: ...
+    @property
+    def mode(self) -> SearchMode: ...
+    @property
+    def evaluation(self) -> Evaluation: ...
+    @property
+    def short(self) -> str: ...
 
 
-def rerank_pairs(rows: list[ConfigResult], metric: str) -> list[Pair]:
+Pair = tuple[Any, Any, PairedDifference]  # (row off, row on, on minus off): two ConfigResults and their test
+
+
+def rerank_pairs(rows: list[Row], metric: str) -> list[Pair]:
     """Return (row off, row on, on minus off on metric) for every row with rerank whose row without it ran too."""
     off = {(row.config, row.mode): row for row in rows if not row.mode.rerank}
     pairs = []

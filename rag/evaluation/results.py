@@ -13,9 +13,9 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from rag.chunking.chunker import ChunkSettings
+from rag.embeddings.pace import time_left
 from rag.evaluation.metrics import Evaluation
 from rag.evaluation.modes import SearchMode
-from rag.evaluation.pace import time_left
 from rag.evaluation.paired import ALPHA, PairedDifference, p_words, paired_difference
 from rag.evaluation.rerank_effect import Pair, effect_json, effect_words, rerank_pairs
 
@@ -70,7 +70,7 @@ class SweepProgress:
     done: int = 0  # units of the stage done (texts for embedding, modes for searching, 0/1 otherwise)
     total: int = 1
     message: str = ""
-    seconds_left: float | None = None  # estimate (rag.evaluation.pace); None until a rate has been measured
+    seconds_left: float | None = None  # estimate (rag.embeddings.pace); None until a rate has been measured
     floor: float = 0.0  # the share of the sweep an earlier event reported: fraction never goes below it
 
     @property

@@ -3,7 +3,7 @@
 One collection per configuration (rag.evaluation.sweep_collections), reused when it already holds exactly
 these documents chunked with those settings by this embedder (and, when a keyword mode is asked for, has
 keyword vectors), rebuilt otherwise. Every configuration is chunked first, so the sweep knows its work and
-can estimate the time left (rag.evaluation.pace). Chunks and queries go through one EmbeddingCache for all
+can estimate the time left (rag.embeddings.pace). Chunks and queries go through one EmbeddingCache for all
 configurations, so a chunk text that several configurations share (or an earlier run embedded) is embedded
 once per model; the queries are embedded once per run. With embed_ahead (the default on 2 cores or more),
 the next configuration's chunks are embedded on a background thread while this one is indexed and searched
@@ -29,12 +29,13 @@ from rag.documents.loader import SourceFile, load_document
 from rag.documents.model import Document
 from rag.embeddings.base import Embedder
 from rag.embeddings.cache import EmbeddingCache
+from rag.embeddings.pace import BATCH_SECONDS, FIRST_BATCH, Pace, Paced, Stop
 from rag.errors import InvalidSettingsError, QueryError
 from rag.evaluation.ahead import Ahead, Relay
-from rag.evaluation.metrics import DEFAULT_KS, Evaluation, covered_unit, evaluate, parse_ks
+from rag.evaluation.metrics import DEFAULT_KS, Evaluation, evaluate, parse_ks
 from rag.evaluation.modes import SearchMode, parse_mode, parse_modes, require_keywords, search_in_modes
-from rag.evaluation.pace import BATCH_SECONDS, FIRST_BATCH, Pace, Paced, Stop
 from rag.evaluation.queries import Query, check_spans, resolve_labels
+from rag.evaluation.rankings import relevant_chunks  # in __all__: the Evaluate page's missed questions
 from rag.evaluation.results import STAGES, ConfigResult, SweepConfig, SweepProgress, SweepResult
 from rag.evaluation.sweep_collections import (
     SWEEP_PREFIX,
@@ -203,16 +204,6 @@ def query_set_paths(folder: str | Path) -> list[Path]:
     return sorted(p for p in Path(folder).rglob("*") if p.is_file() and p.suffix.lower() in QUERY_SET_SUFFIXES)
 
 
-def relevant_chunks(store: Store, collection: str, query: Query) -> list[Hit]:
-    """Return the chunks of collection that are relevant to a resolved query, in document order."""
-    found = []
-    for ids in query.document_ids:
-        for document_id in sorted(ids):
-            chunks = store.document_chunks(collection, document_id)
-            found.extend(h for h in chunks if covered_unit(query, h) is not None)
-    return found
-
-
 def run_sweep(
     documents: Sequence[Document],
     queries: Sequence[Query],
@@ -234,7 +225,7 @@ def run_sweep(
 
     modes: "dense", "sparse", "hybrid-rrf", "hybrid-dbsf" (or SearchModes); rows come per configuration, in
     the order of modes. Every configuration is chunked first (and its collection checked for reuse), so the
-    progress events can say how long the sweep has left (rag.evaluation.pace); they come on the caller's thread.
+    progress events can say how long the sweep has left (rag.embeddings.pace); they come on the caller's thread.
     embed_ahead: embed the next configuration's chunks on a background thread while this one is indexed and
     searched (rag.evaluation.ahead); None (the default) does so where there are at least 2 cores (on the
     2-core machine a cold XQuAD sweep took 11-28 % less time: bench/sweep.py). A "+rerank" mode (rag.evaluation.modes)

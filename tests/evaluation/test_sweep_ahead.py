@@ -12,8 +12,8 @@ import pytest
 from rag.chunking.chunker import chunk_document
 from rag.embeddings import get_embedder
 from rag.embeddings.cache import EmbeddingCache
+from rag.embeddings.pace import SLICE, Cancelled, Pace, Paced
 from rag.errors import EmbeddingError
-from rag.evaluation.pace import SLICE, Cancelled, Pace, Paced
 from rag.evaluation.results import SweepProgress
 from rag.evaluation.sweep import SweepConfig, run_sweep
 from rag.store.open import open_store

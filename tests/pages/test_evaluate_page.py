@@ -248,7 +248,7 @@ def test_a_sweep_goes_on_after_a_click_and_a_new_session_shows_its_progress_then
     head, bars = live(at, job)
     assert "Running: sweep of 2 configurations × 1 mode, " in head and ", 0 of 2 done" in head
     assert bars == [job.text] and bars[0].startswith("chunk_size 100, overlap 0: embedding 0/")
-    assert bars[0].endswith(" left")  # the time left (rag.evaluation.pace)
+    assert bars[0].endswith(" left")  # the time left (rag.embeddings.pace)
     fresh = evaluate_page()  # a reload or a second tab: a new session
     assert "evaluate_result" not in fresh.session_state and not fresh.dataframe
     assert live(fresh, job)[0] == head

@@ -7,9 +7,9 @@ from __future__ import annotations
 from rag import pipeline
 from rag.chunking import ChunkSettings
 from rag.documents.loader import SourceFile
+from rag.embeddings import pace
 from rag.embeddings.cache import EmbeddingCache, default_cache_dir, store_cache
 from rag.embeddings.fake import FakeEmbedder
-from rag.evaluation import pace
 from rag.evaluation.sweep import SweepConfig, collection_documents, run_sweep
 from rag.runs.records import sweep_row
 from rag.store.archive import DocumentArchive
