@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from rag.evaluation.sweep import SWEEP_PREFIX
+from rag.evaluation import SWEEP_PREFIX
 from ui import errors, workspace
 from ui.parts import apply, funnel, judge_eval, live_jobs, synthetic
 from ui.parts import evaluate as parts

@@ -9,11 +9,10 @@ import time
 from dataclasses import dataclass
 
 from rag import pipeline
-from rag.embeddings.base import Embedder
+from rag.embeddings import Embedder
 from rag.errors import IngestCancelled
-from rag.runs.apply import Applied, apply_configuration
-from rag.store.archive import DocumentArchive
-from rag.store.client import Store
+from rag.runs import Applied, apply_configuration
+from rag.store import DocumentArchive, Store
 from ui.jobs import QueuedJob, failure
 
 

@@ -13,12 +13,9 @@ import threading
 import time
 from dataclasses import dataclass
 
-from rag.embeddings.base import Embedder
-from rag.embeddings.cache import EmbeddingCache
-from rag.embeddings.pace import Cancelled, Pace, Paced, time_left
-from rag.evaluation.compare import EvaluationComparison, Side, compare_query_set
-from rag.evaluation.queries import Query
-from rag.store.client import Store
+from rag.embeddings import Cancelled, Embedder, EmbeddingCache, Pace, Paced, time_left
+from rag.evaluation import EvaluationComparison, Query, Side, compare_query_set
+from rag.store import Store
 from ui.jobs import JobQueue, QueuedJob, failure
 from ui.render import counted
 

@@ -23,13 +23,9 @@ from typing import TypeVar
 from rag import pipeline
 from rag.chunking import ChunkSettings
 from rag.documents import SourceFile
-from rag.embeddings.base import Embedder
-from rag.embeddings.pace import time_left
+from rag.embeddings import Embedder, time_left
 from rag.errors import RagError
-from rag.store.archive import DocumentArchive
-from rag.store.client import Store
-from rag.store.edge.index import IndexState
-from rag.store.indexing import IndexCancelledError
+from rag.store import DocumentArchive, IndexCancelledError, IndexState, Store
 from rag.urls import redact_urls
 
 log = logging.getLogger(__name__)

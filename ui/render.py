@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from rag import words
-from rag.reports.chunks import Segment
+from rag.reports import Segment
 from rag.words import shorten
 
 preview = shorten  # the one shortening rule (messages, tables): rag.words.shorten

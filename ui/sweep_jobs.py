@@ -15,18 +15,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from rag.documents.model import Document
-from rag.embeddings.base import Embedder
-from rag.embeddings.cache import EmbeddingCache
-from rag.embeddings.pace import Cancelled
-from rag.evaluation.modes import SearchMode
-from rag.evaluation.queries import Query
-from rag.evaluation.results import SweepConfig, SweepProgress, SweepResult
-from rag.evaluation.sweep import run_sweep
-from rag.evaluation.sweep_funnel import trace_sweep
+from rag.documents import Document
+from rag.embeddings import Cancelled, Embedder, EmbeddingCache
+from rag.evaluation import Query, SearchMode, SweepConfig, SweepProgress, SweepResult, run_sweep, trace_sweep
 from rag.rerank import DEFAULT_DEPTH, Reranker
-from rag.runs.keep import keep_sweep
-from rag.store.client import Store
+from rag.runs import keep_sweep
+from rag.store import Store
 from ui.jobs import JobQueue, QueuedJob, failure
 from ui.render import counted
 

@@ -13,9 +13,8 @@ import sys
 from rag import pipeline
 from rag.cli import common
 from rag.errors import UsageError
-from rag.evaluation.funnel import CANDIDATES, ChunkStages, Explanation, explain_chunk
-from rag.evaluation.modes import SearchMode
-from rag.store.client import Store
+from rag.evaluation import ChunkStages, Explanation, SearchMode, explain_chunk
+from rag.store import CANDIDATES, Store
 
 WHY_LOST = {
     "dense": "not in the top {k} of the dense list (nor of the keyword list, when the mode fuses)",

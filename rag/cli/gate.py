@@ -16,11 +16,9 @@ from pathlib import Path
 
 from rag.cli import common
 from rag.errors import UsageError
-from rag.evaluation.gate import GateVerdict, gate, junit_xml
-from rag.evaluation.metrics import METRICS, Evaluation
-from rag.runs.compare import pair_outcomes, parse_side
-from rag.runs.db import RunLog, runs_path_of
-from rag.runs.records import outcomes_of
+from rag.evaluation import METRICS, Evaluation, GateVerdict, gate, junit_xml
+from rag.runs import RunLog, outcomes_of, pair_outcomes, runs_path_of
+from rag.runs import parse_run_side as parse_side
 
 
 def add_gate_options(parser: argparse.ArgumentParser) -> None:

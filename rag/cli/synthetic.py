@@ -19,11 +19,10 @@ import sys
 from pathlib import Path
 
 from rag.cli import common
-from rag.documents.loader import load_document
-from rag.documents.model import Document
+from rag.documents import Document, load_document
 from rag.errors import DocumentError, EmptyDocumentError, NoTextLayerError, SyntheticQueriesError, UsageError
-from rag.evaluation.synthetic import DEFAULT_COUNT, SENTENCE_BIAS, SyntheticSet, make_queries
-from rag.generation.llm import LLM_SPECS, get_llm
+from rag.evaluation import DEFAULT_COUNT, SENTENCE_BIAS, SyntheticSet, make_queries
+from rag.generation import LLM_SPECS, get_llm
 
 
 def register(commands: argparse._SubParsersAction) -> None:

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from rag.evaluation.results import SweepResult
-from rag.evaluation.sweep import is_sweep_collection
-from rag.runs.records import sweep_row
+from rag.evaluation import SweepResult, is_sweep_collection
+from rag.runs import sweep_row
 from ui import errors, nav, resources
 from ui.apply_jobs import ApplyJob
 from ui.parts import live_jobs

@@ -13,20 +13,21 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from rag.embeddings.cache import EmbeddingCache, default_cache_dir
-from rag.evaluation.compare import (
+from rag import reports as hit_report
+from rag.embeddings import EmbeddingCache, default_cache_dir
+from rag.evaluation import (
+    ALPHA,
+    METRICS,
     EvaluationComparison,
     HitComparison,
     HitRow,
+    Query,
     Side,
     compare_query,
     document_difference,
+    format_p,
 )
-from rag.evaluation.metrics import METRICS
-from rag.evaluation.paired import ALPHA, format_p
-from rag.evaluation.queries import Query
-from rag.reports import hits as hit_report
-from rag.store.search import candidate_limit
+from rag.store import candidate_limit
 from ui import render, resources, state
 from ui.compare_jobs import CompareJob, submit
 from ui.parts import live_jobs

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import streamlit as st
 
-from rag.evaluation.kept_sets import keep_query_set, kept_query_set, safe_name
-from rag.store.fusion import DEFAULT_FUSION
+from rag.evaluation import keep_query_set, kept_query_set, safe_name
+from rag.store import DEFAULT_FUSION
 from ui import settings
 from ui.parts import synthetic
 from ui.render import COMPARED_MODES

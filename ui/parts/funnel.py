@@ -6,12 +6,24 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from rag.embeddings.cache import EmbeddingCache, default_cache_dir
-from rag.evaluation.funnel import CANDIDATES, RANKED, ChunkStages, Funnel, explain_chunk, summarize
-from rag.evaluation.modes import SearchMode
-from rag.evaluation.results import ConfigResult, SweepResult
-from rag.evaluation.sweep_funnel import WHY, funnel_k, missed_rows, summary_words, trace_row
+from rag.embeddings import EmbeddingCache, default_cache_dir
+from rag.evaluation import (
+    RANKED,
+    WHY,
+    ChunkStages,
+    ConfigResult,
+    Funnel,
+    SearchMode,
+    SweepResult,
+    explain_chunk,
+    funnel_k,
+    missed_rows,
+    summarize,
+    summary_words,
+    trace_row,
+)
 from rag.rerank import DEFAULT_DEPTH
+from rag.store import CANDIDATES
 from ui import charts, errors, resources
 from ui.parts import rerank
 from ui.render import EMPTY_CELL

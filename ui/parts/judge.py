@@ -14,12 +14,19 @@ from pathlib import Path
 import streamlit as st
 
 from rag.errors import RagError
-from rag.evaluation.agreement import agreement
-from rag.evaluation.judging import judgment_of, query_set_path, read_query_file, save_judgments, start_query_set
-from rag.evaluation.judgments import GRADES, hit_grade
-from rag.evaluation.queries import Query
+from rag.evaluation import (
+    GRADES,
+    Query,
+    agreement,
+    hit_grade,
+    judgment_of,
+    query_set_path,
+    read_query_file,
+    save_judgments,
+    start_query_set,
+)
 from rag.settings import data_root
-from rag.store.records import Hit
+from rag.store import Hit
 from ui.render import md
 
 GRADE_OPTIONS = (2, 1, 0)

@@ -10,14 +10,21 @@ import pandas as pd
 import streamlit as st
 
 from rag import pipeline
+from rag import reports as hit_report
 from rag.embeddings import Embedder
-from rag.reports import hits as hit_report
-from rag.reports.hits import SCORE_NAMES, SCORE_SHORT, explanation, keywords, rrf_sum, score_kind, score_name
-from rag.reports.scores import ScoreDistribution, distribution_of, score_distribution
-from rag.store.client import Store
-from rag.store.keywords import Analyzer
-from rag.store.records import Hit
-from rag.store.search import CANDIDATES, candidate_limit
+from rag.reports import (
+    SCORE_NAMES,
+    SCORE_SHORT,
+    ScoreDistribution,
+    distribution_of,
+    explanation,
+    keywords,
+    rrf_sum,
+    score_distribution,
+    score_kind,
+    score_name,
+)
+from rag.store import CANDIDATES, Analyzer, Hit, Store, candidate_limit
 from ui import errors, render, resources
 from ui.parts import rerank as rerank_part
 from ui.render import md
