@@ -1,12 +1,15 @@
 """Command-line commands of the evaluation lab: import-squad, eval, sweep.
 
     python -m rag import-squad FILE --out DIR [--articles N]
-    python -m rag eval QUERIES --collection C [--mode dense|sparse|hybrid] [--fusion rrf|dbsf] [--k 1,3,5,10]
+    python -m rag eval QUERIES --collection C [--mode dense|sparse|hybrid] [--fusion SPEC] [--k 1,3,5,10]
                        [--embedder SPEC] [--rerank SPEC [--rerank-depth N]] [--json] [--html FILE]
     python -m rag sweep DOCS... --queries Q --chunk-size 200,400,800 --overlap 0,50,100 [--mode dense,hybrid]
-                        [--fusion rrf|dbsf] [--rerank SPEC [--rerank-depth N] [--rerank-modes off,on]] [--k ...]
+                        [--fusion SPEC] [--rerank SPEC [--rerank-depth N] [--rerank-modes off,on]] [--k ...]
                         [--json] [--html FILE] [--apply-best COLLECTION]
-    python -m rag compare ...   (rag/cli_compare.py)
+    python -m rag compare ...   (rag/cli/compare.py)
+
+--fusion SPEC: how hybrid fuses its two lists, e.g. convex:w=0.6, rrf, rrf:k=10:w=0.7 or dbsf; without it the
+collection's saved fusion, else convex (rag.store.fusion.DEFAULT_FUSION).
 
 Results go to stdout (a table, or one JSON object with --json), progress and notes to stderr.
 """
