@@ -16,7 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from rag.documents import Document
-from rag.embeddings import Cancelled, Embedder, EmbeddingCache
+from rag.embeddings import Embedder, EmbeddingCache
+from rag.errors import Cancelled
 from rag.evaluation import Query, SearchMode, SweepConfig, SweepProgress, SweepResult, run_sweep, trace_sweep
 from rag.rerank import DEFAULT_DEPTH, Reranker
 from rag.runs import keep_sweep
@@ -28,7 +29,7 @@ CANCELLING = "Cancelling … (after the embedding slice under way, about a secon
 RESULTS_KEPT = 3  # finished sweeps per store that keep their SweepResult (each holds every query's hits)
 
 
-class SweepCancelled(Exception):
+class SweepCancelled(Cancelled):
     """Raised in the sweep's progress callback once Cancel was pressed: run_sweep stops and cleans up."""
 
 
@@ -104,7 +105,7 @@ class SweepJob(QueuedJob):
             self.run_id, self.run_warning = keep_sweep(self.store, self.result, self.queries, embedder=self.embedder,
                                                        query_set=self.query_set)
             self.status = "done"
-        except (SweepCancelled, Cancelled):
+        except Cancelled:  # SweepCancelled from _check, or the embedding slices' own
             self.status = "cancelled"
         except Exception as error:
             self.status, self.error = "failed", failure(error, "sweep", self.id)

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from rag import errors
 from rag.embeddings.base import Embedder
 from rag.embeddings.cache import EMBED_BATCH, EmbeddingCache
 
@@ -39,8 +40,7 @@ CHARS_PER = {"bytes": 1.1, "pages": 1700.0, "chunks": 1500.0}
 Clock = Callable[[], float]
 
 
-class Cancelled(Exception):
-    """The sweep stopped (an error or a cancel on the caller's thread): embedding ahead ends between slices."""
+Cancelled = errors.Cancelled  # the sweep stopped (an error or a cancel): embedding ahead ends between slices
 
 
 class Stop:
