@@ -8,7 +8,7 @@ import streamlit as st
 from rag.evaluation import Side, is_sweep_collection, load_query_set, parse_ks, parse_mode, squad_queries
 from rag.store import DEFAULT_FUSION
 from ui import errors, nav, state, workspace
-from ui.compare_jobs import CompareJob
+from ui.jobs.compare import CompareJob
 from ui.parts import compare as parts
 from ui.parts import live_jobs
 from ui.parts.compare import CompareRun, side_label

@@ -36,7 +36,7 @@ RagError                          base: pages and the CLI catch this and show st
 │   ├── IngestCancelled           an ingest, before this file was stored
 │   ├── IndexCancelled            an index build (rag.store.edge.index), the collection as it was
 │   │   IndexCancelledError       the same as the Store says it (rag.store.indexing; also a StoreError)
-│   └── SweepCancelled            a sweep job (ui.sweep_jobs); rag.embeddings.pace.Cancelled is this base itself
+│   └── SweepCancelled            a sweep job (ui.jobs.sweep); rag.embeddings.pace.Cancelled is this base itself
 ├── InvalidSettingsError          a setting (environment, flag, field, chunk_size, k, mode) is malformed or not
 │   │                             allowed; also a ValueError, so argparse and callers of a parser keep working
 │   └── MissingPackageError       an optional package (e.g. umap-learn) is needed and not installed

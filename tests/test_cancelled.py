@@ -9,7 +9,7 @@ from rag.embeddings import pace
 from rag.errors import Cancelled, IngestCancelled, RagError, StoreError
 from rag.store.edge.index import IndexCancelled
 from rag.store.indexing import IndexCancelledError
-from ui.sweep_jobs import SweepCancelled
+from ui.jobs.sweep import SweepCancelled
 
 
 @pytest.mark.parametrize("kind", [IngestCancelled, IndexCancelled, IndexCancelledError, SweepCancelled, pace.Cancelled])

@@ -20,7 +20,7 @@ from rag.evaluation.sweep import evaluate_collection
 from rag.store.open import open_store
 from tests.pages.conftest import JOB_TIMEOUT, PDF, button, plain, select, start, texts, until, upload
 from ui import jobs, nav
-from ui.compare_jobs import CompareJob
+from ui.jobs.compare import CompareJob
 from ui.render import md
 
 QUERY = "Welche Schriftgröße verwendet die Klasse?"

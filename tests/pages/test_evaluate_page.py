@@ -17,7 +17,7 @@ from rag.evaluation.squad import import_squad
 from rag.store.open import open_store
 from tests.pages.conftest import select, until
 from ui import jobs, nav
-from ui.sweep_jobs import SweepJob
+from ui.jobs.sweep import SweepJob
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = 180

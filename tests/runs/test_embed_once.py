@@ -14,7 +14,7 @@ from rag.evaluation.sweep import SweepConfig, collection_documents, run_sweep
 from rag.runs.records import sweep_row
 from rag.store.archive import DocumentArchive
 from rag.store.open import open_store
-from ui.apply_jobs import ApplyJob
+from ui.jobs.apply import ApplyJob
 
 
 class Counting(FakeEmbedder):

@@ -32,13 +32,13 @@ from rag.evaluation import (
 from rag.reports import rank_rows, sweep_report
 from rag.rerank import DEFAULT_DEPTH
 from ui import charts, errors, resources, settings, state
+from ui.jobs.sweep import SweepJob, submit
 from ui.parts import evaluate_inputs as inputs
 from ui.parts import funnel as funnel_part
 from ui.parts import live_jobs, synthetic
 from ui.parts import rerank as rerank_part
 from ui.parts.judge_eval import hole_words
 from ui.render import EMPTY_CELL, md
-from ui.sweep_jobs import SweepJob, submit
 from ui.workspace import Workspace
 
 RESULT = "evaluate_result"  # the last SweepResult of this session

@@ -1,5 +1,5 @@
 """A query set compared on two sides as a job of the app's process (ui.jobs' queue), like a sweep
-(ui.sweep_jobs): a click, a reload or a second tab never stops it, and every tab of the store sees it.
+(ui.jobs.sweep): a click, a reload or a second tab never stops it, and every tab of the store sees it.
 
 Most of its time is embedding the queries (cold, a few hundred questions on the local model take a minute), so
 each side's embedder is wrapped in rag.embeddings.pace.Paced: it embeds in slices, which give the progress and
@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import ClassVar
 
-from rag.embeddings import Cancelled, Embedder, EmbeddingCache, Pace, Paced, time_left
+from rag.embeddings import Embedder, EmbeddingCache, Pace, Paced, time_left
 from rag.evaluation import EvaluationComparison, Query, Side, compare_query_set
 from rag.store import Store
-from ui.jobs import JobQueue, QueuedJob, failure
+from ui.jobs.base import QueuedJob
+from ui.jobs.worker import JobQueue
 from ui.render import counted
 
 RESULTS_KEPT = 3  # finished comparisons per store that keep their result
@@ -36,6 +38,10 @@ class CompareJob(QueuedJob):
     seconds: float = 0.0
     embedded: int = 0  # query texts embedded so far (the cache's misses)
     pace: Pace | None = None
+    _clock: float | None = field(default=None, repr=False)  # perf_counter when the work began: seconds
+
+    kind: ClassVar[str] = "compare"
+    doing: ClassVar[str] = "Comparing"
 
     @property
     def fraction(self) -> float:
@@ -63,38 +69,26 @@ class CompareJob(QueuedJob):
             return "Embedding the queries (those the cache lacks), then searching both sides…"
         return f"Embedding the queries: {self.embedded} embedded · {time_left(seconds)}"
 
-    def summary(self) -> str:
-        """Return the comparison in one line: what it compares, and how far it is or how it ended."""
-        what = (f"{counted(len(self.queries), 'query', 'queries')} of {self.query_set} on "
+    @property
+    def what(self) -> str:
+        return (f"{counted(len(self.queries), 'query', 'queries')} of {self.query_set} on "
                 f"'{self.sides[0].collection}' and '{self.sides[1].collection}'")
-        if self.status == "queued":
-            return f"Waiting: {what}"
-        if self.status == "running":
-            return f"Comparing {what}"
-        if self.status == "failed":
-            return f"Failed: {self.error}"
-        if self.status == "cancelled":
-            return f"Cancelled: {what}"
+
+    def done_words(self, what: str) -> str:
         return f"Done: {what} in {self.seconds:.1f} s"
 
-    def run(self) -> None:
-        """Embed the queries (in slices, cancellable) and evaluate both sides; set status, result or error."""
-        self.status, self.started = "running", time.time()
+    def work(self) -> None:
+        """Embed the queries (in slices, cancellable: Cancelled) and evaluate both sides."""
         self.pace = Pace([], [], [], query_chars=self.pace_chars)
-        cancel = _Cancel(self)
-        clock = time.perf_counter()
-        try:
-            embedders = [Paced(e, self.pace, None, cancel, self._embedded) if e is not None else None
-                         for e in self.embedders]
-            self.result = compare_query_set(self.queries, self.sides, self.ks, store=self.store, embedders=embedders,
-                                            cache=self.cache)
-            self.status = "done"
-        except Cancelled:
-            self.status = "cancelled"
-        except Exception as error:
-            self.status, self.error = "failed", failure(error, "compare", self.id)
-        finally:
-            self.seconds, self.finished = time.perf_counter() - clock, time.time()
+        self._clock = time.perf_counter()
+        embedders = [Paced(e, self.pace, None, _Cancel(self), self._embedded) if e is not None else None
+                     for e in self.embedders]
+        self.result = compare_query_set(self.queries, self.sides, self.ks, store=self.store, embedders=embedders,
+                                        cache=self.cache)
+
+    def ended(self) -> None:
+        if self._clock is not None:
+            self.seconds = time.perf_counter() - self._clock
 
     def _embedded(self, done: int) -> None:  # Paced counts per side: the last side's count is the one shown
         self.embedded = done

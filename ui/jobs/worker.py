@@ -1,18 +1,9 @@
-"""Ingest jobs owned by the app's process, not by a browser tab: they run on after a reload, and every tab sees them.
-
-One worker thread runs the jobs one after another, so two writers never meet in a store; other long work that
-writes or reads a store for long (a sweep, ui.sweep_jobs; a query-set comparison, ui.compare_jobs) waits in
-the same queue as a job that runs itself (add); so does the HNSW index build of a collection that an ingest made
-large enough (IndexJob: the build itself runs in a child process). A job keeps its
-files' bytes until it has run, its progress, and its results (what was stored, skipped or failed, and why).
-Cancelling stops a job between files and embedding batches, never inside the store stage: every file is
-stored whole or not at all.
-"""
+"""The queue and its one worker thread: ingest jobs (IngestJob, run by the queue itself: files, progress, results)
+and every other job (JobQueue.add: a QueuedJob that runs itself), one after another, so two writers never meet."""
 
 from __future__ import annotations
 
 import itertools
-import logging
 import queue
 import threading
 import time
@@ -25,13 +16,11 @@ from rag.chunking import ChunkSettings
 from rag.documents import SourceFile
 from rag.embeddings import Embedder, time_left
 from rag.errors import RagError
-from rag.store import DocumentArchive, IndexCancelledError, IndexState, Store
-from rag.urls import redact_urls
+from rag.store import DocumentArchive, Store
+from ui.jobs.base import failure
+from ui.jobs.index import IndexJob
 
-log = logging.getLogger(__name__)
 KEPT = 20  # finished jobs listed per process
-INDEX_SECONDS_PER_POINT = 0.001  # an HNSW build on 2 cores (64 s at 100,000 points at load 4, README): the estimate
-STATUSES = ("queued", "running", "done", "failed", "cancelled")
 T = TypeVar("T")
 
 
@@ -111,85 +100,6 @@ class IngestJob:
         if stored == len(self.results):
             return "done"
         return "warning" if stored or all(r.skipped for r in self.results) else "error"
-
-
-@dataclass(kw_only=True)
-class QueuedJob:
-    """What every job of JobQueue.add has (its own fields come first, these are keyword-only): the id the queue
-    gives it, how far it got (queued, running, done, failed, cancelled), why it failed, its times and Cancel."""
-
-    id: int = 0  # given by the queue
-    status: str = "queued"
-    error: str | None = None
-    submitted: float = field(default_factory=time.time)
-    started: float | None = None
-    finished: float | None = None
-    cancel_requested: bool = False
-
-    @property
-    def active(self) -> bool:
-        return self.status in ("queued", "running")
-
-
-@dataclass
-class IndexJob(QueuedJob):
-    """The HNSW index of a collection of the embedded engine, built in a child process (rag.store.indexing): queued
-    after an ingest that made the collection large enough, or from the Library; Cancel stops the child."""
-
-    collection: str
-    store: Store
-    location: str
-    points: int = 0  # chunks when queued: the time estimate
-    embedder: Embedder | None = None  # embeds the recall check's questions (None: stored chunks as queries)
-    result: IndexState | None = None
-
-    @property
-    def fraction(self) -> float:
-        """Return the share of the estimated build time gone (the engine reports no progress), at most 0.95."""
-        if self.started is None:
-            return 0.0
-        return min((time.time() - self.started) / max(INDEX_SECONDS_PER_POINT * self.points, 5.0), 0.95)
-
-    @property
-    def text(self) -> str:
-        if self.status != "running" or self.started is None:
-            return "Waiting for the jobs before it"
-        return (f"{time.time() - self.started:.0f} s of about {INDEX_SECONDS_PER_POINT * self.points:.0f} s; searches "
-                "go on meanwhile (exact until the index is in place)")
-
-    def summary(self) -> str:
-        what = f"the HNSW index of '{self.collection}' ({self.points:,} chunks)"
-        if self.status == "queued":
-            return f"Waiting: {what}"
-        if self.status == "running":
-            return f"Building {what}"
-        if self.status == "failed":
-            return f"Failed: {self.error}"
-        if self.status == "cancelled":
-            return f"Cancelled: {what}. Searches stay as they were."
-        return f"Done: {self.result.summary()}" if self.result else f"Done: {what}"
-
-    def run(self) -> None:
-        self.status, self.started = "running", time.time()
-        try:
-            self.result = self.store.build_index(self.collection, cancel=lambda: self.cancel_requested,
-                                                 embedder=self.embedder)
-            self.status = "done"
-        except IndexCancelledError:
-            self.status = "cancelled"
-        except Exception as error:
-            self.status, self.error = "failed", failure(error, "index", self.id)
-        finally:
-            self.finished = time.time()
-
-
-def failure(error: Exception, kind: str, job_id: int) -> str:
-    """Return what a failed job says: a RagError's own message, or for anything else (a bug: logged in full, and
-    the worker goes on) its type and text; user:password in URLs never shown. Call it inside the except block."""
-    if isinstance(error, RagError):
-        return redact_urls(str(error))
-    log.exception("%s job %s failed", kind, job_id)
-    return redact_urls(f"unexpected error ({type(error).__name__}: {error}); this is a bug")
 
 
 class JobQueue:

@@ -5,15 +5,15 @@ defaults are saved only when every document was written."""
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
+from typing import ClassVar
 
 from rag import pipeline
 from rag.embeddings import Embedder
 from rag.errors import IngestCancelled
 from rag.runs import Applied, apply_configuration
 from rag.store import DocumentArchive, Store
-from ui.jobs import QueuedJob, failure
+from ui.jobs.base import QueuedJob
 
 
 @dataclass
@@ -28,6 +28,10 @@ class ApplyJob(QueuedJob):
     progress: pipeline.Progress | None = None
     result: Applied | None = None
 
+    kind: ClassVar[str] = "apply"
+    doing: ClassVar[str] = "Applying"
+    cancelled_note: ClassVar[str] = ". Its defaults were not changed."
+
     @property
     def fraction(self) -> float:
         """Return the share of documents done, 0.0-1.0."""
@@ -41,32 +45,21 @@ class ApplyJob(QueuedJob):
             return "Waiting for the jobs before it"
         return f"{p.filename}: {p.stage}"
 
-    def summary(self) -> str:
-        what = f"{self.row['label']} into '{self.collection}'"
-        if self.status == "queued":
-            return f"Waiting: {what}"
-        if self.status == "running":
-            return f"Applying {what}"
-        if self.status == "failed":
-            return f"Failed: {self.error}"
-        if self.status == "cancelled":
-            return f"Cancelled: {what}. Its defaults were not changed."
+    @property
+    def what(self) -> str:
+        return f"{self.row['label']} into '{self.collection}'"
+
+    def done_words(self, what: str) -> str:
         return f"Done: {self.result.summary()}" if self.result else f"Done: {what}"
 
-    def run(self) -> None:
-        """Re-ingest and save the defaults; set status, result or error (the queue's worker calls this)."""
-        self.status, self.started = "running", time.time()
-        try:
-            self.result = apply_configuration(self.row, self.collection, self.embedder, store=self.store,
-                                              archive=self.archive, run_id=self.run_id, progress=self._progress,
-                                              cancel=lambda: self.cancel_requested)
-            cancelled = any(r.error_type == IngestCancelled.__name__ for r in self.result.failed)
-            self.status = "cancelled" if cancelled else "failed" if self.result.failed else "done"
-            self.error = self.result.summary() if self.status == "failed" else None
-        except Exception as error:
-            self.status, self.error = "failed", failure(error, "apply", self.id)
-        finally:
-            self.finished = time.time()
+    def work(self) -> None:
+        """Re-ingest and save the defaults; a cancelled or failed document ends the job so (the defaults unsaved)."""
+        self.result = apply_configuration(self.row, self.collection, self.embedder, store=self.store,
+                                          archive=self.archive, run_id=self.run_id, progress=self._progress,
+                                          cancel=lambda: self.cancel_requested)
+        cancelled = any(r.error_type == IngestCancelled.__name__ for r in self.result.failed)
+        self.status = "cancelled" if cancelled else "failed" if self.result.failed else "done"
+        self.error = self.result.summary() if self.status == "failed" else None
 
     def _progress(self, event: pipeline.Progress) -> None:
         self.progress = event

@@ -11,9 +11,9 @@ finished stay, and the next run reuses them.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from rag.documents import Document
 from rag.embeddings import Embedder, EmbeddingCache
@@ -22,7 +22,8 @@ from rag.evaluation import Query, SearchMode, SweepConfig, SweepProgress, SweepR
 from rag.rerank import DEFAULT_DEPTH, Reranker
 from rag.runs import keep_sweep
 from rag.store import Store
-from ui.jobs import JobQueue, QueuedJob, failure
+from ui.jobs.base import QueuedJob
+from ui.jobs.worker import JobQueue
 from ui.render import counted
 
 CANCELLING = "Cancelling … (after the embedding slice under way, about a second)"
@@ -55,6 +56,10 @@ class SweepJob(QueuedJob):
     result: SweepResult | None = None
     configs_done: int = 0
 
+    kind: ClassVar[str] = "sweep"
+    cancelled_note: ClassVar[str] = (". The collections of the configurations it finished stay; the next run "
+                                     "reuses them.")
+
     @property
     def fraction(self) -> float:
         """Return the share of the sweep done, 0.0-1.0 (it only grows)."""
@@ -69,48 +74,37 @@ class SweepJob(QueuedJob):
             return self.progress.status or self.step
         return self.step
 
-    def summary(self) -> str:
-        """Return the sweep in one line: what it measures, and how far it is or how it ended."""
-        what = (f"sweep of {counted(len(self.configs), 'configuration')} × {counted(len(self.modes), 'mode')}, "
+    @property
+    def what(self) -> str:
+        return (f"sweep of {counted(len(self.configs), 'configuration')} × {counted(len(self.modes), 'mode')}, "
                 f"{counted(len(self.queries), 'query', 'queries')}")
-        if self.status == "queued":
-            return f"Waiting: {what}"
-        if self.status == "running" and self.cancel_requested:
-            return f"Cancelling: {what}, {self.configs_done} of {len(self.configs)} done"
-        if self.status == "running":
-            return f"Running: {what}, {self.configs_done} of {len(self.configs)} done"
+
+    def running_words(self, what: str) -> str:
+        doing = "Cancelling" if self.cancel_requested else "Running"
+        return f"{doing}: {what}, {self.configs_done} of {len(self.configs)} done"
+
+    def done_words(self, what: str) -> str:
         took = f" in {self.finished - self.started:.0f} s" if self.finished and self.started else ""
-        if self.status == "failed":
-            return f"Failed: {self.error}"
-        if self.status == "cancelled":
-            return (f"Cancelled: {what}. The collections of the configurations it finished stay; the next run "
-                    "reuses them.")
         return f"Done: {what}{took}"
 
-    def run(self) -> None:
-        """Read the documents and run the sweep; set status, result or error (the queue's worker calls this)."""
-        self.status, self.started = "running", time.time()
-        try:
-            self.step = "Reading the documents…"
-            documents = self.documents() if self.documents else []
-            self._check()
-            self.step = "Embedding the queries (the first time, this loads the model)…"
-            self.result = run_sweep(documents, self.queries, self.configs, self.embedder, store=self.store,
-                                    cache=self.cache, ks=self.ks, skipped=self.skipped, modes=self.modes,
-                                    progress=self._progress, reranker=self.reranker,
-                                    rerank_depth=self.rerank_depth, cancel=lambda: self.cancel_requested)
-            self.step = "Tracing each miss through the stages…"
-            trace_sweep(self.result, store=self.store, embedder=self.embedder, cache=self.cache,
-                        reranker=self.reranker, rerank_depth=self.rerank_depth)
-            self.run_id, self.run_warning = keep_sweep(self.store, self.result, self.queries, embedder=self.embedder,
-                                                       query_set=self.query_set)
-            self.status = "done"
-        except Cancelled:  # SweepCancelled from _check, or the embedding slices' own
-            self.status = "cancelled"
-        except Exception as error:
-            self.status, self.error = "failed", failure(error, "sweep", self.id)
-        finally:
-            self.finished, self.documents = time.time(), None  # uploaded files' bytes are not kept
+    def work(self) -> None:
+        """Read the documents, run the sweep, trace its misses and keep it as a run (a Cancel raises Cancelled)."""
+        self.step = "Reading the documents…"
+        documents = self.documents() if self.documents else []
+        self._check()
+        self.step = "Embedding the queries (the first time, this loads the model)…"
+        self.result = run_sweep(documents, self.queries, self.configs, self.embedder, store=self.store,
+                                cache=self.cache, ks=self.ks, skipped=self.skipped, modes=self.modes,
+                                progress=self._progress, reranker=self.reranker,
+                                rerank_depth=self.rerank_depth, cancel=lambda: self.cancel_requested)
+        self.step = "Tracing each miss through the stages…"
+        trace_sweep(self.result, store=self.store, embedder=self.embedder, cache=self.cache,
+                    reranker=self.reranker, rerank_depth=self.rerank_depth)
+        self.run_id, self.run_warning = keep_sweep(self.store, self.result, self.queries, embedder=self.embedder,
+                                                   query_set=self.query_set)
+
+    def ended(self) -> None:
+        self.documents = None  # uploaded files' bytes are not kept
 
     def _progress(self, event: SweepProgress) -> None:
         self.progress = event
