@@ -6,6 +6,11 @@ search     dense, keyword and hybrid search                   fusion     how hyb
 keywords   Qdrant's BM25 vectors (stemmed, per language)      legacy_keywords  the analyzer of old collections
 records    Hit, CollectionInfo, DocumentInfo, point ids       archive    documents as read, kept by id
 rebuild    a stored document rebuilt from its chunks           reads      the folder's reads served to the CLI
+
+Why Store is one class of mixins (documents, versions, search, indexing, children: one module each) and not
+composed of parts: every method needs the same client, lock, folder guard (`_guard`) and layout cache, so each
+part would hold a back reference to the Store and add a hop without separating any state. The mixins split the
+code by responsibility for the reader, while that state and its rules stay in one place, client.py.
 """
 
 from __future__ import annotations
