@@ -1,7 +1,7 @@
 """Jobs owned by the app's process, not by a browser tab: they run on after a reload, and every tab sees them.
 
 One worker thread runs the jobs one after another, so two writers never meet in a store; other long work that
-writes or reads a store for long (a sweep, ui.sweep_jobs; a query-set comparison, ui.compare_jobs) waits in
+writes or reads a store for long (a sweep, ui.jobs.sweep; a query-set comparison, ui.jobs.compare) waits in
 the same queue as a job that runs itself (add); so does the HNSW index build of a collection that an ingest made
 large enough (IndexJob: the build itself runs in a child process). A job keeps its
 files' bytes until it has run, its progress, and its results (what was stored, skipped or failed, and why).
