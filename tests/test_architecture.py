@@ -12,6 +12,8 @@ The layer order (lower may not import higher; equal layers may import each other
 Every `import` and `from ... import` counts, at module level or inside a function or `if TYPE_CHECKING:` (a type a
 module names is a dependency of it). `from rag.store import fusion` is an import of the module rag.store.fusion.
 The package `__init__` a submodule import runs on the way is not counted: it is the face, not a dependency.
+Packages are compared twice: rag's stages (rag.store, rag.evaluation, ...) and every subpackage ("room", e.g.
+rag.evaluation.sweeps against rag.evaluation.funnel), where a face importing its own rooms is no cycle.
 """
 
 from __future__ import annotations
@@ -175,6 +177,13 @@ def package_of(module: str) -> str:
     return ".".join(parts[:2]) if parts[0] == "rag" else parts[0]
 
 
+def room_of(module: str, path: Path) -> str:
+    """Return the package a module sits in (a package's __init__: the package; rag.pipeline: itself, a stage)."""
+    if path.name == "__init__.py" or module.count(".") < 2:
+        return module
+    return module.rpartition(".")[0]
+
+
 def check(root: Path) -> Report:
     """Return every cycle, back import and private import in the tree under root."""
     modules = modules_of(root)
@@ -183,11 +192,17 @@ def check(root: Path) -> Report:
     report = Report()
     graph: dict[str, set[str]] = {}
     packages: dict[str, set[str]] = {}
+    rooms: dict[str, set[str]] = {}  # the same between every (sub)package of rag, e.g. rag.evaluation.sweeps
     for name, path in sorted(modules.items()):
+        room = room_of(name, path)
         for target, line in imports_of(name, path, known, faces):
             graph.setdefault(name, set()).add(target)
             if name.startswith("rag.") and target.startswith("rag.") and package_of(name) != package_of(target):
                 packages.setdefault(package_of(name), set()).add(package_of(target))
+            there = room_of(target, modules[target])
+            face_of_it = path.name == "__init__.py" and there.startswith(room + ".")  # a face imports its rooms
+            if name.startswith("rag.") and target.startswith("rag.") and room != there and not face_of_it:
+                rooms.setdefault(room, set()).add(there)
             here, there = layer_of(name), layer_of(target)
             if here is None or there is None:
                 report.back_imports.append(f"{name} -> {target} (line {line}): a module of no layer")
@@ -196,7 +211,7 @@ def check(root: Path) -> Report:
             if is_face_user(name) and is_private(target):
                 report.private_imports.append(f"{name} -> {target} (line {line})")
     report.cycles = cycles_in(graph)
-    report.package_cycles = cycles_in(packages)
+    report.package_cycles = cycles_in(packages) + [c for c in cycles_in(rooms) if c not in cycles_in(packages)]
     return report
 
 
@@ -258,6 +273,14 @@ def test_a_name_the_face_binds_is_not_its_module(tmp_path):
     assert not check(plant(tmp_path, tree)).lines()
     tree["rag/store/__init__.py"] = ""
     assert check(plant(tmp_path, tree)).private_imports == ["ui.page -> rag.store.gate (line 1)"]
+
+
+def test_a_cycle_between_two_rooms_of_one_stage_is_found(tmp_path):
+    tree = {**CLEAN, "rag/store/a/__init__.py": "from rag.store.a.x import X\n", "rag/store/a/z.py": "",
+            "rag/store/a/x.py": "from rag.store.b import y\n", "rag/store/b/__init__.py": "",
+            "rag/store/b/y.py": "def later():\n    from rag.store.a import z\n"}
+    report = check(plant(tmp_path, tree))
+    assert report.package_cycles == [["rag.store.a", "rag.store.b"]] and not report.cycles
 
 
 def test_a_module_of_no_layer_is_named(tmp_path):

@@ -1,4 +1,4 @@
-"""`rag search "..." --explain CHUNK_ID`: one chunk's way through the stages of a search (rag.evaluation.funnel).
+"""`rag search "..." --explain CHUNK_ID`: one chunk's way through the stages of a search (rag.evaluation.funnel.stages).
 
 Text: a table of the stages (rank and score, or why not), then where the chunk was lost; --json: one object
 {"query", "k", "mode", "stages", "lost_at"} with "stages" as each query of `rag eval --json` carries them.

@@ -4,8 +4,8 @@
                        [--junit FILE]
 
 Exit 1 only with --fail-if-worse when the paired test of `rag runs compare` says the new evaluation is worse
-than the baseline run (rag.evaluation.gate); ties and "too few questions differ" pass and say so. The verdict
-is one line on stdout (on stderr with --json, which carries it as "gate").
+than the baseline run (rag.evaluation.comparisons.gate); ties and "too few questions differ" pass and say so.
+The verdict is one line on stdout (on stderr with --json, which carries it as "gate").
 """
 
 from __future__ import annotations

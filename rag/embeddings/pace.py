@@ -5,7 +5,7 @@ chunk text of the configurations not yet embedded, not reused; the embedding cac
 which the estimate learns once that configuration starts) at the characters per second embedded so far, plus
 the indexing left (characters at the indexing rate so far) and the searches left (at the mean time of one
 search in that mode so far). Before any document is embedded the queries' rate stands in; parts whose rate
-is still unknown count as 0, so an early estimate errs low. With embedding ahead (rag.evaluation.ahead), the
+is still unknown count as 0, so an early estimate errs low. With embedding ahead (rag.evaluation.sweeps.ahead), the
 embedding runs next to the indexing and searching: the time left is then the longer of the two, plus the
 last configuration's indexing and searching, which nothing can overlap.
 

@@ -1,17 +1,21 @@
 """Measuring retrieval: which chunk_size, overlap, top_k and search mode find the answers, in numbers.
 
-queries  query sets (JSONL/CSV) and their labels     metrics  span-judged hit, recall, precision, MRR, nDCG
-modes    search modes as a dimension                 sweep    grids of chunkings x modes; results: its rows
-compare  A/B of two collections or modes             fusion_tuning  the hybrid weight, cross-validated
-squad    SQuAD/XQuAD JSON -> documents and a query set
-funnel   why a question was missed: its chunks' rank at every stage (rankings), lost_at, misses per stage
-synthetic  query sets made from the documents: rewritten sentences (sentences, rewrite) or an LLM's questions
+The rooms, each a package (their modules are private: callers use the names below):
+
+querysets  query sets, their labels and judgments, versions, kept uploads, SQuAD import
+metrics    span-judged hit, recall, precision, MRR, nDCG; intervals, the paired test; search modes
+funnel     why a question was missed: its chunks' rank at every stage, lost_at, misses per stage
+sweeps     grids of chunkings x modes, their rows, rerank on against off, each row's funnel, fusion tuning
+comparisons  A/B of two collections or modes; the regression gate
+judges     judgments written into a query set, an LLM as judge, its agreement with the analyst
+synthetic  query sets made from the documents: rewritten sentences or an LLM's questions
+
+Lower rooms never import higher ones: querysets < metrics < funnel < sweeps < comparisons, judges, synthetic.
 """
 
 from __future__ import annotations
 
-from rag.evaluation.agreement import agreement
-from rag.evaluation.compare import (
+from rag.evaluation.comparisons.compare import (
     EvaluationComparison,
     HitComparison,
     HitRow,
@@ -21,7 +25,9 @@ from rag.evaluation.compare import (
     document_difference,
     parse_side,
 )
-from rag.evaluation.funnel import (
+from rag.evaluation.comparisons.gate import GateVerdict, gate, junit_xml
+from rag.evaluation.funnel.rankings import relevant_chunks
+from rag.evaluation.funnel.stages import (
     RANKED,
     ChunkStages,
     Explanation,
@@ -31,22 +37,22 @@ from rag.evaluation.funnel import (
     explain_chunk,
     summarize,
 )
-from rag.evaluation.funnel import STAGES as FUNNEL_STAGES
-from rag.evaluation.fusion_tuning import tune_fusion
-from rag.evaluation.gate import GateVerdict, gate, junit_xml
-from rag.evaluation.judging import judgment_of, query_set_path, read_query_file, save_judgments, start_query_set
-from rag.evaluation.judgments import GRADES, check_grade, hit_grade
-from rag.evaluation.kept_sets import keep_query_set, kept_query_set, safe_name
-from rag.evaluation.llm_judge import judge_with_llm
-from rag.evaluation.metrics import DEFAULT_KS, METRICS, MOSTLY_UNJUDGED, Evaluation, QueryOutcome, parse_ks
-from rag.evaluation.modes import MODE_NAMES, SearchMode, parse_mode, parse_modes
-from rag.evaluation.paired import ALPHA, format_p
-from rag.evaluation.queries import Query, load_query_set
-from rag.evaluation.rankings import relevant_chunks
-from rag.evaluation.rerank_effect import effect_note, effect_words
-from rag.evaluation.results import ConfigResult, SweepConfig, SweepProgress, SweepResult
-from rag.evaluation.squad import QUERIES_FILE, import_squad, squad_queries, sweep_input, write_import
-from rag.evaluation.sweep import (
+from rag.evaluation.funnel.stages import STAGES as FUNNEL_STAGES
+from rag.evaluation.judges.agreement import agreement
+from rag.evaluation.judges.judging import judgment_of, query_set_path, read_query_file, save_judgments, start_query_set
+from rag.evaluation.judges.llm_judge import judge_with_llm
+from rag.evaluation.metrics.metrics import DEFAULT_KS, METRICS, MOSTLY_UNJUDGED, Evaluation, QueryOutcome, parse_ks
+from rag.evaluation.metrics.modes import MODE_NAMES, SearchMode, parse_mode, parse_modes
+from rag.evaluation.metrics.paired import ALPHA, format_p
+from rag.evaluation.querysets.judgments import GRADES, check_grade, hit_grade
+from rag.evaluation.querysets.kept_sets import keep_query_set, kept_query_set, safe_name
+from rag.evaluation.querysets.queries import Query, load_query_set
+from rag.evaluation.querysets.squad import QUERIES_FILE, import_squad, squad_queries, sweep_input, write_import
+from rag.evaluation.querysets.versions import diff_query_sets, diff_words, version_of
+from rag.evaluation.sweeps.fusion_tuning import tune_fusion
+from rag.evaluation.sweeps.rerank_effect import effect_note, effect_words
+from rag.evaluation.sweeps.results import ConfigResult, SweepConfig, SweepProgress, SweepResult
+from rag.evaluation.sweeps.sweep import (
     SWEEP_PREFIX,
     collection_documents,
     evaluate_collection,
@@ -58,10 +64,9 @@ from rag.evaluation.sweep import (
     run_sweep,
     sweep_groups,
 )
-from rag.evaluation.sweep_collections import is_sweep_collection
-from rag.evaluation.sweep_funnel import WHY, funnel_k, missed_rows, summary_words, trace_row, trace_sweep
-from rag.evaluation.synthetic import DEFAULT_COUNT, SENTENCE_BIAS, SyntheticSet, make_queries
-from rag.evaluation.versions import diff_query_sets, diff_words, version_of
+from rag.evaluation.sweeps.sweep_collections import is_sweep_collection
+from rag.evaluation.sweeps.sweep_funnel import WHY, funnel_k, missed_rows, summary_words, trace_row, trace_sweep
+from rag.evaluation.synthetic.sets import DEFAULT_COUNT, SENTENCE_BIAS, SyntheticSet, make_queries
 
 __all__ = ["ALPHA", "ChunkStages", "ConfigResult", "DEFAULT_COUNT", "DEFAULT_KS", "Evaluation", "EvaluationComparison",
            "Explanation", "FUNNEL_STAGES", "Funnel", "FunnelSummary", "GRADES", "GateVerdict", "HitComparison",

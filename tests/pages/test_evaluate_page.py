@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 from rag import pipeline
 from rag.chunking.chunker import ChunkSettings
 from rag.embeddings import get_embedder
-from rag.evaluation.squad import import_squad
+from rag.evaluation.querysets.squad import import_squad
 from rag.store.open import open_store
 from tests.pages.conftest import select, until
 from ui import jobs, nav

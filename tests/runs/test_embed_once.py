@@ -10,7 +10,7 @@ from rag.documents.loader import SourceFile
 from rag.embeddings import pace
 from rag.embeddings.cache import EmbeddingCache, default_cache_dir, store_cache
 from rag.embeddings.fake import FakeEmbedder
-from rag.evaluation.sweep import SweepConfig, collection_documents, run_sweep
+from rag.evaluation.sweeps.sweep import SweepConfig, collection_documents, run_sweep
 from rag.runs.records import sweep_row
 from rag.store.archive import DocumentArchive
 from rag.store.open import open_store

@@ -1,6 +1,6 @@
 """The Evaluate page's inputs across a reload: the grid and the choices in the page's URL (st.query_params), an
-uploaded query set as a file under the data root (rag.evaluation.kept_sets), named in the URL. A new session (a
-reload, a link) starts from the URL; a value the page would not offer is ignored."""
+uploaded query set as a file under the data root (rag.evaluation.querysets.kept_sets), named in the URL. A new session
+(a reload, a link) starts from the URL; a value the page would not offer is ignored."""
 
 from __future__ import annotations
 

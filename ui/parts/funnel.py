@@ -1,5 +1,5 @@
 """Why was it missed? The funnel on the Evaluate page (misses by stage, each missed question's stages side by side)
-and "why not this one?" on the Search page (one chunk's ranks across modes), from rag.evaluation.funnel."""
+and "why not this one?" on the Search page (one chunk's ranks across modes), from rag.evaluation.funnel.stages."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def missed_frame(funnels: list[Funnel]) -> pd.DataFrame:
 
 def _trace(ws: Workspace, result: SweepResult, row: ConfigResult, k: int) -> list[Funnel]:
     """Return the funnels of row at k: as the sweep traced them (its JSON and report say the same), else traced
-    once per row and k in this session, the same way (rag.evaluation.sweep_funnel)."""
+    once per row and k in this session, the same way (rag.evaluation.sweeps.sweep_funnel)."""
     if row.funnels is not None and row.funnel is not None and row.funnel.k == k:
         return list(row.funnels)
     key = (row.collection, row.mode.label, k, tuple(o.query.text for o in row.evaluation.per_query))

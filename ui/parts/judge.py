@@ -1,5 +1,5 @@
 """Judging hits on the pages: a grade per hit (relevant 2, partly 1, not relevant 0) with optional evidence text,
-saved at once into a query set of the collection under the data root (rag.evaluation.judging), downloadable.
+saved at once into a query set of the collection under the data root (rag.evaluation.judges.judging), downloadable.
 
 A click on a grade is the save: the callback writes the judgment before the page reruns, so what the page shows
 is what the file holds. Document text is shown as plain text, never as Markdown.

@@ -21,10 +21,10 @@ from rag import pipeline
 from rag.embeddings.base import Embedder
 from rag.embeddings.cache import EmbeddingCache
 from rag.errors import InvalidSettingsError, QuerySetError
-from rag.evaluation.metrics import Evaluation, QueryOutcome, outcome_metrics, quality
-from rag.evaluation.modes import MODE_NAMES, SearchMode, parse_mode
-from rag.evaluation.paired import ALPHA, PairedDifference, paired_difference
-from rag.evaluation.queries import Query
+from rag.evaluation.metrics.metrics import Evaluation, QueryOutcome, outcome_metrics, quality
+from rag.evaluation.metrics.modes import MODE_NAMES, SearchMode, parse_mode
+from rag.evaluation.metrics.paired import ALPHA, PairedDifference, paired_difference
+from rag.evaluation.querysets.queries import Query
 from rag.store.client import Store
 from rag.store.records import Hit
 
@@ -257,7 +257,9 @@ def compare_query_set(
     embedders: Sequence[Embedder | None], cache: EmbeddingCache | None = None,
 ) -> EvaluationComparison:
     """Return both sides' evaluations of queries, compared (RagError when a label or span does not fit)."""
-    from rag.evaluation.sweep import evaluate_collection  # sweep builds on this package's modules: import when used
+    from rag.evaluation.sweeps.sweep import (
+        evaluate_collection,  # sweep builds on this package's modules: import when used
+    )
 
     evaluations = [evaluate_collection(queries, side.collection, embedder, store=store, cache=cache, ks=ks,
                                        mode=side.mode) for side, embedder in zip(sides, embedders, strict=True)]

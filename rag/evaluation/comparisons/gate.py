@@ -1,6 +1,6 @@
 """The regression gate: is a new evaluation worse than a kept baseline run? And its JUnit XML report for CI.
 
-The test is the paired sign-flip test of `rag runs compare` (rag.evaluation.paired) on the questions both
+The test is the paired sign-flip test of `rag runs compare` (rag.evaluation.metrics.paired) on the questions both
 ran, for one metric (default the run's mrr@k at its largest k), new minus baseline:
   worse           the difference is below 0 and p < alpha: the gate fails (exit 1 with --fail-if-worse)
   better, tied    p < alpha above 0, or p >= alpha: it passes
@@ -17,7 +17,7 @@ from xml.etree import ElementTree
 
 import numpy as np
 
-from rag.evaluation.paired import EXACT_UP_TO, PairedDifference, p_words, paired_difference
+from rag.evaluation.metrics.paired import EXACT_UP_TO, PairedDifference, p_words, paired_difference
 
 
 def too_few_at(differing: int, alpha: float) -> bool:

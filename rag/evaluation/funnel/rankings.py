@@ -1,5 +1,5 @@
 """The rankings a question's chunks pass through, as search ranks them: the dense and keyword candidate lists, the
-fused ranking, and a reranker's order when one is given (rag.evaluation.funnel reads the stages from them).
+fused ranking, and a reranker's order when one is given (rag.evaluation.funnel.stages reads the stages from them).
 
 A reranker is any callable (query text, hits best first) -> the reranked order, as (chunk_id, score) pairs or as
 Hits carrying the reranker's score; it sees the top `rerank_depth` of the mode's ranking (fused for hybrid).
@@ -13,9 +13,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from rag.embeddings.base import Embedder
-from rag.evaluation.metrics import covered_unit
-from rag.evaluation.modes import SearchMode
-from rag.evaluation.queries import Query
+from rag.evaluation.metrics.metrics import covered_unit
+from rag.evaluation.metrics.modes import SearchMode
+from rag.evaluation.querysets.queries import Query
 from rag.store.client import Store
 from rag.store.records import ChildMatch, Hit
 from rag.store.search import CANDIDATES

@@ -41,10 +41,10 @@ import numpy as np
 
 from rag.context import CHAT_MAX_TOKENS, build_context
 from rag.embeddings.base import CUT_OFF, Embedder, reading
-from rag.evaluation.metrics import QueryOutcome, covered_unit
-from rag.evaluation.modes import SearchMode
-from rag.evaluation.queries import Query
-from rag.evaluation.rankings import Placed, Rankings, Reranker, relevant_chunks, search_rankings
+from rag.evaluation.funnel.rankings import Placed, Rankings, Reranker, relevant_chunks, search_rankings
+from rag.evaluation.metrics.metrics import QueryOutcome, covered_unit
+from rag.evaluation.metrics.modes import SearchMode
+from rag.evaluation.querysets.queries import Query
 from rag.store.client import Store
 from rag.store.fusion import DEFAULT_FUSION
 from rag.store.records import Hit
@@ -219,7 +219,7 @@ def evaluation_funnels(queries: Sequence[Query], collection: str, embedder: Embe
                        vectors: np.ndarray | None, mode: SearchMode, k: int, reranker: Reranker | None = None,
                        rerank_depth: int = CANDIDATES, outcomes: Sequence[QueryOutcome] | None = None
                        ) -> list[Funnel]:
-    """Return the funnel of each resolved query (as rag.evaluation.sweep.resolve_in_collection gives them) at k.
+    """Return the funnel of each resolved query (as rag.evaluation.sweeps.sweep.resolve_in_collection gives them) at k.
 
     vectors: the queries' embeddings (None for sparse). A question none of whose relevant chunks is in any
     ranking is still explained by the chunks of its answer (read from the collection), when its label has one.

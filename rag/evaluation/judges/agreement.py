@@ -1,7 +1,7 @@
 """How far an LLM judge agrees with the analyst: exact agreement and Cohen's kappa on the hits both judged.
 
 A pair is an LLM judgment and the person's judgments of the same question that apply to the same text (same
-document, overlapping spans: the span rule of rag.evaluation.judgments); the person's grade is the highest
+document, overlapping spans: the span rule of rag.evaluation.querysets.judgments); the person's grade is the highest
 of those. Exact agreement is the share of pairs with the same grade; Cohen's kappa corrects it for the
 agreement expected by chance from each judge's own grade frequencies: (p_o - p_e) / (1 - p_e). Where p_e is
 1 (both judges gave one and the same grade throughout) kappa is undefined: null.
@@ -13,8 +13,8 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rag.evaluation.judgments import GRADES
-from rag.evaluation.queries import Query
+from rag.evaluation.querysets.judgments import GRADES
+from rag.evaluation.querysets.queries import Query
 
 
 @dataclass(frozen=True)

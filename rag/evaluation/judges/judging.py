@@ -4,7 +4,7 @@ The file stays a JSONL query set: lines that are not changed are kept byte for b
 line gets its "judgments" (a new question is a new line). A judgment of the same span by the same judge
 replaces the old one (a person changing their mind); a person's judgment beside an LLM's keeps both (the
 person's counts, the pair measures agreement). Writes are atomic (a temporary file, then os.replace), so a
-killed writer leaves the old file whole, and each saved change is a version (rag.evaluation.versions).
+killed writer leaves the old file whole, and each saved change is a version (rag.evaluation.querysets.versions).
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rag.errors import QuerySetError
-from rag.evaluation.judgments import PERSON, Judgment, check_grade
-from rag.evaluation.queries import Query, load_query_set
-from rag.evaluation.versions import now, record_version
+from rag.evaluation.querysets.judgments import PERSON, Judgment, check_grade
+from rag.evaluation.querysets.queries import Query, load_query_set
+from rag.evaluation.querysets.versions import now, record_version
 from rag.store.records import Hit
 
 

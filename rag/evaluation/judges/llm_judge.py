@@ -3,8 +3,8 @@
 The prompt is in the question's language (German or English); the model must answer with one grade, 2
 (relevant), 1 (partly) or 0 (not relevant), as its first word. Its judgments are marked "by": "llm:<model>".
 It grades every unjudged hit of the top k, and also the hits only the person judged (counted as "checked"):
-those grades never count (the person's judgment of a span wins, rag.evaluation.judgments) but they are what
-its agreement with the person is measured on (rag.evaluation.agreement). A hit an LLM judgment already
+those grades never count (the person's judgment of a span wins, rag.evaluation.querysets.judgments) but they are what
+its agreement with the person is measured on (rag.evaluation.judges.agreement). A hit an LLM judgment already
 applies to is never sent again. Each question's grades are saved
 as soon as they are all in (atomic writes), so an error (a bad, slow or malformed LLM: the answer preview's
 one-line errors; or an answer that is no grade) loses nothing already judged.
@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rag.errors import LLMError
-from rag.evaluation.judging import judgment_of, read_query_file, save_judgments
-from rag.evaluation.judgments import LLM_PREFIX
+from rag.evaluation.judges.judging import judgment_of, read_query_file, save_judgments
+from rag.evaluation.querysets.judgments import LLM_PREFIX
 from rag.generation.prompts import question_language
 from rag.store.records import Hit
 

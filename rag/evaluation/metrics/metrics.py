@@ -1,4 +1,4 @@
-"""Retrieval metrics judged by character spans (query sets: rag.evaluation.queries).
+"""Retrieval metrics judged by character spans (query sets: rag.evaluation.querysets.queries).
 
 Relevance survives any re-chunking because it is judged on spans, never on chunk ids. A hit is relevant
 when it comes from a relevant document and
@@ -17,7 +17,7 @@ covered by the first relevant hit that comes from its document. For the top k hi
   judged@k     the share of the top k hits that carry a judgment (a label that marks it relevant, or a
                judgment of any grade that applies to it); 1.0 when nothing was retrieved
   hole@k       1 - judged@k (BEIR's term): how much of the top k no one has judged
-Judged questions ("judgments", rag.evaluation.judgments) add a unit per judgment of grade 1 or 2, with its
+Judged questions ("judgments", rag.evaluation.querysets.judgments) add a unit per judgment of grade 1 or 2, with its
 grade as gain (a document label's gain is 2); a hit covers the applying unit of the highest gain. A hit is
 relevant when it covers a unit (grade 1 or 2); a judgment of grade 0 only makes it judged.
 The set's metrics are the means over its queries. Search once with the largest k, then cut.
@@ -33,9 +33,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rag.errors import InvalidSettingsError
-from rag.evaluation.intervals import bootstrap_intervals
-from rag.evaluation.judgments import hit_grade, judged_at_k
-from rag.evaluation.queries import Query, squeezed
+from rag.evaluation.metrics.intervals import bootstrap_intervals
+from rag.evaluation.querysets.judgments import hit_grade, judged_at_k
+from rag.evaluation.querysets.queries import Query, squeezed
 from rag.store.records import Hit
 
 DEFAULT_KS = (1, 3, 5, 10)
@@ -105,14 +105,14 @@ class Evaluation:
         return self._values.copy()
 
     def values(self, metric: str) -> np.ndarray:
-        """Return one metric's value per query, in query order (for paired tests: rag.evaluation.paired)."""
+        """Return one metric's value per query, in query order (for paired tests: rag.evaluation.metrics.paired)."""
         if metric not in self.metrics:
             raise KeyError(f"no metric {metric!r}; measured: {', '.join(self.metrics)}")
         return self._values[:, list(self.metrics).index(metric)].copy()
 
     @functools.cached_property
     def intervals(self) -> dict[str, tuple[float, float]]:
-        """Return each metric's 95 % bootstrap interval over the queries (rag.evaluation.intervals)."""
+        """Return each metric's 95 % bootstrap interval over the queries (rag.evaluation.metrics.intervals)."""
         return bootstrap_intervals(self._values, list(self.metrics))
 
     def to_json(self) -> dict:

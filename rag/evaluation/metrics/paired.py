@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rag.evaluation.intervals import SEED
+from rag.evaluation.metrics.intervals import SEED
 from rag.words import counted
 
 ALPHA = 0.05

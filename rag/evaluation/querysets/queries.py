@@ -6,7 +6,7 @@ A query set is JSONL or CSV, one query per line:
 
 `answer` and `answer_start` are optional; `"documents": [...]` names several relevant documents (CSV: one
 cell, titles separated by "|"). A label names a document by its title (the file name) or its id.
-`"judgments": [...]` (JSONL) grades character spans of documents (rag.evaluation.judgments); a line with
+`"judgments": [...]` (JSONL) grades character spans of documents (rag.evaluation.querysets.judgments); a line with
 judgments needs no document label.
 """
 
@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from pathlib import PurePath
 
 from rag.errors import QuerySetError
-from rag.evaluation.judgments import Judgment, effective, parse_judgments
+from rag.evaluation.querysets.judgments import Judgment, effective, parse_judgments
 from rag.words import counted
 
 CSV_LIST_SEPARATOR = "|"
@@ -35,7 +35,7 @@ class Query:
     answer_start: int | None = None
     line: int = 0  # 1-based line of the query set (CSV: counting the header)
     document_ids: tuple[frozenset[str], ...] = ()  # per label, the ids it names (after resolve_labels)
-    judgments: tuple[Judgment, ...] = ()  # graded spans (rag.evaluation.judgments), person's and LLM's
+    judgments: tuple[Judgment, ...] = ()  # graded spans (rag.evaluation.querysets.judgments), person's and LLM's
 
     @functools.cached_property
     def counted(self) -> tuple[Judgment, ...]:

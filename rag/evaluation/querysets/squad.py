@@ -19,7 +19,7 @@ from rag.documents.loader import load_document
 from rag.documents.model import Document
 from rag.documents.text import clean_plain_text
 from rag.errors import InvalidSettingsError, QuerySetError
-from rag.evaluation.queries import Query
+from rag.evaluation.querysets.queries import Query
 from rag.words import counted
 
 PARAGRAPH_SEPARATOR = "\n\n"

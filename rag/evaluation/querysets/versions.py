@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from rag import settings
-from rag.evaluation.queries import Query
+from rag.evaluation.querysets.queries import Query
 
 
 def _judgment_key(judgment) -> list:

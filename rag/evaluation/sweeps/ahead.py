@@ -23,7 +23,7 @@ from dataclasses import replace
 from typing import Generic, TypeVar
 
 from rag.embeddings.pace import Pace, Stop
-from rag.evaluation.results import SweepProgress
+from rag.evaluation.sweeps.results import SweepProgress
 
 T = TypeVar("T")
 POLL_SECONDS = 0.2  # how often a caller waiting for the background job passes on its progress events

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from rag.embeddings.base import Embedder
 from rag.embeddings.cache import EmbeddingCache
 from rag.errors import QuerySetError
-from rag.evaluation.metrics import DEFAULT_KS, covered_unit, parse_ks, query_metrics
-from rag.evaluation.modes import SearchMode, require_keywords
-from rag.evaluation.queries import Query
-from rag.evaluation.sweep import resolve_in_collection
+from rag.evaluation.metrics.metrics import DEFAULT_KS, covered_unit, parse_ks, query_metrics
+from rag.evaluation.metrics.modes import SearchMode, require_keywords
+from rag.evaluation.querysets.queries import Query
+from rag.evaluation.sweeps.sweep import resolve_in_collection
 from rag.store.client import Store
 from rag.store.fusion import Fusion, convex
 from rag.store.records import Hit

@@ -1,8 +1,9 @@
 """Does reranking help? The paired test of each sweep row with rerank on against the same row with it off.
 
-A sweep with "+rerank" modes (rag.evaluation.modes) has, per configuration, rows with and without the reranker on
-the same candidates; `rerank_pairs` pairs them, and `paired_difference(off, on)` says how much the reranker changed
-the metric over the same queries (positive: it helps), with its interval and p-value (rag.evaluation.paired).
+A sweep with "+rerank" modes (rag.evaluation.metrics.modes) has, per configuration, rows with and without the
+reranker on the same candidates; `rerank_pairs` pairs them, and `paired_difference(off, on)` says how much the
+reranker changed the metric over the same queries (positive: it helps), with its interval and p-value
+(rag.evaluation.metrics.paired).
 """
 
 from __future__ import annotations
@@ -11,13 +12,13 @@ from collections.abc import Hashable
 from dataclasses import replace
 from typing import Any, Protocol
 
-from rag.evaluation.metrics import Evaluation
-from rag.evaluation.modes import SearchMode
-from rag.evaluation.paired import PairedDifference, paired_difference
+from rag.evaluation.metrics.metrics import Evaluation
+from rag.evaluation.metrics.modes import SearchMode
+from rag.evaluation.metrics.paired import PairedDifference, paired_difference
 
 
 class Row(Protocol):
-    """A sweep row as the pairing reads it: rag.evaluation.results.ConfigResult (which imports this module)."""
+    """A sweep row as the pairing reads it: rag.evaluation.sweeps.results.ConfigResult (which imports this module)."""
 
     @property
     def config(self) -> Hashable: ...

@@ -1,6 +1,6 @@
 """What a sweep reports: configurations, progress events, one row per configuration and search mode, the best.
 
-A row is a configuration (chunk_size, overlap, strategy) searched in one mode (rag.evaluation.modes). The
+A row is a configuration (chunk_size, overlap, strategy) searched in one mode (rag.evaluation.metrics.modes). The
 modes of a configuration share its collection, so the collection is built once: the first mode's row
 carries the chunking, embedding and indexing seconds, every row its own searching seconds, and sums over
 rows stay true.
@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING
 
 from rag.chunking.chunker import ChunkSettings
 from rag.embeddings.pace import time_left
-from rag.evaluation.metrics import Evaluation
-from rag.evaluation.modes import SearchMode
-from rag.evaluation.paired import ALPHA, PairedDifference, p_words, paired_difference
-from rag.evaluation.rerank_effect import Pair, effect_json, effect_words, rerank_pairs
+from rag.evaluation.metrics.metrics import Evaluation
+from rag.evaluation.metrics.modes import SearchMode
+from rag.evaluation.metrics.paired import ALPHA, PairedDifference, p_words, paired_difference
+from rag.evaluation.sweeps.rerank_effect import Pair, effect_json, effect_words, rerank_pairs
 
-if TYPE_CHECKING:  # rag.evaluation.funnel searches through rag.evaluation.sweep, which makes these rows
-    from rag.evaluation.funnel import Funnel, FunnelSummary
+if TYPE_CHECKING:  # rag.evaluation.funnel.stages searches through rag.evaluation.sweeps.sweep, which makes these rows
+    from rag.evaluation.funnel.stages import Funnel, FunnelSummary
 
 STAGES = ("chunking", "embedding", "indexing", "searching")  # the time split of every configuration
 
@@ -58,7 +58,7 @@ class SweepProgress:
     """One step of a sweep, for a progress bar: the stage, the configuration, units done, the time left.
 
     Events come on the thread that called run_sweep, also for a configuration embedded ahead in the
-    background (rag.evaluation.sweep), so a page can draw them; with embedding ahead, events of two
+    background (rag.evaluation.sweeps.sweep), so a page can draw them; with embedding ahead, events of two
     configurations interleave, and `fraction` still only grows (the sweep passes `floor`, the share reached).
     """
 
@@ -108,7 +108,7 @@ class ConfigResult:
     embedded: int  # chunks the embedder had to embed (the rest came from the cache); 0 in later mode rows
     mode: SearchMode = field(default_factory=SearchMode)
     cut_share: float = 0.0  # share of chunks longer than the model reads: their ends are never embedded
-    funnels: tuple[Funnel, ...] | None = None  # each question's funnel at funnel.k (rag.evaluation.sweep_funnel)
+    funnels: tuple[Funnel, ...] | None = None  # each question's funnel at funnel.k (rag.evaluation.sweeps.sweep_funnel)
     funnel: FunnelSummary | None = None  # the misses per stage of funnels
 
     @property
@@ -214,7 +214,7 @@ class SweepResult:
         return max(self.results, key=lambda r: (r.metrics[metric], r.metrics[hit], -r.chunks), default=None)
 
     def paired(self, row: ConfigResult, metric: str | None = None) -> PairedDifference:
-        """Return row minus the best row on metric, paired over the sweep's queries (rag.evaluation.paired)."""
+        """Return row minus the best row on metric, paired over the sweep's queries (rag.evaluation.metrics.paired)."""
         metric = metric or self.default_metric()
         best = self.best(metric)
         return paired_difference(best.evaluation.values(metric), row.evaluation.values(metric))

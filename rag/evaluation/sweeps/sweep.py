@@ -1,16 +1,16 @@
 """Sweeps: which chunk_size, overlap, top_k and search mode retrieve best on these documents, as numbers.
 
-One collection per configuration (rag.evaluation.sweep_collections), reused when it already holds exactly
+One collection per configuration (rag.evaluation.sweeps.sweep_collections), reused when it already holds exactly
 these documents chunked with those settings by this embedder (and, when a keyword mode is asked for, has
 keyword vectors), rebuilt otherwise. Every configuration is chunked first, so the sweep knows its work and
 can estimate the time left (rag.embeddings.pace). Chunks and queries go through one EmbeddingCache for all
 configurations, so a chunk text that several configurations share (or an earlier run embedded) is embedded
 once per model; the queries are embedded once per run. With embed_ahead (the default on 2 cores or more),
 the next configuration's chunks are embedded on a background thread while this one is indexed and searched
-(rag.evaluation.ahead). Each configuration's collection is searched in every mode (dense, sparse,
+(rag.evaluation.sweeps.ahead). Each configuration's collection is searched in every mode (dense, sparse,
 hybrid-rrf, hybrid-dbsf, hybrid-convex: modes are query-time only) at the largest k, in one round trip whose
 modes share the candidate lists (Store.search_batch_modes), and each mode is scored by rag.evaluation as a
-row of its own (rag.evaluation.results).
+row of its own (rag.evaluation.sweeps.results).
 """
 
 from __future__ import annotations
@@ -31,13 +31,13 @@ from rag.embeddings.base import Embedder
 from rag.embeddings.cache import EmbeddingCache
 from rag.embeddings.pace import BATCH_SECONDS, FIRST_BATCH, Pace, Paced, Stop
 from rag.errors import InvalidSettingsError, QueryError
-from rag.evaluation.ahead import Ahead, Relay
-from rag.evaluation.metrics import DEFAULT_KS, Evaluation, evaluate, parse_ks
-from rag.evaluation.modes import SearchMode, parse_mode, parse_modes, require_keywords, search_in_modes
-from rag.evaluation.queries import Query, check_spans, resolve_labels
-from rag.evaluation.rankings import relevant_chunks  # in __all__: the Evaluate page's missed questions
-from rag.evaluation.results import STAGES, ConfigResult, SweepConfig, SweepProgress, SweepResult
-from rag.evaluation.sweep_collections import (
+from rag.evaluation.funnel.rankings import relevant_chunks  # in __all__: the Evaluate page's missed questions
+from rag.evaluation.metrics.metrics import DEFAULT_KS, Evaluation, evaluate, parse_ks
+from rag.evaluation.metrics.modes import SearchMode, parse_mode, parse_modes, require_keywords, search_in_modes
+from rag.evaluation.querysets.queries import Query, check_spans, resolve_labels
+from rag.evaluation.sweeps.ahead import Ahead, Relay
+from rag.evaluation.sweeps.results import STAGES, ConfigResult, SweepConfig, SweepProgress, SweepResult
+from rag.evaluation.sweeps.sweep_collections import (
     SWEEP_PREFIX,
     collection_documents,
     collection_name,
@@ -227,8 +227,8 @@ def run_sweep(
     the order of modes. Every configuration is chunked first (and its collection checked for reuse), so the
     progress events can say how long the sweep has left (rag.embeddings.pace); they come on the caller's thread.
     embed_ahead: embed the next configuration's chunks on a background thread while this one is indexed and
-    searched (rag.evaluation.ahead); None (the default) does so where there are at least 2 cores (on the
-    2-core machine a cold XQuAD sweep took 11-28 % less time: bench/sweep.py). A "+rerank" mode (rag.evaluation.modes)
+    searched (rag.evaluation.sweeps.ahead); None (the default) does so where there are at least 2 cores (on the
+    2-core machine a cold XQuAD sweep took 11-28 % less time: bench/sweep.py). A "+rerank" mode (a SearchMode)
     has `reranker` reorder the first `rerank_depth` candidates; its rows are on and off of rerank, the paired test of
     each pair in SweepResult.rerank_effect. The rows are the same either
     way; a row's "embedding" seconds are then the wall time its chunks took to embed next to the previous

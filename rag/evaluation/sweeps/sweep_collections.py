@@ -18,7 +18,7 @@ from rag.chunking.chunker import Chunk
 from rag.documents.model import Document
 from rag.embeddings.base import Embedder
 from rag.embeddings.cache import EmbeddingCache, model_key, store_cache
-from rag.evaluation.results import SweepConfig
+from rag.evaluation.sweeps.results import SweepConfig
 from rag.store.client import Store
 from rag.store.rebuild import document_from_chunks
 from rag.store.records import vector_name

@@ -1,4 +1,4 @@
-"""Why was it missed, for a sweep: each row's funnel (rag.evaluation.funnel) at one k, traced once after the sweep.
+"""Why was it missed, for a sweep: each row's funnel (rag.evaluation.funnel.stages) at one k, traced after the sweep.
 
 The command line (`rag sweep --json`, `--html`), the app's sweep job and the Evaluate page all trace a row here,
 so the run kept in the runs store, the JSON, the HTML report and the page say the same numbers. A row's funnel
@@ -14,8 +14,8 @@ from functools import partial
 from rag.context import CHAT_MAX_TOKENS
 from rag.embeddings.base import Embedder
 from rag.embeddings.cache import EmbeddingCache
-from rag.evaluation.funnel import CANDIDATES, RANKED, Funnel, FunnelSummary, evaluation_funnels, summarize
-from rag.evaluation.results import ConfigResult, SweepResult
+from rag.evaluation.funnel.stages import CANDIDATES, RANKED, Funnel, FunnelSummary, evaluation_funnels, summarize
+from rag.evaluation.sweeps.results import ConfigResult, SweepResult
 from rag.rerank import DEFAULT_DEPTH, Reranker, rerank
 from rag.store.client import Store
 

@@ -19,7 +19,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from rag.evaluation.queries import squeezed
+from rag.evaluation.querysets.queries import squeezed
 from rag.generation.llm import ChatModel
 from rag.store.keywords import detect_language
 

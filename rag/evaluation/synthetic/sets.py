@@ -2,13 +2,13 @@
 
 For documents without labelled questions. Two methods:
 
-- "sentence" (no LLM): usable sentences (rag.evaluation.sentences) are picked spread over each document
-  (seeded), each rewritten as a query that is not a verbatim copy of it (rag.evaluation.rewrite); the answer
+- "sentence" (no LLM): usable sentences (rag.evaluation.synthetic.sentences) are picked spread over each document
+  (seeded), each rewritten as a query that is not a verbatim copy of it (rag.evaluation.synthetic.rewrite); the answer
   is the sentence's own span, so a chunk is relevant when it holds the sentence the query came from. (Not the
   passage around it: a passage spans several small chunks, any of which would count, and small chunk sizes
   would look better than they are.)
 - "llm:<spec>": a chat model gets the passage around such a sentence and writes a question with its answer
-  quoted from the passage (rag.evaluation.synthetic_llm); a reply whose answer is not found in the passage, or
+  quoted from the passage (rag.evaluation.synthetic.llm); a reply whose answer is not found in the passage, or
   whose question is not in the passage's language, is dropped (counted by reason in SyntheticSet.rejected) and
   another passage is tried.
 
@@ -33,9 +33,9 @@ from dataclasses import dataclass, field
 
 from rag.documents.model import Document
 from rag.errors import InvalidSettingsError, SyntheticQueriesError
-from rag.evaluation.rewrite import Vocabulary, rewrite
-from rag.evaluation.sentences import Sentence, SentencePool, sentence_pools
-from rag.evaluation.synthetic_llm import WRONG_LANGUAGE, Asked, ask
+from rag.evaluation.synthetic.llm import WRONG_LANGUAGE, Asked, ask
+from rag.evaluation.synthetic.rewrite import Vocabulary, rewrite
+from rag.evaluation.synthetic.sentences import Sentence, SentencePool, sentence_pools
 from rag.generation.llm import ChatModel
 from rag.store.keywords import detect_language
 from rag.words import counted
@@ -60,7 +60,7 @@ class SyntheticQuery:
     method: str
 
     def line(self) -> dict:
-        """Return the query-set line (rag.evaluation.queries), marked synthetic."""
+        """Return the query-set line (rag.evaluation.querysets.queries), marked synthetic."""
         return {"query": self.query, "document": self.document, "answer": self.answer,
                 "answer_start": self.answer_start, "synthetic": True, "method": self.method,
                 "passage_start": self.passage_start, "passage_end": self.passage_end}
