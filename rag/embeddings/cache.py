@@ -27,7 +27,7 @@ from rag.errors import EmbeddingCacheError
 
 
 class StoreLocation(Protocol):
-    """What the cache needs of a rag.store.Store: where it keeps its data (the store stage sits above this one)."""
+    """What the cache needs of a Store: where it keeps its data (the store stage sits above this one)."""
 
     local: bool  # an embedded folder (or memory), not a server
     location: str  # the folder, "memory", or the server's URL
