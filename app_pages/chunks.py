@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from rag.reports import chunks as chunk_report
+from rag import reports as chunk_report
 from ui import errors, resources, state, workspace
 from ui.parts import chunks as parts
 from ui.render import counted, md

@@ -5,15 +5,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from rag.evaluation.compare import Side
-from rag.evaluation.metrics import parse_ks
-from rag.evaluation.modes import parse_mode
-from rag.evaluation.queries import load_query_set
-from rag.evaluation.squad import squad_queries
-from rag.evaluation.sweep import is_sweep_collection
-from rag.store.fusion import DEFAULT_FUSION
+from rag.evaluation import Side, is_sweep_collection, load_query_set, parse_ks, parse_mode, squad_queries
+from rag.store import DEFAULT_FUSION
 from ui import errors, nav, state, workspace
-from ui.compare_jobs import CompareJob
+from ui.jobs.compare import CompareJob
 from ui.parts import compare as parts
 from ui.parts import live_jobs
 from ui.parts.compare import CompareRun, side_label

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from rag.evaluation.modes import SearchMode, parse_mode
-from rag.reports.embedding_map import DEFAULT_SAMPLE, available_methods
+from rag.evaluation import SearchMode, parse_mode
+from rag.reports import DEFAULT_SAMPLE, available_methods
 from ui import errors, resources, state, workspace
 from ui.parts import embedding_map as parts
 from ui.parts.embedding_map import COLOUR_FIELDS, METHOD_LABELS

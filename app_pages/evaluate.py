@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import streamlit as st
 
-from rag.evaluation.sweep import SWEEP_PREFIX
+from rag.evaluation import SWEEP_PREFIX
 from ui import errors, workspace
+from ui.jobs.sweep import SweepJob
 from ui.parts import apply, funnel, judge_eval, live_jobs, synthetic
 from ui.parts import evaluate as parts
 from ui.parts import evaluate_inputs as inputs
 from ui.parts import rerank as rerank_part
 from ui.render import COMPARED_MODES, md
-from ui.sweep_jobs import SweepJob
 
 ws = workspace.current()
 st.title("Evaluate")

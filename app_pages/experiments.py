@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from rag.runs.db import RunLog, runs_path_of
+from rag.runs import RunLog, runs_path_of
 from ui import errors, workspace
 from ui.parts import experiments as parts
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 import streamlit as st
 
 from rag import pipeline
-from rag.reports import hits as hit_report
-from rag.store.fusion import Fusion, parse_fusion
-from rag.store.search import FUSIONS, MODES
+from rag import reports as hit_report
+from rag.store import FUSIONS, MODES, Fusion, parse_fusion
 from ui import errors, state, workspace
 from ui.parts import rerank as rerank_part
 from ui.parts import search as parts

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from rag.chunking.chunker import (
+from rag.chunking import (
     DEFAULT_CHUNK_SIZE,
     DEFAULT_OVERLAP,
     MIN_CHUNK_SIZE,

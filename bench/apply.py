@@ -41,8 +41,8 @@ from rag.chunking import ChunkSettings  # noqa: E402
 from rag.documents.loader import SourceFile  # noqa: E402
 from rag.embeddings import get_embedder  # noqa: E402
 from rag.embeddings.cache import EmbeddingCache, default_cache_dir  # noqa: E402
-from rag.evaluation.squad import import_squad, sweep_input  # noqa: E402
-from rag.evaluation.sweep import SweepConfig, collection_documents, collection_name, run_sweep  # noqa: E402
+from rag.evaluation.querysets.squad import import_squad, sweep_input  # noqa: E402
+from rag.evaluation.sweeps.sweep import SweepConfig, collection_documents, collection_name, run_sweep  # noqa: E402
 from rag.runs.apply import apply_configuration  # noqa: E402
 from rag.runs.records import sweep_row  # noqa: E402
 from rag.store.archive import DocumentArchive  # noqa: E402

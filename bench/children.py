@@ -8,7 +8,7 @@ For each set: one sweep of the configurations child_size 0 (today) and each N, a
 overlap, searched in the same mode (default: hybrid with the default fusion, the app's default), so every side
 sees the same parents and the same queries; relevance is judged on the returned parents. Prints per side MRR@10
 and hit@k with their 95 % bootstrap intervals, then per metric the paired difference (N minus 0) with its 95 %
-interval and sign-flip p-value (rag.evaluation.paired). Cost, same run: ingest seconds (embedding + indexing of
+interval and sign-flip p-value (rag.evaluation.metrics.paired). Cost, same run: ingest seconds (embedding + indexing of
 the sweep), points and store folder size per collection, and the p50 / p95 of one search (top_k 10, the query
 vector given: server time only) over the set's queries. The load average is printed with each set.
 """
@@ -29,10 +29,10 @@ import bench.headers  # noqa: E402 (imported after the offline switches above)
 from bench.headers import load_set  # noqa: E402
 from rag.embeddings import get_embedder  # noqa: E402
 from rag.embeddings.cache import EmbeddingCache  # noqa: E402
-from rag.evaluation.metrics import parse_ks  # noqa: E402
-from rag.evaluation.modes import parse_mode  # noqa: E402
-from rag.evaluation.paired import paired_difference  # noqa: E402
-from rag.evaluation.sweep import SweepConfig, run_sweep  # noqa: E402
+from rag.evaluation.metrics.metrics import parse_ks  # noqa: E402
+from rag.evaluation.metrics.modes import parse_mode  # noqa: E402
+from rag.evaluation.metrics.paired import paired_difference  # noqa: E402
+from rag.evaluation.sweeps.sweep import SweepConfig, run_sweep  # noqa: E402
 from rag.store.fusion import DEFAULT_FUSION  # noqa: E402
 from rag.store.open import open_store  # noqa: E402
 

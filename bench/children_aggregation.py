@@ -29,10 +29,10 @@ import rag.store.search as search_module  # noqa: E402
 from bench.headers import load_set  # noqa: E402
 from rag.embeddings import get_embedder  # noqa: E402
 from rag.embeddings.cache import EmbeddingCache  # noqa: E402
-from rag.evaluation.metrics import evaluate, parse_ks  # noqa: E402
-from rag.evaluation.modes import parse_mode, search_in_modes  # noqa: E402
-from rag.evaluation.paired import paired_difference  # noqa: E402
-from rag.evaluation.sweep import SweepConfig, prepare_queries, run_sweep  # noqa: E402
+from rag.evaluation.metrics.metrics import evaluate, parse_ks  # noqa: E402
+from rag.evaluation.metrics.modes import parse_mode, search_in_modes  # noqa: E402
+from rag.evaluation.metrics.paired import paired_difference  # noqa: E402
+from rag.evaluation.sweeps.sweep import SweepConfig, prepare_queries, run_sweep  # noqa: E402
 from rag.store import children  # noqa: E402
 from rag.store.client import Store  # noqa: E402
 from rag.store.fusion import DEFAULT_FUSION  # noqa: E402

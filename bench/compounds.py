@@ -22,9 +22,9 @@ from pathlib import Path
 from py_rust_stemmers import SnowballStemmer
 
 from rag.chunking.chunker import chunk_document
-from rag.evaluation.metrics import covered_unit, query_metrics
-from rag.evaluation.squad import import_squad, sweep_input
-from rag.evaluation.sweep import prepare_queries
+from rag.evaluation.metrics.metrics import covered_unit, query_metrics
+from rag.evaluation.querysets.squad import import_squad, sweep_input
+from rag.evaluation.sweeps.sweep import prepare_queries
 from rag.store import keywords
 from rag.store.records import Hit
 

@@ -8,7 +8,7 @@ For each set: one sweep of two configurations (chunk headers off, on) at the sam
 searched in the same mode (default: hybrid with the default fusion, the app's default), so both sides see
 the same chunks and the same queries. Prints per side MRR@10 and hit@k with their 95 % bootstrap intervals,
 then per metric the paired difference (on minus off) with its 95 % interval and the sign-flip p-value
-(rag.evaluation.paired), and the load average of the machine.
+(rag.evaluation.metrics.paired), and the load average of the machine.
 """
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 from bench.modes import DEFAULT_SQUAD, english_input  # noqa: E402 (imported after the offline switches above)
 from rag.embeddings import get_embedder  # noqa: E402
 from rag.embeddings.cache import EmbeddingCache  # noqa: E402
-from rag.evaluation.metrics import parse_ks  # noqa: E402
-from rag.evaluation.modes import parse_mode  # noqa: E402
-from rag.evaluation.paired import paired_difference  # noqa: E402
-from rag.evaluation.squad import import_squad, sweep_input  # noqa: E402
-from rag.evaluation.sweep import SweepConfig, run_sweep  # noqa: E402
+from rag.evaluation.metrics.metrics import parse_ks  # noqa: E402
+from rag.evaluation.metrics.modes import parse_mode  # noqa: E402
+from rag.evaluation.metrics.paired import paired_difference  # noqa: E402
+from rag.evaluation.querysets.squad import import_squad, sweep_input  # noqa: E402
+from rag.evaluation.sweeps.sweep import SweepConfig, run_sweep  # noqa: E402
 from rag.store.fusion import DEFAULT_FUSION  # noqa: E402
 from rag.store.open import open_store  # noqa: E402
 

@@ -64,7 +64,7 @@ def chunk_texts(text: str, schedule=SCHEDULE) -> list[str]:
 
 def question_texts(squad: Path = XQUAD) -> list[str]:
     """Return the distinct questions of a SQuAD-style file, in a fixed shuffled order."""
-    from rag.evaluation.squad import import_squad
+    from rag.evaluation.querysets.squad import import_squad
 
     return _shuffled(list(dict.fromkeys(q["query"] for q in import_squad(squad.read_bytes(), str(squad)).queries)))
 

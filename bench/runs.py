@@ -18,9 +18,9 @@ import time
 from pathlib import Path
 
 from rag.embeddings import get_embedder
-from rag.evaluation.modes import parse_modes
-from rag.evaluation.squad import import_squad, sweep_input
-from rag.evaluation.sweep import grid, parse_sizes, run_sweep
+from rag.evaluation.metrics.modes import parse_modes
+from rag.evaluation.querysets.squad import import_squad, sweep_input
+from rag.evaluation.sweeps.sweep import grid, parse_sizes, run_sweep
 from rag.runs.compare import compare_runs
 from rag.runs.db import RunLog
 from rag.runs.keep import keep_sweep

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from rag.evaluation.sweep import STAGES, SweepResult
+from rag.evaluation.sweeps.sweep import STAGES, SweepResult
 from rag.settings import QDRANT_ENGINES
 from rag.store.edge.ties import TOLERANCE
 

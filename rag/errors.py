@@ -32,7 +32,11 @@ RagError                          base: pages and the CLI catch this and show st
 ├── EmbeddingCacheError           the embedding cache file cannot be read or written
 ├── RunsDatabaseError             the kept runs (runs.sqlite) cannot be read or written: locked, disk full
 │   └── RunNotFoundError          no kept run with that id (or row)
-├── IngestCancelled               the user cancelled an ingest before this file was stored
+├── Cancelled                     a user's Cancel stopped the work; what finished before it stays
+│   ├── IngestCancelled           an ingest, before this file was stored
+│   ├── IndexCancelled            an index build (rag.store.edge.index), the collection as it was
+│   │   IndexCancelledError       the same as the Store says it (rag.store.indexing; also a StoreError)
+│   └── SweepCancelled            a sweep job (ui.jobs.sweep); rag.embeddings.pace.Cancelled is this base itself
 ├── InvalidSettingsError          a setting (environment, flag, field, chunk_size, k, mode) is malformed or not
 │   │                             allowed; also a ValueError, so argparse and callers of a parser keep working
 │   └── MissingPackageError       an optional package (e.g. umap-learn) is needed and not installed
@@ -178,7 +182,12 @@ class SparseVectorsMissingError(StoreError):
     """The collection has no RAG Lab keyword (sparse) vectors: sparse and hybrid search cannot run."""
 
 
-class IngestCancelled(RagError):
+class Cancelled(RagError):
+    """A user's Cancel stopped the work (an ingest, a sweep, a comparison, an index build): whatever finished before
+    it stays, nothing half-done is kept. One `except Cancelled` catches every kind."""
+
+
+class IngestCancelled(Cancelled):
     """The ingest was cancelled before this file was stored; the files stored before it stay."""
 
 

@@ -8,7 +8,7 @@
   the work and is slow: sending it again would make the user wait several full timeouts), and nothing is tried
   again once streamed text has arrived (it would come twice); the message says how much came.
 - Messages: one line, "<service> at <URL without user:password>", the server's own error text shortened
-  (`server_message`; rag.documents.text.shorten), a key never shown (`Edge.redact`, rag.settings.redact_key),
+  (`server_message`; rag.words.shorten), a key never shown (`Edge.redact`, rag.settings.redact_key),
   exception texts with their URLs redacted (rag.urls.redact_urls).
 - Keys: an Edge sends its key as "Authorization: Bearer <key>"; the client asks rag.settings.configured_key for
   it, so a key goes only to the URL configured beside it.
@@ -29,10 +29,10 @@ from typing import Any, NoReturn, TypeVar
 
 import httpx
 
-from rag.documents.text import shorten
 from rag.errors import RagError
 from rag.settings import display_url, redact_key
 from rag.urls import redact_urls
+from rag.words import shorten
 
 T = TypeVar("T")
 NOT_RETRIED_TIMEOUTS = (httpx.ReadTimeout, httpx.WriteTimeout)

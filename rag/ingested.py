@@ -16,7 +16,7 @@ class Progress:
     stage: str  # one of STAGES, then "done", "error" or "cancelled" (IngestCancelled: nothing of the file stored)
     done: int  # units of the stage done (chunks for embed/store, pages while reading a long PDF, 0/1 otherwise)
     total: int
-    seconds_left: float | None = None  # the whole ingest's, estimated (rag.evaluation.pace); None until measured
+    seconds_left: float | None = None  # the whole ingest's, estimated (rag.embeddings.pace); None until measured
 
 
 @dataclass

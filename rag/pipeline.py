@@ -17,6 +17,7 @@ from rag.documents.model import Document
 from rag.embeddings import get_embedder
 from rag.embeddings.base import Embedder
 from rag.embeddings.cache import EmbeddingCache, store_cache
+from rag.embeddings.pace import Pace, embed_chunks
 from rag.errors import (
     DocumentError,
     EmbedderMismatchError,
@@ -25,7 +26,6 @@ from rag.errors import (
     QueryError,
     RagError,
 )
-from rag.evaluation.pace import Pace, embed_chunks
 from rag.ingested import IngestResult, Progress, ProgressCallback
 from rag.rerank import DEFAULT_DEPTH as DEFAULT_RERANK_DEPTH
 from rag.rerank import Reranker, check_depth, rerank

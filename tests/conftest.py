@@ -20,8 +20,8 @@ from rag.documents.loader import SourceFile, load_document
 from rag.documents.model import Document, Page
 from rag.embeddings import get_embedder
 from rag.embeddings.fake import FakeEmbedder
-from rag.evaluation.queries import load_query_set
-from rag.evaluation.squad import import_squad
+from rag.evaluation.querysets.queries import load_query_set
+from rag.evaluation.querysets.squad import import_squad
 from rag.store import legacy_keywords as sparse
 from rag.store.client import Store
 

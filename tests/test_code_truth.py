@@ -3,6 +3,7 @@ exists, and the numbers a help text states come from the code."""
 
 from __future__ import annotations
 
+import ast
 import importlib
 import re
 from pathlib import Path
@@ -13,6 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SOURCES = sorted([*ROOT.glob("rag/**/*.py"), *ROOT.glob("ui/**/*.py"), *ROOT.glob("app_pages/*.py"),
                   *ROOT.glob("bench/*.py"), *ROOT.glob("tests/**/*.py"), ROOT / "app.py", ROOT / "README.md"])
 SOURCES.remove(Path(__file__).resolve())  # this file names missing modules on purpose
+SOURCES.remove(ROOT / "tests" / "test_architecture.py")  # plants a tree of modules that do not exist
 DOTTED = re.compile(r"(?<![\w./])(?:rag|ui)(?:\.[A-Za-z_]\w*)+")
 
 
@@ -49,6 +51,50 @@ def test_every_rag_or_ui_name_in_comments_docstrings_and_the_readme_exists():
                                                                    for n, w in sorted(missing.items()))
 
 
+PATH = re.compile(r"(?<![\w./])((?:rag|ui|app_pages|bench|tests)/[\w/]*\w\.py)\b")
+MODULE_ROW = re.compile(r"(?:^|\s{2,})([a-z_]+)\s{2,}\S", re.MULTILINE)  # "chunks   statistics, flags, ..."
+
+
+def written_paths(sources: list[Path]) -> dict[str, list[str]]:
+    """Return every project file path (rag/..., ui/..., tests/... .py) the sources write, with where."""
+    found: dict[str, list[str]] = {}
+    for path in sources:
+        text = path.read_text(encoding="utf-8")
+        for match in PATH.finditer(text):
+            line = text.count("\n", 0, match.start()) + 1
+            found.setdefault(match.group(1), []).append(f"{path.name}:{line}")
+    return found
+
+
+def listed_modules(package: Path) -> list[str]:
+    """Return the module names a package's docstring lists as rows ("name   what it holds")."""
+    docstring = ast.get_docstring(ast.parse((package / "__init__.py").read_text(encoding="utf-8"))) or ""
+    return MODULE_ROW.findall(docstring)
+
+
+def test_every_file_path_in_comments_and_docstrings_exists():
+    """The README is left out here: its map of the code moves to docs/ on the housedocs branch."""
+    sources = [path for path in SOURCES if path.suffix == ".py"]
+    missing = {p: where for p, where in written_paths(sources).items() if not (ROOT / p).exists()}
+    assert not missing, "paths that do not exist: " + "; ".join(f"{p} ({', '.join(w[:3])})"
+                                                                for p, w in sorted(missing.items()))
+
+
+def test_every_module_a_package_docstring_lists_exists():
+    stale = [f"{package.relative_to(ROOT)}: {name}" for package in sorted(ROOT.glob("rag/**/__init__.py"))
+             for name in listed_modules(package.parent)
+             if not (package.parent / f"{name}.py").exists() and not (package.parent / name).is_dir()]
+    assert not stale, "modules listed that do not exist: " + "; ".join(stale)
+
+
+def test_the_checks_find_a_missing_path_and_a_missing_listed_module(tmp_path):
+    (tmp_path / "reports").mkdir()
+    (tmp_path / "reports" / "__init__.py").write_text('"""Reports.\n\nchunks   statistics\ntext     one line"""\n')
+    assert listed_modules(tmp_path / "reports") == ["chunks", "text"]
+    (tmp_path / "evaluate.py").write_text('"""python -m rag compare ...   (rag/cli_compare.py)"""\n')
+    assert list(written_paths([tmp_path / "evaluate.py"])) == ["rag/cli_compare.py"]
+
+
 def test_the_check_finds_a_name_that_does_not_exist():
     assert resolves("rag.store.fusion.RRF_K") and resolves("rag.chunking.toc")
     assert not resolves("rag.sparse") and not resolves("rag.store_search.MODES") and not resolves("rag.fusion")
@@ -74,7 +120,7 @@ def test_the_rrf_help_states_the_score_the_engine_gives():
 def test_text_is_shortened_by_one_rule_in_the_cli_and_the_pages():
     from rag import http
     from rag.cli import common
-    from rag.documents.text import shorten as preview
+    from rag.words import shorten as preview
     from ui import render
 
     assert common.preview is render.preview is http.shorten is preview

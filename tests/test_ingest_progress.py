@@ -1,5 +1,5 @@
 """An ingest's progress events (rag.pipeline.ingest): a file's counts never pass its total, which is the document's
-chunk count from its first embedding event on; the time left covers every queued file (rag.evaluation.pace),
+chunk count from its first embedding event on; the time left covers every queued file (rag.embeddings.pace),
 planned by pages or bytes until each is chunked."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from rag import pipeline
 from rag.chunking.chunker import ChunkSettings
 from rag.documents.loader import SourceFile, expected_size
 from rag.embeddings import get_embedder
-from rag.evaluation.pace import CHARS_PER, Pace
+from rag.embeddings.pace import CHARS_PER, Pace
 from rag.store.open import open_store
 from tests.conftest import make_pdf
 

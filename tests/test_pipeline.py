@@ -12,9 +12,8 @@ from rag import pipeline
 from rag.chunking import tokens
 from rag.chunking.chunker import ChunkSettings
 from rag.documents.loader import SourceFile
-from rag.embeddings import get_embedder
+from rag.embeddings import get_embedder, pace
 from rag.errors import EmbedderMismatchError, EmbeddingError, IngestCancelled, RagError
-from rag.evaluation import pace
 from rag.store.open import open_store
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from rag.evaluation.funnel import STAGES, FunnelSummary
-from rag.evaluation.results import ConfigResult, SweepResult
-from rag.reports.scores import rank_rows
+from rag.evaluation import FUNNEL_STAGES as STAGES
+from rag.evaluation import ConfigResult, FunnelSummary, SweepResult
+from rag.reports import rank_rows
 
 RANK_COLOURS = ["#2f9e44", "#f59f00", "#f76707", "#e03131"]  # rank 1, 2–3, 4–5, deeper: strong enough on white
 

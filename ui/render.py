@@ -10,10 +10,10 @@ from collections.abc import Sequence
 import pandas as pd
 
 from rag import words
-from rag.documents.text import shorten
-from rag.reports.chunks import Segment
+from rag.reports import Segment
+from rag.words import shorten
 
-preview = shorten  # the one shortening rule (messages, tables): rag.documents.text.shorten
+preview = shorten  # the one shortening rule (messages, tables): rag.words.shorten
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:=^&\"'])")
 CHUNK_COLOURS = ("#e3f0fb", "#e6f4ea")  # alternating backgrounds: which chunk a character belongs to

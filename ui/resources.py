@@ -12,17 +12,22 @@ from collections.abc import Callable
 import numpy as np
 import streamlit as st
 
-from rag.chunking.chunker import Chunk, chunk_document
-from rag.documents.model import Document
+from rag import reports as chunk_report
+from rag.chunking import Chunk, chunk_document
+from rag.documents import Document
 from rag.embeddings import E5Embedder, Embedder, get_embedder, parse_spec
 from rag.errors import InvalidSettingsError, RagError
-from rag.reports import chunks as chunk_report
-from rag.store import rebuild
-from rag.store.archive import DocumentArchive, default_archive_dir
-from rag.store.client import Store
-from rag.store.open import open_store
-from rag.store.reads import serve_reads
-from rag.store.records import CollectionInfo, DocumentInfo, Hit
+from rag.store import (
+    CollectionInfo,
+    DocumentArchive,
+    DocumentInfo,
+    Hit,
+    Store,
+    default_archive_dir,
+    document_from_chunks,
+    open_store,
+    serve_reads,
+)
 from ui import settings
 
 LISTING_TTL = 30  # seconds: another process writing to the same Qdrant shows up at the latest after this
@@ -177,7 +182,7 @@ def model_token_counts(_embedder: Embedder, model_id: str, contents: tuple[str, 
 @st.cache_data(max_entries=16, show_spinner=False)
 def stored_document(_chunks: list[Hit], key: tuple, document_id: str, title: str, kind: str) -> Document:
     """Return the document rebuilt from its stored chunks; key names them (location, collection, changes)."""
-    return rebuild.document_from_chunks(document_id, title, _chunks, kind)
+    return document_from_chunks(document_id, title, _chunks, kind)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)

@@ -19,7 +19,7 @@ import streamlit as st
 from streamlit.errors import StreamlitSecretNotFoundError
 
 from rag import settings as rag_settings
-from rag.documents import samples
+from rag.documents import BUNDLED
 from rag.errors import InvalidSettingsError
 from rag.settings import Service
 
@@ -142,7 +142,7 @@ def sample_dir() -> Path | None:
     in the package (rag/samples). A configured folder is returned even if it is missing."""
     configured = loaded().sample_dir
     if not configured:
-        return samples.BUNDLED
+        return BUNDLED
     folder = Path(configured).expanduser()
     return (folder if folder.is_absolute() else PROJECT_ROOT / folder).resolve()
 

@@ -8,10 +8,9 @@ import streamlit as st
 
 from rag.embeddings import check_packages, parse_spec
 from rag.errors import RagError
-from rag.evaluation.sweep import is_sweep_collection
+from rag.evaluation import is_sweep_collection
 from rag.settings import OLLAMA, OPENAI, QDRANT, display_url, folder_inside_data_root, openai_base_url
-from rag.store.client import Store
-from rag.store.records import CollectionInfo
+from rag.store import CollectionInfo, Store
 from rag.urls import redact_urls
 from ui import errors, resources, settings, state
 from ui.render import counted, md

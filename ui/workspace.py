@@ -7,10 +7,9 @@ from dataclasses import dataclass
 import streamlit as st
 
 from rag.embeddings import Embedder
-from rag.evaluation.sweep import is_sweep_collection
-from rag.reports.hits import SearchOutcome
-from rag.store.client import Store
-from rag.store.records import CollectionInfo, DocumentInfo, Hit
+from rag.evaluation import is_sweep_collection
+from rag.reports import SearchOutcome
+from rag.store import CollectionInfo, DocumentInfo, Hit, Store
 from ui import errors, nav, resources, settings, state
 
 

@@ -5,15 +5,23 @@ toc      tables of contents, flagged so search skips them   tables   Markdown pi
 children parent–child: each chunk cut into children at sentence ends (searched in its place, rag.store.children)
 """
 
+from __future__ import annotations
+
+from rag.chunking.children import DEFAULT_CHILD_SIZE, MIN_CHILD_SIZE, parse_child_size
 from rag.chunking.chunker import (
     DEFAULT_CHUNK_SIZE,
     DEFAULT_OVERLAP,
+    MIN_CHUNK_SIZE,
     STRATEGIES,
     Chunk,
     ChunkSettings,
     chunk_document,
     validate_settings,
 )
+from rag.chunking.headers import CHOICES as CHUNK_HEADER_CHOICES
+from rag.chunking.headers import DEFAULT_CHUNK_HEADERS, parse_chunk_headers
+from rag.chunking.tokens import count as count_tokens
 
-__all__ = ["DEFAULT_CHUNK_SIZE", "DEFAULT_OVERLAP", "STRATEGIES", "Chunk", "ChunkSettings", "chunk_document",
-           "validate_settings"]  # fmt: skip
+__all__ = ["CHUNK_HEADER_CHOICES", "Chunk", "ChunkSettings", "DEFAULT_CHILD_SIZE", "DEFAULT_CHUNK_HEADERS",
+           "DEFAULT_CHUNK_SIZE", "DEFAULT_OVERLAP", "MIN_CHILD_SIZE", "MIN_CHUNK_SIZE", "STRATEGIES", "chunk_document",
+           "count_tokens", "parse_child_size", "parse_chunk_headers", "validate_settings"]

@@ -25,9 +25,7 @@ from rag.cli.store import (
     store_options,
 )
 from rag.context import CHAT_MAX_TOKENS, GENERATION_MAX_TOKENS
-from rag.generation.answer import answer_with
-from rag.generation.llm import LLM_SPECS, get_llm
-from rag.generation.prompts import PRESETS, load_template
+from rag.generation import LLM_SPECS, PRESETS, answer_with, get_llm, load_template
 from rag.rerank import describe
 
 BUDGETS = {"chat": CHAT_MAX_TOKENS, "generation": GENERATION_MAX_TOKENS}

@@ -8,10 +8,9 @@ import sys
 import time
 from pathlib import Path
 
-from rag.chunking import chunker as chunking
+from rag import chunking
 from rag.cli import common
-from rag.documents.loader import load_document
-from rag.documents.model import Document
+from rag.documents import Document, load_document
 from rag.embeddings import get_embedder
 
 

@@ -13,16 +13,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from rag import pipeline
-from rag.chunking import children
-from rag.chunking import chunker as chunking
-from rag.documents import loader
-from rag.documents.text import shorten
+from rag import chunking, pipeline
+from rag.chunking import DEFAULT_CHILD_SIZE, parse_child_size
+from rag.documents import read_file as read_document
 from rag.errors import RagError, UsageError
-from rag.store.client import Store
-from rag.store.edge.index import IndexState
+from rag.store import IndexState, Store
+from rag.words import shorten
 
-preview = shorten  # the one shortening rule (messages, tables): rag.documents.text.shorten
+preview = shorten  # the one shortening rule (messages, tables): rag.words.shorten
 
 LONG_FILE_BYTES = 2_000_000  # files above this get progress lines on stderr
 
@@ -75,7 +73,7 @@ def read_file(path: str) -> bytes:
     """Return the bytes of path, or raise UsageError (or DocumentTooLargeError, before reading) saying why not."""
     file = check_path(path)
     try:
-        return loader.read_file(file, file.name)
+        return read_document(file, file.name)
     except OSError as error:
         raise UsageError(f"{path}: cannot read it ({error.strerror}).") from error
 
@@ -158,7 +156,7 @@ def add_child_size(parser: argparse.ArgumentParser, sweep: bool = False) -> None
     """Add --child-size: one size for a new collection (ingest), or the sizes a sweep compares ("0,64")."""
     def sizes(text: str) -> int | list[int]:
         try:
-            found = list(dict.fromkeys(children.parse_child_size(item) for item in text.split(",")))
+            found = list(dict.fromkeys(parse_child_size(item) for item in text.split(",")))
         except RagError as error:
             raise argparse.ArgumentTypeError(str(error)) from None
         if not sweep and len(found) != 1:
@@ -167,8 +165,8 @@ def add_child_size(parser: argparse.ArgumentParser, sweep: bool = False) -> None
 
     parser.add_argument(
         "--child-size", type=sizes, metavar="N,N,..." if sweep else "N",
-        default=[children.DEFAULT_CHILD_SIZE] if sweep else None,
+        default=[DEFAULT_CHILD_SIZE] if sweep else None,
         help="parent–child search: each chunk is also cut into children of about N tokens at sentence ends, searched "
         "in its place; a hit is the chunk, with its best child (0 = off, the chunks are searched; default "
-        f"{children.DEFAULT_CHILD_SIZE}" + ("; e.g. 0,64 compares both, a collection per setting)" if sweep else
+        f"{DEFAULT_CHILD_SIZE}" + ("; e.g. 0,64 compares both, a collection per setting)" if sweep else
                                            "; a new collection's, an existing one keeps its own)"))

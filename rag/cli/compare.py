@@ -17,7 +17,10 @@ from rag.cli.chunk import common
 from rag.cli.evaluate import FAILURES_SHOWN, cache_of, ks_option
 from rag.cli.store import dump, fusion_option, store_of, store_options
 from rag.errors import UsageError
-from rag.evaluation.compare import (
+from rag.evaluation import (
+    DEFAULT_KS,
+    METRICS,
+    MODE_NAMES,
     EvaluationComparison,
     HitComparison,
     HitRow,
@@ -25,14 +28,11 @@ from rag.evaluation.compare import (
     compare_query,
     compare_query_set,
     document_difference,
+    format_p,
+    load_query_set,
     parse_side,
 )
-from rag.evaluation.metrics import DEFAULT_KS, METRICS
-from rag.evaluation.modes import MODE_NAMES
-from rag.evaluation.paired import format_p
-from rag.evaluation.queries import load_query_set
-from rag.store.client import Store
-from rag.store.fusion import DEFAULT_FUSION
+from rag.store import DEFAULT_FUSION, Store
 
 JSON_HELP = """\
 --json prints one object. One query:

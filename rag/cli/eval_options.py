@@ -6,10 +6,9 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from rag.chunking import headers
+from rag.chunking import parse_chunk_headers
 from rag.errors import InvalidSettingsError
-from rag.evaluation.metrics import parse_ks
-from rag.evaluation.modes import parse_modes
+from rag.evaluation import parse_ks, parse_modes
 
 
 def ks_option(text: str) -> tuple[int, ...]:
@@ -32,7 +31,7 @@ def sizes_option(read: Callable[[str, str], list[int]], what: str) -> Callable[[
 def headers_option(text: str) -> list[bool]:
     """Return the chunk header settings of "on", "off" or "on,off"; usage error otherwise."""
     try:
-        return list(dict.fromkeys(headers.parse_chunk_headers(item) for item in text.split(",")))
+        return list(dict.fromkeys(parse_chunk_headers(item) for item in text.split(",")))
     except InvalidSettingsError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
 

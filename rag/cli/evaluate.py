@@ -1,12 +1,15 @@
 """Command-line commands of the evaluation lab: import-squad, eval, sweep.
 
     python -m rag import-squad FILE --out DIR [--articles N]
-    python -m rag eval QUERIES --collection C [--mode dense|sparse|hybrid] [--fusion rrf|dbsf] [--k 1,3,5,10]
+    python -m rag eval QUERIES --collection C [--mode dense|sparse|hybrid] [--fusion SPEC] [--k 1,3,5,10]
                        [--embedder SPEC] [--rerank SPEC [--rerank-depth N]] [--json] [--html FILE]
     python -m rag sweep DOCS... | --collection C --queries Q --chunk-size 200,400,800 --overlap 0,50,100 [--mode ...]
-                        [--fusion rrf|dbsf] [--rerank SPEC [--rerank-depth N] [--rerank-modes off,on]] [--k ...]
+                        [--fusion SPEC] [--rerank SPEC [--rerank-depth N] [--rerank-modes off,on]] [--k ...]
                         [--json] [--html FILE] [--apply-best COLLECTION]
-    python -m rag compare ...   (rag/cli_compare.py)
+    python -m rag compare ...   (rag/cli/compare.py)
+
+--fusion SPEC: how hybrid fuses its two lists, e.g. convex:w=0.6, rrf, rrf:k=10:w=0.7 or dbsf; without it the
+collection's saved fusion, else convex (rag.store.fusion.DEFAULT_FUSION).
 
 Results go to stdout (a table, or one JSON object with --json), progress and notes to stderr.
 """
@@ -20,9 +23,8 @@ from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
-from rag import pipeline
-from rag.chunking import chunker as chunking
-from rag.chunking import headers
+from rag import chunking, pipeline
+from rag.chunking import DEFAULT_CHUNK_HEADERS
 from rag.cli.chunk import common
 from rag.cli.eval_options import headers_option, ks_option, modes_option, sizes_option
 from rag.cli.gate import add_gate_options, check_baseline, check_gate_options, run_gate
@@ -39,35 +41,44 @@ from rag.cli.store import (
     store_options,
 )
 from rag.context import CHAT_MAX_TOKENS
-from rag.documents.loader import SourceFile
-from rag.documents.samples import SAMPLE_SUFFIXES
-from rag.embeddings import get_embedder
-from rag.embeddings.cache import EmbeddingCache, default_cache_dir
+from rag.documents import SAMPLE_SUFFIXES, SourceFile
+from rag.embeddings import EmbeddingCache, default_cache_dir, get_embedder
 from rag.errors import UsageError
-from rag.evaluation.funnel import Funnel, FunnelSummary, evaluation_funnels, summarize
-from rag.evaluation.fusion_tuning import tune_fusion
-from rag.evaluation.metrics import DEFAULT_KS, METRICS, Evaluation, QueryOutcome
-from rag.evaluation.modes import MODE_NAMES, SearchMode, parse_modes
-from rag.evaluation.queries import load_query_set
-from rag.evaluation.rerank_effect import effect_words
-from rag.evaluation.squad import QUERIES_FILE, import_squad, write_import
-from rag.evaluation.sweep import (
+from rag.evaluation import (
+    DEFAULT_KS,
+    METRICS,
+    MODE_NAMES,
+    QUERIES_FILE,
+    Evaluation,
+    Funnel,
+    FunnelSummary,
+    QueryOutcome,
+    SearchMode,
     SweepProgress,
     SweepResult,
     collection_documents,
+    effect_words,
     evaluate_collection,
+    evaluation_funnels,
+    funnel_k,
+    import_squad,
     load_documents,
+    load_query_set,
     parse_chunk_sizes,
     parse_grid,
+    parse_modes,
     parse_overlaps,
     run_sweep,
+    summarize,
+    trace_sweep,
+    tune_fusion,
+    version_of,
+    write_import,
 )
-from rag.evaluation.sweep_funnel import funnel_k, trace_sweep
-from rag.evaluation.versions import version_of
-from rag.reports.evaluation_html import evaluation_report, sweep_report
+from rag.reports import evaluation_report, sweep_report
 from rag.rerank import DEFAULT_DEPTH, Reranker, describe, rerank
-from rag.runs.keep import keep_eval, keep_sweep
-from rag.store.fusion import DEFAULT_FUSION
+from rag.runs import keep_eval, keep_sweep
+from rag.store import DEFAULT_FUSION
 
 FAILURES_SHOWN = 10
 
@@ -361,7 +372,7 @@ def register(commands: argparse._SubParsersAction) -> None:
                        metavar="N,N,...",
                        help="overlaps in tokens, default 0,50,100 (configurations with overlap >= size are skipped)")
     sweep.add_argument("--strategy", choices=chunking.STRATEGIES, default="structure", help="chunking strategy")
-    sweep.add_argument("--chunk-headers", type=headers_option, default=[headers.DEFAULT_CHUNK_HEADERS],
+    sweep.add_argument("--chunk-headers", type=headers_option, default=[DEFAULT_CHUNK_HEADERS],
                        metavar="on|off|on,off", help="embed chunks with their title and heading path: off, on, or "
                        "on,off to compare both (a collection per setting)")
     common.add_child_size(sweep, sweep=True)

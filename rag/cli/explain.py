@@ -1,4 +1,4 @@
-"""`rag search "..." --explain CHUNK_ID`: one chunk's way through the stages of a search (rag.evaluation.funnel).
+"""`rag search "..." --explain CHUNK_ID`: one chunk's way through the stages of a search (rag.evaluation.funnel.stages).
 
 Text: a table of the stages (rank and score, or why not), then where the chunk was lost; --json: one object
 {"query", "k", "mode", "stages", "lost_at"} with "stages" as each query of `rag eval --json` carries them.
@@ -13,9 +13,8 @@ import sys
 from rag import pipeline
 from rag.cli import common
 from rag.errors import UsageError
-from rag.evaluation.funnel import CANDIDATES, ChunkStages, Explanation, explain_chunk
-from rag.evaluation.modes import SearchMode
-from rag.store.client import Store
+from rag.evaluation import ChunkStages, Explanation, SearchMode, explain_chunk
+from rag.store import CANDIDATES, Store
 
 WHY_LOST = {
     "dense": "not in the top {k} of the dense list (nor of the keyword list, when the mode fuses)",

@@ -4,8 +4,8 @@
                        [--junit FILE]
 
 Exit 1 only with --fail-if-worse when the paired test of `rag runs compare` says the new evaluation is worse
-than the baseline run (rag.evaluation.gate); ties and "too few questions differ" pass and say so. The verdict
-is one line on stdout (on stderr with --json, which carries it as "gate").
+than the baseline run (rag.evaluation.comparisons.gate); ties and "too few questions differ" pass and say so.
+The verdict is one line on stdout (on stderr with --json, which carries it as "gate").
 """
 
 from __future__ import annotations
@@ -16,11 +16,9 @@ from pathlib import Path
 
 from rag.cli import common
 from rag.errors import UsageError
-from rag.evaluation.gate import GateVerdict, gate, junit_xml
-from rag.evaluation.metrics import METRICS, Evaluation
-from rag.runs.compare import pair_outcomes, parse_side
-from rag.runs.db import RunLog, runs_path_of
-from rag.runs.records import outcomes_of
+from rag.evaluation import METRICS, Evaluation, GateVerdict, gate, junit_xml
+from rag.runs import RunLog, outcomes_of, pair_outcomes, runs_path_of
+from rag.runs import parse_run_side as parse_side
 
 
 def add_gate_options(parser: argparse.ArgumentParser) -> None:

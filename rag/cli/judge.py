@@ -6,7 +6,7 @@
     python -m rag queries diff A B [--json]
 
 A judgment names the chunk's document and the character span of its evidence (the whole chunk without
---evidence), so it holds for any chunking (rag.evaluation.judgments). Writes are atomic; each saved change
+--evidence), so it holds for any chunking (rag.evaluation.querysets.judgments). Writes are atomic; each saved change
 is a version of the query set (FILE.versions.jsonl beside it).
 """
 
@@ -19,13 +19,20 @@ from rag import pipeline
 from rag.cli import common
 from rag.cli.store import add_collection, dump, embedder_of, store_of, store_options
 from rag.errors import UsageError
-from rag.evaluation.agreement import agreement
-from rag.evaluation.judging import judgment_of, read_query_file, save_judgments
-from rag.evaluation.judgments import GRADES, check_grade
-from rag.evaluation.llm_judge import judge_with_llm
-from rag.evaluation.queries import load_query_set
-from rag.evaluation.versions import diff_query_sets, diff_words, version_of
-from rag.generation.llm import LLM_SPECS, get_llm
+from rag.evaluation import (
+    GRADES,
+    agreement,
+    check_grade,
+    diff_query_sets,
+    diff_words,
+    judge_with_llm,
+    judgment_of,
+    load_query_set,
+    read_query_file,
+    save_judgments,
+    version_of,
+)
+from rag.generation import LLM_SPECS, get_llm
 
 
 def run_judge(args: argparse.Namespace) -> int:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from rag.store.open import migrate_folder
+from rag.store import migrate_folder
 
 
 def run_migrate(args: argparse.Namespace) -> int:

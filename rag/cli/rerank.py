@@ -7,9 +7,9 @@ from dataclasses import replace
 
 from rag.cli.common import progress
 from rag.errors import UsageError
-from rag.evaluation.modes import SearchMode
+from rag.evaluation import SearchMode
 from rag.rerank import DEFAULT_DEPTH, MAX_DEPTH, RERANK_SPECS, Reranker, get_reranker
-from rag.store.client import Store
+from rag.store import Store
 
 RERANK_MODES = ("off", "on")
 OFF = ("off", "none")  # --rerank off: no reranker, not even the collection's default

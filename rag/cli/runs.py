@@ -16,18 +16,11 @@ from collections.abc import Sequence
 
 from rag.cli.chunk import common
 from rag.cli.store import dump, store_options
-from rag.embeddings.cache import EmbeddingCache
+from rag.embeddings import EmbeddingCache
 from rag.errors import UsageError
-from rag.evaluation.metrics import METRICS
-from rag.evaluation.paired import format_p
-from rag.evaluation.results import SweepResult
-from rag.evaluation.sweep_collections import is_sweep_collection
-from rag.runs.apply import Applied, apply_configuration
-from rag.runs.compare import RunComparison, compare_runs
-from rag.runs.db import RunLog, runs_path
-from rag.runs.records import sweep_row
-from rag.store.archive import DocumentArchive, default_archive_dir
-from rag.store.client import Store
+from rag.evaluation import METRICS, SweepResult, format_p, is_sweep_collection
+from rag.runs import Applied, RunComparison, RunLog, apply_configuration, compare_runs, runs_path, sweep_row
+from rag.store import DocumentArchive, Store, default_archive_dir
 
 JSON_HELP = """\
 --json prints, for `runs`, a list of runs: {"id", "kind" (eval | sweep), "created_at", "seconds", "has_report",

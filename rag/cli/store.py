@@ -10,22 +10,28 @@ from collections.abc import Callable
 from pathlib import Path
 
 from rag import pipeline
-from rag.chunking import headers
+from rag.chunking import CHUNK_HEADER_CHOICES, DEFAULT_CHUNK_HEADERS
 from rag.cli.chunk import common
 from rag.cli.rerank import add_rerank_options, reranker_of
 from rag.context import CHAT_MAX_TOKENS, DEFAULT_OVERFLOW, GENERATION_MAX_TOKENS, OVERFLOWS, Context
 from rag.embeddings import EMBEDDER_SPECS
 from rag.errors import DocumentNotFoundError, RagError
 from rag.rerank import SCORE_KIND, describe
-from rag.runs.apply import collection_defaults
+from rag.runs import collection_defaults
 from rag.settings import load as load_settings
-from rag.store.archive import DocumentArchive, default_archive_dir
-from rag.store.client import Store
-from rag.store.fusion import DEFAULT_FUSION, parse_fusion
-from rag.store.keywords import LANGUAGE_CHOICES
-from rag.store.open import open_store, reading_note, size_note
-from rag.store.records import Hit
-from rag.store.search import MODES
+from rag.store import (
+    DEFAULT_FUSION,
+    LANGUAGE_CHOICES,
+    MODES,
+    DocumentArchive,
+    Hit,
+    Store,
+    default_archive_dir,
+    open_store,
+    parse_fusion,
+    reading_note,
+    size_note,
+)
 
 
 def store_of(args: argparse.Namespace, read_only: bool = False) -> Store:
@@ -351,9 +357,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     ingest.add_argument("--language", choices=LANGUAGE_CHOICES, default=None,
                         help="keyword (BM25) stemming and stop words of a new collection: auto (detected per "
                         "document, the default), de, en or none")
-    ingest.add_argument("--chunk-headers", choices=headers.CHOICES, default=None,
+    ingest.add_argument("--chunk-headers", choices=CHUNK_HEADER_CHOICES, default=None,
                         help="embed and keyword-index each chunk of a new collection with its title and heading path "
-                        f"before the text (default {'on' if headers.DEFAULT_CHUNK_HEADERS else 'off'}); text kept")
+                        f"before the text (default {'on' if DEFAULT_CHUNK_HEADERS else 'off'}); text kept")
     common.add_child_size(ingest)
     ingest.add_argument("--keep-versions", action="store_true",
                         help="keep a document whose file name is already in the collection (default: replace it)")

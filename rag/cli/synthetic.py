@@ -3,7 +3,7 @@
     python -m rag make-queries FILE... --out Q.jsonl [--count 50] [--llm SPEC] [--seed 0] [--json]
 
 Without --llm, sentences of the documents are rewritten as queries; with it, the LLM writes a question per
-passage and quotes its answer (rag.evaluation.synthetic). Each line holds query, document, answer,
+passage and quotes its answer (rag.evaluation.synthetic.sets). Each line holds query, document, answer,
 answer_start, "synthetic": true and method. A file that cannot be read is an error line and the others go on
 (exit 1 at the end, as `rag ingest`); a document without usable text (a scan, an empty file) is a note. The
 summary goes to stdout (--json: one object, SyntheticSet.summary, with "out"), notes and progress to stderr.
@@ -19,11 +19,10 @@ import sys
 from pathlib import Path
 
 from rag.cli import common
-from rag.documents.loader import load_document
-from rag.documents.model import Document
+from rag.documents import Document, load_document
 from rag.errors import DocumentError, EmptyDocumentError, NoTextLayerError, SyntheticQueriesError, UsageError
-from rag.evaluation.synthetic import DEFAULT_COUNT, SENTENCE_BIAS, SyntheticSet, make_queries
-from rag.generation.llm import LLM_SPECS, get_llm
+from rag.evaluation import DEFAULT_COUNT, SENTENCE_BIAS, SyntheticSet, make_queries
+from rag.generation import LLM_SPECS, get_llm
 
 
 def register(commands: argparse._SubParsersAction) -> None:

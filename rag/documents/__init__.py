@@ -6,7 +6,11 @@ pypdf_text  pypdf, pdfium's fallback           ligatures  glyph codes pdfium lef
 loader      load_document, SourceFile, limits  samples    the sample files of a folder
 """
 
-from rag.documents.loader import SourceFile, check_size, load_document
-from rag.documents.model import PAGE_SEPARATOR, Document, Heading, Page
+from __future__ import annotations
 
-__all__ = ["PAGE_SEPARATOR", "Document", "Heading", "Page", "SourceFile", "check_size", "load_document"]
+from rag.documents.loader import SourceFile, check_size, load_document, read_file
+from rag.documents.model import PAGE_SEPARATOR, Document, Heading, Page
+from rag.documents.samples import BUNDLED, SAMPLE_SUFFIXES, sample_files, sample_paths
+
+__all__ = ["BUNDLED", "Document", "Heading", "PAGE_SEPARATOR", "Page", "SAMPLE_SUFFIXES", "SourceFile", "check_size",
+           "load_document", "read_file", "sample_files", "sample_paths"]

@@ -55,8 +55,3 @@ def clean_plain_text(text: str) -> str:
     text = "\n".join(line.rstrip(" \t") for line in text.split("\n"))
     return BLANK_LINES.sub("\n\n", text).strip()
 
-
-def shorten(text: str, limit: int = 200) -> str:
-    """Return text on one line, cut to at most `limit` characters with an ellipsis (for messages and tables)."""
-    flat = " ".join(str(text).split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

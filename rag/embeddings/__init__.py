@@ -25,33 +25,22 @@ import httpx
 
 from rag import settings
 from rag.embeddings import e5
-from rag.embeddings.base import Embedder, embed_in_batches
+from rag.embeddings.base import CUT_OFF, WINDOWED, Embedder, embed_in_batches, overflow_flag
+from rag.embeddings.cache import EmbeddingCache, default_cache_dir, store_cache
 from rag.embeddings.e5 import E5Embedder
 from rag.embeddings.fake import FakeEmbedder
 from rag.embeddings.local import DEFAULT_MODEL_NAME as MINILM
 from rag.embeddings.local import LocalEmbedder, require_packages
 from rag.embeddings.ollama import OllamaEmbedder
 from rag.embeddings.openai import OpenAIEmbedder
+from rag.embeddings.pace import Cancelled, Pace, Paced, time_left
 from rag.errors import UnknownEmbedderError
 from rag.http import RetryPolicy
 
-__all__ = [
-    "DEFAULT_EMBEDDER",
-    "EMBEDDER_SPECS",
-    "E5Embedder",
-    "Embedder",
-    "FakeEmbedder",
-    "LOCAL_MODEL_NAMES",
-    "LocalEmbedder",
-    "OllamaEmbedder",
-    "OpenAIEmbedder",
-    "SPEC_FORMS",
-    "RetryPolicy",
-    "embed_in_batches",
-    "get_embedder",
-    "parse_spec",
-    "check_packages",
-]
+__all__ = ["CUT_OFF", "Cancelled", "DEFAULT_EMBEDDER", "E5Embedder", "EMBEDDER_SPECS", "Embedder", "EmbeddingCache",
+           "FakeEmbedder", "LOCAL_MODEL_NAMES", "LocalEmbedder", "OllamaEmbedder", "OpenAIEmbedder", "Pace", "Paced",
+           "RetryPolicy", "SPEC_FORMS", "WINDOWED", "check_packages", "default_cache_dir", "embed_in_batches",
+           "get_embedder", "overflow_flag", "parse_spec", "store_cache", "time_left"]
 
 DEFAULT_EMBEDDER = "local"
 EMBEDDER_SPECS: dict[str, str] = {

@@ -15,6 +15,19 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+CUT_OFF, WINDOWED = "cut off", "windowed"  # what an embedder does with a text over its input limit
+
+
+def overflow_flag(embedder: object) -> str:
+    """Return what happens to a chunk over the embedder's input limit: "cut off", or "windowed" (e5: averaged)."""
+    return WINDOWED if getattr(embedder, "windowed", False) else CUT_OFF
+
+
+def reading(embedder: object, model_tokens: int) -> str:
+    """Return how the embedder reads a text of model_tokens: "whole", or overflow_flag's word when over its limit."""
+    limit = getattr(embedder, "max_input_tokens", None)
+    return overflow_flag(embedder) if limit and model_tokens > limit else "whole"
+
 
 @runtime_checkable
 class Embedder(Protocol):

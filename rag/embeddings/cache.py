@@ -17,7 +17,7 @@ import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import closing, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
@@ -25,8 +25,13 @@ from rag import settings
 from rag.embeddings.base import Embedder
 from rag.errors import EmbeddingCacheError
 
-if TYPE_CHECKING:
-    from rag.store.client import Store
+
+class StoreLocation(Protocol):
+    """What the cache needs of a Store: where it keeps its data (the store stage sits above this one)."""
+
+    local: bool  # an embedded folder (or memory), not a server
+    location: str  # the folder, "memory", or the server's URL
+
 
 EMBED_BATCH = 64  # texts per embed call: the unit of progress reports
 _LOOKUP_BATCH = 500  # keys per SELECT (SQLite limits the number of parameters)
@@ -50,13 +55,13 @@ def model_key(model_id: str, prompt: str, query: bool = False) -> str:
     return f"{model_id}|{'query' if query else 'document'}:{prompt}"
 
 
-def default_cache_dir(store: Store | None = None) -> Path:
+def default_cache_dir(store: StoreLocation | None = None) -> Path:
     """Return RAG_EMBEDDING_CACHE, else `embedding-cache` next to the store's embedded folder (or RAG_QDRANT_PATH)."""
     folder = store.location if store is not None and store.local and store.location != "memory" else None
     return settings.embedding_cache_folder(folder)
 
 
-def store_cache(store: Store) -> EmbeddingCache:
+def store_cache(store: StoreLocation) -> EmbeddingCache:
     """Return the cache every path of a store shares by default (ingest, re-ingest, apply, sweeps, evaluations).
 
     The file in default_cache_dir(store) for a folder or a server; a store in memory gets one cache in memory
@@ -168,4 +173,4 @@ class EmbeddingCache:
             ) from error
 
 
-_MEMORY_CACHES: weakref.WeakKeyDictionary[Store, EmbeddingCache] = weakref.WeakKeyDictionary()
+_MEMORY_CACHES: weakref.WeakKeyDictionary[StoreLocation, EmbeddingCache] = weakref.WeakKeyDictionary()

@@ -16,12 +16,12 @@ import httpx
 import numpy as np
 
 from rag.chunking import tokens
-from rag.documents.text import shorten
 from rag.embeddings.base import PromptedEmbedder, Prompts, embed_in_batches
 from rag.errors import EmbedderAuthError, EmbedderUnavailableError, EmbeddingError, InvalidSettingsError
 from rag.http import Edge, Errors, RetryPolicy
 from rag.settings import TIMEOUTS
 from rag.settings import timeout as configured_timeout
+from rag.words import shorten
 
 __all__ = ["DEFAULT_BATCH_SIZE", "HttpEmbedder", "RetryPolicy"]  # RetryPolicy: rag.http's, for older imports
 

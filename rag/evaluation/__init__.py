@@ -1,9 +1,138 @@
 """Measuring retrieval: which chunk_size, overlap, top_k and search mode find the answers, in numbers.
 
-queries  query sets (JSONL/CSV) and their labels     metrics  span-judged hit, recall, precision, MRR, nDCG
-modes    search modes as a dimension                 sweep    grids of chunkings x modes; results: its rows
-compare  A/B of two collections or modes             fusion_tuning  the hybrid weight, cross-validated
-squad    SQuAD/XQuAD JSON -> documents and a query set
-funnel   why a question was missed: its chunks' rank at every stage (rankings), lost_at, misses per stage
-synthetic  query sets made from the documents: rewritten sentences (sentences, rewrite) or an LLM's questions
+The rooms, each a package (their modules are private: callers use the names below):
+
+querysets  query sets, their labels and judgments, versions, kept uploads, SQuAD import
+metrics    span-judged hit, recall, precision, MRR, nDCG; intervals, the paired test; search modes
+funnel     why a question was missed: its chunks' rank at every stage, lost_at, misses per stage
+sweeps     grids of chunkings x modes, their rows, rerank on against off, each row's funnel, fusion tuning
+comparisons  A/B of two collections or modes; the regression gate
+judges     judgments written into a query set, an LLM as judge, its agreement with the analyst
+synthetic  query sets made from the documents: rewritten sentences or an LLM's questions
+
+Lower rooms never import higher ones: querysets < metrics < funnel < sweeps < comparisons, judges, synthetic.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS = {  # module: the names it gives the face ("FACE_NAME=its_name" where they differ)
+    "rag.evaluation.comparisons.compare": ("EvaluationComparison", "HitComparison", "HitRow", "Side", "compare_query",
+                                           "compare_query_set", "document_difference", "parse_side"),
+    "rag.evaluation.comparisons.gate": ("GateVerdict", "gate", "junit_xml"),
+    "rag.evaluation.funnel.rankings": ("Rankings", "relevant_chunks"),
+    "rag.evaluation.funnel.stages": ("FUNNEL_STAGES=STAGES", "RANKED", "ChunkStages", "Explanation", "Funnel",
+                                     "FunnelSummary", "evaluation_funnels", "explain_chunk", "query_rankings",
+                                     "summarize"),
+    "rag.evaluation.judges.agreement": ("agreement",),
+    "rag.evaluation.judges.judging": ("judgment_of", "query_set_path", "read_query_file", "save_judgments",
+                                      "start_query_set"),
+    "rag.evaluation.judges.llm_judge": ("judge_with_llm",),
+    "rag.evaluation.metrics.metrics": ("DEFAULT_KS", "METRICS", "MOSTLY_UNJUDGED", "Evaluation", "QueryOutcome",
+                                       "parse_ks"),
+    "rag.evaluation.metrics.modes": ("MODE_NAMES", "SearchMode", "parse_mode", "parse_modes"),
+    "rag.evaluation.metrics.paired": ("ALPHA", "format_p"),
+    "rag.evaluation.querysets.judgments": ("GRADES", "check_grade", "hit_grade"),
+    "rag.evaluation.querysets.kept_documents": ("KeptDocument", "forget_document", "forget_documents",
+                                                "keep_documents", "kept_documents"),
+    "rag.evaluation.querysets.kept_sets": ("keep_query_set", "kept_query_set", "safe_name"),
+    "rag.evaluation.querysets.queries": ("Query", "load_query_set"),
+    "rag.evaluation.querysets.squad": ("QUERIES_FILE", "import_squad", "squad_queries", "sweep_input", "write_import"),
+    "rag.evaluation.querysets.versions": ("diff_query_sets", "diff_words", "version_of"),
+    "rag.evaluation.sweeps.fusion_tuning": ("tune_fusion",),
+    "rag.evaluation.sweeps.rerank_effect": ("effect_note", "effect_words"),
+    "rag.evaluation.sweeps.results": ("ConfigResult", "SweepConfig", "SweepProgress", "SweepResult"),
+    "rag.evaluation.sweeps.sweep": ("SWEEP_PREFIX", "collection_documents", "evaluate_collection", "load_documents",
+                                    "query_set_paths", "run_sweep", "sweep_groups"),
+    "rag.evaluation.sweeps.sweep_collections": ("is_sweep_collection",),
+    "rag.evaluation.sweeps.sweep_grid": ("parse_chunk_sizes", "parse_grid", "parse_overlaps"),
+    "rag.evaluation.sweeps.sweep_funnel": ("WHY", "funnel_k", "missed_rows", "summary_words", "trace_row",
+                                           "trace_sweep"),
+    "rag.evaluation.synthetic.sets": ("DEFAULT_COUNT", "SENTENCE_BIAS", "SyntheticSet", "make_queries"),
+}
+_SOURCE = {face.partition("=")[0]: (module, face.partition("=")[2] or face)
+           for module, names in _EXPORTS.items() for face in names}
+__all__ = sorted(_SOURCE)
+
+
+def __getattr__(name: str) -> Any:
+    """Return a name of the face, importing its room's module on first use (so one room loads without the rest)."""
+    if name not in _SOURCE:
+        raise AttributeError(f"module 'rag.evaluation' has no attribute {name!r}")
+    module, attribute = _SOURCE[name]
+    value = getattr(importlib.import_module(module), attribute)
+    globals()[name] = value  # the next access skips this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+if TYPE_CHECKING:  # what type checkers and editors see; at run time the names load on first use
+    from rag.evaluation.comparisons.compare import (
+        EvaluationComparison,
+        HitComparison,
+        HitRow,
+        Side,
+        compare_query,
+        compare_query_set,
+        document_difference,
+        parse_side,
+    )
+    from rag.evaluation.comparisons.gate import GateVerdict, gate, junit_xml
+    from rag.evaluation.funnel.rankings import Rankings, relevant_chunks
+    from rag.evaluation.funnel.stages import (
+        RANKED,
+        ChunkStages,
+        Explanation,
+        Funnel,
+        FunnelSummary,
+        evaluation_funnels,
+        explain_chunk,
+        query_rankings,
+        summarize,
+    )
+    from rag.evaluation.funnel.stages import STAGES as FUNNEL_STAGES
+    from rag.evaluation.judges.agreement import agreement
+    from rag.evaluation.judges.judging import (
+        judgment_of,
+        query_set_path,
+        read_query_file,
+        save_judgments,
+        start_query_set,
+    )
+    from rag.evaluation.judges.llm_judge import judge_with_llm
+    from rag.evaluation.metrics.metrics import DEFAULT_KS, METRICS, MOSTLY_UNJUDGED, Evaluation, QueryOutcome, parse_ks
+    from rag.evaluation.metrics.modes import MODE_NAMES, SearchMode, parse_mode, parse_modes
+    from rag.evaluation.metrics.paired import ALPHA, format_p
+    from rag.evaluation.querysets.judgments import GRADES, check_grade, hit_grade
+    from rag.evaluation.querysets.kept_documents import (
+        KeptDocument,
+        forget_document,
+        forget_documents,
+        keep_documents,
+        kept_documents,
+    )
+    from rag.evaluation.querysets.kept_sets import keep_query_set, kept_query_set, safe_name
+    from rag.evaluation.querysets.queries import Query, load_query_set
+    from rag.evaluation.querysets.squad import QUERIES_FILE, import_squad, squad_queries, sweep_input, write_import
+    from rag.evaluation.querysets.versions import diff_query_sets, diff_words, version_of
+    from rag.evaluation.sweeps.fusion_tuning import tune_fusion
+    from rag.evaluation.sweeps.rerank_effect import effect_note, effect_words
+    from rag.evaluation.sweeps.results import ConfigResult, SweepConfig, SweepProgress, SweepResult
+    from rag.evaluation.sweeps.sweep import (
+        SWEEP_PREFIX,
+        collection_documents,
+        evaluate_collection,
+        load_documents,
+        query_set_paths,
+        run_sweep,
+        sweep_groups,
+    )
+    from rag.evaluation.sweeps.sweep_collections import is_sweep_collection
+    from rag.evaluation.sweeps.sweep_funnel import WHY, funnel_k, missed_rows, summary_words, trace_row, trace_sweep
+    from rag.evaluation.sweeps.sweep_grid import parse_chunk_sizes, parse_grid, parse_overlaps
+    from rag.evaluation.synthetic.sets import DEFAULT_COUNT, SENTENCE_BIAS, SyntheticSet, make_queries

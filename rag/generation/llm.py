@@ -20,7 +20,6 @@ from typing import Any, NoReturn
 
 import httpx
 
-from rag.documents.text import shorten
 from rag.errors import (
     ContextWindowError,
     LLMAuthError,
@@ -40,6 +39,7 @@ from rag.settings import (
     openai_key_hint,
     timeout,
 )
+from rag.words import shorten
 
 LLM_SPECS = ("ollama:<model>", "openai:<model>")
 ERRORS = Errors(LLMError, LLMUnavailableError, LLMAuthError)

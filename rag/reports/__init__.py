@@ -4,6 +4,48 @@ chunks   statistics, flags, overlaps, the heading tree of a document's chunks
 hits     scores per source, the score threshold, neighbours of a hit
 scores   score distributions over a collection, and where each query's answer ranked
 embedding_map  a 2-D map of a collection's chunk embeddings with a query and its hits
-text     text on one line for a table cell (preview)
 evaluation_html  a sweep or an evaluation as one self-contained HTML page (charts: svg)
 """
+
+from __future__ import annotations
+
+from rag.reports.chunks import (
+    CUT_OFF,
+    WINDOWED,
+    ChunkReport,
+    FlagSummary,
+    Segment,
+    chunk_reports,
+    chunk_stats,
+    flag_summary,
+    heading_tree,
+    overflow_flag,
+    overlap_spans,
+    segments,
+    tiny_limit,
+    unread_start,
+)
+from rag.reports.embedding_map import DEFAULT_SAMPLE, EmbeddingMap, available_methods, embedding_map
+from rag.reports.evaluation_html import evaluation_report, sweep_report
+from rag.reports.hits import (
+    SCORE_NAMES,
+    SCORE_SHORT,
+    SearchOutcome,
+    apply_threshold,
+    explanation,
+    keywords,
+    neighbours,
+    rrf_sum,
+    score_kind,
+    score_name,
+    source_scores,
+    threshold_scale,
+)
+from rag.reports.scores import ScoreDistribution, distribution_of, rank_rows, score_distribution
+
+__all__ = ["CUT_OFF", "ChunkReport", "DEFAULT_SAMPLE", "EmbeddingMap", "FlagSummary", "SCORE_NAMES", "SCORE_SHORT",
+           "ScoreDistribution", "SearchOutcome", "Segment", "WINDOWED", "apply_threshold", "available_methods",
+           "chunk_reports", "chunk_stats", "distribution_of", "embedding_map", "evaluation_report", "explanation",
+           "flag_summary", "heading_tree", "keywords", "neighbours", "overflow_flag", "overlap_spans", "rank_rows",
+           "rrf_sum", "score_distribution", "score_kind", "score_name", "segments", "source_scores", "sweep_report",
+           "threshold_scale", "tiny_limit", "unread_start"]

@@ -13,6 +13,9 @@ from dataclasses import dataclass
 
 from rag.chunking import tokens
 from rag.chunking.chunker import MIN_CHUNK_SIZE, Chunk
+from rag.embeddings.base import CUT_OFF as CUT_OFF  # the embedder's rule for a chunk over its limit, shown here
+from rag.embeddings.base import WINDOWED as WINDOWED
+from rag.embeddings.base import overflow_flag as overflow_flag
 from rag.store.rebuild import ChunkLike, walk_sections
 
 TINY_SHARE = 0.05  # a chunk under 5 % of chunk_size is "tiny": a stray heading or a page footer
@@ -124,13 +127,7 @@ def tiny_limit(chunk_size: int | None) -> int:
     return max(TINY_MIN_TOKENS, round((chunk_size or 0) * TINY_SHARE))
 
 
-CUT_OFF, WINDOWED = "cut off", "windowed"
 SMALLEST_ADVICE = 50  # cl100k tokens: a smaller chunk holds hardly a sentence, so no chunk_size below is advised
-
-
-def overflow_flag(embedder: object) -> str:
-    """Return what happens to a chunk over the embedder's input limit: "cut off", or "windowed" (e5: averaged)."""
-    return WINDOWED if getattr(embedder, "windowed", False) else CUT_OFF
 
 
 def chunk_reports(

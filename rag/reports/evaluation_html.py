@@ -12,13 +12,13 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from rag.errors import InvalidSettingsError
-from rag.evaluation.funnel import RANKED
-from rag.evaluation.intervals import RESAMPLES
-from rag.evaluation.metrics import COVERAGE, METRICS, Evaluation, QueryOutcome
-from rag.evaluation.paired import ALPHA, PairedDifference
-from rag.evaluation.rerank_effect import effect_note, effect_words
-from rag.evaluation.results import ConfigResult, Standing, SweepResult
-from rag.evaluation.sweep_funnel import WHY, missed_rows, summary_words
+from rag.evaluation.funnel.stages import RANKED
+from rag.evaluation.metrics.intervals import RESAMPLES
+from rag.evaluation.metrics.metrics import COVERAGE, METRICS, Evaluation, QueryOutcome
+from rag.evaluation.metrics.paired import ALPHA, PairedDifference
+from rag.evaluation.sweeps.rerank_effect import effect_note, effect_words
+from rag.evaluation.sweeps.results import ConfigResult, Standing, SweepResult
+from rag.evaluation.sweeps.sweep_funnel import WHY, missed_rows, summary_words
 from rag.reports.evaluation_page import render
 from rag.reports.svg import PALETTE, Estimate, Series, dot_chart, line_chart
 
@@ -38,7 +38,7 @@ TIE_METHOD = (f"A configuration is tied with the best when a paired sign-flip pe
 
 def sweep_report(result: SweepResult, metric: str | None = None) -> str:
     """Return the sweep as one HTML page: best and ties in words, charts, every row, failures, where the best's
-    misses were lost (once traced, rag.evaluation.sweep_funnel), whether reranking helped, the settings."""
+    misses were lost (once traced, rag.evaluation.sweeps.sweep_funnel), whether reranking helped, the settings."""
     metric = metric or result.default_metric()
     if result.results and metric not in result.results[0].metrics:
         raise InvalidSettingsError(f"this sweep has no metric {metric!r}; it measured "

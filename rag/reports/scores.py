@@ -22,8 +22,8 @@ import numpy as np
 
 from rag import pipeline
 from rag.embeddings.base import Embedder
-from rag.evaluation.metrics import Evaluation
-from rag.evaluation.modes import collection_info
+from rag.evaluation.metrics.metrics import Evaluation
+from rag.evaluation.metrics.modes import collection_info
 from rag.store.client import Store
 from rag.store.search import candidate_limit
 

@@ -25,12 +25,12 @@ import httpx
 
 from rag.errors import InvalidSettingsError, UnknownRerankerError
 from rag.rerank import local
-from rag.rerank.api import ApiReranker
+from rag.rerank.api import SERVICES, TEI, ApiReranker
 from rag.settings import folder_inside_data_root
 from rag.store.records import Hit
 
-__all__ = ["DEFAULT_DEPTH", "RERANK_SPECS", "SCORE_KIND", "Reranker", "check_depth", "describe", "get_reranker",
-           "rerank", "rerank_all"]
+__all__ = ["DEFAULT_DEPTH", "RERANK_SPECS", "Reranker", "SCORE_KIND", "SERVICES", "TEI", "check_depth", "describe",
+           "get_reranker", "rerank", "rerank_all"]
 
 DEFAULT_DEPTH = 30  # candidates a reranker reads per query: a cross-encoder pass costs about one embedding each
 MAX_DEPTH = 1000

@@ -22,10 +22,10 @@ from typing import Any, NoReturn
 
 import httpx
 
-from rag.documents.text import shorten
 from rag.errors import RerankerAuthError, RerankError, RerankerUnavailableError
 from rag.http import Edge, Errors, RetryPolicy
 from rag.settings import Service, check_url, configured_key, display_url, timeout
+from rag.words import shorten
 
 ERRORS = Errors(RerankError, RerankerUnavailableError, RerankerAuthError)
 COHERE = Service("Cohere", "COHERE_BASE_URL", "COHERE_API_KEY", "https://api.cohere.com/v2")

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from rag.errors import QuerySetError, RunNotFoundError
-from rag.evaluation.compare import EvaluationComparison, QueryDelta
-from rag.evaluation.metrics import quality
-from rag.evaluation.paired import paired_difference
-from rag.evaluation.versions import diff_versions, diff_words
+from rag.evaluation.comparisons.compare import EvaluationComparison, QueryDelta
+from rag.evaluation.metrics.metrics import quality
+from rag.evaluation.metrics.paired import paired_difference
+from rag.evaluation.querysets.versions import diff_versions, diff_words
 from rag.runs.db import RunLog
 
 
@@ -61,8 +61,8 @@ class RunComparison:
                 "query_versions": self.query_versions()} | data
 
     def query_versions(self) -> dict:
-        """Return both runs' query-set versions (without per-question digests) and what changed from A to B:
-        {"a", "b", "same", "questions_added", "questions_removed", "questions_changed"} (rag.evaluation.versions)."""
+        """Return both runs' query-set versions (rag.evaluation.querysets.versions; without per-question digests) and
+        what changed from A to B: {"a", "b", "same", "questions_added", "questions_removed", "questions_changed"}."""
         kept = [side.run["settings"].get("query_version") or {"hash": side.run["settings"]["query_hash"]}
                 for side in (self.a, self.b)]
         shown = [{k: v for k, v in version.items() if k != "items"} for version in kept]

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rag.embeddings.base import Embedder
-from rag.evaluation.metrics import Evaluation
-from rag.evaluation.queries import Query
-from rag.evaluation.results import SweepResult
+from rag.evaluation.metrics.metrics import Evaluation
+from rag.evaluation.querysets.queries import Query
+from rag.evaluation.sweeps.results import SweepResult
 from rag.reports.evaluation_html import evaluation_report, sweep_report
 from rag.runs.db import RunLog, runs_path_of
 from rag.runs.records import eval_run, sweep_run

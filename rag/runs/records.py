@@ -14,10 +14,10 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from rag.evaluation.metrics import Evaluation
-from rag.evaluation.queries import Query
-from rag.evaluation.results import ConfigResult, SweepResult
-from rag.evaluation.versions import query_set_hash, version_of
+from rag.evaluation.metrics.metrics import Evaluation
+from rag.evaluation.querysets.queries import Query
+from rag.evaluation.querysets.versions import query_set_hash, version_of
+from rag.evaluation.sweeps.results import ConfigResult, SweepResult
 
 __all__ = ["eval_run", "outcomes_of", "query_set_hash", "sweep_row", "sweep_run", "upgrade", "upgrade_outcome"]
 
@@ -95,7 +95,7 @@ def sweep_row(row: ConfigResult, result: SweepResult) -> dict:
 
 def _settings(queries: Sequence[Query], query_set: str, embedder: str | None, prompts: tuple[str, str],
               ks: Sequence[int], collection: str | None, documents: list[str], version: dict | None) -> dict:
-    """Return a run's settings; "query_version": the query set's version (rag.evaluation.versions)."""
+    """Return a run's settings; "query_version": the query set's version (rag.evaluation.querysets.versions)."""
     return {"collection": collection, "embedder": embedder, "prompts": {"query": prompts[0], "document": prompts[1]},
             "query_set": query_set, "query_hash": query_set_hash(queries), "queries": len(queries),
             "documents": list(documents), "ks": list(ks), "metric": f"mrr@{ks[-1]}",

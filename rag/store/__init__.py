@@ -6,11 +6,30 @@ search     dense, keyword and hybrid search                   fusion     how hyb
 keywords   Qdrant's BM25 vectors (stemmed, per language)      legacy_keywords  the analyzer of old collections
 records    Hit, CollectionInfo, DocumentInfo, point ids       archive    documents as read, kept by id
 rebuild    a stored document rebuilt from its chunks           reads      the folder's reads served to the CLI
+
+Why Store is one class of mixins (documents, versions, search, indexing, children: one module each) and not
+composed of parts: every method needs the same client, lock, folder guard (`_guard`) and layout cache, so each
+part would hold a back reference to the Store and add a hop without separating any state. The mixins split the
+code by responsibility for the reader, while that state and its rules stay in one place, client.py.
 """
 
-from rag.settings import DEFAULT_COLLECTION
-from rag.store.client import SYSTEM_COLLECTION, Store
-from rag.store.open import open_store
-from rag.store.records import CollectionInfo, DocumentInfo, Hit
+from __future__ import annotations
 
-__all__ = ["DEFAULT_COLLECTION", "SYSTEM_COLLECTION", "CollectionInfo", "DocumentInfo", "Hit", "Store", "open_store"]
+from rag.settings import DEFAULT_COLLECTION
+from rag.store.archive import DocumentArchive, default_archive_dir
+from rag.store.client import SYSTEM_COLLECTION, Store
+from rag.store.edge.index import MIN_RECALL, IndexState
+from rag.store.fusion import DEFAULT_FUSION, Fusion, parse_fusion
+from rag.store.indexing import IndexCancelledError
+from rag.store.keywords import LANGUAGE_CHOICES, Analyzer
+from rag.store.open import migrate_folder, open_store, reading_note, size_note
+from rag.store.reads import serve_reads
+from rag.store.rebuild import document_from_chunks
+from rag.store.records import CollectionInfo, DocumentInfo, Hit
+from rag.store.search import CANDIDATES, FUSIONS, MODES, candidate_limit
+
+__all__ = ["Analyzer", "CANDIDATES", "CollectionInfo", "DEFAULT_COLLECTION", "DEFAULT_FUSION", "DocumentArchive",
+           "DocumentInfo", "FUSIONS", "Fusion", "Hit", "IndexCancelledError", "IndexState", "LANGUAGE_CHOICES",
+           "MIN_RECALL", "MODES", "SYSTEM_COLLECTION", "Store", "candidate_limit", "default_archive_dir",
+           "document_from_chunks", "migrate_folder", "open_store", "parse_fusion", "reading_note", "serve_reads",
+           "size_note"]

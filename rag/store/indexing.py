@@ -26,7 +26,7 @@ QUESTIONS = 200  # sentences the recall check embeds as questions
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n\s*\n")
 
 
-class IndexCancelledError(StoreError):
+class IndexCancelledError(IndexCancelled, StoreError):
     """An index build was cancelled; the collection is as it was."""
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from bench import reanchor
 from bench.modes import english_input
-from rag.evaluation.sweep import prepare_queries
+from rag.evaluation.sweeps.sweep import prepare_queries
 
 TEXT = "Intro. Ross Ihaka and\nRobert Gentleman wrote R. Later: Ross Ihaka and Robert Gentleman again. ⟨wd⟩ end"
 

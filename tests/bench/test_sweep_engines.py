@@ -11,8 +11,8 @@ import pytest
 from bench.sweep import sweep_engine
 from bench.sweep_engines import ENGINE_VARIABLE, metric_differences, parse_engines, rows_agree, side_by_side
 from rag.embeddings import get_embedder
-from rag.evaluation.modes import parse_modes
-from rag.evaluation.sweep import SweepConfig
+from rag.evaluation.metrics.modes import parse_modes
+from rag.evaluation.sweeps.sweep import SweepConfig
 from rag.store.fusion import DEFAULT_FUSION
 
 

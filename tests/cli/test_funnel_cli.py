@@ -10,7 +10,7 @@ from rag import pipeline
 from rag.chunking.chunker import ChunkSettings
 from rag.documents.loader import SourceFile
 from rag.embeddings import get_embedder
-from rag.evaluation.funnel import STAGES
+from rag.evaluation.funnel.stages import STAGES
 from rag.store.open import open_store
 from tests.conftest import PARAGRAPHS, run, span_query
 

@@ -8,7 +8,7 @@ from xml.etree import ElementTree
 
 import pytest
 
-from rag.evaluation.gate import gate
+from rag.evaluation.comparisons.gate import gate
 from tests.conftest import run
 
 WORDS = ["Apfel", "Birne", "Kirsche", "Pflaume", "Traube", "Melone", "Banane", "Zitrone", "Orange", "Mango",

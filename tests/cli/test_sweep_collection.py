@@ -1,5 +1,5 @@
 """`rag sweep --collection C` (issue 34.3): the Evaluate page's sweep over "A collection" on the command line, on
-the same code path (rag.evaluation.sweep.run_sweep with the collection): at C's own settings C is searched as
+the same code path (rag.evaluation.sweeps.sweep.run_sweep with the collection): at C's own settings C is searched as
 stored, with `rag eval`'s metrics; other settings say why in one line and build a collection of their own."""
 
 from __future__ import annotations

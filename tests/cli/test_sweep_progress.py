@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from rag.cli import main
 from rag.cli.evaluate import SweepReporter
-from rag.evaluation.results import SweepConfig, SweepProgress
-from rag.evaluation.squad import import_squad, write_import
+from rag.evaluation.querysets.squad import import_squad, write_import
+from rag.evaluation.sweeps.results import SweepConfig, SweepProgress
 
 
 def test_reporter_lines_say_the_time_left(capsys):
@@ -35,5 +35,5 @@ def test_sweep_command_reports_the_time_left(shared_data, tmp_path, capsys):
     assert len(searching) == 2 and all(" left" in line.split(" · ")[-1] for line in searching)  # modes together
     assert "queries, dense, sparse" in searching[0]
     assert err[-3].startswith("[2/2] chunk_size 200, overlap 0: done · a few seconds left")
-    assert err[-2].startswith("tracing the misses of 4 rows")  # the funnel of every row (rag.evaluation.sweep_funnel)
+    assert err[-2].startswith("tracing the misses of 4 rows")  # every row's funnel (rag.evaluation.funnel)
     assert err[-1].startswith("kept as run 1")  # then where the run was kept

@@ -77,7 +77,7 @@ def test_a_reload_during_a_sweep_keeps_it_running_and_shows_its_result(app_serve
 def test_a_reload_keeps_the_uploaded_documents_ready_for_the_sweep(app_server, page, shot, shared_data, tmp_path):
     import json
 
-    from rag.evaluation.squad import import_squad
+    from rag.evaluation.querysets.squad import import_squad
 
     imported = import_squad((shared_data / "xquad-de/xquad.de.dev.json").read_bytes(), articles=2)
     (tmp_path / "set.jsonl").write_text("\n".join(json.dumps(q, ensure_ascii=False) for q in imported.queries[:20]))

@@ -10,9 +10,9 @@ import pytest
 
 from rag.documents.loader import load_document
 from rag.embeddings import get_embedder
-from rag.evaluation.metrics import METRICS
-from rag.evaluation.queries import Query
-from rag.evaluation.sweep import SweepConfig, run_sweep
+from rag.evaluation.metrics.metrics import METRICS
+from rag.evaluation.querysets.queries import Query
+from rag.evaluation.sweeps.sweep import SweepConfig, run_sweep
 from rag.reports.evaluation_html import CSP, evaluation_report, sweep_report
 from rag.store.open import open_store
 from tests.e2e.conftest import VIEWPORT

@@ -1,4 +1,5 @@
-"""rag.evaluation.compare and the compare command: same text across chunkings, rank shifts, evaluation deltas."""
+"""rag.evaluation.comparisons.compare and the compare command: same text across chunkings, rank shifts, evaluation
+deltas."""
 
 from __future__ import annotations
 
@@ -12,10 +13,10 @@ from rag.cli import main
 from rag.cli.compare import parse_side
 from rag.embeddings import get_embedder
 from rag.errors import RagError
-from rag.evaluation.compare import compare_evaluations, compare_hits, document_difference, same_text
-from rag.evaluation.metrics import evaluate
-from rag.evaluation.modes import SearchMode
-from rag.evaluation.queries import Query
+from rag.evaluation.comparisons.compare import compare_evaluations, compare_hits, document_difference, same_text
+from rag.evaluation.metrics.metrics import evaluate
+from rag.evaluation.metrics.modes import SearchMode
+from rag.evaluation.querysets.queries import Query
 from rag.pipeline import SourceFile
 from rag.store.open import open_store
 from rag.store.records import Hit

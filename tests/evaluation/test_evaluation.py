@@ -1,4 +1,5 @@
-"""rag.evaluation.metrics: query sets, span relevance and metrics (hand-computed), evaluation of a real collection."""
+"""rag.evaluation.metrics.metrics: query sets, span relevance and metrics (hand-computed), evaluation of a real
+collection."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from rag.documents.loader import SourceFile
 from rag.embeddings import get_embedder
 from rag.embeddings.cache import EmbeddingCache
 from rag.errors import QuerySetError
-from rag.evaluation.metrics import (
+from rag.evaluation.metrics.metrics import (
     covered_unit,
     evaluate,
     hit_at_k,
@@ -26,8 +27,8 @@ from rag.evaluation.metrics import (
     precision_at_k,
     recall_at_k,
 )
-from rag.evaluation.queries import Query, load_query_set, resolve_labels
-from rag.evaluation.sweep import evaluate_collection
+from rag.evaluation.querysets.queries import Query, load_query_set, resolve_labels
+from rag.evaluation.sweeps.sweep import evaluate_collection
 from rag.store.open import open_store
 from rag.store.records import Hit
 from tests.conftest import PARAGRAPHS, span_query

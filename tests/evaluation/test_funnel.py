@@ -15,13 +15,13 @@ import pytest
 
 from rag.chunking.chunker import Chunk, ChunkSettings
 from rag.documents.model import Document, Page
-from rag.evaluation import funnel as funnel_module
-from rag.evaluation.funnel import STAGES, evaluation_funnels, explain_chunk, query_rankings, summarize
-from rag.evaluation.metrics import evaluate
-from rag.evaluation.modes import SearchMode
-from rag.evaluation.queries import Query
-from rag.evaluation.rankings import search_rankings
-from rag.evaluation.sweep import resolve_in_collection
+from rag.evaluation.funnel import stages as funnel_module
+from rag.evaluation.funnel.rankings import search_rankings
+from rag.evaluation.funnel.stages import STAGES, evaluation_funnels, explain_chunk, query_rankings, summarize
+from rag.evaluation.metrics.metrics import evaluate
+from rag.evaluation.metrics.modes import SearchMode
+from rag.evaluation.querysets.queries import Query
+from rag.evaluation.sweeps.sweep import resolve_in_collection
 from rag.rerank import rerank, rerank_all
 from rag.store.open import open_store
 from tests.conftest import fake_embedder

@@ -1,4 +1,4 @@
-"""rag.evaluation.intervals: bootstrap intervals of metrics over queries, checked on known cases."""
+"""rag.evaluation.metrics.intervals: bootstrap intervals of metrics over queries, checked on known cases."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import json
 import numpy as np
 import pytest
 
-from rag.evaluation.intervals import bootstrap_intervals
-from rag.evaluation.metrics import evaluate
-from rag.evaluation.queries import Query
+from rag.evaluation.metrics.intervals import bootstrap_intervals
+from rag.evaluation.metrics.metrics import evaluate
+from rag.evaluation.querysets.queries import Query
 from rag.store.records import Hit
 
 

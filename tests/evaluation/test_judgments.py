@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from rag.errors import QuerySetError
-from rag.evaluation import judging
-from rag.evaluation.judging import judgment_of, read_query_file, save_judgments
-from rag.evaluation.judgments import Judgment
-from rag.evaluation.metrics import evaluate
-from rag.evaluation.queries import Query, load_query_set
-from rag.evaluation.versions import query_set_hash, read_log
+from rag.evaluation.judges import judging
+from rag.evaluation.judges.judging import judgment_of, read_query_file, save_judgments
+from rag.evaluation.metrics.metrics import evaluate
+from rag.evaluation.querysets.judgments import Judgment
+from rag.evaluation.querysets.queries import Query, load_query_set
+from rag.evaluation.querysets.versions import query_set_hash, read_log
 from rag.store.records import Hit
 
 TEXT = "A" * 100 + "B" * 100 + "C" * 100 + "D" * 100  # four spans of 100 characters
@@ -141,7 +141,7 @@ def test_a_killed_writer_leaves_the_old_file_whole(tmp_path):
     before = path.read_bytes()
     script = f"""
 import os, signal
-from rag.evaluation import judging
+from rag.evaluation.judges import judging
 from tests.evaluation.test_judgments import hit
 def killed(fd):  # the new text is written, not yet in place: die here
     os.kill(os.getpid(), signal.SIGKILL)

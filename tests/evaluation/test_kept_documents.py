@@ -1,9 +1,10 @@
-"""rag.evaluation.kept_documents: uploaded documents kept under the data root for a sweep after a reload; names made
-safe (never a path outside the set's folder), the uploaded name kept as the title, sizes capped as an upload's."""
+"""rag.evaluation.querysets.kept_documents: uploaded documents kept under the data root for a sweep after a reload;
+names made safe (never a path outside the set's folder), the uploaded name kept as the title, sizes capped as an
+upload's."""
 
 from __future__ import annotations
 
-from rag.evaluation.kept_documents import forget_document, keep_documents, kept_documents
+from rag.evaluation.querysets.kept_documents import forget_document, keep_documents, kept_documents
 
 
 def test_kept_documents_stay_inside_their_set_and_keep_their_uploaded_names(tmp_path):

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from rag.evaluation.agreement import cohen_kappa
+from rag.evaluation.judges.agreement import cohen_kappa
 from tests.cli.test_judge_cli import QUESTION, hits, two_chunkings  # noqa: F401 (the fixture)
 from tests.conftest import FakeChatServer, run
 
@@ -91,7 +91,7 @@ def test_an_llm_that_answers_maybe_is_one_line_and_loses_nothing(two_chunkings, 
 
 
 def test_english_questions_get_an_english_prompt():
-    from rag.evaluation.llm_judge import judge_messages, parse_grade
+    from rag.evaluation.judges.llm_judge import judge_messages, parse_grade
     from rag.store.records import Hit
 
     hit = Hit(None, "The tower is 368 metres high.", "d", "d.md", "c", 0, (), None, None, 0, 29)

@@ -10,7 +10,7 @@ from rag.chunking import ChunkSettings
 from rag.documents.loader import SourceFile
 from rag.embeddings.cache import EmbeddingCache
 from rag.embeddings.fake import FakeEmbedder
-from rag.evaluation.sweep import SweepConfig, collection_documents, evaluate_collection, run_sweep
+from rag.evaluation.sweeps.sweep import SweepConfig, collection_documents, evaluate_collection, run_sweep
 from rag.store.open import open_store
 
 MODES = ("dense", "sparse", "hybrid-rrf")

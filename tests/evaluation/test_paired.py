@@ -1,4 +1,4 @@
-"""rag.evaluation.paired and a sweep's best and ties: the paired test on known cases, ties on a real sweep."""
+"""rag.evaluation.metrics.paired and a sweep's best and ties: the paired test on known cases, ties on a real sweep."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 
 from rag.embeddings import get_embedder
-from rag.evaluation.compare import EvaluationComparison
-from rag.evaluation.metrics import evaluate
-from rag.evaluation.modes import SearchMode
-from rag.evaluation.paired import format_p, p_words, paired_difference
-from rag.evaluation.queries import Query
-from rag.evaluation.results import ConfigResult, SweepConfig, SweepResult
-from rag.evaluation.sweep import run_sweep
+from rag.evaluation.comparisons.compare import EvaluationComparison
+from rag.evaluation.metrics.metrics import evaluate
+from rag.evaluation.metrics.modes import SearchMode
+from rag.evaluation.metrics.paired import format_p, p_words, paired_difference
+from rag.evaluation.querysets.queries import Query
+from rag.evaluation.sweeps.results import ConfigResult, SweepConfig, SweepResult
+from rag.evaluation.sweeps.sweep import run_sweep
 from rag.reports.evaluation_html import sweep_report
 from rag.store.open import open_store
 from rag.store.records import Hit

@@ -1,11 +1,11 @@
-"""rag.evaluation.modes: mode names, parsing, and what a collection without keyword vectors says."""
+"""rag.evaluation.metrics.modes: mode names, parsing, and what a collection without keyword vectors says."""
 
 from __future__ import annotations
 
 import pytest
 
 from rag.errors import CollectionNotFoundError, SparseVectorsMissingError
-from rag.evaluation.modes import SearchMode, parse_mode, parse_modes, require_keywords
+from rag.evaluation.metrics.modes import SearchMode, parse_mode, parse_modes, require_keywords
 from rag.store.open import open_store
 from tests.conftest import fake_embedder, ingest, make_document, make_foreign, make_old
 

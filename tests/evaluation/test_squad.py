@@ -1,5 +1,5 @@
-"""rag.evaluation.squad on the real XQuAD file: every written answer span lands on its answer in the text RAG Lab
-reads."""
+"""rag.evaluation.querysets.squad on the real XQuAD file: every written answer span lands on its answer in the text
+RAG Lab reads."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 from rag.cli import main
 from rag.documents.loader import load_document
 from rag.errors import QuerySetError
-from rag.evaluation.queries import load_query_set
-from rag.evaluation.squad import document_filename, import_squad
+from rag.evaluation.querysets.queries import load_query_set
+from rag.evaluation.querysets.squad import document_filename, import_squad
 
 
 def answered(dataset: dict) -> int:

@@ -1,5 +1,5 @@
-"""rag.evaluation.sweep and rag.embeddings.cache: grids, collections per configuration, reuse, the cache, the CLI,
-the model."""
+"""rag.evaluation.sweeps.sweep and rag.embeddings.cache: grids, collections per configuration, reuse, the cache, the
+CLI, the model."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from rag.cli import main
 from rag.embeddings import get_embedder
 from rag.embeddings.cache import EmbeddingCache, default_cache_dir
 from rag.errors import InvalidSettingsError, QuerySetError
-from rag.evaluation.queries import Query
-from rag.evaluation.squad import import_squad, write_import
-from rag.evaluation.sweep import SweepConfig, collection_name, grid, parse_sizes, run_sweep
+from rag.evaluation.querysets.queries import Query
+from rag.evaluation.querysets.squad import import_squad, write_import
+from rag.evaluation.sweeps.sweep import SweepConfig, collection_name, grid, parse_sizes, run_sweep
 from rag.store.open import open_store
 
 
@@ -308,7 +308,7 @@ def test_the_share_cut_by_the_model_and_hit_at_k_by_construction_are_said(xquad)
 
 def test_the_sweep_grid_is_parsed_by_one_rule_for_the_page_and_the_cli():
     from rag.chunking.chunker import MIN_CHUNK_SIZE
-    from rag.evaluation.sweep import parse_chunk_sizes, parse_grid
+    from rag.evaluation.sweeps.sweep import parse_chunk_sizes, parse_grid
 
     configs, skipped = parse_grid("400, 200,400", "0,300", "tokens")
     assert [(c.chunk_size, c.overlap, c.strategy) for c in configs] == [(400, 0, "tokens"), (400, 300, "tokens"),

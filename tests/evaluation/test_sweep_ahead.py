@@ -12,10 +12,10 @@ import pytest
 from rag.chunking.chunker import chunk_document
 from rag.embeddings import get_embedder
 from rag.embeddings.cache import EmbeddingCache
+from rag.embeddings.pace import SLICE, Cancelled, Pace, Paced
 from rag.errors import EmbeddingError
-from rag.evaluation.pace import SLICE, Cancelled, Pace, Paced
-from rag.evaluation.results import SweepProgress
-from rag.evaluation.sweep import SweepConfig, run_sweep
+from rag.evaluation.sweeps.results import SweepProgress
+from rag.evaluation.sweeps.sweep import SweepConfig, run_sweep
 from rag.store.open import open_store
 
 pytestmark = pytest.mark.timeout(300)  # a guard against a hung background thread, not a timing

@@ -10,8 +10,8 @@ import time
 import pytest
 
 from rag.embeddings import get_embedder
-from rag.evaluation.pace import Cancelled
-from rag.evaluation.sweep import SweepConfig, run_sweep
+from rag.embeddings.pace import Cancelled
+from rag.evaluation.sweeps.sweep import SweepConfig, run_sweep
 from rag.runs.db import RunLog, runs_path_of
 from rag.runs.keep import keep_sweep
 from rag.store.open import open_store

@@ -11,11 +11,11 @@ import pytest
 from rag.documents.loader import load_document
 from rag.documents.model import Document, Page
 from rag.errors import LLMUnavailableError, NoTextLayerError, SyntheticQueriesError
-from rag.evaluation.queries import check_spans, load_query_set, resolve_labels, squeezed
-from rag.evaluation.rewrite import Vocabulary, rewrite
-from rag.evaluation.sentences import rejection, sentence_pools
-from rag.evaluation.synthetic import SENTENCE, allocate, make_queries, spread
-from rag.evaluation.synthetic_llm import locate, parse_reply
+from rag.evaluation.querysets.queries import check_spans, load_query_set, resolve_labels, squeezed
+from rag.evaluation.synthetic.llm import locate, parse_reply
+from rag.evaluation.synthetic.rewrite import Vocabulary, rewrite
+from rag.evaluation.synthetic.sentences import rejection, sentence_pools
+from rag.evaluation.synthetic.sets import SENTENCE, allocate, make_queries, spread
 from rag.generation.llm import OllamaChat
 from rag.http import RetryPolicy
 from tests.conftest import FakeChatServer, read_shared
@@ -296,7 +296,7 @@ def test_an_english_document_gets_english_questions_only(documents):
 
 
 def test_a_question_too_short_to_tell_its_language_is_kept():
-    from rag.evaluation.synthetic_llm import in_language, passage_language
+    from rag.evaluation.synthetic.llm import in_language, passage_language
 
     assert in_language("Wo liegt Wien?", "en")  # no stop word of either language: cannot tell, kept
     assert not in_language("Where is the tower of Vienna?", "de")

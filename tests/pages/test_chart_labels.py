@@ -8,9 +8,9 @@ from dataclasses import replace
 
 import pandas as pd
 
-from rag.evaluation.metrics import evaluate
-from rag.evaluation.queries import Query
-from rag.evaluation.results import SweepResult
+from rag.evaluation.metrics.metrics import evaluate
+from rag.evaluation.querysets.queries import Query
+from rag.evaluation.sweeps.results import SweepResult
 from rag.reports.embedding_map import EmbeddingMap, MapPoint
 from tests.pages.test_charts import _rows
 from ui import charts, render

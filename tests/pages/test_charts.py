@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from rag.evaluation.metrics import evaluate
-from rag.evaluation.modes import parse_mode
-from rag.evaluation.queries import Query
-from rag.evaluation.results import ConfigResult, SweepConfig, SweepResult
+from rag.evaluation.metrics.metrics import evaluate
+from rag.evaluation.metrics.modes import parse_mode
+from rag.evaluation.querysets.queries import Query
+from rag.evaluation.sweeps.results import ConfigResult, SweepConfig, SweepResult
 from rag.reports.scores import distribution_of
 from ui import charts
 from ui.parts import embedding_map, search

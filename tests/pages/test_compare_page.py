@@ -13,14 +13,14 @@ from qdrant_client import models
 from rag import pipeline
 from rag.chunking.chunker import ChunkSettings
 from rag.embeddings import get_embedder
-from rag.evaluation.compare import compare_evaluations, compare_hits
-from rag.evaluation.paired import format_p
-from rag.evaluation.queries import load_query_set
-from rag.evaluation.sweep import evaluate_collection
+from rag.evaluation.comparisons.compare import compare_evaluations, compare_hits
+from rag.evaluation.metrics.paired import format_p
+from rag.evaluation.querysets.queries import load_query_set
+from rag.evaluation.sweeps.sweep import evaluate_collection
 from rag.store.open import open_store
 from tests.pages.conftest import JOB_TIMEOUT, PDF, button, plain, select, start, texts, until, upload
 from ui import jobs, nav
-from ui.compare_jobs import CompareJob
+from ui.jobs.compare import CompareJob
 from ui.render import md
 
 QUERY = "Welche Schriftgröße verwendet die Klasse?"
@@ -71,7 +71,7 @@ def test_one_query_dense_against_hybrid_side_by_side(app_env, shared_data):
     assert (side_b["found"] == "only B").sum() == len(expected.only_b)
     for row, frame_row in zip(expected.a, side_a.to_dict("records"), strict=True):
         assert frame_row["found"].startswith("both") == row.shared
-        if row.shared:  # "in B" and the arrow agree with rag.evaluation.compare's shift (rank in B minus rank in A)
+        if row.shared:  # "in B" and the arrow agree with compare's shift (rank in B minus rank in A)
             assert frame_row["in B"] == row.other_rank
             arrow = frame_row["found"].removeprefix("both ")
             assert arrow == ("=" if row.shift == 0 else f"▲ {-row.shift}" if row.shift < 0 else f"▼ {row.shift}")
@@ -191,7 +191,7 @@ def test_nothing_to_compare_points_to_upload(app_env):
 
 
 def test_a_squad_file_is_a_query_set_too(app_env, shared_data):
-    from rag.evaluation.squad import import_squad, squad_queries
+    from rag.evaluation.querysets.squad import import_squad, squad_queries
 
     raw = json.loads((shared_data / "xquad-de/xquad.de.dev.json").read_text(encoding="utf-8"))
     small = json.dumps({"version": raw.get("version", "1.1"), "data": raw["data"][:1]}, ensure_ascii=False).encode()

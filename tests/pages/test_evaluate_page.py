@@ -13,11 +13,11 @@ from streamlit.testing.v1 import AppTest
 from rag import pipeline
 from rag.chunking.chunker import ChunkSettings
 from rag.embeddings import get_embedder
-from rag.evaluation.squad import import_squad
+from rag.evaluation.querysets.squad import import_squad
 from rag.store.open import open_store
 from tests.pages.conftest import select, until
 from ui import jobs, nav
-from ui.sweep_jobs import SweepJob
+from ui.jobs.sweep import SweepJob
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = 180
@@ -248,7 +248,7 @@ def test_a_sweep_goes_on_after_a_click_and_a_new_session_shows_its_progress_then
     head, bars = live(at, job)
     assert "Running: sweep of 2 configurations × 1 mode, " in head and ", 0 of 2 done" in head
     assert bars == [job.text] and bars[0].startswith("chunk_size 100, overlap 0: embedding 0/")
-    assert bars[0].endswith(" left")  # the time left (rag.evaluation.pace)
+    assert bars[0].endswith(" left")  # the time left (rag.embeddings.pace)
     fresh = evaluate_page()  # a reload or a second tab: a new session
     assert "evaluate_result" not in fresh.session_state and not fresh.dataframe
     assert live(fresh, job)[0] == head

@@ -1,6 +1,6 @@
 """The Evaluate page's progress bar during a sweep (AppTest): it only grows and its text says the time left.
 
-The sweep is a job (ui.sweep_jobs); the bar draws its last progress event once a second, so the test records
+The sweep is a job (ui.jobs.sweep); the bar draws its last progress event once a second, so the test records
 every event the job took, with the text the bar shows for it."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from ui import nav
-from ui.sweep_jobs import SweepJob
+from ui.jobs.sweep import SweepJob
 
 ROOT = Path(__file__).resolve().parents[2]
 

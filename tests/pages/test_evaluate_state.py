@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 from rag import pipeline
 from rag.chunking.chunker import ChunkSettings
 from rag.embeddings import get_embedder
-from rag.evaluation.squad import import_squad
+from rag.evaluation.querysets.squad import import_squad
 from rag.store.open import open_store
 from tests.pages.conftest import ROOT, plain, until
 from tests.pages.test_evaluate_page import evaluate_page, newest_sweep, one_article, set_grid

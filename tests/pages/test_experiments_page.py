@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from rag import pipeline
 from rag.cli import main
-from rag.evaluation.squad import import_squad, write_import
+from rag.evaluation.querysets.squad import import_squad, write_import
 from rag.runs.compare import compare_runs
 from rag.runs.db import RunLog
 from rag.store.open import open_store

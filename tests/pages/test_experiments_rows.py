@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from rag.cli import main
-from rag.evaluation.squad import import_squad, write_import
+from rag.evaluation.querysets.squad import import_squad, write_import
 from tests.pages.test_experiments_page import page
 from ui import nav
 

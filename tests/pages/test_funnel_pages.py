@@ -11,9 +11,9 @@ import pytest
 from streamlit.dataframe_util import convert_arrow_bytes_to_pandas_df
 
 from rag.embeddings import get_embedder
-from rag.evaluation.funnel import RANKED, STAGES, explain_chunk, query_rankings
-from rag.evaluation.modes import SearchMode
-from rag.evaluation.squad import import_squad, write_import
+from rag.evaluation.funnel.stages import RANKED, STAGES, explain_chunk, query_rankings
+from rag.evaluation.metrics.modes import SearchMode
+from rag.evaluation.querysets.squad import import_squad, write_import
 from rag.reports.evaluation_html import sweep_report
 from rag.runs.db import RunLog, runs_path_of
 from tests.conftest import run

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from rag.evaluation.judging import query_set_path, read_query_file
+from rag.evaluation.judges.judging import query_set_path, read_query_file
 from tests.pages.conftest import PDF, plain, search, start, upload
 from ui import nav
 

@@ -7,7 +7,7 @@ import html
 
 import pytest
 
-from rag.evaluation.rerank_effect import effect_note, effect_words
+from rag.evaluation.sweeps.rerank_effect import effect_note, effect_words
 from rag.reports.evaluation_html import sweep_report
 from rag.store.open import open_store
 from tests.conftest import run

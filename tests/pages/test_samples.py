@@ -7,8 +7,8 @@ from __future__ import annotations
 import tomllib
 
 from rag.documents import samples
-from rag.evaluation.queries import load_query_set
-from rag.evaluation.sweep import load_documents, prepare_queries
+from rag.evaluation.querysets.queries import load_query_set
+from rag.evaluation.sweeps.sweep import load_documents, prepare_queries
 from tests.documents.sample_pdf import PATH, sample_pdf_bytes
 from tests.pages.conftest import ROOT, button, plain, results, start, texts
 from ui import nav

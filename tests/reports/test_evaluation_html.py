@@ -14,10 +14,10 @@ from rag.cli import main
 from rag.documents.loader import load_document
 from rag.embeddings import get_embedder
 from rag.errors import InvalidSettingsError
-from rag.evaluation.metrics import COVERAGE, METRICS, evaluate
-from rag.evaluation.queries import Query
-from rag.evaluation.squad import import_squad, write_import
-from rag.evaluation.sweep import SweepConfig, run_sweep
+from rag.evaluation.metrics.metrics import COVERAGE, METRICS, evaluate
+from rag.evaluation.querysets.queries import Query
+from rag.evaluation.querysets.squad import import_squad, write_import
+from rag.evaluation.sweeps.sweep import SweepConfig, run_sweep
 from rag.reports.evaluation_html import CSP, evaluation_report, sweep_report
 from rag.store.open import open_store
 from rag.store.records import Hit

@@ -10,9 +10,9 @@ from rag import pipeline
 from rag.chunking import ChunkSettings
 from rag.embeddings import get_embedder
 from rag.errors import RagError, SparseVectorsMissingError
-from rag.evaluation.metrics import evaluate
-from rag.evaluation.queries import Query
-from rag.evaluation.squad import import_squad
+from rag.evaluation.metrics.metrics import evaluate
+from rag.evaluation.querysets.queries import Query
+from rag.evaluation.querysets.squad import import_squad
 from rag.pipeline import SourceFile
 from rag.reports.scores import distribution_of, rank_rows, score_distribution, score_stats
 from rag.store.open import open_store

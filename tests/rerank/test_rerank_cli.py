@@ -7,7 +7,7 @@ import json
 import pytest
 
 from rag.cli import main
-from rag.evaluation.squad import import_squad, write_import
+from rag.evaluation.querysets.squad import import_squad, write_import
 from rag.runs.db import RunLog
 from rag.store.open import open_store
 from tests.conftest import run

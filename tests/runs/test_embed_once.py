@@ -7,14 +7,14 @@ from __future__ import annotations
 from rag import pipeline
 from rag.chunking import ChunkSettings
 from rag.documents.loader import SourceFile
+from rag.embeddings import pace
 from rag.embeddings.cache import EmbeddingCache, default_cache_dir, store_cache
 from rag.embeddings.fake import FakeEmbedder
-from rag.evaluation import pace
-from rag.evaluation.sweep import SweepConfig, collection_documents, run_sweep
+from rag.evaluation.sweeps.sweep import SweepConfig, collection_documents, run_sweep
 from rag.runs.records import sweep_row
 from rag.store.archive import DocumentArchive
 from rag.store.open import open_store
-from ui.apply_jobs import ApplyJob
+from ui.jobs.apply import ApplyJob
 
 
 class Counting(FakeEmbedder):

@@ -16,7 +16,7 @@ from rag import pipeline
 from rag.chunking.tokens import count as count_tokens
 from rag.cli import main
 from rag.errors import QuerySetError, RunNotFoundError
-from rag.evaluation.squad import import_squad, write_import
+from rag.evaluation.querysets.squad import import_squad, write_import
 from rag.runs.compare import compare_runs
 from rag.runs.db import RunLog, runs_path, runs_path_of
 from rag.store.open import open_store

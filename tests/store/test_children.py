@@ -169,8 +169,8 @@ def test_no_orphan_child_after_a_killed_ingest(tmp_path: Path):
 
 def test_why_not_this_one_names_the_child_that_placed_the_chunk(store):
     from rag.cli.explain import stage_rows
-    from rag.evaluation.funnel import explain_chunk
-    from rag.evaluation.modes import SearchMode
+    from rag.evaluation.funnel.stages import explain_chunk
+    from rag.evaluation.metrics.modes import SearchMode
 
     embedder = FakeEmbedder(32)
     pipeline.ingest([FILE], "pc", ChunkSettings(60, 0), embedder, store=store, child_size=12)

@@ -13,8 +13,8 @@ from rag.chunking.chunker import ChunkSettings
 from rag.documents.loader import SourceFile
 from rag.embeddings.fake import FakeEmbedder
 from rag.errors import InvalidSettingsError
-from rag.evaluation.queries import load_query_set
-from rag.evaluation.sweep import grid, load_documents, run_sweep
+from rag.evaluation.querysets.queries import load_query_set
+from rag.evaluation.sweeps.sweep import grid, load_documents, run_sweep
 from rag.store.client import META_KEY
 from rag.store.open import open_store
 from tests.conftest import run

@@ -9,9 +9,9 @@ import pytest
 from rag import pipeline
 from rag.embeddings import get_embedder
 from rag.errors import InvalidSettingsError
-from rag.evaluation.fusion_tuning import WEIGHTS, tune_fusion
-from rag.evaluation.queries import load_query_set
-from rag.evaluation.squad import import_squad, sweep_input
+from rag.evaluation.querysets.queries import load_query_set
+from rag.evaluation.querysets.squad import import_squad, sweep_input
+from rag.evaluation.sweeps.fusion_tuning import WEIGHTS, tune_fusion
 from rag.store.fusion import DEFAULT_FUSION, Fusion, convex, parse_fusion, rrf
 from rag.store.open import open_store
 from tests.conftest import run
@@ -106,7 +106,7 @@ def test_tuning_picks_a_weight_and_cross_validates_it(xquad):
 
 def test_eval_tune_fusion_saves_the_collections_default(shared_data, tmp_path, capsys):
     imported = import_squad((shared_data / "xquad-de/xquad.de.dev.json").read_bytes(), articles=2)
-    from rag.evaluation.squad import write_import
+    from rag.evaluation.querysets.squad import write_import
 
     write_import(imported, tmp_path / "docs")
     store = str(tmp_path / "q")

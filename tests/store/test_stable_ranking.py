@@ -11,7 +11,7 @@ import pytest
 from rag import pipeline
 from rag.chunking import ChunkSettings
 from rag.embeddings import get_embedder
-from rag.evaluation.squad import import_squad
+from rag.evaluation.querysets.squad import import_squad
 from rag.pipeline import SourceFile
 from rag.store.open import open_store
 from rag.store.search import CANDIDATES

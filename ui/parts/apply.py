@@ -1,15 +1,14 @@
 """The Evaluate page's "Use this configuration": a sweep row (the best, or one chosen) re-chunked into a collection
-as a job (ui.apply_jobs), its mode and fusion saved as the collection's defaults with the run that chose them."""
+as a job (ui.jobs.apply), its mode and fusion saved as the collection's defaults with the run that chose them."""
 
 from __future__ import annotations
 
 import streamlit as st
 
-from rag.evaluation.results import SweepResult
-from rag.evaluation.sweep import is_sweep_collection
-from rag.runs.records import sweep_row
+from rag.evaluation import SweepResult, is_sweep_collection
+from rag.runs import sweep_row
 from ui import errors, nav, resources
-from ui.apply_jobs import ApplyJob
+from ui.jobs.apply import ApplyJob
 from ui.parts import live_jobs
 from ui.render import md
 from ui.workspace import Workspace

@@ -7,12 +7,12 @@ from collections.abc import Sequence
 import pandas as pd
 import streamlit as st
 
-from rag.chunking.chunker import DEFAULT_CHUNK_SIZE, STRATEGIES, Chunk, ChunkSettings, validate_settings
-from rag.documents.model import Document
+from rag import reports as chunk_report
+from rag.chunking import DEFAULT_CHUNK_SIZE, STRATEGIES, Chunk, ChunkSettings, validate_settings
+from rag.documents import Document
 from rag.embeddings import Embedder
-from rag.reports import chunks as chunk_report
-from rag.reports.chunks import ChunkReport, FlagSummary
-from rag.store.records import DocumentInfo, Hit
+from rag.reports import ChunkReport, FlagSummary
+from rag.store import DocumentInfo, Hit
 from ui import errors, jobs, nav, render, resources, state
 from ui.render import counted, md
 from ui.workspace import Workspace

@@ -13,22 +13,23 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from rag.embeddings.cache import EmbeddingCache, default_cache_dir
-from rag.evaluation.compare import (
+from rag import reports as hit_report
+from rag.embeddings import EmbeddingCache, default_cache_dir
+from rag.evaluation import (
+    ALPHA,
+    METRICS,
     EvaluationComparison,
     HitComparison,
     HitRow,
+    Query,
     Side,
     compare_query,
     document_difference,
+    format_p,
 )
-from rag.evaluation.metrics import METRICS
-from rag.evaluation.paired import ALPHA, format_p
-from rag.evaluation.queries import Query
-from rag.reports import hits as hit_report
-from rag.store.search import candidate_limit
+from rag.store import candidate_limit
 from ui import render, resources, state
-from ui.compare_jobs import CompareJob, submit
+from ui.jobs.compare import CompareJob, submit
 from ui.parts import live_jobs
 from ui.render import md
 from ui.workspace import Workspace
@@ -87,7 +88,7 @@ CANCEL_HELP = "Stops between two slices of the queries' embedding; nothing is wr
 
 def start_query_set(ws: Workspace, sides: tuple[Side, Side], queries: Sequence[Query], name: str,
                     ks: Sequence[int]) -> CompareJob:
-    """Queue both sides' evaluations of queries as a job of the app's process (ui.compare_jobs)."""
+    """Queue both sides' evaluations of queries as a job of the app's process (ui.jobs.compare)."""
     job = CompareJob(sides, list(queries), name, list(ks), [_embedder(ws, s) for s in sides], ws.store, ws.location,
                      EmbeddingCache(default_cache_dir(ws.store)))
     return submit(live_jobs.queue(), job)

@@ -9,13 +9,19 @@ import re
 import pandas as pd
 import streamlit as st
 
-from rag.chunking import tokens
+from rag.chunking import count_tokens
 from rag.context import Context
-from rag.generation.answer import Answer, answer_with
-from rag.generation.citations import citation_spans
-from rag.generation.llm import get_llm
-from rag.generation.prompts import PRESETS, Template, question_language, template_for
-from rag.store.records import Hit
+from rag.generation import (
+    PRESETS,
+    Answer,
+    Template,
+    answer_with,
+    citation_spans,
+    get_llm,
+    question_language,
+    template_for,
+)
+from rag.store import Hit
 from ui import errors, render, settings, state
 from ui.render import md
 from ui.workspace import SearchRun, Workspace
@@ -49,7 +55,7 @@ def included_frame(context: Context, hits: list[Hit]) -> pd.DataFrame:
         rows.append({"source": source.number, "rank": rank.get(hit.chunk_id), "score": hit.score,
                      "document": hit.document_title, "heading path": render.heading_tail(hit.heading_path),
                      "pages": render.pages_label(hit.page_start, hit.page_end), "chunk": hit.chunk_index,
-                     "tokens": tokens.count(hit.content),
+                     "tokens": count_tokens(hit.content),
                      "trimmed": bool(original and len(hit.content) < len(original.content)) and not source.truncated,
                      "cut to fit": source.truncated})
     return pd.DataFrame(rows)
@@ -59,7 +65,7 @@ def dropped_frame(context: Context, hits: list[Hit]) -> pd.DataFrame:
     rank = {h.chunk_id: i for i, h in enumerate(hits, 1)}
     return pd.DataFrame([
         {"rank": rank.get(d.hit.chunk_id), "score": d.hit.score, "document": d.hit.document_title,
-         "chunk": d.hit.chunk_index, "tokens": tokens.count(d.hit.content), "reason": d.reason}
+         "chunk": d.hit.chunk_index, "tokens": count_tokens(d.hit.content), "reason": d.reason}
         for d in context.dropped
     ])
 

@@ -11,8 +11,8 @@ import pandas as pd
 import streamlit as st
 
 from rag.embeddings import Embedder
-from rag.reports.embedding_map import EmbeddingMap, embedding_map
-from rag.store.client import Store
+from rag.reports import EmbeddingMap, embedding_map
+from rag.store import Store
 from ui import errors, render
 from ui.render import md
 from ui.workspace import Workspace

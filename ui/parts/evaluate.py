@@ -11,34 +11,35 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from rag.documents.loader import SourceFile
-from rag.documents.model import Document
-from rag.embeddings.cache import EmbeddingCache, default_cache_dir
-from rag.evaluation.fusion_tuning import tune_fusion
-from rag.evaluation.metrics import METRICS, parse_ks
-from rag.evaluation.modes import parse_modes
-from rag.evaluation.queries import Query, load_query_set
-from rag.evaluation.squad import import_squad, sweep_input
-from rag.evaluation.sweep import (
+from rag.documents import Document, SourceFile
+from rag.embeddings import EmbeddingCache, default_cache_dir
+from rag.evaluation import (
+    METRICS,
+    Query,
     SweepResult,
     collection_documents,
+    import_squad,
     is_sweep_collection,
     load_documents,
+    load_query_set,
     parse_grid,
+    parse_ks,
+    parse_modes,
     query_set_paths,
     relevant_chunks,
+    sweep_input,
+    tune_fusion,
 )
-from rag.reports.evaluation_html import sweep_report
-from rag.reports.scores import rank_rows
+from rag.reports import rank_rows, sweep_report
 from rag.rerank import DEFAULT_DEPTH
 from ui import charts, errors, resources, settings, state
+from ui.jobs.sweep import SweepJob, submit
 from ui.parts import evaluate_inputs as inputs
 from ui.parts import funnel as funnel_part
 from ui.parts import live_jobs, synthetic
 from ui.parts import rerank as rerank_part
 from ui.parts.judge_eval import hole_words
 from ui.render import EMPTY_CELL, md
-from ui.sweep_jobs import SweepJob, submit
 from ui.workspace import Workspace
 
 RESULT = "evaluate_result"  # the last SweepResult of this session

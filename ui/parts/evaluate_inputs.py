@@ -1,7 +1,7 @@
 """The Evaluate page's inputs across a reload: the grid and the choices in the page's URL (st.query_params), an
-uploaded query set as a file under the data root (rag.evaluation.kept_sets) and the uploaded documents as a set of
-files there (rag.evaluation.kept_documents), each named in the URL. A new session (a reload, a link) starts from the
-URL; a value the page would not offer is ignored."""
+uploaded query set as a file under the data root (rag.evaluation.querysets.kept_sets) and the uploaded documents as a
+set of files there (rag.evaluation.querysets.kept_documents), each named in the URL. A new session (a reload, a link)
+starts from the URL; a value the page would not offer is ignored."""
 
 from __future__ import annotations
 
@@ -10,10 +10,17 @@ from pathlib import Path
 
 import streamlit as st
 
-from rag.evaluation.kept_documents import KeptDocument, forget_document, forget_documents, keep_documents
-from rag.evaluation.kept_documents import kept_documents as kept_set
-from rag.evaluation.kept_sets import keep_query_set, kept_query_set, safe_name
-from rag.store.fusion import DEFAULT_FUSION
+from rag.evaluation import (
+    KeptDocument,
+    forget_document,
+    forget_documents,
+    keep_documents,
+    keep_query_set,
+    kept_query_set,
+    safe_name,
+)
+from rag.evaluation import kept_documents as kept_set
+from rag.store import DEFAULT_FUSION
 from ui import settings
 from ui.parts import synthetic
 from ui.render import COMPARED_MODES, counted

@@ -6,10 +6,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from rag.evaluation.metrics import METRICS
-from rag.evaluation.paired import format_p
-from rag.runs.compare import compare_runs
-from rag.runs.db import RunLog
+from rag.evaluation import METRICS, format_p
+from rag.runs import RunLog, compare_runs
 from ui import errors, state
 from ui.render import EMPTY_CELL, md
 

@@ -1,18 +1,31 @@
 """Why was it missed? The funnel on the Evaluate page (misses by stage, each missed question's stages side by side)
-and "why not this one?" on the Search page (one chunk's ranks across modes), from rag.evaluation.funnel."""
+and "why not this one?" on the Search page (one chunk's ranks across modes), from rag.evaluation.funnel.stages."""
 
 from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
 
-from rag.embeddings.cache import EmbeddingCache, default_cache_dir
-from rag.evaluation.funnel import CANDIDATES, RANKED, ChunkStages, Funnel, explain_chunk, query_rankings, summarize
-from rag.evaluation.modes import SearchMode
-from rag.evaluation.rankings import Rankings
-from rag.evaluation.results import ConfigResult, SweepResult
-from rag.evaluation.sweep_funnel import WHY, funnel_k, missed_rows, summary_words, trace_row
+from rag.embeddings import EmbeddingCache, default_cache_dir
+from rag.evaluation import (
+    RANKED,
+    WHY,
+    ChunkStages,
+    ConfigResult,
+    Funnel,
+    Rankings,
+    SearchMode,
+    SweepResult,
+    explain_chunk,
+    funnel_k,
+    missed_rows,
+    query_rankings,
+    summarize,
+    summary_words,
+    trace_row,
+)
 from rag.rerank import DEFAULT_DEPTH
+from rag.store import CANDIDATES
 from ui import charts, errors, resources
 from ui.parts import rerank
 from ui.render import EMPTY_CELL
@@ -31,7 +44,7 @@ def missed_frame(funnels: list[Funnel]) -> pd.DataFrame:
 
 def _trace(ws: Workspace, result: SweepResult, row: ConfigResult, k: int) -> list[Funnel]:
     """Return the funnels of row at k: as the sweep traced them (its JSON and report say the same), else traced
-    once per row and k in this session, the same way (rag.evaluation.sweep_funnel)."""
+    once per row and k in this session, the same way (rag.evaluation.sweeps.sweep_funnel)."""
     if row.funnels is not None and row.funnel is not None and row.funnel.k == k:
         return list(row.funnels)
     key = (row.collection, row.mode.label, k, tuple(o.query.text for o in row.evaluation.per_query))

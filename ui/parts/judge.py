@@ -1,5 +1,5 @@
 """Judging hits on the pages: a grade per hit (relevant 2, partly 1, not relevant 0) with optional evidence text,
-saved at once into a query set of the collection under the data root (rag.evaluation.judging), downloadable.
+saved at once into a query set of the collection under the data root (rag.evaluation.judges.judging), downloadable.
 
 A click on a grade is the save: the callback writes the judgment before the page reruns, so what the page shows
 is what the file holds. Document text is shown as plain text, never as Markdown.
@@ -14,12 +14,19 @@ from pathlib import Path
 import streamlit as st
 
 from rag.errors import RagError
-from rag.evaluation.agreement import agreement
-from rag.evaluation.judging import judgment_of, query_set_path, read_query_file, save_judgments, start_query_set
-from rag.evaluation.judgments import GRADES, hit_grade
-from rag.evaluation.queries import Query
+from rag.evaluation import (
+    GRADES,
+    Query,
+    agreement,
+    hit_grade,
+    judgment_of,
+    query_set_path,
+    read_query_file,
+    save_judgments,
+    start_query_set,
+)
 from rag.settings import data_root
-from rag.store.records import Hit
+from rag.store import Hit
 from ui.render import md
 
 GRADE_OPTIONS = (2, 1, 0)

@@ -11,13 +11,18 @@ from pathlib import Path
 
 import streamlit as st
 
-from rag.evaluation.agreement import agreement
-from rag.evaluation.judging import query_set_path, read_query_file, start_query_set
-from rag.evaluation.judgments import hit_grade
-from rag.evaluation.llm_judge import judge_with_llm
-from rag.evaluation.metrics import MOSTLY_UNJUDGED
-from rag.evaluation.results import ConfigResult, SweepResult
-from rag.generation.llm import LLM_SPECS, get_llm
+from rag.evaluation import (
+    MOSTLY_UNJUDGED,
+    ConfigResult,
+    SweepResult,
+    agreement,
+    hit_grade,
+    judge_with_llm,
+    query_set_path,
+    read_query_file,
+    start_query_set,
+)
+from rag.generation import LLM_SPECS, get_llm
 from rag.settings import data_root
 from ui import errors
 from ui.parts import judge

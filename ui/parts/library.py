@@ -9,12 +9,10 @@ import pandas as pd
 import streamlit as st
 
 from rag import pipeline
-from rag.chunking.chunker import DEFAULT_CHUNK_SIZE, ChunkSettings
-from rag.evaluation.sweep import sweep_groups
-from rag.runs.apply import collection_defaults
-from rag.runs.db import RunLog, runs_path_of
-from rag.store.edge.index import MIN_RECALL, IndexState
-from rag.store.records import DocumentInfo
+from rag.chunking import DEFAULT_CHUNK_SIZE, ChunkSettings
+from rag.evaluation import sweep_groups
+from rag.runs import RunLog, collection_defaults, runs_path_of
+from rag.store import MIN_RECALL, DocumentInfo, IndexState
 from ui import errors, jobs, resources, state
 from ui.parts import live_jobs
 from ui.render import counted, md

@@ -2,7 +2,7 @@
 draw the ones that wait or run with a live progress bar, the time left and Cancel, and hand the page the job
 that ended since, also to a session that did not start it (after a reload, in a new tab).
 
-A job here has what ui.sweep_jobs.SweepJob has: id, location, status, active, cancel_requested, summary(),
+A job here has what ui.jobs.sweep.SweepJob has: id, location, status, active, cancel_requested, summary(),
 fraction, text (the line under its bar) and result."""
 
 from __future__ import annotations

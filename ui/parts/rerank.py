@@ -14,13 +14,10 @@ from pathlib import Path
 import streamlit as st
 
 from rag.errors import InvalidSettingsError
-from rag.evaluation.modes import SearchMode
-from rag.evaluation.rerank_effect import effect_note, effect_words
-from rag.evaluation.results import SweepResult
-from rag.rerank import DEFAULT_DEPTH, MAX_DEPTH, RERANK_SPECS, SCORE_KIND, Reranker, get_reranker
-from rag.rerank.api import SERVICES, TEI
+from rag.evaluation import SearchMode, SweepResult, effect_note, effect_words
+from rag.rerank import DEFAULT_DEPTH, MAX_DEPTH, RERANK_SPECS, SCORE_KIND, SERVICES, TEI, Reranker, get_reranker
 from rag.settings import check_url, display_url, same_url
-from rag.store.records import Hit
+from rag.store import Hit
 from ui import errors, settings
 from ui.render import md
 from ui.workspace import Workspace

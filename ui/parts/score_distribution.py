@@ -7,10 +7,8 @@ import pandas as pd
 import streamlit as st
 
 from rag.embeddings import Embedder
-from rag.reports.hits import SCORE_NAMES, SCORE_SHORT
-from rag.reports.scores import ScoreDistribution, distribution_of, score_distribution
-from rag.store.client import Store
-from rag.store.search import CANDIDATES, candidate_limit
+from rag.reports import SCORE_NAMES, SCORE_SHORT, ScoreDistribution, distribution_of, score_distribution
+from rag.store import CANDIDATES, Store, candidate_limit
 from ui import errors, resources
 from ui.render import md
 from ui.workspace import SearchRun, Workspace

@@ -9,11 +9,9 @@ import pandas as pd
 import streamlit as st
 
 from rag import pipeline
-from rag.reports import hits as hit_report
-from rag.reports.hits import SCORE_SHORT, explanation, keywords, rrf_sum, score_kind, score_name
-from rag.store.keywords import Analyzer
-from rag.store.records import Hit
-from rag.store.search import CANDIDATES, candidate_limit
+from rag import reports as hit_report
+from rag.reports import SCORE_SHORT, explanation, keywords, rrf_sum, score_kind, score_name
+from rag.store import CANDIDATES, Analyzer, Hit, candidate_limit
 from ui import errors, nav, render, resources
 from ui.parts import funnel, score_distribution
 from ui.parts import judge as judge_part

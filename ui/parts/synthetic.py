@@ -8,10 +8,9 @@ from collections.abc import Callable
 import pandas as pd
 import streamlit as st
 
-from rag.documents.model import Document
-from rag.evaluation.queries import Query, load_query_set
-from rag.evaluation.synthetic import DEFAULT_COUNT, SyntheticSet, make_queries
-from rag.generation.llm import get_llm
+from rag.documents import Document
+from rag.evaluation import DEFAULT_COUNT, Query, SyntheticSet, load_query_set, make_queries
+from rag.generation import get_llm
 from ui import errors, settings, state
 from ui.render import md
 from ui.workspace import Workspace

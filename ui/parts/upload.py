@@ -9,10 +9,8 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from rag.chunking import children, headers
-from rag.chunking.chunker import ChunkSettings
-from rag.documents import samples
-from rag.documents.loader import SourceFile, check_size
+from rag.chunking import DEFAULT_CHILD_SIZE, DEFAULT_CHUNK_HEADERS, MIN_CHILD_SIZE, ChunkSettings
+from rag.documents import SourceFile, check_size, sample_files, sample_paths
 from rag.errors import DocumentError, RagError
 from rag.ingested import IngestResult, Progress
 from ui import errors, jobs, nav, resources, state
@@ -91,17 +89,17 @@ def new_collection_options(workspace: Workspace, collection: str
         language = st.selectbox("Keyword language", list(LANGUAGE_LABELS), format_func=LANGUAGE_LABELS.get,
                                 key=state.UPLOAD_LANGUAGE, help="Stemming and stop words of keyword (BM25) search: "
                                 "detected per document (German or English), or one for all.")
-        chunk_headers = st.toggle("Chunk headers", headers.DEFAULT_CHUNK_HEADERS, key=state.UPLOAD_CHUNK_HEADERS,
+        chunk_headers = st.toggle("Chunk headers", DEFAULT_CHUNK_HEADERS, key=state.UPLOAD_CHUNK_HEADERS,
                                   help="Embed and keyword-index each chunk with its document title and heading path "
                                   "before its text. The stored chunk text (what searches show and the LLM reads) "
                                   "stays as it is. Measured in the README (Contextual chunk headers).")
         child_size = int(st.number_input(
-            "Child size (tokens, 0 = off)", 0, 2048, children.DEFAULT_CHILD_SIZE, step=16, key=state.UPLOAD_CHILD_SIZE,
+            "Child size (tokens, 0 = off)", 0, 2048, DEFAULT_CHILD_SIZE, step=16, key=state.UPLOAD_CHILD_SIZE,
             help="Parent–child search: each chunk is also cut into children of about this many tokens at sentence "
             "ends; searches compare the question with the children and return their chunk, whole. 0 searches the "
             "chunks themselves. Measured in the README (Parent–child retrieval)."))
-        if child_size and child_size < children.MIN_CHILD_SIZE:
-            st.warning(f"A child needs at least {children.MIN_CHILD_SIZE} tokens; {child_size} is used as 0 (off).")
+        if child_size and child_size < MIN_CHILD_SIZE:
+            st.warning(f"A child needs at least {MIN_CHILD_SIZE} tokens; {child_size} is used as 0 (off).")
             child_size = 0
         with errors.reported() as report:
             model = workspace.embedder_for(collection)
@@ -268,10 +266,10 @@ def sample_section(workspace: Workspace, folder: Path | None, settings: ChunkSet
         st.info(f"No sample documents here: the folder {md(str(folder))} does not exist. Point RAG_SAMPLE_DIR at a "
                 "folder of PDF, Markdown or text files to offer them in one click, or drop files above.")
         return
-    paths = samples.sample_paths(folder)
+    paths = sample_paths(folder)
     st.caption(f"{len(paths)} sample file(s) in {md(str(folder))}: " + ", ".join(md(p.name) for p in paths[:12])
                + (" …" if len(paths) > 12 else ""))
     clicked = st.button(f"Load the {len(paths)} sample documents", key="load_samples", disabled=not paths,
                         icon=":material/library_add:")
-    if clicked and run(samples.sample_files(folder), workspace, collection, settings):
+    if clicked and run(sample_files(folder), workspace, collection, settings):
         st.rerun()

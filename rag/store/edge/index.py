@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 from qdrant_client import models
 
+from rag.errors import Cancelled
 from rag.store.edge import api
 from rag.store.edge import child as build_child
 
@@ -54,7 +55,7 @@ class IndexBuildError(RuntimeError):
     """The build failed or was given up; the collection is as it was."""
 
 
-class IndexCancelled(RuntimeError):
+class IndexCancelled(Cancelled):
     """The build was cancelled; the collection is as it was."""
 
 

@@ -1,0 +1,110 @@
+"""The regression gate: is a new evaluation worse than a kept baseline run? And its JUnit XML report for CI.
+
+The test is the paired sign-flip test of `rag runs compare` (rag.evaluation.metrics.paired) on the questions both
+ran, for one metric (default the run's mrr@k at its largest k), new minus baseline:
+  worse           the difference is below 0 and p < alpha: the gate fails (exit 1 with --fail-if-worse)
+  better, tied    p < alpha above 0, or p >= alpha: it passes
+  too few differ  so few questions differ that no p below alpha is possible: it passes, and says so
+The JUnit report holds one test case per question (failed when its metric dropped below the baseline's; a
+question the baseline did not run passes with a note) and one for the verdict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from xml.etree import ElementTree
+
+import numpy as np
+
+from rag.evaluation.metrics.paired import EXACT_UP_TO, PairedDifference, p_words, paired_difference
+
+
+def too_few_at(differing: int, alpha: float) -> bool:
+    """Return whether a sign-flip test over that many differing questions cannot reach p < alpha."""
+    return differing == 0 or (differing <= EXACT_UP_TO and 2.0 ** (1 - differing) >= alpha)
+
+
+@dataclass(frozen=True)
+class GateVerdict:
+    metric: str
+    baseline: str  # the baseline run as the user named it, e.g. "4" or "4/2"
+    paired: PairedDifference  # new minus baseline
+    alpha: float
+    only_baseline: int
+    only_new: int
+
+    @property
+    def verdict(self) -> str:
+        """Return "worse", "better", "tied" or "too_few_differ"."""
+        if too_few_at(self.paired.differing, self.alpha):
+            return "too_few_differ"
+        if self.paired.p_value >= self.alpha:
+            return "tied"
+        return "worse" if self.paired.difference < 0 else "better"
+
+    @property
+    def failed(self) -> bool:
+        return self.verdict == "worse"
+
+    def line(self) -> str:
+        """Return the verdict in one line, e.g. "FAIL: mrr@10 is worse than baseline run 4: -0.120 (...)"."""
+        p = self.paired
+        numbers = (f"{self.metric} {p.difference:+.3f} (95 % interval {p.low:+.3f} to {p.high:+.3f}, "
+                   f"{p_words(p.p_value)}) on {p.queries} questions both ran")
+        words = {"worse": f"FAIL: {self.metric} is worse than baseline run {self.baseline}",
+                 "better": f"PASS: {self.metric} is better than baseline run {self.baseline}",
+                 "tied": f"PASS: {self.metric} is tied with baseline run {self.baseline} (no difference at "
+                         f"alpha {self.alpha:g})",
+                 "too_few_differ": f"PASS: too few questions differ to tell ({p.differing} of {p.queries} differ) "
+                                   f"against baseline run {self.baseline}"}[self.verdict]
+        return f"{words}: {numbers}."
+
+    def to_json(self) -> dict:
+        return {"baseline": self.baseline, "metric": self.metric, "alpha": self.alpha, "verdict": self.verdict,
+                "failed": self.failed, "paired": self.paired.to_json() | {"too_few_differ": self.verdict ==
+                                                                           "too_few_differ"},
+                "only_baseline": self.only_baseline, "only_new": self.only_new, "line": self.line()}
+
+
+def gate(pairs: Sequence[tuple[dict, dict]], metric: str, alpha: float, baseline: str, only_baseline: int = 0,
+         only_new: int = 0) -> GateVerdict:
+    """Return the verdict on (baseline outcome, new outcome) pairs of kept outcomes (rag.runs.records)."""
+    a = np.array([x["values"][metric] for x, _ in pairs], dtype=np.float64)
+    b = np.array([y["values"][metric] for _, y in pairs], dtype=np.float64)
+    return GateVerdict(metric, baseline, paired_difference(a, b), alpha, only_baseline, only_new)
+
+
+def junit_xml(new: Sequence[dict], pairs: Sequence[tuple[dict, dict]], verdict: GateVerdict | None, metric: str,
+              suite: str) -> str:
+    """Return a JUnit XML report: one test case per question of new, one for the verdict."""
+    before = {id(y): x for x, y in pairs}
+    cases, failures = [], 0
+    for outcome in new:
+        case = ElementTree.Element("testcase", classname=suite, name=f"line {outcome['line']}: {outcome['query']}",
+                                   time="0")
+        value, old = outcome["values"].get(metric, 0.0), before.get(id(outcome))
+        if old is not None and value < old["values"].get(metric, 0.0):
+            failures += 1
+            ElementTree.SubElement(case, "failure", message=f"{metric} {old['values'][metric]:.3f} -> {value:.3f}",
+                                   type="worse")
+        elif old is None and verdict is not None:
+            ElementTree.SubElement(case, "system-out").text = f"{metric} {value:.3f}; not in the baseline run"
+        elif verdict is None and value == 0.0:
+            failures += 1
+            ElementTree.SubElement(case, "failure", message=f"{metric} 0: no relevant chunk", type="missed")
+        cases.append(case)
+    gate_case = ElementTree.Element("testcase", classname=suite, name=f"verdict: {metric}", time="0")
+    if verdict is None:
+        ElementTree.SubElement(gate_case, "skipped", message="no --baseline run to compare with")
+    elif verdict.failed:
+        failures += 1
+        ElementTree.SubElement(gate_case, "failure", message=verdict.line(), type="regression")
+    else:
+        ElementTree.SubElement(gate_case, "system-out").text = verdict.line()
+    cases.append(gate_case)
+    suites = ElementTree.Element("testsuites")
+    element = ElementTree.SubElement(suites, "testsuite", name=suite, tests=str(len(cases)), failures=str(failures),
+                                     errors="0", skipped=str(int(verdict is None)))
+    element.extend(cases)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ElementTree.tostring(suites, encoding="unicode") + "\n"
