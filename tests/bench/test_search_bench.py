@@ -1,4 +1,4 @@
-"""bench.search: its default run answers the README's question, and --background-load times both sides."""
+"""bench.search: its default run answers the question of docs/benchmarks.md, and --background-load times both sides."""
 
 from __future__ import annotations
 

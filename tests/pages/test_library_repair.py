@@ -124,7 +124,7 @@ def test_a_new_collection_gets_the_language_and_prompts_chosen_on_upload(app_env
 
 def test_chunk_headers_chosen_on_upload_are_recorded_and_the_stored_text_stays(app_env):
     at = start()
-    assert at.toggle(key="upload_chunk_headers").value is False  # the default: off (README: measured)
+    assert at.toggle(key="upload_chunk_headers").value is False  # the default: off (docs/benchmarks.md: measured)
     at.toggle(key="upload_chunk_headers").set_value(True)
     upload_text(at, "policy.md", POLICY_V1)
     store = open_store(path=str(app_env / "qdrant"))
