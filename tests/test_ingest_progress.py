@@ -6,22 +6,14 @@ from __future__ import annotations
 
 import time
 
-import pytest
-
 from rag import pipeline
 from rag.chunking.chunker import ChunkSettings
 from rag.documents.loader import SourceFile, expected_size
 from rag.embeddings import get_embedder
 from rag.evaluation.pace import CHARS_PER, Pace
-from rag.store.open import open_store
 from tests.conftest import make_pdf
 
 SENTENCE = "Die Kündigungsfrist {n} beträgt drei Monate zum Quartalsende, schriftlich beim Amt {n} einzureichen. "
-
-
-@pytest.fixture
-def store():
-    return open_store(":memory:")
 
 
 class Steady:

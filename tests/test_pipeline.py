@@ -15,12 +15,6 @@ from rag.documents.loader import SourceFile
 from rag.embeddings import get_embedder
 from rag.errors import EmbedderMismatchError, EmbeddingError, IngestCancelled, RagError
 from rag.evaluation import pace
-from rag.store.open import open_store
-
-
-@pytest.fixture
-def store():
-    return open_store(":memory:")
 
 
 @pytest.fixture

@@ -245,15 +245,15 @@ def test_answer_streams_the_llm_and_reports_its_citations(tmp_path, capsys, monk
     assert data["unknown_citations"] == [9] and data["model"] == "ollama:llama3.1" and data["preset"] == "chat"
     assert data["context"]["text"].startswith("[Quelle 1: vertrag.md — § 5 Kündigung]\n")  # no "S. 1"
     [request] = chat_server.requests
-    assert request["path"] == "/api/chat" and request["body"]["model"] == "llama3.1"
-    system, user = request["body"]["messages"]
+    assert request["path"] == "/api/chat" and request["json"]["model"] == "llama3.1"
+    system, user = request["json"]["messages"]
     assert data["context"]["text"] in user["content"] and "Frage: Wie lang ist die Kündigungsfrist?" in user["content"]
     assert data["prompt_tokens"] == tokens.count(system["content"]) + tokens.count(user["content"])
     code, out, err = run(capsys, "answer", "Wie lang ist die Kündigungsfrist?", "--store", store, "--llm",
                          "ollama:llama3.1", "--preset", "generation")
     assert code == 0 and out.strip() == data["answer"]
     assert "cited: [Quelle 1] vertrag.md" in err and "cited but not in the context: 9" in err
-    assert chat_server.requests[-1]["body"]["messages"][0]["content"].startswith("Du schreibst Texte")
+    assert chat_server.requests[-1]["json"]["messages"][0]["content"].startswith("Du schreibst Texte")
 
 
 def test_answer_without_a_reachable_llm_is_one_line(tmp_path, capsys, monkeypatch):

@@ -53,7 +53,7 @@ def test_ask_the_llm_streams_an_answer_with_linked_citations(app_env, shared_dat
     at.button(key="ask_llm").click().run()
     assert not at.exception, at.exception
     [request] = chat_server.requests
-    assert context in request["body"]["messages"][1]["content"]  # the exact context shown above
+    assert context in request["json"]["messages"][1]["content"]  # the exact context shown above
     answer = [m.value for m in at.markdown if "(#quelle-1)" in m.value]
     assert answer and "[Quelle 1](#quelle-1)" in answer[0] and "Quelle 9 (not in the context)" in answer[0]
     assert "cites Quelle 9, which the context does not have" in texts(at.warning)

@@ -138,7 +138,7 @@ def test_answer_sends_the_llm_the_reranked_context_and_takes_the_saved_reranker(
     assert data["rerank"] == {"spec": f"tei:{server.url}", "depth": 10, "scale": data["rerank"]["scale"]}
     assert {c["score_kind"] for c in included} == {"rerank"}
     assert [c["score"] for c in included] == sorted((c["score"] for c in included), reverse=True)
-    assert data["context"]["text"] in chat_server.requests[-1]["body"]["messages"][1]["content"]
+    assert data["context"]["text"] in chat_server.requests[-1]["json"]["messages"][1]["content"]
     # the same context as `rag context` with the same reranker
     code, out, _ = run(capsys, "context", QUERY, "--collection", "t", "--store", store, "--top-k", "3", "--json",
                        "--rerank", f"tei:{server.url}", "--rerank-depth", "10")

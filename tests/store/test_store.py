@@ -32,11 +32,6 @@ def all_ids(store: Store, collection: str = "documents") -> set[str]:
 
 
 @pytest.fixture
-def store() -> Store:
-    return open_store(":memory:")
-
-
-@pytest.fixture
 def embedder() -> FakeEmbedder:
     return fake_embedder()
 

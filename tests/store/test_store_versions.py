@@ -13,14 +13,8 @@ from rag.embeddings import get_embedder
 from rag.embeddings.fake import FakeEmbedder
 from rag.errors import DocumentNotFoundError, StoreError
 from rag.store.archive import DocumentArchive
-from rag.store.open import open_store
 from rag.store.versions import REGISTRY_ID, WRITING
 from tests.conftest import TEXT, fake_embedder, ingest, make_chunks, make_document
-
-
-@pytest.fixture
-def store():
-    return open_store(":memory:")
 
 
 @pytest.fixture
