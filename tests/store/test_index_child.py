@@ -86,6 +86,7 @@ def folder(tmp_path_factory) -> Path:
     return path
 
 
+@pytest.mark.crash
 @pytest.mark.timeout(180 * TRIALS)
 @pytest.mark.parametrize("trial", range(TRIALS))
 def test_a_killed_rag_index_takes_its_build_child_along_and_the_collection_opens_whole(folder: Path, trial: int):

@@ -107,6 +107,7 @@ def rag(folder: Path, *args: str) -> subprocess.CompletedProcess:
                           text=True, timeout=180, env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
+@pytest.mark.crash
 def test_the_cli_reads_through_the_holder_writes_are_refused_and_a_killed_holder_frees_the_folder(tmp_path, holder):
     folder = tmp_path / "qdrant"
     query = "Wie lang ist die Kündigungsfrist?"
