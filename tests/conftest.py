@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -53,6 +54,25 @@ def xquad(shared_data):
     lines = "\n".join(json.dumps(q, ensure_ascii=False) for q in imported.queries)
     return documents, load_query_set(lines, "queries.jsonl")
 
+
+
+@pytest.fixture(scope="session", autouse=True)
+def read_servers_stop_together():
+    """Stop the loopback read servers of every folder the tests opened all at once when the session ends.
+
+    Each store the app's pages open serves its reads (rag.store.reads); at exit rag stops them one after the other,
+    each waiting out socketserver's 0.5 s poll: 38 s for the ~100 of a make test-fast run. In parallel it is one
+    poll; rag's own stop at exit then finds them stopped."""
+    yield
+    from rag.store import reads
+
+    with reads._SERVERS_LOCK:
+        running = list(reads._SERVERS.values())
+    stopping = [threading.Thread(target=server.shutdown, daemon=True) for server in running]
+    for thread in stopping:
+        thread.start()
+    for thread in stopping:
+        thread.join(10)
 
 
 @pytest.fixture

@@ -53,6 +53,7 @@ def test_a_malformed_timeout_is_refused_at_start_in_one_line(variable, value, mo
     assert code == 1 and out == "" and err.count("\n") == 1 and variable in err
 
 
+@pytest.mark.slow
 def test_a_silent_qdrant_server_times_out_and_names_the_setting(silent, monkeypatch):
     monkeypatch.setenv("RAG_QDRANT_TIMEOUT", "1")  # qdrant-client takes whole seconds
     with pytest.raises(StoreUnavailableError, match=r"did not answer within 1 s.*raise RAG_QDRANT_TIMEOUT") as error:
@@ -60,6 +61,7 @@ def test_a_silent_qdrant_server_times_out_and_names_the_setting(silent, monkeypa
     assert "127.0.0.1" in str(error.value) and "\n" not in str(error.value)
 
 
+@pytest.mark.slow
 def test_qdrant_falling_silent_after_connecting_names_the_setting(monkeypatch):
     server = stalling(answers=1)  # the probe is answered, the next request is not
     monkeypatch.setenv("RAG_QDRANT_TIMEOUT", "1")

@@ -253,6 +253,7 @@ def test_the_real_http_clients_refuse_a_backslash_url_and_send_the_key_nowhere(m
         assert other.requests == []
 
 
+@pytest.mark.slow
 def test_the_issue_repro_in_a_real_process_sends_the_key_nowhere():
     """`QDRANT_URL=A QDRANT_API_KEY=K rag --qdrant-url 'B\\@A' collections` sent K to B; now it is refused."""
     import os

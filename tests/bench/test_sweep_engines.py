@@ -29,6 +29,7 @@ def engines(xquad, tmp_path, monkeypatch):
     return runs
 
 
+@pytest.mark.slow
 def test_each_engine_runs_the_sweep_and_the_rows_agree(engines):
     edge, local = engines
     assert all(r.reused for r in edge.warm.results)  # the warm run reused the cold run's collections
@@ -42,6 +43,7 @@ def test_each_engine_runs_the_sweep_and_the_rows_agree(engines):
     assert sum(", edge: " in line or ", local: " in line for line in lines) == 4  # cold and warm, each engine
 
 
+@pytest.mark.slow
 def test_differences_name_the_row_and_tell_tie_order_from_other_scores(engines):
     result = engines[0].warm
     row = result.results[1]

@@ -36,6 +36,7 @@ def grader(monkeypatch):
     server.close()
 
 
+@pytest.mark.slow
 def test_llm_grades_unjudged_hits_and_agreement_with_the_person(two_chunkings, grader, capsys):  # noqa: F811
     store, queries = str(two_chunkings / "qdrant"), str(two_chunkings / "q.jsonl")
     top = hits(capsys, store, "small", k="4")

@@ -262,6 +262,7 @@ def english(passage: str) -> str:
     return json.dumps({"question": "What does this section ask of the reader?", "answer": first_sentence(passage)})
 
 
+@pytest.mark.slow
 def test_questions_not_in_the_passage_language_are_rejected_and_counted(documents):
     server = ScriptedChat(german, english)  # every second question is English, about a German passage
     try:
@@ -277,6 +278,7 @@ def test_questions_not_in_the_passage_language_are_rejected_and_counted(document
     assert all("in German" in r["json"]["messages"][-1]["content"] for r in server.requests)
 
 
+@pytest.mark.slow
 def test_an_english_document_gets_english_questions_only(documents):
     license_text = documents[5]  # LICENSE-ASVS.md, English
     server = ScriptedChat(german)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
+
 from rag.cli import main
 from rag.context import NO_SENTENCE
 from rag.settings import DEFAULT_COLLECTION
@@ -41,6 +43,7 @@ def test_context_preview_builds_the_exact_text_with_budget_label_and_downloads(a
     assert "over budget" in set(at.dataframe[1].value["reason"]) and not at.code[0].value.endswith(" …")
 
 
+@pytest.mark.slow
 def test_ask_the_llm_streams_an_answer_with_linked_citations(app_env, shared_data, chat_server, monkeypatch):
     monkeypatch.setenv("OLLAMA_HOST", chat_server.url)
     monkeypatch.setenv("RAG_LLM", "ollama:llama3.1")

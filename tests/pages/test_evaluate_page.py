@@ -53,6 +53,7 @@ def set_grid(at: AppTest, sizes: str, overlaps: str, ks: str, modes: list[str] |
     assert not at.exception, at.exception
 
 
+@pytest.mark.slow
 def test_sweep_of_sample_squad_articles_with_failures_and_exports(env):
     at = evaluate_page()
     assert at.title[0].value == "Evaluate"
@@ -130,6 +131,7 @@ def test_bad_query_set_and_unknown_documents_are_explained(env):
     assert "'b.txt' (line 1)" in plain(at.error[0].value) and "a.txt" in plain(at.error[0].value)
 
 
+@pytest.mark.slow
 def test_sweep_over_a_collections_documents(env):
     store = open_store(path=str(env / "qdrant"))
     imported = import_squad((env / "samples/xquad.json").read_bytes(), articles=2)
@@ -147,6 +149,7 @@ def test_sweep_over_a_collections_documents(env):
     assert table["hit@10"].max() > table["hit@1"].min()
 
 
+@pytest.mark.slow
 def test_search_modes_are_a_sweep_dimension(env):
     at = evaluate_page()
     at.radio(key="evaluate_query_from").set_value("Sample folder")
@@ -183,6 +186,7 @@ def test_search_modes_are_a_sweep_dimension(env):
     assert "at least one search mode" in plain(at.error[0].value)
 
 
+@pytest.mark.slow
 def test_sweep_collections_stay_out_of_the_pickers_and_go_as_one_sweep(env):
     at = evaluate_page()
     at.radio(key="evaluate_query_from").set_value("Sample folder")
@@ -241,6 +245,7 @@ def live(at: AppTest, job: SweepJob) -> tuple[str, list[str]]:
     return " ".join(heads), [plain(p.proto.text) for p in at.get("progress")]
 
 
+@pytest.mark.slow
 @pytest.mark.live_jobs
 def test_a_sweep_goes_on_after_a_click_and_a_new_session_shows_its_progress_then_its_result(env, held):
     at, job = sweep_held_at_embedding(held)
@@ -272,6 +277,7 @@ def test_a_sweep_goes_on_after_a_click_and_a_new_session_shows_its_progress_then
     assert not [p for p in at.get("progress")]  # nothing runs any more
 
 
+@pytest.mark.slow
 @pytest.mark.live_jobs
 def test_cancel_stops_the_sweep_before_it_builds_a_collection_and_the_next_one_runs(env, held):
     at, job = sweep_held_at_embedding(held)
@@ -293,6 +299,7 @@ def test_cancel_stops_the_sweep_before_it_builds_a_collection_and_the_next_one_r
     assert not [i for i in at.info if plain(i.value).startswith("Cancelled")]
 
 
+@pytest.mark.slow
 @pytest.mark.live_jobs
 def test_a_sweep_waits_behind_an_ingest_job_one_writer_at_a_time(env, held):
     at = evaluate_page()

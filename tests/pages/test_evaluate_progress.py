@@ -24,6 +24,7 @@ def bars(sweep_env, monkeypatch) -> list[tuple[float, str]]:
     monkeypatch.setattr(SweepJob, "_progress", progress)
     return seen
 
+@pytest.mark.slow
 def test_the_sweep_progress_says_how_long_is_left(bars):
     at = evaluate_page()
     sample_articles(at, 2)

@@ -32,6 +32,7 @@ def env(sweep_env):
     return sweep_env
 
 
+@pytest.mark.slow
 def test_a_new_sweep_resets_every_row_chosen_on_the_one_before(env):
     at = evaluate_page()
     sample_articles(at)
@@ -83,6 +84,7 @@ def reload(at: AppTest) -> AppTest:
     return fresh
 
 
+@pytest.mark.slow
 def test_a_reload_keeps_the_uploaded_query_set_and_the_grid(env):
     store = open_store(path=str(env / "qdrant"))
     imported = import_squad((env / "samples/xquad.json").read_bytes(), articles=2)
@@ -138,6 +140,7 @@ def test_counts_on_the_page_are_words_not_plurals_in_brackets(env):
     assert "(s)" not in error
 
 
+@pytest.mark.slow
 @pytest.mark.live_jobs
 def test_a_cancelled_sweeps_message_goes_once_the_next_sweep_runs(env, hold):
     first = hold("embed_documents")
@@ -162,6 +165,7 @@ def test_a_cancelled_sweeps_message_goes_once_the_next_sweep_runs(env, hold):
     assert jobs.jobs_queue().wait_idle(JOB_WAIT)
 
 
+@pytest.mark.slow
 def test_the_last_used_collection_is_opened_again_after_a_restart(env):
     store = open_store(path=str(env / "qdrant"))
     texts = {"alpha.md": "# Alpha\n\nDie Kündigungsfrist beträgt drei Monate.\n",

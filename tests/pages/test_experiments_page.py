@@ -42,6 +42,7 @@ def text(at: AppTest) -> str:
                     for e in at.get(kind))
 
 
+@pytest.mark.slow
 def test_a_sweep_is_kept_and_a_chosen_row_becomes_the_collections_configuration(env, monkeypatch):
     at = page(nav.EVALUATE.path)
     sample_articles(at, 2)
@@ -83,6 +84,7 @@ def test_a_sweep_is_kept_and_a_chosen_row_becomes_the_collections_configuration(
     assert "chosen by run 1 (deleted from the Experiments page since)" in text(library)
 
 
+@pytest.mark.slow
 def test_runs_are_listed_filtered_compared_and_deleted(env, shared_data, capsys):
     docs = env / "docs"
     write_import(import_squad((shared_data / "xquad-de/xquad.de.dev.json").read_bytes(), articles=2), docs)
@@ -128,6 +130,7 @@ def test_runs_are_listed_filtered_compared_and_deleted(env, shared_data, capsys)
     assert json.loads(json.dumps(log.run(2)))["rows"][0]["mode"] == "dense"
 
 
+@pytest.mark.slow
 def test_a_sweep_whose_run_cannot_be_kept_still_shows_its_result(env):
     (env / "runs.sqlite").mkdir()  # where the database should be: it cannot be opened, like a full disk
     at = page(nav.EVALUATE.path)

@@ -71,6 +71,7 @@ def interrupted(app_env, shared_data, monkeypatch):
     return at, store
 
 
+@pytest.mark.slow
 def test_library_marks_an_interrupted_document_and_ingests_it_again(interrupted):
     at, store = interrupted
     assert "not stored completely" in texts(at.warning)
@@ -87,6 +88,7 @@ def test_library_marks_an_interrupted_document_and_ingests_it_again(interrupted)
     assert store.registry("documents") == {}
 
 
+@pytest.mark.slow
 def test_library_deletes_what_an_interrupted_ingest_left(interrupted):
     at, store = interrupted
     before = store.documents("documents")[0]

@@ -86,6 +86,7 @@ def test_a_failing_reranker_is_one_line_and_exit_1(store, capsys):
         main(["search", QUERY, "--rerank", f"tei:{failing.url}", "--rerank-depth", "0"])
 
 
+@pytest.mark.slow
 def test_eval_and_a_sweep_with_rerank_off_and_on_say_whether_it_helps(server, shared_data, tmp_path, capsys):
     imported = import_squad((shared_data / "xquad-de/xquad.de.dev.json").read_bytes(), articles=2)
     write_import(imported, tmp_path / "docs")
@@ -125,6 +126,7 @@ def test_eval_and_a_sweep_with_rerank_off_and_on_say_whether_it_helps(server, sh
     assert [row["rerank"] for row in kept["rows"]] == [None, f"tei:{server.url}"]  # the spec, for apply-best
 
 
+@pytest.mark.slow
 def test_answer_sends_the_llm_the_reranked_context_and_takes_the_saved_reranker(server, store, capsys, monkeypatch,
                                                                                chat_server):
     monkeypatch.setenv("OLLAMA_HOST", chat_server.url)
