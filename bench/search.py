@@ -4,8 +4,8 @@
                            [--indexed-sizes 100000] [--local-sizes ''] [--local-queries 20]
                            [--vectors synthetic|real] [--background-load N]
 
-The defaults answer the README's question: numpy, Qdrant Edge exact and Qdrant Edge indexed at 100,000 points
-(the old engine only when --local-sizes names sizes: filling it takes over 20 minutes at 100,000).
+The defaults answer the question of docs/benchmarks.md: numpy, Qdrant Edge exact and Qdrant Edge indexed at 100,000
+points (the old engine only when --local-sizes names sizes: filling it takes over 20 minutes at 100,000).
 --background-load N: every engine is timed twice in the same run, on a quiet machine and beside N busy
 processes (pure-Python spin loops, niced like nothing else: the load an ingest or a sweep puts on an analyst's
 laptop); rows carry "background_load".

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +25,8 @@ from rag.evaluation.querysets.queries import load_query_set
 from rag.evaluation.querysets.squad import import_squad
 from rag.store import legacy_keywords as sparse
 from rag.store.client import Store
+from rag.store.open import open_store
+from tests.servers import Loopback, Reply
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("RAG_SHARED_DATA", ROOT.parent / "shared" / "data"))
@@ -51,6 +54,31 @@ def xquad(shared_data):
     lines = "\n".join(json.dumps(q, ensure_ascii=False) for q in imported.queries)
     return documents, load_query_set(lines, "queries.jsonl")
 
+
+
+@pytest.fixture(scope="session", autouse=True)
+def read_servers_stop_together():
+    """Stop the loopback read servers of every folder the tests opened all at once when the session ends.
+
+    Each store the app's pages open serves its reads (rag.store.reads); at exit rag stops them one after the other,
+    each waiting out socketserver's 0.5 s poll: 38 s for the ~100 of a make test-fast run. In parallel it is one
+    poll; rag's own stop at exit then finds them stopped."""
+    yield
+    from rag.store import reads
+
+    with reads._SERVERS_LOCK:
+        running = list(reads._SERVERS.values())
+    stopping = [threading.Thread(target=server.shutdown, daemon=True) for server in running]
+    for thread in stopping:
+        thread.start()
+    for thread in stopping:
+        thread.join(10)
+
+
+@pytest.fixture
+def store() -> Store:
+    """Return a fresh in-memory store: the real Qdrant engine, nothing on disk."""
+    return open_store(":memory:")
 
 
 @pytest.fixture
@@ -215,45 +243,23 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
-class FakeChatServer:
+class FakeChatServer(Loopback):
     """A chat server on loopback (real HTTP): Ollama's /api/chat as NDJSON and OpenAI's /v1/chat/completions as
     server-sent events, both streamed in pieces; it records every request (path, headers, JSON body)."""
 
     def __init__(self, answer: str = "Die Frist beträgt drei Monate [Quelle 1]. Siehe auch [Quelle 9]."):
-        import http.server
-        import json as json_module
-        import threading
+        self.answer = answer
+        super().__init__(self.stream)
 
-        self.answer, self.requests = answer, []
-        server = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802 (the http.server API)
-                body = json_module.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                server.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
-                words = [w + " " for w in server.answer.split(" ")]
-                self.send_response(200)
-                self.end_headers()
-                for word in words:
-                    if self.path == "/api/chat":
-                        line = {"message": {"role": "assistant", "content": word}, "done": False}
-                        self.wfile.write(json_module.dumps(line).encode() + b"\n")
-                    else:
-                        event = {"choices": [{"delta": {"content": word}}]}
-                        self.wfile.write(b"data: " + json_module.dumps(event).encode() + b"\n\n")
-                    self.wfile.flush()
-                self.wfile.write(b'{"done": true}\n' if self.path == "/api/chat" else b"data: [DONE]\n\n")
-
-            def log_message(self, *args):
-                pass
-
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+    def stream(self, request: dict) -> Reply:
+        """Return self.answer word by word, in the wire format of the path asked."""
+        words = [w + " " for w in self.answer.split(" ")]
+        if request["path"] == "/api/chat":
+            lines = [{"message": {"role": "assistant", "content": word}, "done": False} for word in words]
+            return Reply(pieces=(*(json.dumps(line).encode() + b"\n" for line in lines), b'{"done": true}\n'))
+        events = [{"choices": [{"delta": {"content": word}}]} for word in words]
+        return Reply(pieces=(*(b"data: " + json.dumps(event).encode() + b"\n\n" for event in events),
+                             b"data: [DONE]\n\n"))
 
 
 @pytest.fixture

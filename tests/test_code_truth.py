@@ -1,5 +1,5 @@
-"""Comments, docstrings, help texts and the README say what is true today: every `rag.`/`ui.` name they mention
-exists, and the numbers a help text states come from the code."""
+"""Comments, docstrings, help texts, the README and docs/ say what is true today: every `rag.`/`ui.` name they
+mention exists, and the numbers a help text states come from the code."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = sorted([*ROOT.glob("rag/**/*.py"), *ROOT.glob("ui/**/*.py"), *ROOT.glob("app_pages/*.py"),
-                  *ROOT.glob("bench/*.py"), *ROOT.glob("tests/**/*.py"), ROOT / "app.py", ROOT / "README.md"])
+                  *ROOT.glob("bench/*.py"), *ROOT.glob("tests/**/*.py"), ROOT / "app.py", ROOT / "README.md",
+                  *ROOT.glob("docs/*.md")])
 SOURCES.remove(Path(__file__).resolve())  # this file names missing modules on purpose
 SOURCES.remove(ROOT / "tests" / "test_architecture.py")  # plants a tree of modules that do not exist
 DOTTED = re.compile(r"(?<![\w./])(?:rag|ui)(?:\.[A-Za-z_]\w*)+")
@@ -35,7 +36,7 @@ def resolves(name: str) -> bool:
 
 
 def mentions() -> dict[str, list[str]]:
-    """Return every rag./ui. name written in the sources and README, with where it is written."""
+    """Return every rag./ui. name written in the sources, the README and docs/, with where it is written."""
     found: dict[str, list[str]] = {}
     for path in SOURCES:
         text = path.read_text(encoding="utf-8")
@@ -45,7 +46,7 @@ def mentions() -> dict[str, list[str]]:
     return found
 
 
-def test_every_rag_or_ui_name_in_comments_docstrings_and_the_readme_exists():
+def test_every_rag_or_ui_name_in_comments_docstrings_the_readme_and_docs_exists():
     missing = {name: where for name, where in mentions().items() if not resolves(name)}
     assert not missing, "names that no longer exist: " + "; ".join(f"{n} ({', '.join(w[:3])})"
                                                                    for n, w in sorted(missing.items()))
@@ -96,6 +97,7 @@ def test_the_checks_find_a_missing_path_and_a_missing_listed_module(tmp_path):
 
 
 def test_the_check_finds_a_name_that_does_not_exist():
+    assert any(path.parent.name == "docs" for path in SOURCES), "docs/*.md are read too"
     assert resolves("rag.store.fusion.RRF_K") and resolves("rag.chunking.toc")
     assert not resolves("rag.sparse") and not resolves("rag.store_search.MODES") and not resolves("rag.fusion")
 

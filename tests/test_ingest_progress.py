@@ -13,15 +13,9 @@ from rag.chunking.chunker import ChunkSettings
 from rag.documents.loader import SourceFile, expected_size
 from rag.embeddings import get_embedder
 from rag.embeddings.pace import CHARS_PER, Pace
-from rag.store.open import open_store
 from tests.conftest import make_pdf
 
 SENTENCE = "Die Kündigungsfrist {n} beträgt drei Monate zum Quartalsende, schriftlich beim Amt {n} einzureichen. "
-
-
-@pytest.fixture
-def store():
-    return open_store(":memory:")
 
 
 class Steady:
@@ -42,6 +36,7 @@ def text_file(name: str, sentences: int) -> SourceFile:
     return SourceFile(name, "".join(SENTENCE.format(n=f"{name}-{n}") for n in range(sentences)).encode())
 
 
+@pytest.mark.slow
 def test_a_files_counts_never_pass_its_total_which_is_its_chunk_count_from_the_start(shared_data, store):
     pdf = make_pdf([[f"Abschnitt {p}.{n}: Die Frist beträgt drei Monate." for n in range(30)] for p in range(4)])
     files = [text_file("kurz.txt", 20), SourceFile("lang.pdf", pdf), text_file("mittel.md", 200)]
@@ -57,6 +52,7 @@ def test_a_files_counts_never_pass_its_total_which_is_its_chunk_count_from_the_s
         assert embeds[0] == 0 and embeds[-1] == result.chunks and embeds == sorted(embeds)
 
 
+@pytest.mark.slow
 def test_the_time_left_covers_every_queued_file_from_the_first_estimate_on(store):
     files = [text_file(f"teil-{n}.txt", 120) for n in range(5)]  # about 13,000 characters each
     events: list[tuple[float, pipeline.Progress]] = []

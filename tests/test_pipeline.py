@@ -14,12 +14,6 @@ from rag.chunking.chunker import ChunkSettings
 from rag.documents.loader import SourceFile
 from rag.embeddings import get_embedder, pace
 from rag.errors import EmbedderMismatchError, EmbeddingError, IngestCancelled, RagError
-from rag.store.open import open_store
-
-
-@pytest.fixture
-def store():
-    return open_store(":memory:")
 
 
 @pytest.fixture
@@ -69,6 +63,7 @@ def test_progress_reports_every_stage_with_counts(shared_data, store, fake):
     assert len(embeds) > 1 and embeds[-1].done == embeds[-1].total > pace.FIRST_BATCH
 
 
+@pytest.mark.slow
 def test_reingest_is_idempotent_and_new_settings_replace(shared_data, store, fake):
     pdf = source(shared_data, "pdfs/hausarbeit-jura.pdf")
     first = pipeline.ingest([pdf], "c", ChunkSettings(200, 20), fake, store=store)[0]

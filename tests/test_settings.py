@@ -112,6 +112,7 @@ def test_a_page_limit_must_be_a_whole_number(value: str):
     assert settings.limit("RAG_MAX_FILE_MB", {"RAG_MAX_FILE_MB": "0.5"}) == 0.5  # megabytes may be a fraction
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args,env", [
     (["--qdrant-url", "htp:/x", "collections"], {}),
     (["--qdrant-url", "http://127.0.0.1:99999", "collections"], {}),
@@ -140,6 +141,7 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
+@pytest.mark.slow
 def test_a_large_embedded_collection_is_noted_once_in_our_words(tmp_path: Path):
     document = tmp_path / "lang.md"
     document.write_text("\n\n".join(f"Absatz {n} über Passwörter und Zeichen." for n in range(40)), encoding="utf-8")

@@ -9,9 +9,6 @@ End to end, a recording loopback server checks the backslash case through the CL
 
 from __future__ import annotations
 
-import http.server
-import json
-import threading
 import warnings
 
 import httpx
@@ -26,6 +23,7 @@ from rag.errors import InvalidSettingsError
 from rag.generation.llm import OpenAIChat
 from rag.store import open as store_open
 from rag.urls import endpoint
+from tests import servers
 from tests.conftest import run
 
 KEY = "K-configured-0815"
@@ -208,48 +206,23 @@ def test_ambiguous_urls_are_refused_by_every_client_in_one_line(url, monkeypatch
 # ---- end to end: a recording loopback server -----------------------------------------------------------
 
 
-class Recorder:
-    """A loopback HTTP server that records every request (path, headers) and answers like Qdrant, an
+def answer_like_the_servers(request: dict) -> servers.Reply:
+    """Return what Qdrant, an OpenAI-compatible embedder or chat server would answer to request."""
+    if request["path"].endswith("/chat/completions"):
+        return servers.Reply(b'data: {"choices": [{"delta": {"content": "Ja."}}]}\n\ndata: [DONE]\n\n')
+    if request["path"].endswith("/embeddings"):
+        return servers.Reply({"data": [{"index": 0, "embedding": [0.6, 0.8]}]})
+    return servers.qdrant_collections()
+
+
+def recorder() -> servers.Loopback:
+    """Return a loopback server that records every request (path, headers) and answers like Qdrant, an
     OpenAI-compatible embedder and chat server."""
-
-    def __init__(self):
-        recorder, self.requests = self, []
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def answer(self):  # noqa: D401
-                length = int(self.headers.get("Content-Length") or 0)
-                self.rfile.read(length)
-                recorder.requests.append({"path": self.path, "headers": dict(self.headers)})
-                if self.path.endswith("/chat/completions"):
-                    body = b'data: {"choices": [{"delta": {"content": "Ja."}}]}\n\ndata: [DONE]\n\n'
-                elif self.path.endswith("/embeddings"):
-                    body = json.dumps({"data": [{"index": 0, "embedding": [0.6, 0.8]}]}).encode()
-                else:
-                    body = json.dumps({"result": {"collections": []}, "status": "ok", "time": 0}).encode()
-                self.send_response(200)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            do_GET = do_POST = do_PUT = answer  # noqa: N815 (the http.server API)
-
-            def log_message(self, *args):
-                pass
-
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def __enter__(self) -> Recorder:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+    return servers.recording(answer_like_the_servers)
 
 
 def test_the_cli_refuses_a_backslash_qdrant_url_and_sends_the_key_nowhere(monkeypatch, capsys):
-    with Recorder() as configured, Recorder() as other:
+    with recorder() as configured, recorder() as other:
         monkeypatch.setenv("QDRANT_URL", configured.url)
         monkeypatch.setenv("QDRANT_API_KEY", KEY)
         typed = f"{other.url}\\@{configured.url.removeprefix('http://')}"
@@ -266,7 +239,7 @@ def test_the_cli_refuses_a_backslash_qdrant_url_and_sends_the_key_nowhere(monkey
 
 
 def test_the_real_http_clients_refuse_a_backslash_url_and_send_the_key_nowhere(monkeypatch):
-    with Recorder() as configured, Recorder() as other:
+    with recorder() as configured, recorder() as other:
         monkeypatch.setenv("OPENAI_BASE_URL", f"{configured.url}/v1")
         monkeypatch.setenv("OPENAI_API_KEY", KEY)
         typed = f"{other.url}\\@{configured.url.removeprefix('http://')}/v1"
@@ -280,6 +253,7 @@ def test_the_real_http_clients_refuse_a_backslash_url_and_send_the_key_nowhere(m
         assert other.requests == []
 
 
+@pytest.mark.slow
 def test_the_issue_repro_in_a_real_process_sends_the_key_nowhere():
     """`QDRANT_URL=A QDRANT_API_KEY=K rag --qdrant-url 'B\\@A' collections` sent K to B; now it is refused."""
     import os
@@ -287,7 +261,7 @@ def test_the_issue_repro_in_a_real_process_sends_the_key_nowhere():
     import sys
     from pathlib import Path
 
-    with Recorder() as configured, Recorder() as other:
+    with recorder() as configured, recorder() as other:
         env = {**os.environ, "QDRANT_URL": configured.url, "QDRANT_API_KEY": KEY}
         typed = f"{other.url}\\@{configured.url.removeprefix('http://')}"
         done = subprocess.run([sys.executable, "-m", "rag", "--qdrant-url", typed, "collections"], env=env,

@@ -1,4 +1,4 @@
-"""bench.search: its default run answers the README's question, and --background-load times both sides."""
+"""bench.search: its default run answers the question of docs/benchmarks.md, and --background-load times both sides."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ def test_the_default_run_is_numpy_exact_and_indexed_at_100000_without_the_old_en
     assert all(engine == "edge" for _, _, engine in calls)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_background_load_times_every_engine_quiet_and_loaded_in_one_run():
     done = subprocess.run([sys.executable, "-m", "bench.search", "--json", "--sizes", "300", "--indexed-sizes", "",

@@ -29,11 +29,13 @@ def engines(xquad, tmp_path, monkeypatch):
     return runs
 
 
+@pytest.mark.slow
 def test_each_engine_runs_the_sweep_and_the_rows_agree(engines):
     edge, local = engines
     assert all(r.reused for r in edge.warm.results)  # the warm run reused the cold run's collections
     assert {e.engine for e in engines} == {"edge", "local"} and len(edge.warm.results) == 6
-    # no tie at a cut-off here; on all of XQuAD the engines order some equal keyword scores differently (README)
+    # no tie at a cut-off here; on all of XQuAD the engines order some equal keyword scores differently
+    # (docs/benchmarks.md)
     assert metric_differences(edge.colds["ahead"], local.colds["ahead"]) == []
     assert rows_agree(engines).startswith("yes: the 6 rows")
     lines = side_by_side(engines)
@@ -41,6 +43,7 @@ def test_each_engine_runs_the_sweep_and_the_rows_agree(engines):
     assert sum(", edge: " in line or ", local: " in line for line in lines) == 4  # cold and warm, each engine
 
 
+@pytest.mark.slow
 def test_differences_name_the_row_and_tell_tie_order_from_other_scores(engines):
     result = engines[0].warm
     row = result.results[1]

@@ -116,6 +116,7 @@ def edge_documents(draw) -> Document:
                     tuple(Page(i + 1, page) for i, page in enumerate(pages)), text, headings)  # fmt: skip
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(edge_documents(), st.sampled_from([4, 5, 8, 12, 20, 50, 120]), st.data())
 def test_chunks_of_documents_made_of_edges_are_todays(document, chunk_size, data):

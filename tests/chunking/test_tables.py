@@ -129,6 +129,7 @@ def markdown_tables(draw) -> Document:
     return load_document("\n\n".join(blocks).encode(), "t.md")
 
 
+@pytest.mark.slow
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(markdown_tables(), st.sampled_from([20, 40, 80, 150, 350]), st.data())
 def test_generated_tables_are_cut_between_rows(document, chunk_size, data):

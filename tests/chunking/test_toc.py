@@ -186,6 +186,7 @@ def texts_and_spans(draw) -> tuple[str, list[tuple[int, int]]]:
     return text, [(a, b) for a, b in spans if a < b]
 
 
+@pytest.mark.slow
 @settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(texts_and_spans())
 def test_flags_of_any_span_of_generated_text_are_todays(text_and_spans):
@@ -193,6 +194,7 @@ def test_flags_of_any_span_of_generated_text_are_todays(text_and_spans):
     assert toc.toc_flags(text, spans) == [reference_is_table_of_contents(text[a:b]) for a, b in spans]
 
 
+@pytest.mark.slow
 @settings(max_examples=1000, deadline=None)
 @given(LINES | st.text(max_size=60))
 def test_entries_of_generated_lines_are_todays(line):
@@ -210,6 +212,7 @@ def test_entries_at_the_longest_line_are_todays(length):
         assert toc.toc_flags(text, [(0, len(text))]) == [reference_is_table_of_contents(text)] == [length <= 200]
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(toc_texts(), st.sampled_from([(8, 2), (20, 5), (40, 0), (60, 10)]), st.sampled_from(["structure", "tokens"]))
 def test_chunk_flags_of_generated_documents_are_todays(text, sizes, strategy):

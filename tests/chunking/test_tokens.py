@@ -74,6 +74,7 @@ def test_span_counts_at_every_kind_of_edge_are_exact(text, pairs):
         assert index.count(start, end) == tokens.count(text[start:end]), (start, end)
 
 
+@pytest.mark.slow
 @settings(max_examples=500, deadline=None)
 @given(EDGE_TEXTS, st.data())
 def test_the_text_tokens_between_two_boundaries_are_a_spans_own(text, data):
@@ -90,6 +91,7 @@ def test_the_text_tokens_between_two_boundaries_are_a_spans_own(text, data):
     assert tokens.encode(text[start:x]) + middle + tokens.encode(text[y:end]) == tokens.encode(text[start:end])
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(EDGE_TEXTS, st.data())
 def test_span_counts_from_and_to_each_boundary_are_exact(text, data):

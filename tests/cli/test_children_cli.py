@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.store.test_crash_safety import rag
 
 TEXT = ("# Haltung\n\nZebrafinken leben gern in Gruppen. Sie brauchen eine große Voliere.\n\n## Futter\n\n"
@@ -22,6 +24,7 @@ def setup(tmp_path: Path) -> tuple[Path, Path, Path]:
     return tmp_path / "qdrant", guide, queries
 
 
+@pytest.mark.slow
 def test_child_size_through_ingest_search_eval_and_sweep(tmp_path: Path):
     store, guide, queries = setup(tmp_path)
     ingested = json.loads(rag(store, "ingest", str(guide), "--embedder", "fake", "--chunk-size", "60", "--overlap",
@@ -45,6 +48,7 @@ def test_child_size_through_ingest_search_eval_and_sweep(tmp_path: Path):
     assert any(r["collection"].endswith("fake-64") and "-ch16-" in r["collection"] for r in rows)
 
 
+@pytest.mark.slow
 def test_a_bad_child_size_is_one_line(tmp_path: Path):
     store, guide, _ = setup(tmp_path)
     failed = rag(store, "ingest", str(guide), "--embedder", "fake", "--child-size", "3", check=False)

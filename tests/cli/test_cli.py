@@ -128,6 +128,7 @@ def test_store_commands_round_trip(shared_data, tmp_path, capsys):
     assert code == 1 and "'t'" in err and err.count("\n") == 1
 
 
+@pytest.mark.slow
 def test_subprocess_exit_codes_and_stderr(shared_data, tmp_path):
     env = os.environ | {"RAG_QDRANT_PATH": str(tmp_path / "q")}
     ok = subprocess.run([sys.executable, "-m", "rag", "chunk", str(shared_data / "pdfs/crazyones.pdf"), "--json"],
@@ -149,6 +150,7 @@ def _piped(args: list[str], env: dict, keep: int) -> tuple[bytes, int, str]:
     return head, proc.wait(timeout=120), err
 
 
+@pytest.mark.slow
 def test_a_closed_pipe_ends_the_command_quietly(tmp_path):
     """`rag documents --json | head -c 100` and a long `rag chunk --json` cut short: no traceback, exit 141."""
     env = os.environ | {"RAG_QDRANT_PATH": str(tmp_path / "q")}
@@ -228,6 +230,7 @@ def test_ingest_records_prompts_and_search_uses_them(tmp_path, capsys):
     assert code == 1 and "document prompt 'Text: '" in err
 
 
+@pytest.mark.slow
 def test_answer_streams_the_llm_and_reports_its_citations(tmp_path, capsys, monkeypatch, chat_server):
     doc = tmp_path / "vertrag.md"
     doc.write_text("# § 5 Kündigung\n\nDie Kündigungsfrist beträgt drei Monate zum Quartalsende.\n", encoding="utf-8")
@@ -245,15 +248,15 @@ def test_answer_streams_the_llm_and_reports_its_citations(tmp_path, capsys, monk
     assert data["unknown_citations"] == [9] and data["model"] == "ollama:llama3.1" and data["preset"] == "chat"
     assert data["context"]["text"].startswith("[Quelle 1: vertrag.md — § 5 Kündigung]\n")  # no "S. 1"
     [request] = chat_server.requests
-    assert request["path"] == "/api/chat" and request["body"]["model"] == "llama3.1"
-    system, user = request["body"]["messages"]
+    assert request["path"] == "/api/chat" and request["json"]["model"] == "llama3.1"
+    system, user = request["json"]["messages"]
     assert data["context"]["text"] in user["content"] and "Frage: Wie lang ist die Kündigungsfrist?" in user["content"]
     assert data["prompt_tokens"] == tokens.count(system["content"]) + tokens.count(user["content"])
     code, out, err = run(capsys, "answer", "Wie lang ist die Kündigungsfrist?", "--store", store, "--llm",
                          "ollama:llama3.1", "--preset", "generation")
     assert code == 0 and out.strip() == data["answer"]
     assert "cited: [Quelle 1] vertrag.md" in err and "cited but not in the context: 9" in err
-    assert chat_server.requests[-1]["body"]["messages"][0]["content"].startswith("Du schreibst Texte")
+    assert chat_server.requests[-1]["json"]["messages"][0]["content"].startswith("Du schreibst Texte")
 
 
 def test_answer_without_a_reachable_llm_is_one_line(tmp_path, capsys, monkeypatch):

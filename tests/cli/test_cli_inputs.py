@@ -25,6 +25,7 @@ def test_a_threshold_must_be_a_finite_number(value, capsys, tmp_path):
     assert "--threshold" in err and "number" in err
 
 
+@pytest.mark.slow
 def test_a_negative_threshold_is_a_number(capsys, tmp_path):
     code, _, err = run(capsys, "search", "Frage", "--store", str(tmp_path / "q"), "--threshold=-0.5")
     assert code == 1 and "does not exist" in err  # parsed; the missing collection is the only complaint
@@ -38,6 +39,7 @@ def test_a_huge_fake_dimension_is_one_line_not_a_memory_error(capsys, tmp_path):
     assert err.count("\n") == 1 and "65536" in err
 
 
+@pytest.mark.slow
 def test_a_pipe_is_refused_without_blocking(tmp_path):
     fifo = tmp_path / "notes.txt"
     os.mkfifo(fifo)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
+
 from rag.documents.loader import load_document
 from tests.conftest import FakeChatServer, read_shared, run
 
@@ -112,6 +114,7 @@ def test_llm_questions_through_the_command(capsys, tmp_path, shared_data, monkey
     assert "[0/3] hausarbeit-jura.pdf: asking ollama:fake" in stderr
 
 
+@pytest.mark.slow
 def test_a_down_llm_or_a_bad_spec_is_one_line(capsys, tmp_path, shared_data, monkeypatch):
     document, out = str(shared_data / "pdfs/crazyones.pdf"), str(tmp_path / "q.jsonl")
     code, _, stderr = run(capsys, "make-queries", document, "--out", out, "--llm", "llama3")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from rag.cli import main
 from rag.cli.evaluate import SweepReporter
 from rag.evaluation.querysets.squad import import_squad, write_import
@@ -22,6 +24,7 @@ def test_reporter_lines_say_the_time_left(capsys):
                      "[2/6] chunk_size 350, overlap 50: searching · about 40 s left"]  # the end of embedding only
 
 
+@pytest.mark.slow
 def test_sweep_command_reports_the_time_left(shared_data, tmp_path, capsys):
     imported = import_squad((shared_data / "xquad-de/xquad.de.dev.json").read_bytes(), articles=2)
     write_import(imported, tmp_path / "docs")

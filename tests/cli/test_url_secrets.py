@@ -55,6 +55,7 @@ def qdrant_commands(doc: str, queries: str) -> list[list[str]]:
             ["compare", "Frist", "--a", "documents", "--b", "documents:sparse"]]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("server", ["openai", "ollama", "qdrant"])
 def test_no_command_prints_the_password_of_a_server_url(server, material, down_port, monkeypatch, capsys):
     doc, store, queries = material

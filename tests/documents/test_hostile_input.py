@@ -78,6 +78,7 @@ def _check_chunks(document, chunks, chunk_size: int) -> None:
         assert chunk.token_count <= chunk_size
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(GUARD_SECONDS + 60)
 @pytest.mark.parametrize("suffix", [".txt", ".md"])
 @pytest.mark.parametrize("name", list(HOSTILE))
@@ -104,6 +105,7 @@ def _trailing_spaces() -> None:
     assert document.text == "a" + " " * MB + "x\nb"
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(GUARD_SECONDS + 60)
 def test_a_million_spaces_are_tokenized_and_counted_consistently():
     bounded(_million_spaces)
@@ -118,6 +120,7 @@ def _million_spaces() -> None:
     assert tokens.decode(ids) == text
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(GUARD_SECONDS + 60)
 @pytest.mark.parametrize("line", ["# a" + " " * MB + "b", "## T" + " " * MB + "#" * 5000, "#" * MB])
 def test_markdown_heading_lines_of_a_megabyte(line: str):

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from rag.documents.loader import load_document
 from rag.documents.markdown import clean_markdown
 
@@ -49,6 +51,7 @@ def test_an_unclosed_fence_or_comment_keeps_the_rest():
     assert clean_markdown("<!-- open\n<b>x</b>") == "<!-- open\nx"
 
 
+@pytest.mark.slow
 def test_hostile_markdown_is_read_in_linear_time():
     for piece in ("<a ", "[x](", "[", "`", "<!--", "<span " + "x" * 50, "](#"):
         text = piece * (400_000 // len(piece))

@@ -39,6 +39,7 @@ print(len(files), len(wrong))
 """
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_pdfs_read_on_four_threads_at_once_equal_one_read_each(shared_data):
     """pdfium is not thread-safe: without the lock this crashes the process (SIGSEGV) in about half the runs."""
@@ -93,6 +94,7 @@ def test_without_pypdfium2_pypdf_reads_and_its_log_lines_become_one_note(shared_
     assert capfd.readouterr().err == ""
 
 
+@pytest.mark.slow
 def test_pdfium_reads_what_pypdf_reads_with_its_spaces_and_ligatures(shared_data):
     data = (shared_data / "pdfs" / "hausarbeit-jura.pdf").read_bytes()
     pdfium, pypdf = (load_document(data, "hausarbeit-jura.pdf", pdf_engine=e) for e in ("pdfium", "pypdf"))
@@ -193,6 +195,7 @@ def test_glyph_names_become_letters_by_the_glyph_lists_rules():
     assert glyph_letters("/x6D") is None and glyph_letters("f_xyz") is None
 
 
+@pytest.mark.slow
 def test_page_resources_walk_the_page_tree_as_pypdfs_pages_do(shared_data):
     for path in sorted((shared_data / "pdfs").glob("*.pdf")):
         try:

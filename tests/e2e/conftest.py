@@ -7,6 +7,7 @@ tmp_path; set RAG_SCREENSHOTS=<folder> to also copy them there for a look.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -220,3 +221,22 @@ class ScriptRuns:
         while len(self.ended) < runs and time.monotonic() < deadline:
             page.wait_for_timeout(20)  # lets Playwright deliver the frames it has
         return list(self.ended)
+
+
+def upload(page, pdf: Path) -> None:
+    page.get_by_role("heading", name="Upload", level=1).wait_for()
+    page.locator("input[type=file]").set_input_files(str(pdf))
+    page.get_by_text(pdf.name).first.wait_for()
+    page.get_by_role("button", name=re.compile(r"Ingest 1 file")).click()
+    page.get_by_text("1 of 1 file(s) ingested.").wait_for(timeout=120_000)
+    settle(page)
+
+
+def first_search(page, url: str, pdf: Path, query: str) -> None:
+    """Open the app at url, upload pdf, search query on the Search page and wait for its five hits to be drawn."""
+    page.goto(url)
+    upload(page, pdf)
+    go(page, "Search")
+    search(page, query)
+    page.get_by_text(re.compile(r"5 hit\(s\) for")).wait_for()
+    settle(page)

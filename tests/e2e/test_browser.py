@@ -3,23 +3,13 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import VIEWPORT, go, search, settle
+from tests.e2e.conftest import VIEWPORT, first_search, go, search, settle, upload
 
 pytestmark = pytest.mark.e2e
 PDF = "pdfs/hausarbeit-jura.pdf"
-
-
-def upload(page, pdf: Path) -> None:
-    page.get_by_role("heading", name="Upload", level=1).wait_for()
-    page.locator("input[type=file]").set_input_files(str(pdf))
-    page.get_by_text(pdf.name).first.wait_for()
-    page.get_by_role("button", name=re.compile(r"Ingest 1 file")).click()
-    page.get_by_text("1 of 1 file(s) ingested.").wait_for(timeout=120_000)
-    settle(page)
 
 
 def test_upload_chunks_search_context_with_fake_embedder(app_server, page, shot, shared_data):
@@ -123,11 +113,7 @@ def test_deep_link_on_a_fresh_server_opens_the_page_with_its_sidebar(app_server,
 
 def test_ask_the_llm_answer_links_its_citations_to_the_source_blocks(app_server, page, shot, shared_data, chat_server):
     server = app_server(RAG_EMBEDDER="fake", RAG_LLM="ollama:llama3.1", OLLAMA_HOST=chat_server.url)
-    page.goto(server.url)
-    upload(page, shared_data / PDF)
-    go(page, "Search")
-    search(page, "Wie zitiert man Literatur?")
-    page.get_by_text(re.compile(r"5 hit\(s\) for")).wait_for()
+    first_search(page, server.url, shared_data / PDF, "Wie zitiert man Literatur?")
     page.get_by_role("link", name="Preview the LLM context for these hits").click()
     page.get_by_role("heading", name="Ask the LLM").wait_for()
     page.get_by_role("button", name="Ask the LLM").click()

@@ -12,21 +12,15 @@ import time
 
 import pytest
 
-from tests.e2e.conftest import ScriptRuns, go, search, settle
-from tests.e2e.test_browser import upload
+from tests.e2e.conftest import ScriptRuns, first_search, settle
 
 pytestmark = pytest.mark.e2e
 
 
 def test_top_k_steps_show_the_new_cut(app_server, page, shot, shared_data):
     server = app_server(RAG_EMBEDDER="fake")
-    runs = ScriptRuns(page)
-    page.goto(server.url)
-    upload(page, shared_data / "pdfs/hausarbeit-jura.pdf")
-    go(page, "Search")
-    search(page, "Schriftgröße der Klasse")
-    page.get_by_text(re.compile(r"5 hit\(s\) for")).wait_for()
-    settle(page)
+    runs = ScriptRuns(page)  # before the page opens: it listens on the page's WebSocket
+    first_search(page, server.url, shared_data / "pdfs/hausarbeit-jura.pdf", "Schriftgröße der Klasse")
     thumb = page.get_by_test_id("stSlider").filter(has_text="top_k").get_by_role("slider")
     seconds = []
     for top_k in (6, 7, 8, 9):

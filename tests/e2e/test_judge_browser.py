@@ -8,8 +8,7 @@ import re
 
 import pytest
 
-from tests.e2e.conftest import go, search, settle
-from tests.e2e.test_browser import upload
+from tests.e2e.conftest import first_search, settle
 from tests.e2e.test_evaluate_browser import start_sweep
 
 pytestmark = pytest.mark.e2e
@@ -18,12 +17,7 @@ pytestmark = pytest.mark.e2e
 def test_three_hits_judged_on_the_search_page_are_in_the_downloaded_query_set(app_server, page, shot, shared_data,
                                                                                tmp_path):
     server = app_server(RAG_EMBEDDER="fake", RAG_DATA_ROOT=str(tmp_path))
-    page.goto(server.url)
-    upload(page, shared_data / "pdfs/hausarbeit-jura.pdf")
-    go(page, "Search")
-    search(page, "Schriftgröße der Klasse")
-    page.get_by_text(re.compile(r"5 hit\(s\) for")).wait_for()
-    settle(page)
+    first_search(page, server.url, shared_data / "pdfs/hausarbeit-jura.pdf", "Schriftgröße der Klasse")
     page.get_by_role("heading", name="Judge these hits").wait_for()
     for index, label in enumerate(("2 relevant", "1 partly", "0 not relevant")):
         button = page.get_by_role("radio", name=label, exact=True).nth(index)  # a segmented control

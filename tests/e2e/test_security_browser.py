@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import json
 import re
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from tests import servers
 from tests.e2e.conftest import go, search, settle
 
 pytestmark = pytest.mark.e2e
@@ -21,58 +20,27 @@ OPENAI_SECRET = "sk-operator-openai-4f1b9c"
 QDRANT_SECRET = "qdrant-operator-key-77e2"
 
 
-class Recorder(ThreadingHTTPServer):
-    """Answers embedding requests with small fixed vectors and records each request's path, headers and body."""
-
-    def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.requests: list[dict] = []
-        self.url = f"http://127.0.0.1:{self.server_address[1]}"
-        threading.Thread(target=self.serve_forever, daemon=True).start()
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server: Recorder
-
-    def log_message(self, *args) -> None:  # quiet
-        pass
-
-    def _record(self) -> bytes:
-        body = self.rfile.read(int(self.headers.get("content-length") or 0))
-        self.server.requests.append({"method": self.command, "path": self.path, "headers": dict(self.headers),
-                                     "body": body.decode("utf-8", "replace")})
-        return body
-
-    def _answer(self, status: int, data: object) -> None:
-        payload = json.dumps(data).encode()
-        self.send_response(status)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def do_GET(self) -> None:
-        self._record()
-        self._answer(404, {"status": {"error": "not a Qdrant server"}})
-
-    def do_POST(self) -> None:
-        body = json.loads(self._record() or b"{}")
-        texts = body.get("input") or []
-        size = 1536 if self.path.endswith("/embeddings") else 1024  # text-embedding-3-small, mxbai-embed-large
-        vectors = [[float((len(t) * (j + 1)) % 7 + 1) for j in range(size)] for t in texts]
-        if self.path.endswith("/embeddings"):
-            self._answer(200, {"data": [{"index": i, "embedding": v} for i, v in enumerate(vectors)]})
-        elif self.path.endswith("/api/embed"):
-            self._answer(200, {"embeddings": vectors})
-        else:
-            self._answer(404, {"status": {"error": "not found"}})
+def embed(request: dict) -> servers.Reply:
+    """Return small fixed vectors for an embedding request (OpenAI's or Ollama's), 404 for anything else."""
+    if request["method"] != "POST":
+        return servers.Reply({"status": {"error": "not a Qdrant server"}}, 404, content_type="application/json")
+    texts = (request["json"] or {}).get("input") or []
+    size = 1536 if request["path"].endswith("/embeddings") else 1024  # text-embedding-3-small, mxbai-embed-large
+    vectors = [[float((len(t) * (j + 1)) % 7 + 1) for j in range(size)] for t in texts]
+    if request["path"].endswith("/embeddings"):
+        data = {"data": [{"index": i, "embedding": v} for i, v in enumerate(vectors)]}
+    elif request["path"].endswith("/api/embed"):
+        data = {"embeddings": vectors}
+    else:
+        return servers.Reply({"status": {"error": "not found"}}, 404, content_type="application/json")
+    return servers.Reply(data, content_type="application/json")
 
 
 @pytest.fixture
 def recorder():
-    server = Recorder()
-    yield server
-    server.shutdown()
+    """A server that answers embedding requests with small fixed vectors and records each request."""
+    with servers.recording(embed) as server:
+        yield server
 
 
 def fill(page, label: str, value: str) -> None:
@@ -114,7 +82,7 @@ def test_no_key_reaches_an_address_typed_by_a_visitor(app_server, page, shot, re
     embeddings = [r for r in recorder.requests if r["path"].endswith("/embeddings")]
     assert len(embeddings) >= 2, "ingest and search both embedded on the visitor's server"
     for request in recorder.requests:
-        sent = json.dumps(request["headers"]) + request["body"]
+        sent = json.dumps(request["headers"]) + request["raw"].decode("utf-8", "replace")
         assert OPENAI_SECRET not in sent and QDRANT_SECRET not in sent, request["path"]
         assert not {"authorization", "api-key"} & {name.lower() for name in request["headers"]}, request
 

@@ -61,6 +61,7 @@ def test_the_cli_prints_the_one_line_and_stores_nothing(without_extras, shared_d
     assert code == 0 and json.loads(out) == []  # nothing half-stored: no collection was made
 
 
+@pytest.mark.slow
 def test_nothing_imports_the_extra_eagerly(tmp_path) -> None:
     """The package, the CLI and every UI module import with the extra's packages gone (as after `make run`)."""
     code = ("import sys\n"

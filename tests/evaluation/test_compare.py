@@ -169,6 +169,7 @@ def test_compare_command_query_set(two_chunkings, tmp_path, capsys):
     assert "either QUERY" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_collections_with_other_documents_are_named(two_chunkings, capsys):
     store = open_store(path=two_chunkings)
     assert document_difference(store, "small", "big") == ""  # the same two texts, chunked differently

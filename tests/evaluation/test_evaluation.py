@@ -250,6 +250,7 @@ def test_eval_command_json_and_table(tmp_path, capsys):
     assert "paris.txt" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_eval_command_modes(tmp_path, capsys):
     store_path = str(tmp_path / "qdrant")
     store = open_store(path=store_path)

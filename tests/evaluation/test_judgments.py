@@ -131,6 +131,7 @@ def test_a_hand_edited_invalid_query_set_is_not_overwritten(tmp_path):
     assert path.read_bytes() == before
 
 
+@pytest.mark.crash
 def test_a_killed_writer_leaves_the_old_file_whole(tmp_path):
     """A process killed (SIGKILL) in the middle of writing the new query set: the old file is there, whole."""
     import subprocess

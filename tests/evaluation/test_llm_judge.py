@@ -20,7 +20,7 @@ class GradingServer(FakeChatServer):
     def answer(self) -> str:
         if self.bad:
             return self.bad
-        prompt = self.requests[-1]["body"]["messages"][-1]["content"].partition("Abschnitt aus")[2]
+        prompt = self.requests[-1]["json"]["messages"][-1]["content"].partition("Abschnitt aus")[2]
         return "2" if "Fernsehturm" in prompt else "1" if "berlin.txt" in prompt else "0 – nicht relevant"
 
     @answer.setter
@@ -36,6 +36,7 @@ def grader(monkeypatch):
     server.close()
 
 
+@pytest.mark.slow
 def test_llm_grades_unjudged_hits_and_agreement_with_the_person(two_chunkings, grader, capsys):  # noqa: F811
     store, queries = str(two_chunkings / "qdrant"), str(two_chunkings / "q.jsonl")
     top = hits(capsys, store, "small", k="4")
@@ -49,7 +50,7 @@ def test_llm_grades_unjudged_hits_and_agreement_with_the_person(two_chunkings, g
     data = json.loads(out)
     assert (data["by"], data["judged"], data["checked"], data["already_judged"]) == ("llm:judge", 3, 1, 0)
     assert data["agreement"]["shared"] == 1 and data["agreement"]["exact_agreement"] == 1.0  # the tower: 2 and 2
-    assert len(grader.requests) == 4 and all("Du beurteilst" in r["body"]["messages"][0]["content"]
+    assert len(grader.requests) == 4 and all("Du beurteilst" in r["json"]["messages"][0]["content"]
                                              for r in grader.requests)  # a German question: a German prompt
     again = run(capsys, "--store", store, "judge", "--llm", "ollama:judge", "--queries", queries, "--collection",
                 "small", "--top-k", "4", "--json")

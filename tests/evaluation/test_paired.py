@@ -96,6 +96,7 @@ def test_standing_is_one_rule_for_best_ties_and_the_rest_in_row_order():
     assert places[2].words("{mark}, {why}") == "tie, too few differ"
 
 
+@pytest.mark.slow
 def test_a_sweep_with_two_identical_configurations_reports_them_as_tied(xquad):
     documents, queries = xquad
     configs = [SweepConfig(200, 0), SweepConfig(100, 0), SweepConfig(200, 0)]

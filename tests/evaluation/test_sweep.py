@@ -107,6 +107,7 @@ def oracle_ranks(document_texts, queries, config, embedder, depth):
     return ranks, ties
 
 
+@pytest.mark.slow
 def test_sweep_ranks_match_a_brute_force_search_with_span_labels(xquad):
     documents, queries = xquad
     fake = get_embedder("fake:64")
@@ -125,6 +126,7 @@ def test_sweep_ranks_match_a_brute_force_search_with_span_labels(xquad):
     assert smaller.chunks > larger.chunks and smaller.mean_tokens < larger.mean_tokens
 
 
+@pytest.mark.slow
 def test_sweep_rows_reuse_and_cache(xquad):
     documents, queries = xquad
     fake = Counting(get_embedder("fake:32"))
@@ -167,6 +169,7 @@ def test_sweep_refuses_labels_outside_its_documents(xquad):
         run_sweep(documents, [shifted], [SweepConfig(100, 0)], fake, store=store)
 
 
+@pytest.mark.slow
 def test_sweep_command(shared_data, tmp_path, capsys):
     imported = import_squad((shared_data / "xquad-de/xquad.de.dev.json").read_bytes(), articles=2)
     write_import(imported, tmp_path / "docs")
@@ -236,6 +239,7 @@ def make_old_sweep_collection(store, name: str, embedder, documents, config) -> 
         store.upsert_document(name, document, chunks, vectors, config.settings, embedder)
 
 
+@pytest.mark.slow
 def test_sweep_modes_share_the_collection_and_rebuild_old_ones(xquad):
     documents, queries = xquad
     fake = Counting(get_embedder("fake:32"))
@@ -264,6 +268,7 @@ def test_sweep_modes_share_the_collection_and_rebuild_old_ones(xquad):
     assert keyword.results[0].metrics == second.metrics
 
 
+@pytest.mark.slow
 def test_sweep_command_with_modes(shared_data, tmp_path, capsys):
     imported = import_squad((shared_data / "xquad-de/xquad.de.dev.json").read_bytes(), articles=1)
     write_import(imported, tmp_path / "docs")
@@ -284,6 +289,7 @@ def test_sweep_command_with_modes(shared_data, tmp_path, capsys):
     assert usage.value.code == 2 and "unknown search mode 'bm25'" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_the_share_cut_by_the_model_and_hit_at_k_by_construction_are_said(xquad):
     documents, queries = xquad
     small = get_embedder("fake:32")

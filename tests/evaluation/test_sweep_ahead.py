@@ -81,6 +81,7 @@ def assert_same_outcome(one, other) -> None:
 # ---- one embedding per distinct text ---------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ahead", [False, True])
 def test_configurations_share_the_cache_each_distinct_text_is_embedded_once(xquad, ahead):
     documents, queries = xquad
@@ -96,6 +97,7 @@ def test_configurations_share_the_cache_each_distinct_text_is_embedded_once(xqua
     assert (fake.threads == {"MainThread"}) != ahead  # ahead, the chunks are embedded on the background thread
 
 
+@pytest.mark.slow
 def test_a_second_run_on_the_same_cache_still_says_the_time_left(xquad):
     documents, queries = xquad
     store, cache, fake = open_store(":memory:"), EmbeddingCache(), get_embedder("fake:32")
@@ -111,6 +113,7 @@ def test_a_second_run_on_the_same_cache_still_says_the_time_left(xquad):
 # ---- embedding ahead: the same sweep, overlapped --------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_embedding_ahead_gives_the_same_rows_and_overlaps_the_next_configuration(xquad):
     documents, queries = xquad
     plain = run_sweep(documents, queries, CONFIGS, get_embedder("fake:32"), store=open_store(":memory:"),
@@ -170,6 +173,7 @@ class Tokenizing(Recording):
             self.borrowed.release()
 
 
+@pytest.mark.slow
 def test_the_caller_never_uses_the_embedder_while_it_embeds_ahead(xquad):
     documents, queries = xquad
     searching = threading.Event()

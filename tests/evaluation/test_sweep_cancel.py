@@ -35,6 +35,7 @@ class Slow(Recording):
         return vectors
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ahead", [False, True])
 def test_a_cancel_stops_the_sweep_within_the_slice_under_way(xquad, ahead):
     documents, queries = xquad

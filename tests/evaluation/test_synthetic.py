@@ -162,7 +162,7 @@ class ScriptedChat(FakeChatServer):
 
     @property
     def answer(self) -> str:
-        body = self.requests[-1]["body"]
+        body = self.requests[-1]["json"]
         passage = body["messages"][-1]["content"].split('"""')[1].strip()
         return self.script[(len(self.requests) - 1) % len(self.script)](passage)
 
@@ -202,7 +202,7 @@ def test_llm_questions_keep_only_answers_found_in_the_passage(documents):
         assert hausarbeit.text[query.answer_start : query.answer_start + len(query.answer)] == query.answer
         assert query.passage_start <= query.answer_start and query.answer_start + len(query.answer) <= query.passage_end
         assert query.query == "Welche Vorgabe beschreibt dieser Abschnitt?" and query.method == "llm:ollama:fake"
-        assert "German" in request["body"]["messages"][-1]["content"]
+        assert "German" in request["json"]["messages"][-1]["content"]
     assert any("\n" in q.answer for q in made.queries)  # found across a line break the model wrote as a space
     assert any("answer not in the passage: 3" in n and "not the JSON asked for: 3" in n for n in made.notes)
     check_spans(resolve_labels(load_query_set(made.jsonl()), [(hausarbeit.id, hausarbeit.title)], "it"),
@@ -262,6 +262,7 @@ def english(passage: str) -> str:
     return json.dumps({"question": "What does this section ask of the reader?", "answer": first_sentence(passage)})
 
 
+@pytest.mark.slow
 def test_questions_not_in_the_passage_language_are_rejected_and_counted(documents):
     server = ScriptedChat(german, english)  # every second question is English, about a German passage
     try:
@@ -274,9 +275,10 @@ def test_questions_not_in_the_passage_language_are_rejected_and_counted(document
     assert made.rejected == {"question not in the passage's language": 3}
     assert made.summary()["wrong_language"] == 3 and made.summary()["rejected"] == made.rejected
     assert any("question not in the passage's language: 3" in note for note in made.notes)
-    assert all("in German" in r["body"]["messages"][-1]["content"] for r in server.requests)
+    assert all("in German" in r["json"]["messages"][-1]["content"] for r in server.requests)
 
 
+@pytest.mark.slow
 def test_an_english_document_gets_english_questions_only(documents):
     license_text = documents[5]  # LICENSE-ASVS.md, English
     server = ScriptedChat(german)
@@ -285,7 +287,7 @@ def test_an_english_document_gets_english_questions_only(documents):
             make_queries([license_text], 1, llm=model(server))
     finally:
         server.close()
-    assert all("in English" in r["body"]["messages"][-1]["content"] for r in server.requests)
+    assert all("in English" in r["json"]["messages"][-1]["content"] for r in server.requests)
     server = ScriptedChat(english)
     try:
         made = make_queries([license_text], 2, llm=model(server))

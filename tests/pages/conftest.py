@@ -76,6 +76,12 @@ def hold(monkeypatch):
 
 
 @pytest.fixture
+def held(hold) -> Gate:
+    """Return the gate the fake embedder's embed_documents waits at (a sweep or ingest held mid-embedding)."""
+    return hold("embed_documents")
+
+
+@pytest.fixture
 def sweep_env(tmp_path: Path, monkeypatch, shared_data) -> Path:
     """Give the Evaluate page its own Qdrant folder, the fake embedder, and XQuAD-de as its sample folder's
     query set; return the test's folder."""

@@ -200,6 +200,7 @@ def test_search_shows_hits_scores_per_source_and_neighbours(app_env, shared_data
     assert "(after)" in texts(at.caption)
 
 
+@pytest.mark.slow
 def test_search_says_when_the_threshold_removed_everything_and_when_top_k_is_too_big(app_env, shared_data):
     at = upload(start(), shared_data, "pdfs/crazyones.pdf")
     at.switch_page(nav.SEARCH.path).run()

@@ -10,6 +10,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from tests.pages.conftest import PDF, ROOT, search, start, upload
 from ui import nav
 
@@ -21,6 +23,7 @@ def rag(*args: str) -> subprocess.CompletedProcess:
                           timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
+@pytest.mark.slow
 def test_the_cli_search_beside_the_app_equals_the_pages_table(app_env, shared_data):
     at = upload(start(), shared_data, PDF, "pdfs/crazyones.pdf").switch_page(nav.SEARCH.path).run()
     search(at, QUERY)

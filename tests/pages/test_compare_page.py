@@ -104,6 +104,7 @@ def test_two_chunkings_share_text_across_collections(app_env, shared_data):
     assert not any("hold different documents" in w for w in texts(at.warning))  # the same PDF on both sides
 
 
+@pytest.mark.slow
 def test_collections_with_other_documents_are_warned_about(app_env, shared_data):
     ingest_files(app_env, shared_data, "documents", ChunkSettings(), PDF)
     ingest_files(app_env, shared_data, "andere", ChunkSettings(200, 20), PDF, "pdfs/crazyones.pdf")
@@ -144,6 +145,7 @@ def test_a_query_set_shows_metric_deltas_and_per_query_changes(app_env, shared_d
     assert len(at.dataframe[1].value) == len(QUERY_SET)
 
 
+@pytest.mark.slow
 def test_bad_query_sets_and_k_values_are_errors_in_words(app_env, shared_data):
     at = compare_page(upload(start(), shared_data, PDF))
     at.button_group(key="compare_source").set_value("query set").run()
@@ -167,6 +169,7 @@ def test_same_sides_are_refused_and_an_empty_query_is_an_error(app_env, shared_d
     assert "The query is empty" in texts(at.error)
 
 
+@pytest.mark.slow
 def test_a_collection_from_before_keyword_search_offers_dense_only(app_env, shared_data):
     store = open_store(path=str(app_env / "qdrant"))
     embedder = get_embedder("fake")
@@ -190,6 +193,7 @@ def test_nothing_to_compare_points_to_upload(app_env):
     assert "nothing to compare" in texts(at.info)
 
 
+@pytest.mark.slow
 def test_a_squad_file_is_a_query_set_too(app_env, shared_data):
     from rag.evaluation.querysets.squad import import_squad, squad_queries
 
@@ -233,6 +237,7 @@ def heads(at) -> list[str]:
     return [plain(m.value) for m in at.markdown if plain(m.value).startswith("**Comparing ")]
 
 
+@pytest.mark.slow
 @pytest.mark.live_jobs
 def test_a_query_set_comparison_goes_on_after_a_click_and_a_new_session_shows_its_result(app_env, shared_data, hold):
     at, queue = upload(start(), shared_data, PDF, "pdfs/crazyones.pdf"), jobs.jobs_queue()

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
+
 from rag.cli import main
 from rag.context import NO_SENTENCE
 from rag.settings import DEFAULT_COLLECTION
@@ -41,6 +43,7 @@ def test_context_preview_builds_the_exact_text_with_budget_label_and_downloads(a
     assert "over budget" in set(at.dataframe[1].value["reason"]) and not at.code[0].value.endswith(" …")
 
 
+@pytest.mark.slow
 def test_ask_the_llm_streams_an_answer_with_linked_citations(app_env, shared_data, chat_server, monkeypatch):
     monkeypatch.setenv("OLLAMA_HOST", chat_server.url)
     monkeypatch.setenv("RAG_LLM", "ollama:llama3.1")
@@ -53,7 +56,7 @@ def test_ask_the_llm_streams_an_answer_with_linked_citations(app_env, shared_dat
     at.button(key="ask_llm").click().run()
     assert not at.exception, at.exception
     [request] = chat_server.requests
-    assert context in request["body"]["messages"][1]["content"]  # the exact context shown above
+    assert context in request["json"]["messages"][1]["content"]  # the exact context shown above
     answer = [m.value for m in at.markdown if "(#quelle-1)" in m.value]
     assert answer and "[Quelle 1](#quelle-1)" in answer[0] and "Quelle 9 (not in the context)" in answer[0]
     assert "cites Quelle 9, which the context does not have" in texts(at.warning)

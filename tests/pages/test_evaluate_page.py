@@ -53,6 +53,7 @@ def set_grid(at: AppTest, sizes: str, overlaps: str, ks: str, modes: list[str] |
     assert not at.exception, at.exception
 
 
+@pytest.mark.slow
 def test_sweep_of_sample_squad_articles_with_failures_and_exports(env):
     at = evaluate_page()
     assert at.title[0].value == "Evaluate"
@@ -130,6 +131,7 @@ def test_bad_query_set_and_unknown_documents_are_explained(env):
     assert "'b.txt' (line 1)" in plain(at.error[0].value) and "a.txt" in plain(at.error[0].value)
 
 
+@pytest.mark.slow
 def test_sweep_over_a_collections_documents(env):
     store = open_store(path=str(env / "qdrant"))
     imported = import_squad((env / "samples/xquad.json").read_bytes(), articles=2)
@@ -147,6 +149,7 @@ def test_sweep_over_a_collections_documents(env):
     assert table["hit@10"].max() > table["hit@1"].min()
 
 
+@pytest.mark.slow
 def test_search_modes_are_a_sweep_dimension(env):
     at = evaluate_page()
     at.radio(key="evaluate_query_from").set_value("Sample folder")
@@ -183,6 +186,7 @@ def test_search_modes_are_a_sweep_dimension(env):
     assert "at least one search mode" in plain(at.error[0].value)
 
 
+@pytest.mark.slow
 def test_sweep_collections_stay_out_of_the_pickers_and_go_as_one_sweep(env):
     at = evaluate_page()
     at.radio(key="evaluate_query_from").set_value("Sample folder")
@@ -207,23 +211,31 @@ def test_sweep_collections_stay_out_of_the_pickers_and_go_as_one_sweep(env):
 # ---- the sweep is a job of the app's process -----------------------------------------------------------------
 
 
-@pytest.fixture
-def held(hold):
-    return hold("embed_documents")
-
-
 JOB_WAIT = 180
 
 
-def one_article(at: AppTest) -> None:
+def sample_articles(at: AppTest, count: int = 1) -> None:
+    """Choose the sample folder's query set (XQuAD-de in the sweep_env) and its first count articles."""
     at.radio(key="evaluate_query_from").set_value("Sample folder")
     at.run()
-    at.number_input(key="evaluate_articles").set_value(1)
+    at.number_input(key="evaluate_articles").set_value(count)
     at.run()
 
 
 def newest_sweep() -> SweepJob:
     return jobs.jobs_queue().jobs(kind=SweepJob)[0]
+
+
+def sweep_held_at_embedding(held) -> tuple[AppTest, SweepJob]:
+    """Return the Evaluate page and the sweep it queued (one article, 100,200 x 0, k 1,5, dense), once the sweep
+    waits in its first embedding call at held."""
+    at = evaluate_page()
+    sample_articles(at)
+    set_grid(at, "100,200", "0", "1,5", modes=["dense"])  # the run ends at once: the sweep is queued
+    assert held.waiting.wait(JOB_WAIT)
+    job = newest_sweep()
+    until(lambda: job.progress is not None and job.progress.stage == "embedding", "the first embedding event")
+    return at, job
 
 
 def live(at: AppTest, job: SweepJob) -> tuple[str, list[str]]:
@@ -233,14 +245,10 @@ def live(at: AppTest, job: SweepJob) -> tuple[str, list[str]]:
     return " ".join(heads), [plain(p.proto.text) for p in at.get("progress")]
 
 
+@pytest.mark.slow
 @pytest.mark.live_jobs
 def test_a_sweep_goes_on_after_a_click_and_a_new_session_shows_its_progress_then_its_result(env, held):
-    at = evaluate_page()
-    one_article(at)
-    set_grid(at, "100,200", "0", "1,5", modes=["dense"])  # the run ends at once: the sweep is queued
-    assert held.waiting.wait(JOB_WAIT)
-    job = newest_sweep()
-    until(lambda: job.progress is not None and job.progress.stage == "embedding", "the first embedding event")
+    at, job = sweep_held_at_embedding(held)
     at.selectbox(key="evaluate_strategy").set_value("tokens")  # a click elsewhere on the page: it runs again
     at.run()
     assert not at.exception, at.exception
@@ -269,13 +277,10 @@ def test_a_sweep_goes_on_after_a_click_and_a_new_session_shows_its_progress_then
     assert not [p for p in at.get("progress")]  # nothing runs any more
 
 
+@pytest.mark.slow
 @pytest.mark.live_jobs
 def test_cancel_stops_the_sweep_before_it_builds_a_collection_and_the_next_one_runs(env, held):
-    at = evaluate_page()
-    one_article(at)
-    set_grid(at, "100,200", "0", "1,5", modes=["dense"])
-    assert held.waiting.wait(JOB_WAIT)
-    job = newest_sweep()
+    at, job = sweep_held_at_embedding(held)
     fresh = evaluate_page()
     fresh.button(key=f"cancel-sweepjob-{job.id}").click().run()
     assert job.cancel_requested
@@ -294,6 +299,7 @@ def test_cancel_stops_the_sweep_before_it_builds_a_collection_and_the_next_one_r
     assert not [i for i in at.info if plain(i.value).startswith("Cancelled")]
 
 
+@pytest.mark.slow
 @pytest.mark.live_jobs
 def test_a_sweep_waits_behind_an_ingest_job_one_writer_at_a_time(env, held):
     at = evaluate_page()
@@ -306,7 +312,7 @@ def test_a_sweep_waits_behind_an_ingest_job_one_writer_at_a_time(env, held):
     [ingest] = jobs.jobs_queue().jobs()[:1]
     assert ingest.status == "running"
     at.switch_page(nav.EVALUATE.path).run()
-    one_article(at)
+    sample_articles(at)
     set_grid(at, "100", "0", "1,5", modes=["dense"])
     job = newest_sweep()
     assert job.status == "queued" and ingest.status == "running"

@@ -5,15 +5,10 @@ every event the job took, with the text the bar shows for it."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-from streamlit.testing.v1 import AppTest
 
-from ui import nav
+from tests.pages.test_evaluate_page import evaluate_page, sample_articles, set_grid
 from ui.jobs.sweep import SweepJob
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -29,20 +24,11 @@ def bars(sweep_env, monkeypatch) -> list[tuple[float, str]]:
     monkeypatch.setattr(SweepJob, "_progress", progress)
     return seen
 
+@pytest.mark.slow
 def test_the_sweep_progress_says_how_long_is_left(bars):
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
-    at.run()
-    at.switch_page(nav.EVALUATE.path)
-    at.run()
-    at.radio(key="evaluate_query_from").set_value("Sample folder")
-    at.run()
-    at.number_input(key="evaluate_articles").set_value(2)
-    at.run()
-    at.text_input(key="evaluate_sizes").set_value("100,200")
-    at.text_input(key="evaluate_overlaps").set_value("0")
-    at.text_input(key="evaluate_ks").set_value("1,5")
-    next(b for b in at.button if b.label == "Run the sweep").click()
-    at.run()
+    at = evaluate_page()
+    sample_articles(at, 2)
+    set_grid(at, "100,200", "0", "1,5")
     assert not at.exception and not at.error, at.exception or [e.value for e in at.error]
     assert at.dataframe[0].value is not None  # the sweep ran (the page tests wait for the job, then run again)
     values = [value for value, _ in bars]

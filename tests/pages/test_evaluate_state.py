@@ -13,8 +13,14 @@ from rag.chunking.chunker import ChunkSettings
 from rag.embeddings import get_embedder
 from rag.evaluation.querysets.squad import import_squad
 from rag.store.open import open_store
-from tests.pages.conftest import ROOT, plain, until
-from tests.pages.test_evaluate_page import evaluate_page, newest_sweep, one_article, set_grid
+from tests.pages.conftest import ROOT, plain
+from tests.pages.test_evaluate_page import (
+    evaluate_page,
+    newest_sweep,
+    sample_articles,
+    set_grid,
+    sweep_held_at_embedding,
+)
 from ui import jobs, nav, resources
 
 JOB_WAIT = 180
@@ -26,9 +32,10 @@ def env(sweep_env):
     return sweep_env
 
 
+@pytest.mark.slow
 def test_a_new_sweep_resets_every_row_chosen_on_the_one_before(env):
     at = evaluate_page()
-    one_article(at)
+    sample_articles(at)
     set_grid(at, "100,200", "0", "1,5", modes=["dense", "sparse"])
     first = at.session_state["evaluate_result"]
     other = next(r.label for r in first.results if r.label != first.best().label)
@@ -49,19 +56,9 @@ def test_a_new_sweep_resets_every_row_chosen_on_the_one_before(env):
                for c in at.caption)
 
 
-@pytest.fixture
-def held(hold):
-    return hold("embed_documents")
-
-
 @pytest.mark.live_jobs
 def test_under_a_running_sweep_cancel_says_cancelling_at_once_and_no_caption_asks_for_a_sweep(env, held):
-    at = evaluate_page()
-    one_article(at)
-    set_grid(at, "100,200", "0", "1,5", modes=["dense"])
-    assert held.waiting.wait(JOB_WAIT)
-    job = newest_sweep()
-    until(lambda: job.progress is not None and job.progress.stage == "embedding", "the first embedding event")
+    at, job = sweep_held_at_embedding(held)
     at.run()
     captions = [plain(c.value) for c in at.caption]
     assert not [c for c in captions if c.startswith("Choose a query set")], captions
@@ -87,6 +84,7 @@ def reload(at: AppTest) -> AppTest:
     return fresh
 
 
+@pytest.mark.slow
 def test_a_reload_keeps_the_uploaded_query_set_and_the_grid(env):
     store = open_store(path=str(env / "qdrant"))
     imported = import_squad((env / "samples/xquad.json").read_bytes(), articles=2)
@@ -142,11 +140,12 @@ def test_counts_on_the_page_are_words_not_plurals_in_brackets(env):
     assert "(s)" not in error
 
 
+@pytest.mark.slow
 @pytest.mark.live_jobs
 def test_a_cancelled_sweeps_message_goes_once_the_next_sweep_runs(env, hold):
     first = hold("embed_documents")
     at = evaluate_page()
-    one_article(at)
+    sample_articles(at)
     set_grid(at, "100,200", "0", "1,5", modes=["dense"])
     assert first.waiting.wait(JOB_WAIT)
     job = newest_sweep()
@@ -166,6 +165,7 @@ def test_a_cancelled_sweeps_message_goes_once_the_next_sweep_runs(env, hold):
     assert jobs.jobs_queue().wait_idle(JOB_WAIT)
 
 
+@pytest.mark.slow
 def test_the_last_used_collection_is_opened_again_after_a_restart(env):
     store = open_store(path=str(env / "qdrant"))
     texts = {"alpha.md": "# Alpha\n\nDie Kündigungsfrist beträgt drei Monate.\n",

@@ -16,6 +16,7 @@ from rag.evaluation.querysets.squad import import_squad, write_import
 from rag.runs.compare import compare_runs
 from rag.runs.db import RunLog
 from rag.store.open import open_store
+from tests.pages.test_evaluate_page import sample_articles, set_grid
 from ui import nav
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,17 +42,11 @@ def text(at: AppTest) -> str:
                     for e in at.get(kind))
 
 
+@pytest.mark.slow
 def test_a_sweep_is_kept_and_a_chosen_row_becomes_the_collections_configuration(env, monkeypatch):
     at = page(nav.EVALUATE.path)
-    at.radio(key="evaluate_query_from").set_value("Sample folder")
-    at.run()
-    at.number_input(key="evaluate_articles").set_value(2)
-    at.run()
-    at.text_input(key="evaluate_sizes").set_value("100,200")
-    at.text_input(key="evaluate_overlaps").set_value("0")
-    at.text_input(key="evaluate_ks").set_value("1,5")
-    next(b for b in at.button if b.label == "Run the sweep").click()
-    at.run()
+    sample_articles(at, 2)
+    set_grid(at, "100,200", "0", "1,5")
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert "Kept as run 1" in text(at)
     (kept,) = RunLog(env / "runs.sqlite").runs()
@@ -89,6 +84,7 @@ def test_a_sweep_is_kept_and_a_chosen_row_becomes_the_collections_configuration(
     assert "chosen by run 1 (deleted from the Experiments page since)" in text(library)
 
 
+@pytest.mark.slow
 def test_runs_are_listed_filtered_compared_and_deleted(env, shared_data, capsys):
     docs = env / "docs"
     write_import(import_squad((shared_data / "xquad-de/xquad.de.dev.json").read_bytes(), articles=2), docs)
@@ -134,13 +130,11 @@ def test_runs_are_listed_filtered_compared_and_deleted(env, shared_data, capsys)
     assert json.loads(json.dumps(log.run(2)))["rows"][0]["mode"] == "dense"
 
 
+@pytest.mark.slow
 def test_a_sweep_whose_run_cannot_be_kept_still_shows_its_result(env):
     (env / "runs.sqlite").mkdir()  # where the database should be: it cannot be opened, like a full disk
     at = page(nav.EVALUATE.path)
-    at.radio(key="evaluate_query_from").set_value("Sample folder")
-    at.run()
-    at.number_input(key="evaluate_articles").set_value(1)
-    at.run()
+    sample_articles(at)
     at.text_input(key="evaluate_sizes").set_value("150")
     at.text_input(key="evaluate_overlaps").set_value("0")
     next(b for b in at.button if b.label == "Run the sweep").click()

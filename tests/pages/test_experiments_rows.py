@@ -3,12 +3,15 @@
 
 from __future__ import annotations
 
+import pytest
+
 from rag.cli import main
 from rag.evaluation.querysets.squad import import_squad, write_import
 from tests.pages.test_experiments_page import page
 from ui import nav
 
 
+@pytest.mark.slow
 def test_compare_offers_each_row_once_and_empty_cells_are_a_dash(sweep_env, shared_data, capsys):
     docs = sweep_env / "docs"
     write_import(import_squad((shared_data / "xquad-de/xquad.de.dev.json").read_bytes(), articles=1), docs)

@@ -24,6 +24,7 @@ from ui import nav
 QUERY = "Welche Schriftgröße verwendet die Klasse?"
 
 
+@pytest.mark.slow
 def test_evaluate_shows_the_misses_by_stage_as_the_cli_counts_them(env, shared_data, capsys):  # noqa: F811
     at = evaluate_page()
     at.radio(key="evaluate_query_from").set_value("Sample folder")
@@ -53,6 +54,7 @@ def test_evaluate_shows_the_misses_by_stage_as_the_cli_counts_them(env, shared_d
                for c in at.caption)
 
 
+@pytest.mark.slow
 def test_a_sweeps_funnel_is_the_same_on_the_page_in_its_json_its_report_and_its_kept_run(env, shared_data,  # noqa: F811
                                                                                           capsys):
     at = evaluate_page()
@@ -108,6 +110,7 @@ def test_a_sweeps_funnel_is_the_same_on_the_page_in_its_json_its_report_and_its_
     assert (cli["row"], cli["lost_at"], cli["misses"]) == (funnel["row"], shown, funnel["misses"])
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("app_env")
 def test_search_explains_a_chosen_chunk_across_modes(shared_data):
     at = upload(start(), shared_data, PDF).switch_page(nav.SEARCH.path).run()

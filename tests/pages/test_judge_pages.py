@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from rag.evaluation.judges.judging import query_set_path, read_query_file
 from tests.pages.conftest import PDF, plain, search, start, upload
 from ui import nav
@@ -16,6 +18,7 @@ def grade_buttons(at):
     return [b for b in at.button_group if b.key and b.key.startswith("judge_grade_")]
 
 
+@pytest.mark.slow
 def test_a_click_on_a_grade_saves_the_judgment(app_env, shared_data):
     at = upload(start(), shared_data, PDF, "pdfs/crazyones.pdf").switch_page(nav.SEARCH.path).run()
     search(at, QUERY)
@@ -45,6 +48,7 @@ def test_a_click_on_a_grade_saves_the_judgment(app_env, shared_data):
     assert json.loads(path.read_text().splitlines()[0])["query"] == QUERY
 
 
+@pytest.mark.slow
 def test_the_evaluate_page_shows_holes_beside_mrr_and_judges_a_rows_unjudged_hits(sweep_env, monkeypatch):
     from tests.conftest import FakeChatServer
     from tests.pages.conftest import button
@@ -87,6 +91,7 @@ def test_the_evaluate_page_shows_holes_beside_mrr_and_judges_a_rows_unjudged_hit
     assert "and 1 you judged" in " ".join(plain(s.value) for s in at.success)  # the person's: for the agreement
 
 
+@pytest.mark.slow
 def test_the_experiments_page_warns_when_runs_used_different_query_set_versions(app_env, capsys):
     from tests.cli.test_judge_cli import BERLIN, WIEN
     from tests.conftest import run

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from rag.store.open import open_store
 from tests.conftest import run
 from tests.pages.conftest import PDF, button, plain, start, texts, upload
@@ -15,6 +17,7 @@ def index_caption(at) -> str:
     return next((plain(c.value) for c in at.caption if plain(c.value).startswith("Index:")), "")
 
 
+@pytest.mark.slow
 def test_an_ingest_past_the_size_queues_the_build_and_the_library_shows_its_recall(app_env, shared_data, monkeypatch,
                                                                                    capsys):
     monkeypatch.setenv("RAG_INDEX_MIN_POINTS", "5")
@@ -41,6 +44,7 @@ def test_an_ingest_past_the_size_queues_the_build_and_the_library_shows_its_reca
                                                                                    state.recall_at_10)
 
 
+@pytest.mark.slow
 def test_a_small_collection_says_from_which_size_it_is_indexed(app_env, shared_data):
     at = upload(start(), shared_data, PDF)
     assert not jobs.jobs_queue().jobs(str(app_env / "qdrant"), jobs.IndexJob)
@@ -52,6 +56,7 @@ def test_a_small_collection_says_from_which_size_it_is_indexed(app_env, shared_d
     assert "HNSW index over" in index_caption(at)
 
 
+@pytest.mark.slow
 def test_a_failed_build_is_shown_and_not_queued_again_on_every_visit(app_env, shared_data, monkeypatch):
     from rag.store.edge import index as edge_index
 

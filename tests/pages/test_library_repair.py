@@ -71,6 +71,7 @@ def interrupted(app_env, shared_data, monkeypatch):
     return at, store
 
 
+@pytest.mark.slow
 def test_library_marks_an_interrupted_document_and_ingests_it_again(interrupted):
     at, store = interrupted
     assert "not stored completely" in texts(at.warning)
@@ -87,6 +88,7 @@ def test_library_marks_an_interrupted_document_and_ingests_it_again(interrupted)
     assert store.registry("documents") == {}
 
 
+@pytest.mark.slow
 def test_library_deletes_what_an_interrupted_ingest_left(interrupted):
     at, store = interrupted
     before = store.documents("documents")[0]
@@ -124,7 +126,7 @@ def test_a_new_collection_gets_the_language_and_prompts_chosen_on_upload(app_env
 
 def test_chunk_headers_chosen_on_upload_are_recorded_and_the_stored_text_stays(app_env):
     at = start()
-    assert at.toggle(key="upload_chunk_headers").value is False  # the default: off (README: measured)
+    assert at.toggle(key="upload_chunk_headers").value is False  # the default: off (docs/benchmarks.md: measured)
     at.toggle(key="upload_chunk_headers").set_value(True)
     upload_text(at, "policy.md", POLICY_V1)
     store = open_store(path=str(app_env / "qdrant"))

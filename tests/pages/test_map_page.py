@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from streamlit.dataframe_util import convert_arrow_bytes_to_pandas_df
 
 from rag import pipeline
@@ -67,6 +68,7 @@ def test_the_last_search_is_marked_with_its_hits(app_env, shared_data):
     assert not points(at)["is_hit"].any() and at.slider(key="map_top_k").disabled
 
 
+@pytest.mark.slow
 def test_a_sample_of_a_larger_collection_says_so_and_keeps_the_hits(app_env, shared_data):
     store = open_store(path=str(app_env / "qdrant"))
     files = [pipeline.SourceFile(Path(n).name, (shared_data / n).read_bytes()) for n in (PDF, ASVS)]
@@ -84,6 +86,7 @@ def test_a_sample_of_a_larger_collection_says_so_and_keeps_the_hits(app_env, sha
     assert f"{len(frame)} of {total:,} chunks of 'documents'" in plain(texts(at.caption))
 
 
+@pytest.mark.slow
 def test_the_map_is_cached_until_the_store_changes(app_env, shared_data, monkeypatch):
     at = map_page(upload(start(), shared_data, PDF))
     calls = []
@@ -96,6 +99,7 @@ def test_the_map_is_cached_until_the_store_changes(app_env, shared_data, monkeyp
     assert len(calls) == 1
 
 
+@pytest.mark.slow
 def test_clicking_a_point_shows_the_chunk_as_text(app_env):
     folder = app_env / "samples"
     folder.mkdir()
@@ -116,6 +120,7 @@ def test_clicking_a_point_shows_the_chunk_as_text(app_env):
     assert "".join(h.proto.body for h in at.get("html")).count("<script>") == 0
 
 
+@pytest.mark.slow
 def test_tsne_when_installed_and_an_empty_store(app_env, shared_data):
     at = map_page(start())
     assert "nothing to map" in texts(at.info)

@@ -26,6 +26,7 @@ def server():
     stand_in.close()
 
 
+@pytest.mark.slow
 def test_search_and_context_rerank_with_the_control_and_say_a_bad_spec_in_one_line(app_env, shared_data, server,
                                                                                   monkeypatch):
     monkeypatch.setenv("TEI_URL", server.url)  # the operator's reranker: visitors may use it
@@ -67,6 +68,7 @@ def test_search_and_context_rerank_with_the_control_and_say_a_bad_spec_in_one_li
         other.close()
 
 
+@pytest.mark.slow
 def test_a_sweep_with_a_reranker_runs_each_mode_off_and_on_and_says_whether_it_helps(app_env, shared_data, server,
                                                                                      monkeypatch):
     monkeypatch.setenv("TEI_URL", server.url)
@@ -104,6 +106,7 @@ def test_a_sweep_with_a_reranker_runs_each_mode_off_and_on_and_says_whether_it_h
     assert all(f.stages is None or f.stages.reranked is not None or f.lost_at is not None for f in on.funnels)
 
 
+@pytest.mark.slow
 def test_the_pages_prefill_a_collections_saved_reranker_when_the_collection_changes(app_env, shared_data, server,
                                                                                   monkeypatch, capsys):
     monkeypatch.setenv("TEI_URL", server.url)

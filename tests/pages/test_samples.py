@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import tomllib
 
+import pytest
+
 from rag.documents import samples
 from rag.evaluation.querysets.queries import load_query_set
 from rag.evaluation.sweeps.sweep import load_documents, prepare_queries
@@ -14,6 +16,7 @@ from tests.pages.conftest import ROOT, button, plain, results, start, texts
 from ui import nav
 
 
+@pytest.mark.slow
 def test_a_fresh_clone_loads_the_bundled_samples_and_evaluates_them(app_env, monkeypatch):
     monkeypatch.delenv("RAG_SAMPLE_DIR")  # nothing configured: the set in rag/samples
     at = start()

@@ -9,7 +9,7 @@ import pytest
 
 from rag.http import RetryPolicy
 from tests.pages.conftest import button, start, texts
-from tests.test_url_rule import Recorder
+from tests.test_url_rule import recorder
 
 PASSWORD = "pw-s3cret-4711"
 
@@ -49,7 +49,7 @@ def test_a_visitor_never_sees_the_password_of_the_qdrant_server(down_url, monkey
 
 
 def test_a_typed_qdrant_url_with_a_backslash_is_refused_and_nothing_is_sent(app_env, monkeypatch):
-    with Recorder() as configured, Recorder() as other:
+    with recorder() as configured, recorder() as other:
         monkeypatch.setenv("RAG_UI_SETTINGS", "1")
         monkeypatch.setenv("QDRANT_URL", configured.url)
         monkeypatch.setenv("QDRANT_API_KEY", "K-operator")

@@ -48,6 +48,7 @@ def upload_document(at: AppTest, shared_data: Path) -> None:
         [("hausarbeit-jura.pdf", (shared_data / PDF).read_bytes(), "application/pdf")]).run()
 
 
+@pytest.mark.slow
 def test_make_a_set_see_it_download_it_and_sweep_with_it(env, shared_data):
     at = evaluate_page()
     explained = " ".join(m.value for m in at.markdown)

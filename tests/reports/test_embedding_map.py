@@ -10,7 +10,7 @@ from rag.embeddings import get_embedder
 from rag.errors import RagError
 from rag.reports.embedding_map import available_methods, embedding_map, normalised, pca, preview, sample_ids
 from rag.store.open import open_store
-from tests.conftest import PARAGRAPHS, fake_embedder, ingest_paragraphs, make_foreign
+from tests.conftest import PARAGRAPHS, fake_embedder, make_foreign
 
 
 def test_pca_of_a_known_matrix_up_to_sign():
@@ -49,13 +49,6 @@ def test_helpers():
     assert len(preview("y" * 200)) == 80 and preview("kurz") == "kurz"
     assert np.allclose(normalised(np.array([[3.0, 4.0], [0.0, 0.0]])), [[0.6, 0.8], [0.0, 0.0]])
     assert available_methods()[0] == "pca"
-
-
-@pytest.fixture(scope="module")
-def collection():
-    store = open_store(":memory:")
-    ingest_paragraphs(store, "c", chunk_size=30)
-    return store
 
 
 def test_map_of_a_collection_with_query_and_hits(collection):

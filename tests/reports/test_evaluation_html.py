@@ -81,6 +81,7 @@ def assert_self_contained_and_escaped(text: str) -> Page:
     return page
 
 
+@pytest.mark.slow
 def test_the_sweep_report_has_every_row_with_intervals_marks_and_settings(sweep):
     text = sweep_report(sweep)
     page = assert_self_contained_and_escaped(text)
@@ -156,6 +157,7 @@ def test_the_evaluation_report_has_every_metric_with_its_interval(sweep):
     assert "none: keywords only" in keywords
 
 
+@pytest.mark.slow
 def test_html_option_of_sweep_and_eval_writes_the_report(shared_data, tmp_path, capsys):
     imported = import_squad((shared_data / "xquad-de/xquad.de.dev.json").read_bytes(), articles=2)
     write_import(imported, tmp_path / "docs")

@@ -18,7 +18,7 @@ from rag.reports.scores import distribution_of, rank_rows, score_distribution, s
 from rag.store.open import open_store
 from rag.store.records import Hit
 from rag.store.search import CANDIDATES
-from tests.conftest import PARAGRAPHS, fake_embedder, ingest, ingest_paragraphs, make_document, make_old
+from tests.conftest import PARAGRAPHS, fake_embedder, ingest, make_document, make_old
 
 SCORES = [0.5, 0.9, 0.1, 0.7, 0.3]  # sorted: 0.9 0.7 0.5 0.3 0.1
 
@@ -55,13 +55,6 @@ def test_cap_and_unscored_chunks_are_said():
     keyword = distribution_of([7.5, 2.0], top_k=5, total=6, mode="sparse")
     assert not keyword.capped and keyword.kth_score is None and keyword.kept == 2
     assert "4 of 6 chunks contain no query term" in keyword.notes[0]
-
-
-@pytest.fixture(scope="module")
-def collection():
-    store = open_store(":memory:")
-    ingest_paragraphs(store, "c", chunk_size=30)
-    return store
 
 
 def test_distribution_over_a_real_collection(collection):

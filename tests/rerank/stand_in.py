@@ -8,10 +8,9 @@ twice), "text-score" (a score that is no number), "silent" (accepts and never an
 
 from __future__ import annotations
 
-import http.server
-import json
 import re
-import threading
+
+from tests.servers import SILENT, Loopback, Reply
 
 WORD = re.compile(r"\w+")
 
@@ -22,34 +21,17 @@ def overlap(query: str, text: str) -> float:
     return len(words & set(WORD.findall(text.lower()))) / len(words) if words else 0.0
 
 
-class RerankServer:
+class RerankServer(Loopback):
     def __init__(self, fault: str = ""):
-        self.fault, self.requests, self.release = fault, [], threading.Event()
-        server = self
+        self.fault = fault
+        super().__init__(self.reply_to)
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802 (the http.server API)
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                server.requests.append({"path": self.path, "headers": dict(self.headers.items()),
-                                        "json": json.loads(body or b"null")})
-                if server.fault == "silent":
-                    server.release.wait(60)
-                    return
-                status, answer = server.answer(self.path, server.requests[-1]["json"])
-                data = answer if isinstance(answer, bytes) else json.dumps(answer).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args):
-                pass
-
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+    def reply_to(self, request: dict) -> Reply | None:
+        """Return the reply to one request: the fault's, or the scores best first; None (silent) for "silent"."""
+        if self.fault == "silent":
+            return SILENT
+        status, answer = self.answer(request["path"], request["json"])
+        return Reply(answer, status, content_type="application/json")
 
     def answer(self, path: str, request: dict) -> tuple[int, object]:
         if self.fault.isdigit():
@@ -72,8 +54,3 @@ class RerankServer:
     @property
     def texts_seen(self) -> list[list[str]]:
         return [r["json"].get("texts") or r["json"].get("documents") for r in self.requests]
-
-    def close(self) -> None:
-        self.release.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()

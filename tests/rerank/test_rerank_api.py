@@ -110,6 +110,7 @@ def test_a_server_that_is_down_is_retried_then_said(server):
         rerank(QUERY, hits(), get_reranker(f"tei:{url}", retry=NO_WAIT))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dialect, url_variable, key_variable, suffix", [
     ("cohere", "COHERE_BASE_URL", "COHERE_API_KEY", "/v2"), ("jina", "JINA_BASE_URL", "JINA_API_KEY", "/v1"),
     ("tei", "TEI_URL", "TEI_API_KEY", "")])

@@ -86,6 +86,7 @@ def test_a_failing_reranker_is_one_line_and_exit_1(store, capsys):
         main(["search", QUERY, "--rerank", f"tei:{failing.url}", "--rerank-depth", "0"])
 
 
+@pytest.mark.slow
 def test_eval_and_a_sweep_with_rerank_off_and_on_say_whether_it_helps(server, shared_data, tmp_path, capsys):
     imported = import_squad((shared_data / "xquad-de/xquad.de.dev.json").read_bytes(), articles=2)
     write_import(imported, tmp_path / "docs")
@@ -125,6 +126,7 @@ def test_eval_and_a_sweep_with_rerank_off_and_on_say_whether_it_helps(server, sh
     assert [row["rerank"] for row in kept["rows"]] == [None, f"tei:{server.url}"]  # the spec, for apply-best
 
 
+@pytest.mark.slow
 def test_answer_sends_the_llm_the_reranked_context_and_takes_the_saved_reranker(server, store, capsys, monkeypatch,
                                                                                chat_server):
     monkeypatch.setenv("OLLAMA_HOST", chat_server.url)
@@ -138,7 +140,7 @@ def test_answer_sends_the_llm_the_reranked_context_and_takes_the_saved_reranker(
     assert data["rerank"] == {"spec": f"tei:{server.url}", "depth": 10, "scale": data["rerank"]["scale"]}
     assert {c["score_kind"] for c in included} == {"rerank"}
     assert [c["score"] for c in included] == sorted((c["score"] for c in included), reverse=True)
-    assert data["context"]["text"] in chat_server.requests[-1]["body"]["messages"][1]["content"]
+    assert data["context"]["text"] in chat_server.requests[-1]["json"]["messages"][1]["content"]
     # the same context as `rag context` with the same reranker
     code, out, _ = run(capsys, "context", QUERY, "--collection", "t", "--store", store, "--top-k", "3", "--json",
                        "--rerank", f"tei:{server.url}", "--rerank-depth", "10")

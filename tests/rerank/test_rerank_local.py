@@ -34,6 +34,7 @@ def cross_encoder(tmp_path_factory) -> Path:
     return folder
 
 
+@pytest.mark.slow
 def test_a_cross_encoder_folder_orders_the_hits_by_its_own_scores(cross_encoder):
     from sentence_transformers import CrossEncoder
 

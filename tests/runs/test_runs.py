@@ -43,6 +43,7 @@ def squad(shared_data, tmp_path_factory) -> Path:
     return folder
 
 
+@pytest.mark.slow
 def test_a_sweep_is_kept_applied_and_compared_after_a_restart(squad, tmp_path, capsys):
     store_path = str(tmp_path / "qdrant")
     queries = str(squad / "queries.jsonl")
@@ -229,6 +230,7 @@ def test_the_runs_file_lies_beside_the_qdrant_folder_or_in_the_data_root(tmp_pat
     assert runs_path_of(open_store(":memory:")) == (tmp_path / "root" / "runs.sqlite").resolve()
 
 
+@pytest.mark.slow
 def test_the_best_row_with_chunk_headers_is_applied_with_them(squad, tmp_path, capsys):
     store_path = str(tmp_path / "qdrant")
     code, out, err = run(capsys, "--store", store_path, "sweep", str(squad), "--queries", str(squad / "queries.jsonl"),

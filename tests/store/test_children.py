@@ -133,6 +133,7 @@ def test_a_collection_without_children_is_searched_as_before(store):
     assert all(h.child is None for h in hits)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_no_orphan_child_after_a_killed_ingest(tmp_path: Path):
     folder = tmp_path / "qdrant"

@@ -16,7 +16,6 @@ from rag.errors import InvalidSettingsError
 from rag.evaluation.querysets.queries import load_query_set
 from rag.evaluation.sweeps.sweep import grid, load_documents, run_sweep
 from rag.store.client import META_KEY
-from rag.store.open import open_store
 from tests.conftest import run
 
 # "Zebrafinken" is in the file name only: BM25 finds it through the header alone
@@ -36,11 +35,6 @@ class RecordingEmbedder(FakeEmbedder):
     def embed_documents(self, texts):
         self.seen.extend(texts)
         return super().embed_documents(texts)
-
-
-@pytest.fixture
-def store():
-    return open_store(":memory:")
 
 
 def test_header_is_title_without_extension_then_heading_path():

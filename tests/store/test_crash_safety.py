@@ -17,6 +17,8 @@ import pytest
 
 from rag.store.open import open_store
 
+pytestmark = pytest.mark.crash  # kills a process mid-write: not in make test-fast
+
 ROOT = Path(__file__).resolve().parents[2]
 PARAGRAPH = "Abschnitt {n}: Die Kündigungsfrist beträgt drei Monate zum Quartalsende, schriftlich."
 

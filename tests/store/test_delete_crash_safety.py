@@ -28,6 +28,8 @@ from rag.store.open import open_store
 from rag.store.records import DocumentInfo
 from tests.store.test_crash_safety import PARAGRAPH, ROOT
 
+pytestmark = pytest.mark.crash  # kills a process mid-write: not in make test-fast
+
 SETTINGS = ChunkSettings(40, 0)
 
 # Runs the CLI and kills itself (SIGKILL, as kill -9) at the KILL_AT-th point deletion the engine writes

@@ -174,6 +174,7 @@ os.kill(os.getpid(), signal.SIGKILL)  # no close, no flush: only the write-ahead
 """
 
 
+@pytest.mark.crash
 def test_points_written_before_a_kill_9_are_there_on_the_next_open(tmp_path: Path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, "-c", KILLED_WRITER, str(tmp_path / "q")], env=env, capture_output=True,

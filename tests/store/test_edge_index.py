@@ -50,6 +50,7 @@ def hits(store, query: str) -> list[tuple[str, int]]:
     return [(h.document_id, h.chunk_index) for h in found]
 
 
+@pytest.mark.slow
 def test_a_large_collection_is_due_and_the_build_puts_a_checked_index_in_place(store, tmp_path: Path):
     before = store.index_state("documents")
     assert before.points == store.collections()[0].points and before.indexed == 0 and before.due
@@ -69,6 +70,7 @@ def test_a_large_collection_is_due_and_the_build_puts_a_checked_index_in_place(s
     assert [hits(reopened, q) for q in asked] == found
 
 
+@pytest.mark.slow
 def test_a_write_during_the_build_voids_the_copy_and_the_build_starts_over(store, monkeypatch: pytest.MonkeyPatch):
     real, runs = edge_index._run_child, []
 
@@ -85,6 +87,7 @@ def test_a_write_during_the_build_voids_the_copy_and_the_build_starts_over(store
     assert {d.title for d in store.documents("documents")} == {"a.md", "b.md"}  # nothing written was lost
 
 
+@pytest.mark.slow
 def test_a_cancelled_or_failed_build_leaves_the_collection_as_it_was(store, tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch):
     root = tmp_path / "qdrant" / EDGE_DIR
@@ -105,6 +108,7 @@ def test_a_cancelled_or_failed_build_leaves_the_collection_as_it_was(store, tmp_
     assert folder_listing(root) == files and hits(reopened, "Frist 17 Wochen") == found
 
 
+@pytest.mark.slow
 def test_an_index_of_poor_recall_is_not_used_searches_stay_exact(store, tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch):
     store.build_index("documents")
@@ -154,6 +158,7 @@ def test_the_check_counts_what_the_graph_misses_of_the_exact_top_10_and_widens_e
     client.close()
 
 
+@pytest.mark.slow
 def test_the_cli_builds_when_an_ingest_makes_the_collection_large_and_reports_json(tmp_path: Path, capsys,
                                                                                   monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("RAG_INDEX_MIN_POINTS", "50")
@@ -190,6 +195,7 @@ def keyword_scores(store, query: str) -> list[tuple[str, int, float]]:
     return [(h.document_id, h.chunk_index, h.score) for h in found]
 
 
+@pytest.mark.slow
 def test_a_delete_in_an_indexed_collection_is_vacuumed_by_the_next_build_not_in_the_apps_process(
         store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     fresh = open_store(path=str(tmp_path / "fresh"))
@@ -219,6 +225,7 @@ def shard_settings(root: Path) -> dict:
     return json.loads((root / EDGE_DIR / "documents" / "shard" / "edge_config.json").read_text())
 
 
+@pytest.mark.slow
 def test_a_shard_searches_with_one_pool_thread_and_an_open_keeps_its_index_settings(store, tmp_path: Path):
     """Each segment a search reads is handed to a thread of the engine's pool; on a busy CPU every handoff waits
     for a time slice (issue 30: an indexed search 4-5 ms beside 4 busy processes with a thread per core, 1.5 ms

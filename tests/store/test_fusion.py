@@ -94,6 +94,7 @@ def test_convex_and_weighted_rrf_search_explain_their_scores(xquad):
     assert all(h.score >= 0.5 for h in above)
 
 
+@pytest.mark.slow
 def test_tuning_picks_a_weight_and_cross_validates_it(xquad):
     store, fake, queries = xquad
     tuning = tune_fusion(queries, "x", fake, store=store, ks=[1, 5, 10])

@@ -86,6 +86,7 @@ def folder(tmp_path_factory) -> Path:
     return path
 
 
+@pytest.mark.crash
 @pytest.mark.timeout(180 * TRIALS)
 @pytest.mark.parametrize("trial", range(TRIALS))
 def test_a_killed_rag_index_takes_its_build_child_along_and_the_collection_opens_whole(folder: Path, trial: int):
@@ -129,6 +130,7 @@ def test_an_open_leaves_a_copy_alone_while_its_build_child_holds_the_lock(tmp_pa
     assert not copy.exists()
 
 
+@pytest.mark.slow
 def test_a_kill_between_the_two_renames_of_the_swap_leaves_the_old_shard_to_put_back(tmp_path: Path, monkeypatch):
     monkeypatch.setenv("RAG_INDEX_MIN_POINTS", "100")
     store = open_store(path=str(tmp_path / "q"))

@@ -128,6 +128,7 @@ def test_a_failed_move_leaves_the_old_data_untouched_and_says_so(tmp_path: Path,
         store.close()
 
 
+@pytest.mark.slow
 def test_rag_migrate_prints_what_moved(tmp_path: Path, monkeypatch):
     folder = tmp_path / "qdrant"
     before = old_folder(folder, monkeypatch)

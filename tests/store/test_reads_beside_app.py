@@ -107,6 +107,7 @@ def rag(folder: Path, *args: str) -> subprocess.CompletedProcess:
                           text=True, timeout=180, env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
+@pytest.mark.crash
 def test_the_cli_reads_through_the_holder_writes_are_refused_and_a_killed_holder_frees_the_folder(tmp_path, holder):
     folder = tmp_path / "qdrant"
     query = "Wie lang ist die Kündigungsfrist?"
@@ -149,6 +150,7 @@ def test_the_cli_reads_through_the_holder_writes_are_refused_and_a_killed_holder
     assert written.returncode == 0, written.stderr
 
 
+@pytest.mark.slow
 def test_a_read_beside_the_holders_ingests_sees_one_whole_version(tmp_path, holder):
     """The holder re-ingests the document (4 chunks 'eins', 7 chunks 'zwei', in turn) while the CLI searches all of
     it and lists it: each answer holds every chunk of exactly one version, never a mix or a part."""
@@ -172,6 +174,7 @@ def test_a_read_beside_the_holders_ingests_sees_one_whole_version(tmp_path, hold
     assert stopped.startswith("stopped ") and int(stopped.split()[1]) >= 2, stopped  # the reads ran beside writes
 
 
+@pytest.mark.slow
 def test_the_legacy_local_engine_keeps_refusing_in_one_line(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("RAG_QDRANT_ENGINE", "local")
     script = ("import sys, time; from rag.store.open import open_store; from rag.store.reads import serve_reads; "
@@ -272,6 +275,7 @@ def commit_in_the_read(tmp_path: Path, monkeypatch):
     store.close()
 
 
+@pytest.mark.slow
 def test_a_commit_between_a_searchs_registry_read_and_its_query_is_not_seen(commit_in_the_read):
     store, arm = commit_in_the_read
     arm("search_filter")
@@ -280,6 +284,7 @@ def test_a_commit_between_a_searchs_registry_read_and_its_query_is_not_seen(comm
     assert sorted("zwei" in h.content for h in hits if "Absatz" in h.content) == [True] * 7  # all of version 1
 
 
+@pytest.mark.slow
 def test_a_commit_between_a_listings_registry_read_and_its_scroll_is_not_seen(commit_in_the_read):
     store, arm = commit_in_the_read
     arm("_collected_registry")

@@ -2,42 +2,19 @@
 
 from __future__ import annotations
 
-import http.server
-import json
-import threading
-
 import pytest
 
 from rag.errors import StoreError
 from rag.store.open import open_store
-
-
-class WrongShapeServer(http.server.ThreadingHTTPServer):
-    """Answers every GET with 200 and JSON that looks like Qdrant's envelope but has the wrong shape inside."""
-
-    def __init__(self):
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self):  # noqa: N802 (http.server's name)
-                body = json.dumps({"result": {"collections": "x"}, "status": "ok", "time": 0}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args):
-                pass
-
-        super().__init__(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server_address[1]}"
-        threading.Thread(target=self.serve_forever, daemon=True).start()
+from tests import servers
 
 
 @pytest.fixture
 def server():
-    server = WrongShapeServer()
-    yield server
-    server.shutdown()
+    """A server that answers every request with 200 and JSON that looks like Qdrant's envelope but has the wrong
+    shape inside."""
+    with servers.recording(servers.qdrant_collections("x")) as server:
+        yield server
 
 
 def test_a_reply_of_the_wrong_shape_is_one_line_naming_the_field(server):

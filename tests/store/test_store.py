@@ -32,11 +32,6 @@ def all_ids(store: Store, collection: str = "documents") -> set[str]:
 
 
 @pytest.fixture
-def store() -> Store:
-    return open_store(":memory:")
-
-
-@pytest.fixture
 def embedder() -> FakeEmbedder:
     return fake_embedder()
 
@@ -115,6 +110,7 @@ def test_new_settings_replace_old_chunks(store: Store, embedder: FakeEmbedder) -
     assert new_ids == {point_id("doc-a", settings, i, generation) for i in range(count)}
 
 
+@pytest.mark.slow
 def test_failed_batch_leaves_document_as_before(store: Store, embedder: FakeEmbedder, monkeypatch) -> None:
     document = make_document()
     ingest(store, embedder, document, size=60)
@@ -219,6 +215,7 @@ def test_foreign_collection_is_searchable_not_writable(store: Store) -> None:
     assert store.collections()[0].points == 3
 
 
+@pytest.mark.slow
 def test_folder_persists_across_processes(tmp_path: Path, embedder: FakeEmbedder) -> None:
     folder = tmp_path / "qdrant"
     store = open_store(str(folder))
@@ -245,6 +242,7 @@ def test_folder_locked_in_same_process(tmp_path: Path) -> None:
     open_store(str(tmp_path)).close()  # free again once the other client is gone
 
 
+@pytest.mark.slow
 def test_folder_locked_by_another_process(tmp_path: Path) -> None:
     script = (
         "import sys, time; from rag.store import open_store; "
@@ -314,6 +312,7 @@ def test_search_without_embedder_checks_dimension(store: Store, embedder: FakeEm
     assert store.search_batch("documents", np.zeros((0, 16)), embedder) == []
 
 
+@pytest.mark.slow
 def test_document_without_chunks_removes_old_ones(store: Store, embedder: FakeEmbedder) -> None:
     document = make_document()
     ingest(store, embedder, document)

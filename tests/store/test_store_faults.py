@@ -73,6 +73,7 @@ def folder_store(tmp_path: Path):
     store.close()
 
 
+@pytest.mark.slow
 def test_a_full_disk_mid_ingest_is_one_line_and_keeps_the_old_version(folder_store: Store,
                                                                        monkeypatch: pytest.MonkeyPatch):
     assert ingest(folder_store, OLD).ok
@@ -118,6 +119,7 @@ def tmpfs(tmp_path: Path):
     subprocess.run(["umount", str(mount)], check=True)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_ingest_onto_a_full_tmpfs_is_one_line(tmpfs: Path, tmp_path: Path):
     file = tmp_path / "vertrag.md"

@@ -13,14 +13,8 @@ from rag.embeddings import get_embedder
 from rag.embeddings.fake import FakeEmbedder
 from rag.errors import DocumentNotFoundError, StoreError
 from rag.store.archive import DocumentArchive
-from rag.store.open import open_store
 from rag.store.versions import REGISTRY_ID, WRITING
 from tests.conftest import TEXT, fake_embedder, ingest, make_chunks, make_document
-
-
-@pytest.fixture
-def store():
-    return open_store(":memory:")
 
 
 @pytest.fixture
@@ -70,6 +64,7 @@ def test_failed_write_removes_its_chunks_and_its_registry_entry(store, embedder,
     assert store.documents("documents") == [] and store.registry("documents") == {}
 
 
+@pytest.mark.slow
 def test_an_edited_file_replaces_its_old_version(store, embedder):
     ingest(store, embedder, make_document(TEXT, "v1", "policy.md"))
     ingest(store, embedder, make_document(TEXT.replace("zwölf", "vierzehn"), "v2", "policy.md"))
@@ -113,6 +108,7 @@ def test_pipeline_skips_same_content_under_a_new_name_and_keeps_the_old_title(sh
     assert again.status == "unchanged" and again.chunks == first.chunks
 
 
+@pytest.mark.slow
 def test_legacy_points_without_generation_are_replaced(store, embedder):
     """Collections written before generations existed: their points have none, and are still replaced."""
     ingest(store, embedder, make_document(TEXT, "v1", "policy.md"))
