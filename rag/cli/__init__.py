@@ -12,13 +12,13 @@ import argparse
 import os
 import sys
 
-from rag.cli import answer, chunk, compare, evaluate, index, judge, migrate, runs, store, synthetic
+from rag.cli import answer, chunk, compare, evaluate, index, judge, migrate, runs, store, sweep, synthetic
 from rag.errors import RagError
 from rag.settings import check_environment
 from rag.urls import redact_urls
 
 # Every command group, in the order `--help` lists them; each module's register(subparsers) adds its commands.
-COMMAND_GROUPS = (chunk, store, answer, evaluate, compare, synthetic, runs, judge, migrate, index)
+COMMAND_GROUPS = (chunk, store, answer, evaluate, sweep, compare, synthetic, runs, judge, migrate, index)
 
 
 def build_parser() -> argparse.ArgumentParser:

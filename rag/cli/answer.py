@@ -15,11 +15,11 @@ import sys
 from rag import pipeline
 from rag.cli import common
 from rag.cli.rerank import reranker_of
-from rag.cli.store import (
+from rag.cli.store import print_context_summary
+from rag.cli.store_options import (
     add_context_options,
     add_query_options,
     dump,
-    print_context_summary,
     query_embedder,
     store_of,
     store_options,

@@ -14,8 +14,9 @@ import sys
 
 from rag import pipeline
 from rag.cli.chunk import common
-from rag.cli.evaluate import FAILURES_SHOWN, cache_of, ks_option
-from rag.cli.store import dump, fusion_option, store_of, store_options
+from rag.cli.eval_options import ks_option
+from rag.cli.evaluate import FAILURES_SHOWN, cache_of
+from rag.cli.store_options import dump, fusion_option, store_of, store_options
 from rag.errors import UsageError
 from rag.evaluation import (
     DEFAULT_KS,

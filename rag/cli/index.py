@@ -13,7 +13,7 @@ import argparse
 import json
 
 from rag.cli import common
-from rag.cli.store import add_collection, store_of, store_options
+from rag.cli.store_options import add_collection, store_of, store_options
 from rag.errors import StoreError
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from rag import pipeline
 from rag.cli import common
-from rag.cli.store import add_collection, dump, embedder_of, store_of, store_options
+from rag.cli.store_options import add_collection, dump, embedder_of, store_of, store_options
 from rag.errors import UsageError
 from rag.evaluation import (
     GRADES,

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 
 from rag.cli.chunk import common
-from rag.cli.store import dump, store_options
+from rag.cli.store_options import dump, store_options
 from rag.embeddings import EmbeddingCache
 from rag.errors import UsageError
 from rag.evaluation import METRICS, SweepResult, format_p, is_sweep_collection

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rag.cli import main
-from rag.cli.evaluate import SweepReporter
+from rag.cli.sweep import SweepReporter
 from rag.evaluation.querysets.squad import import_squad, write_import
 from rag.evaluation.sweeps.results import SweepConfig, SweepProgress
 
