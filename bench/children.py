@@ -27,11 +27,11 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import bench.headers  # noqa: E402 (imported after the offline switches above)
 from bench.headers import load_set  # noqa: E402
+from bench.paired import paired_table  # noqa: E402
 from rag.embeddings import get_embedder  # noqa: E402
 from rag.embeddings.cache import EmbeddingCache  # noqa: E402
 from rag.evaluation.metrics.metrics import parse_ks  # noqa: E402
 from rag.evaluation.metrics.modes import parse_mode  # noqa: E402
-from rag.evaluation.metrics.paired import paired_difference  # noqa: E402
 from rag.evaluation.sweeps.sweep import SweepConfig, run_sweep  # noqa: E402
 from rag.store.fusion import DEFAULT_FUSION  # noqa: E402
 from rag.store.open import open_store  # noqa: E402
@@ -90,20 +90,9 @@ def report(found: dict, ks: tuple[int, ...]) -> list[str]:
     lines = [f"## {found['name']}: {found['documents']} documents, {found['queries']} queries, {found['mode']}, "
              f"{rows[0].chunks} chunks; {found['wall']:.0f} s"]
     for row in rows[1:]:
-        side = row.evaluation
-        lines += [f"### child_size {row.config.child_size} against 0",
-                  "| metric | child 0 [95 %] | child N [95 %] | N - 0 [95 %] | p |", "|---|---|---|---|---|"]
-        for metric in metrics:
-            cells = []
-            for ev in (base, side):
-                low, high = ev.intervals[metric]
-                cells.append(f"{ev.metrics[metric]:.3f} [{low:.3f}, {high:.3f}]")
-            diff = paired_difference(base.values(metric), side.values(metric))
-            cells += [f"{diff.difference:+.3f} [{diff.low:+.3f}, {diff.high:+.3f}]", f"{diff.p_value:.3f}"]
-            lines.append(f"| {metric} | " + " | ".join(cells) + " |")
-        better = sum((b.rank or 99) < (a.rank or 99) for a, b in zip(base.per_query, side.per_query, strict=True))
-        worse = sum((b.rank or 99) > (a.rank or 99) for a, b in zip(base.per_query, side.per_query, strict=True))
-        lines.append(f"children rank the answer higher on {better} queries, lower on {worse}")
+        size = row.config.child_size
+        lines.append(f"### child_size {size} against 0")
+        lines += paired_table(base, row.evaluation, metrics, ("child 0", f"child {size}"), f"child_size {size}")
     lines += ["| child_size | points | store MB | ingest s (embed + index) | search p50 ms | p95 ms |",
               "|---|---|---|---|---|---|"]
     for size, c in found["cost"].items():

@@ -22,11 +22,11 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from bench.modes import DEFAULT_SQUAD, english_input  # noqa: E402 (imported after the offline switches above)
+from bench.paired import paired_table  # noqa: E402
 from rag.embeddings import get_embedder  # noqa: E402
 from rag.embeddings.cache import EmbeddingCache  # noqa: E402
 from rag.evaluation.metrics.metrics import parse_ks  # noqa: E402
 from rag.evaluation.metrics.modes import parse_mode  # noqa: E402
-from rag.evaluation.metrics.paired import paired_difference  # noqa: E402
 from rag.evaluation.querysets.squad import import_squad, sweep_input  # noqa: E402
 from rag.evaluation.sweeps.sweep import SweepConfig, run_sweep  # noqa: E402
 from rag.store.fusion import DEFAULT_FUSION  # noqa: E402
@@ -66,19 +66,8 @@ def report(found: dict, ks: tuple[int, ...]) -> list[str]:
     deepest = ks[-1]
     metrics = [f"mrr@{deepest}", *(f"hit@{k}" for k in ks)]
     lines = [f"## {found['name']}: {found['documents']} documents, {found['queries']} queries, {found['mode']}, "
-             f"{found['off'].chunks} chunks; {found['wall']:.0f} s",
-             "| metric | headers off [95 %] | headers on [95 %] | on - off [95 %] | p |", "|---|---|---|---|---|"]
-    for metric in metrics:
-        cells = []
-        for side in (off, on):
-            low, high = side.intervals[metric]
-            cells.append(f"{side.metrics[metric]:.3f} [{low:.3f}, {high:.3f}]")
-        diff = paired_difference(off.values(metric), on.values(metric))
-        cells += [f"{diff.difference:+.3f} [{diff.low:+.3f}, {diff.high:+.3f}]", f"{diff.p_value:.3f}"]
-        lines.append(f"| {metric} | " + " | ".join(cells) + " |")
-    better = sum((b.rank or 99) < (a.rank or 99) for a, b in zip(off.per_query, on.per_query, strict=True))
-    worse = sum((b.rank or 99) > (a.rank or 99) for a, b in zip(off.per_query, on.per_query, strict=True))
-    lines.append(f"headers on ranks the answer higher on {better} queries, lower on {worse}")
+             f"{found['off'].chunks} chunks; {found['wall']:.0f} s"]
+    lines += paired_table(off, on, metrics, ("headers off", "headers on"), "headers on")
     return lines
 
 
