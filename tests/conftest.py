@@ -96,6 +96,23 @@ def app_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 # ---- fakes and helpers the test modules share ------------------------------------------------------------
 
+class Counting(FakeEmbedder):
+    """The fake embedder, keeping every document and query text it was asked to embed."""
+
+    def __init__(self) -> None:
+        super().__init__(16)
+        self.documents: list[str] = []
+        self.queries: list[str] = []
+
+    def embed_documents(self, texts):
+        self.documents += list(texts)
+        return super().embed_documents(texts)
+
+    def embed_query(self, texts):
+        self.queries += list(texts)
+        return super().embed_query(texts)
+
+
 def fake_embedder(dimension: int = 16, model_id: str | None = None) -> FakeEmbedder:
     """Return the project's fake embedder (rag.embeddings.fake) with dimension; model_id poses as another model."""
     embedder = FakeEmbedder(dimension)

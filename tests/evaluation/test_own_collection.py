@@ -9,28 +9,11 @@ from rag import pipeline
 from rag.chunking import ChunkSettings
 from rag.documents.loader import SourceFile
 from rag.embeddings.cache import EmbeddingCache
-from rag.embeddings.fake import FakeEmbedder
 from rag.evaluation.sweeps.sweep import SweepConfig, collection_documents, evaluate_collection, run_sweep
 from rag.store.open import open_store
+from tests.conftest import Counting
 
 MODES = ("dense", "sparse", "hybrid-rrf")
-
-
-class Counting(FakeEmbedder):
-    """The fake embedder, keeping every document and query text it was asked to embed."""
-
-    def __init__(self) -> None:
-        super().__init__(16)
-        self.documents: list[str] = []
-        self.queries: list[str] = []
-
-    def embed_documents(self, texts):
-        self.documents += list(texts)
-        return super().embed_documents(texts)
-
-    def embed_query(self, texts):
-        self.queries += list(texts)
-        return super().embed_query(texts)
 
 
 def mine(xquad, tmp_path):

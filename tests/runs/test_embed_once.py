@@ -14,24 +14,8 @@ from rag.evaluation.sweeps.sweep import SweepConfig, collection_documents, run_s
 from rag.runs.records import sweep_row
 from rag.store.archive import DocumentArchive
 from rag.store.open import open_store
+from tests.conftest import Counting
 from ui.jobs.apply import ApplyJob
-
-
-class Counting(FakeEmbedder):
-    """The fake embedder, keeping every document and query text it was asked to embed."""
-
-    def __init__(self) -> None:
-        super().__init__(16)
-        self.documents: list[str] = []
-        self.queries: list[str] = []
-
-    def embed_documents(self, texts):
-        self.documents += list(texts)
-        return super().embed_documents(texts)
-
-    def embed_query(self, texts):
-        self.queries += list(texts)
-        return super().embed_query(texts)
 
 
 def folder_store(tmp_path):
