@@ -10,7 +10,7 @@ from rag.evaluation.querysets.queries import Query
 from rag.evaluation.sweeps.results import ConfigResult, SweepConfig, SweepResult
 from rag.reports.scores import distribution_of
 from ui import charts
-from ui.parts import embedding_map, search
+from ui.parts import embedding_map, score_distribution
 
 
 def _rows(size: int, collection: str) -> list[ConfigResult]:
@@ -51,10 +51,10 @@ def test_the_rank_curve_keeps_its_y_title_shorter_than_the_plot():
     # A rotated title longer than the plot is tall made Vega's fit layout shrink the plot on every window resize
     # until the curve was a flat line (seen in Chromium with "weighted sum of normalised scores (convex)").
     dist = distribution_of([0.8] + [0.55 - i * 0.004 for i in range(60)], top_k=5, mode="hybrid", score_kind="convex")
-    spec = search.rank_line(dist, "weighted sum of normalised scores (convex)")  # a Vega-Lite spec
+    spec = score_distribution.rank_line(dist, "weighted sum of normalised scores (convex)")  # a Vega-Lite spec
     axes = [layer["encoding"]["y"].get("axis", {}) for layer in spec["layer"]
             if layer["encoding"].get("y", {}).get("title")]
-    assert axes and all(0 < axis.get("titleLimit", 10**6) <= search.HEIGHT - 80 for axis in axes)
+    assert axes and all(0 < axis.get("titleLimit", 10**6) <= score_distribution.HEIGHT - 80 for axis in axes)
 
 
 def test_the_report_gives_every_mode_row_its_configurations_time():
