@@ -52,7 +52,7 @@ CANCEL_HELP = ("Stops at the next embedding slice or configuration; the collecti
 # the page's choices that belong to one result: a new result starts them afresh (its best row, its k)
 RESULT_WIDGETS = ("evaluate_metric", "evaluate_k", "evaluate_rank_config", "evaluate_threshold",
                   "evaluate_failure_config", "evaluate_failure_k", "evaluate_funnel_config", "evaluate_funnel_k",
-                  "apply_row")
+                  "apply_row", "judge_eval_row")
 MODE_HELP = ("Each mode is a row per configuration, searched in the same collection: dense = embeddings, "
              "sparse = BM25 keywords, hybrid = both lists fused: convex (normalised scores added), rrf (by rank), "
              "dbsf (by scores normalised by their spread).")
