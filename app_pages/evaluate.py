@@ -51,9 +51,10 @@ inputs.remember()  # the grid as last submitted, and the choices: a reload finds
 # the sweep that runs (a job: it goes on after a click or a reload), and one that ended since
 finished = live_jobs.show(ws.location, SweepJob, parts.SWEEP_SEEN, parts.CANCEL_HELP)
 if finished is not None:
-    parts.take_result(finished.result)
+    parts.take_result(finished.result, finished.inputs)
     st.session_state[apply.RUN] = (finished.run_id, finished.run_warning)
 if parts.RESULT in st.session_state:
+    parts.earlier_inputs(source, documents)
     apply.kept(st.session_state.get(apply.RUN))
     parts.results(ws, st.session_state[parts.RESULT])
     apply.section(ws, st.session_state[parts.RESULT], st.session_state.get(apply.RUN))

@@ -66,7 +66,7 @@ def interval_chart(result: SweepResult, metric: str) -> alt.LayerChart:
     """Return metric per row as a dot with its 95 % interval: the best, its ties (paired test) and the rest."""
     frame = pd.DataFrame([{"configuration": row_name(r), "value": r.metrics[metric],
                            "low": r.evaluation.intervals[metric][0], "high": r.evaluation.intervals[metric][1],
-                           "standing": place.mark or "worse"}
+                           "standing": place.mark}
                           for place in result.standing(metric) for r in [place.row]])
     tooltip = ["configuration", "standing", alt.Tooltip("value:Q", format=".3f", title=metric),
                alt.Tooltip("low:Q", format=".3f", title="95 % from"), alt.Tooltip("high:Q", format=".3f",

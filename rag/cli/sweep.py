@@ -131,7 +131,7 @@ def print_sweep(result: SweepResult) -> None:
              r.mode.label, str(r.chunks), f"{r.mean_tokens:.0f}",
              *(with_interval(r.evaluation, m) for m in metrics),
              f"{r.metrics[hole]:.2f}" + (" mostly unjudged" if r.evaluation.mostly_unjudged(deepest) else ""),
-             f"{r.total_seconds:.1f} s" + (" (reused)" if r.reused else ""), place.mark]
+             f"{r.total_seconds:.1f} s" + (" (reused)" if r.reused else ""), place.words()]
             for place in result.standing() for r in [place.row]]
     common.print_table(rows, ["chunk_size", "overlap", *(["chunk headers"] * headed), *(["child_size"] * kids),
                               "mode", "chunks", "mean tokens",

@@ -104,7 +104,7 @@ def _sweep_charts(result: SweepResult, metric: str, best: ConfigResult, ties: li
                        title=f"{metric} by configuration", legend=[(colours[m], m) for m in result.modes]
                        if len(result.modes) > 1 else ()),
              f"{metric} of every configuration (chunk_size/overlap), grouped by search mode; the best is "
-             "ringed, its ties are marked with the paired test's p-value."),
+             "ringed, every other configuration is marked tie or worse with the paired test's p-value."),
             (line_chart(lines, [f"k = {k}" for k in result.ks], x_axis="k: the top k hits", y_axis="hit@k",
                         title="hit@k by k, the best and its ties"),
              "hit@k by k for the best configuration" + (" and the configurations tied with it" if ties else

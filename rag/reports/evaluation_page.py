@@ -30,6 +30,7 @@ td .pm { color: #666; font-size: 12px; } th.chosen, td.chosen { background: #f7f
 tr.best td { background: #ffefb0; font-weight: 600; } tr.tie td { background: #e1eefa; }
 .mark { display: inline-block; margin-left: 2px; padding: 0 6px; border-radius: 3px; font-size: 12px;
   font-weight: 700; color: #fff; } .mark.best { background: #7a5700; } .mark.tie { background: #0b4f8a; }
+.mark.worse { background: #6b6b6b; }
 figure { margin: 14px 0 22px; } figcaption { color: #444; font-size: 13.5px; max-width: 960px; }
 svg.chart { display: block; max-width: 100%; height: auto; font-family: inherit; }
 dl.settings { display: grid; grid-template-columns: max-content 1fr; gap: 4px 18px; margin: 6px 0; }

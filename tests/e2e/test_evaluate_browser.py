@@ -74,7 +74,8 @@ def test_a_reload_during_a_sweep_keeps_it_running_and_shows_its_result(app_serve
     page.get_by_role("button", name=re.compile("Download report \\(HTML\\)")).wait_for()
 
 
-def test_a_reload_keeps_the_uploaded_documents_ready_for_the_sweep(app_server, page, shot, shared_data, tmp_path):
+def sweep_uploads(app_server, page, shared_data, tmp_path):
+    """Upload a query set and two documents on Evaluate, run a sweep; return the imported SQuAD set."""
     import json
 
     from rag.evaluation.querysets.squad import import_squad
@@ -100,6 +101,11 @@ def test_a_reload_keeps_the_uploaded_documents_ready_for_the_sweep(app_server, p
     page.get_by_role("button", name="Run the sweep").click()
     page.get_by_text(re.compile(r"^Best by mrr@10")).wait_for(timeout=180_000)
     settle(page)
+    return imported
+
+
+def test_a_reload_keeps_the_uploaded_documents_ready_for_the_sweep(app_server, page, shot, shared_data, tmp_path):
+    imported = sweep_uploads(app_server, page, shared_data, tmp_path)
     page.reload()  # the uploaders are empty now: the kept files stand for them
     page.get_by_text("Using 2 documents as uploaded earlier; upload others to replace them.").wait_for(timeout=60_000)
     settle(page)
@@ -111,3 +117,19 @@ def test_a_reload_keeps_the_uploaded_documents_ready_for_the_sweep(app_server, p
     settle(page)
     assert page.get_by_text("20 queries on 2 documents", exact=False).first.is_visible()
     shot("45-evaluate-kept-documents-swept", full_page=True)
+
+
+def test_a_trip_through_the_sidebar_keeps_the_inputs_and_the_url_names_them(app_server, page, shot, shared_data,
+                                                                            tmp_path):
+    sweep_uploads(app_server, page, shared_data, tmp_path)
+    named = re.search(r"documents=([0-9a-f]+)", page.url)
+    assert named and "query_set=set.jsonl" in page.url, page.url
+    go(page, "Experiments")
+    go(page, "Evaluate")  # the sidebar drops the URL's parameters and the state of the widgets not drawn
+    page.get_by_text("Using 2 documents as uploaded earlier; upload others to replace them.").wait_for(timeout=60_000)
+    page.get_by_text("Using set.jsonl as uploaded earlier; upload another to replace it.").wait_for()
+    settle(page)
+    assert f"documents={named.group(1)}" in page.url and "query_set=set.jsonl" in page.url, page.url
+    assert page.get_by_label("chunk_size values").input_value() == "150"
+    assert not page.get_by_text("This result is of earlier inputs", exact=False).count()
+    shot("46-evaluate-after-sidebar-round-trip", full_page=True)

@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pytest
 
+from rag.cli.sweep import print_sweep
 from rag.embeddings import get_embedder
 from rag.evaluation.comparisons.compare import EvaluationComparison
 from rag.evaluation.metrics.metrics import evaluate
@@ -89,11 +90,23 @@ def test_standing_is_one_rule_for_best_ties_and_the_rest_in_row_order():
     result = SweepResult([worse, best, close, twin], "fake:8", (1,), 40, ["a.md"], 0.0)
     places = result.standing()
     assert [place.row for place in places] == result.results  # the same objects, in the same order
-    assert [place.mark for place in places] == ["", "best", "tie", "tie"]
+    assert [place.mark for place in places] == ["worse", "best", "tie", "tie"]
     assert places[1].test is None and places[0].test.difference < 0 and not places[0].test.tied
     assert {id(row) for row, _ in result.ties()} == {id(p.row) for p in places if p.mark == "tie"}
-    assert [place.words() for place in places] == ["", "best", "tie (too few differ)", "tie (too few differ)"]
+    worse = f"worse ({p_words(places[0].test.p_value)})"
+    assert [place.words() for place in places] == [worse, "best", "tie (too few differ)", "tie (too few differ)"]
     assert places[2].words("{mark}, {why}") == "tie, too few differ"
+
+
+def test_every_rows_standing_is_written_in_the_cli_table_and_the_report(capsys):
+    """A worse row's cell is not left empty: "worse (p = …)" as "tie (p = …)" and "best" are written."""
+    result = SweepResult([_row(100, 2), _row(400, 30), _row(200, 29)], "fake:8", (1,), 40, ["a.md"], 0.0)
+    worse = result.standing()[0]
+    print_sweep(result)
+    table = capsys.readouterr().out.splitlines()
+    row = next(line for line in table if line.lstrip().startswith("100 "))
+    assert row.rstrip().endswith(f"worse ({p_words(worse.test.p_value)})"), row
+    assert '<span class="mark worse">worse</span>' in sweep_report(result, "mrr@1")
 
 
 @pytest.mark.slow

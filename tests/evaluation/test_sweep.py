@@ -4,6 +4,7 @@ CLI, the model."""
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -192,7 +193,10 @@ def test_sweep_command(shared_data, tmp_path, capsys):
     out = capsys.readouterr().out
     assert out.count("(reused)") == 3 and "Best by mrr@5: chunk_size" in out
     assert "are indistinguishable by mrr@5" in out or "every other configuration is worse" in out
-    marks = [line.split()[-1] for line in out.splitlines() if line.strip().endswith((" best", " tie"))]
+    rows = [line.rstrip() for line in out.splitlines() if re.match(r"\s*\d+\s+\d+\s", line)]
+    standing = [re.search(r"  (best|(tie|worse) \((p [=<] [\d.]+|too few differ)\))$", row) for row in rows]
+    assert len(rows) == 3 and all(standing), rows  # every row says what it is
+    marks = [place.group(1).split()[0] for place in standing]
     assert marks.count("best") == 1 and marks.count("tie") == len(data["ties"])
     assert main([*argv[:4], "--chunk-size", "100", "--overlap", "100", "--store", str(tmp_path / "q")]) == 1
     assert "No configuration is left" in capsys.readouterr().err

@@ -24,7 +24,7 @@ from tests.pages.test_evaluate_page import (
 from ui import jobs, nav, resources
 
 JOB_WAIT = 180
-PICKERS = ("evaluate_rank_config", "evaluate_failure_config", "evaluate_funnel_config", "apply_row")
+PICKERS = ("evaluate_rank_config", "evaluate_failure_config", "evaluate_funnel_config", "apply_row", "judge_eval_row")
 
 
 @pytest.fixture
@@ -54,6 +54,28 @@ def test_a_new_sweep_resets_every_row_chosen_on_the_one_before(env):
     verb = "has" if missed == 1 else "have"
     assert any(plain(c.value).startswith(f"{missed} of {second.queries} queries {verb} no relevant chunk in the top 5")
                for c in at.caption)
+
+
+@pytest.mark.slow
+def test_judging_starts_on_the_best_row_and_labels_each_hit_with_its_rank_for_its_question(env):
+    at = evaluate_page()
+    sample_articles(at)
+    set_grid(at, "100,200", "0", "1,5", modes=["dense", "sparse"])
+    result = at.session_state["evaluate_result"]
+    best = result.best()
+    assert {key: at.selectbox(key=key).value for key in PICKERS} == dict.fromkeys(PICKERS, best.label)
+    texts = [t.value for t in at.text]
+    shown = [(texts[i - 1].removeprefix("Question: "), *text.split("\n", 1)) for i, text in enumerate(texts)
+             if text.startswith("#") and texts[i - 1].startswith("Question: ")]
+    assert len({question for question, _, _ in shown}) > 1, texts  # hits of several questions
+    ranks = {}  # question -> the hits of each of its outcomes (XQuAD asks some questions twice)
+    for o in best.evaluation.per_query:
+        ranks.setdefault(o.query.text, []).append([(h.document_title, " ".join(h.content.split())[:160].rstrip())
+                                                   for h in o.hits])
+    for question, label, content in shown:  # "#3 · title": the third hit of that question, not of the list
+        number, title = label.removeprefix("#").split(" · ", 1)
+        assert int(number) <= result.ks[-1], label
+        assert (title, content.rstrip()) in [hits[int(number) - 1] for hits in ranks[question]], label
 
 
 @pytest.mark.live_jobs

@@ -50,6 +50,7 @@ class SweepJob(QueuedJob):
     rerank_depth: int = DEFAULT_DEPTH
     query_set: str = ""  # the query set's file name, kept with the run
     collection: str | None = None  # the collection the documents are read from: searched as stored at its settings
+    inputs: tuple = ()  # the page's (query set, documents) it ran on, and them in words (ui.parts.evaluate)
     run_id: int | None = None  # the kept run (rag.runs) of the result
     run_warning: str | None = None  # why the result was not kept as a run
     step: str = "Waiting for the jobs before it"  # what it does now, when no progress event says it

@@ -27,6 +27,7 @@ from rag.evaluation import (
     parse_modes,
     query_set_paths,
     relevant_chunks,
+    safe_name,
     sweep_input,
     tune_fusion,
 )
@@ -43,24 +44,44 @@ from ui.render import EMPTY_CELL, md
 from ui.workspace import Workspace
 
 RESULT = "evaluate_result"  # the last SweepResult of this session
+RESULT_INPUTS = "evaluate_result_inputs"  # (query set, Documents.key) of RESULT, and them in words
+COLLECTION = "evaluate_collection"  # the chosen collection of "A collection"
 SWEEP_SEEN = "evaluate_sweep_seen"  # id of the newest sweep job whose result this session took
 CANCEL_HELP = ("Stops at the next embedding slice or configuration; the collections of the configurations it "
                "finished stay and are reused by the next run.")
 # the page's choices that belong to one result: a new result starts them afresh (its best row, its k)
 RESULT_WIDGETS = ("evaluate_metric", "evaluate_k", "evaluate_rank_config", "evaluate_threshold",
                   "evaluate_failure_config", "evaluate_failure_k", "evaluate_funnel_config", "evaluate_funnel_k",
-                  "apply_row")
+                  "apply_row", "judge_eval_row")
 MODE_HELP = ("Each mode is a row per configuration, searched in the same collection: dense = embeddings, "
              "sparse = BM25 keywords, hybrid = both lists fused: convex (normalised scores added), rrf (by rank), "
              "dbsf (by scores normalised by their spread).")
 
 
-def take_result(result: SweepResult) -> None:
-    """Make result the page's result, and forget every choice made on the one before (a row, a k, a threshold):
-    a row of the same label in the old result must not stay chosen while the new one's best is another."""
+def take_result(result: SweepResult, inputs: tuple = ()) -> None:
+    """Make result the page's result (of inputs: see ran_on), and forget every choice made on the one before (a
+    row, a k, a threshold): a row of the same label in the old result must not stay chosen while the new one's
+    best is another."""
     for key in (*RESULT_WIDGETS, funnel_part.FUNNELS):
         st.session_state.pop(key, None)
     st.session_state[RESULT] = result
+    st.session_state[RESULT_INPUTS] = inputs
+
+
+def ran_on(queries: list[Query], query_set: str, documents: Documents) -> tuple:
+    """Return the inputs a sweep runs on: (query set, its size, which documents) and them in words."""
+    return (safe_name(query_set), len(queries), documents.key), f"{query_set} on {documents.label}"
+
+
+def earlier_inputs(source: tuple | None, documents: Documents | None) -> None:
+    """Say so when the result shown is of other inputs than the ones above it (changed since it ran)."""
+    kept = st.session_state.get(RESULT_INPUTS)
+    if not kept:
+        return
+    now = ran_on(source[0], source[2], documents)[0] if source and documents else None
+    if now != kept[0]:
+        st.warning(md(f"This result is of earlier inputs: {kept[1]}. The query set or the documents above are "
+                      "others now; run the sweep to measure them."), icon=":material/history:")
 
 
 def read_query_source() -> tuple[list[Query], list[Document] | None, str] | None:
@@ -103,10 +124,13 @@ def read_query_source() -> tuple[list[Query], list[Document] | None, str] | None
 
 @dataclass(frozen=True)
 class Documents:
-    """What loads the chosen documents (called on Run), and the collection they are read from (else None)."""
+    """What loads the chosen documents (called on Run), the collection they are read from (else None), and which
+    they are: key tells two choices apart, label names them in words."""
 
     load: Callable[[], list[Document]]
     collection: str | None = None
+    key: str = ""
+    label: str = ""
 
     def __call__(self) -> list[Document]:
         return self.load()
@@ -119,28 +143,34 @@ def read_documents(ws: Workspace, squad_documents: list[Document] | None) -> Doc
     key = "evaluate_documents_from" + ("_squad" if squad_documents else "")  # a SQuAD file starts on its articles
     how = left.radio("Documents", choices, horizontal=True, key=key, persist_state="session")
     if how == "The SQuAD articles":
-        return Documents(lambda: squad_documents)
+        return Documents(lambda: squad_documents, key=f"squad {len(squad_documents)}",
+                         label=f"its {len(squad_documents)} SQuAD articles")
     if how == "A collection":
         names = [c.name for c in ws.collections if c.points and not is_sweep_collection(c.name)]
         if not names:
             right.info("No collection holds documents yet. Upload documents here or on the Upload page.")
             return None
-        index = names.index(ws.collection) if ws.collection in names else 0
-        name = right.selectbox("Collection", names, index=index, key="evaluate_collection",
+        if st.session_state.get(COLLECTION) not in names:  # first drawn, or gone: the sidebar's collection
+            st.session_state[COLLECTION] = ws.collection if ws.collection in names else names[0]
+        name = right.selectbox("Collection", names, key=COLLECTION, persist_state="session",
                                help="Its documents are rebuilt from their stored chunks and chunked anew. A "
                                "configuration at the collection's own settings searches it as stored: no chunk is "
                                "embedded, only the questions.")
-        return Documents(lambda: collection_documents(ws.store, name), name)
+        return Documents(lambda: collection_documents(ws.store, name), name, f"collection {name}",
+                         f"the collection '{name}'")
     files = right.file_uploader("Documents", type=["pdf", "md", "markdown", "txt"], accept_multiple_files=True,
                                 key="evaluate_document_files")
     if files:  # kept under the data root: a reload finds them (ui.parts.evaluate_inputs)
         for note in inputs.documents_uploaded([(f.name, f.getvalue()) for f in files]):
             right.warning(md(note))
-        return Documents(lambda: load_documents([SourceFile(f.name, f.getvalue()) for f in files]))
+        return Documents(lambda: load_documents([SourceFile(f.name, f.getvalue()) for f in files]),
+                         key=f"upload {st.query_params.get(inputs.DOCUMENTS)}",
+                         label=f"{len(files)} uploaded documents")
     if not (kept := inputs.kept_documents()):
         return None
     inputs.show_kept(right, kept)
-    return Documents(lambda: load_documents([SourceFile(d.name, d.path.read_bytes()) for d in kept]))
+    return Documents(lambda: load_documents([SourceFile(d.name, d.path.read_bytes()) for d in kept]),
+                     key=f"upload {st.query_params.get(inputs.DOCUMENTS)}", label=f"{len(kept)} uploaded documents")
 
 
 def run(ws: Workspace, documents: Documents, queries: list[Query], sizes: str, overlaps: str,
@@ -158,7 +188,7 @@ def run(ws: Workspace, documents: Documents, queries: list[Query], sizes: str, o
     submit(live_jobs.queue(), SweepJob(documents, list(queries), configs, embedder, ws.store, ws.location,
                                        EmbeddingCache(default_cache_dir(ws.store)), cuts, searches, skipped,
                                        reranker, rerank[1] or DEFAULT_DEPTH, query_set,
-                                       collection=documents.collection))
+                                       collection=documents.collection, inputs=ran_on(queries, query_set, documents)))
 
 
 def answer_ranks(result: SweepResult) -> None:

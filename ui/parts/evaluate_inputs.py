@@ -1,7 +1,9 @@
 """The Evaluate page's inputs across a reload: the grid and the choices in the page's URL (st.query_params), an
 uploaded query set as a file under the data root (rag.evaluation.querysets.kept_sets) and the uploaded documents as a
 set of files there (rag.evaluation.querysets.kept_documents), each named in the URL. A new session (a reload, a link)
-starts from the URL; a value the page would not offer is ignored."""
+starts from the URL; a value the page would not offer is ignored. Leaving the page through the sidebar drops the URL's
+parameters and the state of the widgets not drawn: the kept files' names are also in the session (NAMES), and each
+run of the page writes them and the inputs back into the URL."""
 
 from __future__ import annotations
 
@@ -29,6 +31,7 @@ QUERY_SET = "query_set"  # URL parameter: the kept file of the uploaded query se
 KEPT = "evaluate_kept_upload"  # (name, size) of the upload this session kept last: it is written once
 DOCUMENTS = "documents"  # URL parameter: the kept set of the uploaded documents
 KEPT_DOCUMENTS = "evaluate_kept_documents"  # ((name, size), ...) of the documents this session kept last, refusals
+NAMES = {QUERY_SET: "evaluate_query_set_name", DOCUMENTS: "evaluate_documents_name"}  # URL parameter -> session key
 
 
 def _text(value: str) -> str | None:
@@ -58,6 +61,7 @@ FIELDS: dict[str, tuple[str, Callable[[str], object], object]] = {
     "evaluate_query_from": ("queries_from", _one_of("Upload", "Sample folder", synthetic.CHOICE), None),
     "evaluate_articles": ("articles", _articles, None),
     "evaluate_documents_from": ("documents_from", _one_of("A collection", "Upload documents"), None),
+    "evaluate_collection": ("collection", _text, None),  # checked against the collections when drawn
     "evaluate_documents_from_squad": ("squad_documents_from",
                                       _one_of("The SQuAD articles", "A collection", "Upload documents"), None),
 }
@@ -73,6 +77,20 @@ def restore() -> None:
             value = start
         if value is not None:
             st.session_state[key] = value
+    for param, key in NAMES.items():  # the kept files: the URL's name (a reload, a link), else the session's
+        if param in st.query_params:
+            st.session_state[key] = st.query_params[param]
+        elif key in st.session_state:  # back through the sidebar: the URL lost it
+            st.query_params[param] = st.session_state[key]
+
+
+def _name(param: str, value: str | None) -> None:
+    """Name a kept file (None: no file) in the URL and in the session."""
+    if value:
+        st.query_params[param] = st.session_state[NAMES[param]] = value
+    else:
+        st.query_params.pop(param, None)
+        st.session_state.pop(NAMES[param], None)
 
 
 def remember() -> None:
@@ -91,7 +109,7 @@ def uploaded(name: str, data: bytes) -> None:
     if st.session_state.get(KEPT) != (name, len(data)) or not kept_query_set(settings.data_root(), safe_name(name)):
         keep_query_set(settings.data_root(), name, data)
         st.session_state[KEPT] = (name, len(data))
-    st.query_params[QUERY_SET] = safe_name(name)
+    _name(QUERY_SET, safe_name(name))
 
 
 def kept() -> Path | None:
@@ -112,10 +130,7 @@ def documents_uploaded(files: list[tuple[str, bytes]]) -> list[str]:
     if before and before != name:  # this tab's earlier upload: replaced
         forget_documents(settings.data_root(), before)
     st.session_state[KEPT_DOCUMENTS] = (marker, refused)
-    if name:
-        st.query_params[DOCUMENTS] = name
-    elif before:
-        del st.query_params[DOCUMENTS]
+    _name(DOCUMENTS, name)
     return refused
 
 
@@ -135,5 +150,5 @@ def show_kept(container, documents: list[KeptDocument]) -> None:
         if remove.button("Remove", key=f"evaluate_forget_{document.path.name}", width="stretch",
                          help="Remove this document from the sweep (and its kept copy)."):
             if not forget_document(settings.data_root(), st.query_params.get(DOCUMENTS), document.path.name):
-                del st.query_params[DOCUMENTS]
+                _name(DOCUMENTS, None)
             st.rerun()

@@ -45,18 +45,19 @@ def _path(name: str) -> Path:
     return query_set_path(data_root(), f"evaluate-{Path(name).stem or 'sweep'}")
 
 
-def _unjudged(row: ConfigResult, k: int, path: Path) -> list[tuple[str, object]]:
-    """Return (question, hit) for each hit of the row's top k that no judgment (of the sweep or the file) grades."""
+def _unjudged(row: ConfigResult, k: int, path: Path) -> list[tuple[str, object, int]]:
+    """Return (question, hit, its rank for the question) for each hit of the row's top k that no judgment (of the
+    sweep or the file) grades."""
     _, kept = read_query_file(path)
     by_text = {q.text: q for q in kept}
-    pairs = []
+    pending = []
     for outcome in row.evaluation.per_query:
         grades = outcome.grades or (None,) * len(outcome.hits)
         saved = by_text.get(outcome.query.text)
-        for hit, grade in zip(outcome.hits[:k], grades, strict=False):
+        for rank, (hit, grade) in enumerate(zip(outcome.hits[:k], grades, strict=False), 1):
             if grade is None and (saved is None or hit_grade(saved.counted, hit) is None):
-                pairs.append((outcome.query.text, hit))
-    return pairs
+                pending.append((outcome.query.text, hit, rank))
+    return pending
 
 
 def section(result: SweepResult, name: str) -> None:
@@ -65,7 +66,8 @@ def section(result: SweepResult, name: str) -> None:
     k = result.ks[-1]
     labels = {row.label: row for row in result.results}
     left, right = st.columns([2, 1])
-    row = labels[left.selectbox("Row", list(labels), key="judge_eval_row")]
+    row = labels[left.selectbox("Row", list(labels), index=list(labels).index(result.best().label),  # as the others
+                                key="judge_eval_row")]
     who = right.segmented_control("Who judges", WHO, default=WHO[0], key="judge_eval_who") or WHO[0]
     path = _path(name)
     queries = [o.query for o in row.evaluation.per_query]
@@ -77,7 +79,7 @@ def section(result: SweepResult, name: str) -> None:
                f"Judgments go into {md(path.name)} under the data root; run the sweep with it to count them.")
     judge.show_message()
     if who == WHO[0]:
-        for rank, (question, hit) in enumerate(pending[:SHOWN], 1):
+        for question, hit, rank in pending[:SHOWN]:  # rank: the hit's for its question, as the sweep ranked it
             st.text(f"Question: {question}")
             judge.hit_row(path, question, hit, rank, None, queries)
     else:
@@ -95,7 +97,7 @@ def _llm(row: ConfigResult, path: Path, k: int, pending: list, queries: list) ->
     if not st.button("Let the LLM judge them", key="judge_eval_run", disabled=not pending):
         return
     hits = {o.query.text: list(o.hits[:k]) for o in row.evaluation.per_query}
-    questions = sorted({question for question, _ in pending})
+    questions = sorted({question for question, _, _ in pending})
     with errors.reported(), st.spinner(f"The LLM judges {len(pending)} hits…"):
         llm = get_llm(spec)
         start_query_set(path, queries)

@@ -154,7 +154,7 @@ class ConfigResult:
 
 @dataclass(frozen=True)
 class Standing:
-    """A row's standing on a metric: "best", "tie" (a paired test cannot tell it from the best) or "" (worse).
+    """A row's standing on a metric: "best", "tie" (a paired test cannot tell it from the best) or "worse" (it can).
 
     test is the row's paired difference from the best (None for the best itself).
     """
@@ -164,8 +164,9 @@ class Standing:
     test: PairedDifference | None
 
     def words(self, form: str = "{mark} ({why})") -> str:
-        """Return the standing in words: "best", "tie (p = 0.35)", "tie (too few differ)" or "" (form: a tie's)."""
-        if self.mark != "tie" or self.test is None:
+        """Return the standing in words: "best", "tie (p = 0.35)", "tie (too few differ)" or "worse (p = 0.01)"
+        (form: a tie's or a worse row's)."""
+        if self.test is None:
             return self.mark
         why = "too few differ" if self.test.too_few_differ else p_words(self.test.p_value)
         return form.format(mark=self.mark, why=why)
@@ -235,7 +236,7 @@ class SweepResult:
     def standing(self, metric: str | None = None) -> list[Standing]:
         """Return each row's standing on metric (best, tie or the rest, with its paired test), in row order."""
         best, tests = self.best(metric), iter(test for _, test in self._tests(metric))  # every row but the best
-        return [Standing(row, "best", None) if row is best else Standing(row, "tie" if test.tied else "", test)
+        return [Standing(row, "best", None) if row is best else Standing(row, "tie" if test.tied else "worse", test)
                 for row in self.results for test in [None if row is best else next(tests)]]
 
     def tie_summary(self, metric: str | None = None) -> str:
