@@ -14,7 +14,7 @@ from rag.embeddings import Embedder
 from rag.reports import EmbeddingMap, embedding_map
 from rag.store import Store
 from ui import errors, render
-from ui.render import md
+from ui.render import counted, md
 from ui.workspace import Workspace
 
 METHOD_LABELS = {"pca": "PCA", "tsne": "t-SNE", "umap": "UMAP"}
@@ -124,7 +124,8 @@ def rank_labels(data: pd.DataFrame) -> pd.DataFrame:
 
 def caption(emap: EmbeddingMap, data: pd.DataFrame, colour_by: str, mode_label: str, top_k: int) -> str:
     """Return what the map shows, in words (the query escaped)."""
-    shown = f"{len(emap.points):,} of {emap.total:,} chunks" if emap.sampled else f"all {len(emap.points):,} chunks"
+    shown = f"{len(emap.points):,} of {counted(emap.total, 'chunk')}" if emap.sampled else (
+        f"all {counted(len(emap.points), 'chunk')}" if len(emap.points) != 1 else "the one chunk")
     parts = [f"{shown} of '{md(emap.collection)}' · {METHOD_LABELS.get(emap.method, emap.method)}"]
     if emap.explained:
         parts.append(f"the two axes explain {sum(emap.explained):.1%} of the variance, so near on the map is only "
