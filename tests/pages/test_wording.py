@@ -45,3 +45,53 @@ def test_a_histogram_of_one_chunk_has_bins_that_hold_it(app_env):
     for spec in histograms:  # Vega-Lite bins [1, 1] into bins of no width: no bar was drawn
         low, high = spec["layer"][0]["encoding"]["x"]["bin"]["extent"]
         assert low <= 1 < high
+
+
+# ---- Experiments: counts in the singular, the collection a sweep searched -------------------------------------
+
+def outcome(query: str, rank: int | None) -> dict:
+    hit = 1.0 if rank == 1 else 0.0
+    return {"query": query, "line": 1, "documents": ["a.md"], "rank": rank, "score": None, "score_kind": None,
+            "values": {"hit@1": hit, "mrr@1": hit}}
+
+
+def kept_run(kind: str, ranks: list[int | None], rows: list[dict], settings: dict | None = None) -> tuple[dict, list]:
+    run = {"schema": 1, "kind": kind, "created_at": "2026-12-03T05:26:15+00:00", "seconds": 14.6,
+           "settings": {"query_set": "q.jsonl", "queries": len(ranks), "ks": [1], "embedder": "fake:64",
+                        "documents": ["a.md", "b.md", "c.md"], **(settings or {})},
+           "rows": rows, "best": 0}
+    return run, [[outcome(f"Frage {i}", rank) for i, rank in enumerate(ranks)] for _ in rows]
+
+
+def row(label: str, collection: str) -> dict:
+    return {"label": label, "chunk_size": 350, "overlap": 50, "mode": "dense", "collection": collection,
+            "metrics": {"hit@1": 0.5, "mrr@1": 0.5}}
+
+
+def experiments(app_env, *runs):
+    from rag.runs import RunLog, runs_path_of
+    from rag.store.open import open_store
+
+    log = RunLog(runs_path_of(open_store(path=str(app_env / "qdrant"))))
+    for run, outcomes in runs:
+        log.save(run, outcomes)
+    return start(nav.EXPERIMENTS.path)
+
+
+def test_experiments_count_one_question_in_the_singular(app_env):
+    at = experiments(app_env, kept_run("eval", [None, 1, 1], [row("a", "documents")]),
+                     kept_run("eval", [1, 1], [row("b", "documents")]))
+    at.selectbox(key="experiments_a").set_value("1")
+    at.selectbox(key="experiments_b").set_value("2").run()
+    captions = texts(at.caption)
+    assert "2 questions both ran; only A ran 1, only B 0." in captions
+    assert "B better on 1 question, worse on 0, the same on 1 " in captions  # was "on 1 questions"
+
+
+def test_the_run_list_names_the_collection_a_sweep_searched_as_stored(app_env):
+    sweep = "sweep-9c30103c-cs200-ov50-fake"
+    older = kept_run("sweep", [1, 1], [row("200/50 dense", sweep), row("350/50 dense", "xquad")])  # before settings
+    kept = kept_run("sweep", [1, 1], [row("200/50 dense", sweep)], {"collection": "xquad"})  # kept the collection
+    at = experiments(app_env, older, kept)
+    runs = at.dataframe[0].value
+    assert list(runs["collection"]) == ["xquad", "xquad"], runs  # was "3 documents"
