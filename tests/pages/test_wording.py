@@ -95,3 +95,22 @@ def test_the_run_list_names_the_collection_a_sweep_searched_as_stored(app_env):
     at = experiments(app_env, older, kept)
     runs = at.dataframe[0].value
     assert list(runs["collection"]) == ["xquad", "xquad"], runs  # was "3 documents"
+
+
+# ---- Embedding map: the shares shown add up -------------------------------------------------------------------
+
+def test_the_map_total_share_is_the_sum_of_the_shares_shown():
+    import re
+
+    import pandas as pd
+
+    from rag.reports.embedding_map import EmbeddingMap
+    from ui.parts import embedding_map as map_parts
+
+    for explained in ((0.1166, 0.1107), (0.117, 0.111), (0.0549, 0.0549), (0.3, 0.2)):  # 11.7 + 11.1: 22.73 -> 22.7
+        emap = EmbeddingMap("c", "pca", (), 0, False, explained=explained)
+        titles = " ".join(map_parts.axis_titles(emap))
+        caption = map_parts.caption(emap, pd.DataFrame({"document": ["a"]}), "document", "Dense", 5)
+        parts = [float(p) for p in re.findall(r"\(([\d.]+)%", titles)]
+        total = float(re.search(r"explain ([\d.]+)%", caption).group(1))
+        assert len(parts) == 2 and round(sum(parts), 1) == total, (titles, caption)
