@@ -114,3 +114,34 @@ def test_the_map_total_share_is_the_sum_of_the_shares_shown():
         parts = [float(p) for p in re.findall(r"\(([\d.]+)%", titles)]
         total = float(re.search(r"explain ([\d.]+)%", caption).group(1))
         assert len(parts) == 2 and round(sum(parts), 1) == total, (titles, caption)
+
+
+# ---- Upload: a password retry updates the summary of the job it came from -------------------------------------
+
+def test_a_file_opened_later_with_its_password_counts_in_the_older_summary(app_env, shared_data):
+    from tests.pages.conftest import upload
+
+    at = upload(start(), shared_data, "pdfs/crazyones.pdf", "pdfs/encrypted-file.pdf", "pdfs/invalid.pdf")
+    labels = [plain(e.label) for e in at.expander]
+    assert any(label.startswith("Done: 1 of 3 file(s) stored in 'documents'") for label in labels), labels
+    at.main.text_input[-1].set_value("test")
+    button(at, "Open and ingest").click().run()
+    assert not at.exception, at.exception
+    older = [e for e in at.expander if "of 3 file(s)" in plain(e.label)]
+    assert len(older) == 1, [plain(e.label) for e in at.expander]
+    label = plain(older[0].label)
+    assert label.startswith("Done: 2 of 3 file(s) stored in 'documents'"), label  # was "1 of 3", stale
+    assert label.endswith("(1 of them later, with its password)")
+    assert older[0].proto.icon == ":material/warning:"  # invalid.pdf is still not stored
+    assert "Stored later by a newer ingest: encrypted-file.pdf." in texts(at.caption)
+
+
+def test_once_every_file_is_stored_the_older_job_loses_its_warning_mark(app_env, shared_data):
+    from tests.pages.conftest import upload
+
+    at = upload(start(), shared_data, "pdfs/crazyones.pdf", "pdfs/encrypted-file.pdf")
+    at.main.text_input[-1].set_value("test")
+    button(at, "Open and ingest").click().run()
+    (older,) = [e for e in at.expander if "of 2 file(s)" in plain(e.label)]
+    assert plain(older.label).startswith("Done: 2 of 2 file(s) stored")
+    assert older.proto.icon == ":material/check_circle:"
