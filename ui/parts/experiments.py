@@ -62,6 +62,7 @@ def details(log: RunLog, run: dict) -> None:
                   f"{(settings['query_hash'] or 'not kept')[:12]}) · {settings['embedder']} · prompts "
                   f"'{prompts['query']}' / '{prompts['document']}' · {run['created_at']}"
                   + (f" · {run['seconds']:.1f} s" if run["seconds"] is not None else "")))
+    st.space("medium")  # the table's hover toolbar sits above it: here, not over the caption's end (the time)
     deepest = settings["ks"][-1] if settings["ks"] else None
     names = [f"hit@{k}" for k in settings["ks"]] + [f"{m}@{deepest}" for m in METRICS if m != "hit" and deepest]
     st.dataframe(pd.DataFrame([
