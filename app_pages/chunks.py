@@ -35,11 +35,13 @@ summary = chunk_report.flag_summary(reports, limit)
 stats = chunk_report.chunk_stats([r.tokens for r in reports], info.chunk_size)
 columns = st.columns(6)
 columns[0].metric("chunks", stats.count)
-columns[1].metric("mean tokens", f"{stats.mean:.0f}")
-columns[2].metric("max tokens", stats.largest)
+cl100k = "cl100k tokens, the unit of chunk_size (the table's \"tokens\" column and the histogram)"
+columns[1].metric("mean (cl100k)", f"{stats.mean:.0f}", help=f"mean {cl100k}")
+columns[2].metric("max (cl100k)", stats.largest, help=f"most {cl100k}")
 columns[3].metric(chunk_report.overflow_flag(embedder), summary.over_limit,
-                  help=f"longer than {embedder.model_id}'s input limit ({limit} tokens), tables of contents too")
-columns[4].metric("tiny", summary.tiny, help=f"under {chunk_report.tiny_limit(info.chunk_size)} tokens")
+                  help=f"longer than {embedder.model_id}'s input limit ({limit:,} of its own tokens: the table's "
+                  "\"model tok.\" column), tables of contents too")
+columns[4].metric("tiny", summary.tiny, help=f"under {chunk_report.tiny_limit(info.chunk_size)} cl100k tokens")
 columns[5].metric("no heading", summary.no_heading)
 parts.flags_banner(summary, embedder, info.chunk_size)
 

@@ -65,8 +65,12 @@ def pages_label(start: int | None, end: int | None) -> str:
 def token_histogram(frame: pd.DataFrame, chunk_size: int | None, domain: tuple[float, float] | None = None) -> dict:
     """Return a histogram of the frame's "tokens" column with chunk_size drawn as a red dashed rule (a Vega-Lite
     spec: the live-tuning sliders redraw it on every step, and Altair's validation cost more than the chunking)."""
+    extent = list(domain) if domain else None
+    if extent is None and len(frame) and frame["tokens"].min() == frame["tokens"].max():
+        # one value (a single chunk): Vega-Lite bins [v, v] into bins of no width and draws no bar
+        extent = [0, max(float(frame["tokens"].max()), float(chunk_size or 0)) + 1]
     x = {"field": "tokens", "type": "quantitative", "title": "tokens per chunk (cl100k)",
-         "bin": {"maxbins": 30, **({"extent": list(domain)} if domain else {})},
+         "bin": {"maxbins": 30, **({"extent": extent} if extent else {})},
          "scale": {"domain": list(domain)} if domain else {}}
     bars = {"data": {"name": "chunks"}, "mark": {"type": "bar", "opacity": 0.85, "color": "#4c78a8"}, "encoding": {
         "x": x, "y": {"aggregate": "count", "type": "quantitative", "title": "chunks"},

@@ -12,6 +12,7 @@ from rag import chunking
 from rag.cli import common
 from rag.documents import Document, load_document
 from rag.embeddings import get_embedder
+from rag.words import counted
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -34,7 +35,8 @@ def run_chunk(args: argparse.Namespace) -> int:
         common.progress(f"{args.file}: reading {len(data) / 1e6:.1f} MB …")
     document = load_document(data, Path(args.file).name, password=args.password)
     if long_file:
-        common.progress(f"{args.file}: {len(document.pages)} pages, {len(document.text):,} characters; chunking …")
+        common.progress(f"{args.file}: {counted(len(document.pages), 'page')}, {len(document.text):,} characters; "
+                        f"chunking …")
     chunks = chunking.chunk_document(document, settings.chunk_size, settings.overlap, settings.strategy)
     for note in document.notes:
         common.progress(f"{args.file}: {note}")
@@ -56,7 +58,7 @@ def run_chunk(args: argparse.Namespace) -> int:
     common.print_table(rows, ["#", "tokens", "model tokens", "pages", "heading path", "content"])
     elapsed = time.perf_counter() - started
     over = sum(n > limit for n in model_tokens)
-    print(f"\n{document.title}: {len(document.pages)} pages, {len(chunks)} chunks "
+    print(f"\n{document.title}: {counted(len(document.pages), 'page')}, {counted(len(chunks), 'chunk')} "
           f"(chunk_size {settings.chunk_size}, overlap {settings.overlap}, {settings.strategy}) in {elapsed:.2f} s; "
           f"{over} over the {limit} tokens {embedder.model_id} reads at once (marked !)")
     return 0

@@ -18,7 +18,7 @@ from rag.chunking import DEFAULT_CHILD_SIZE, parse_child_size
 from rag.documents import read_file as read_document
 from rag.errors import RagError, UsageError
 from rag.store import IndexState, Store
-from rag.words import shorten
+from rag.words import counted, shorten
 
 preview = shorten  # the one shortening rule (messages, tables): rag.words.shorten
 
@@ -116,7 +116,7 @@ def progress(message: str) -> None:
 def build_index(store: Store, collection: str) -> IndexState:
     """Build collection's index, saying so on stderr (it takes minutes at 100,000 chunks); return the state."""
     before = store.index_state(collection)
-    progress(f"Building the HNSW index of '{collection}' ({before.points:,} chunks) in a child process …")
+    progress(f"Building the HNSW index of '{collection}' ({counted(before.points, 'chunk')}) in a child process …")
     started = time.perf_counter()
     try:  # the recall check embeds sentences of the collection as questions, with the collection's own model
         embedder = pipeline.embedder_for(store, collection)

@@ -34,6 +34,7 @@ from rag.evaluation import (
     parse_side,
 )
 from rag.store import DEFAULT_FUSION, Store
+from rag.words import counted
 
 JSON_HELP = """\
 --json prints one object. One query:
@@ -142,7 +143,8 @@ def print_hits(sides: tuple[Side, Side], comparison: HitComparison) -> None:
 
 
 def print_evaluations(sides: tuple[Side, Side], comparison: EvaluationComparison) -> None:
-    print(f"{len(comparison.per_query)} queries; A = {side_label(sides[0])}, B = {side_label(sides[1])}\n")
+    print(f"{counted(len(comparison.per_query), 'query', 'queries')}; A = {side_label(sides[0])}, B = "
+          f"{side_label(sides[1])}\n")
     deepest = comparison.ks[-1]
     keys = [f"hit@{k}" for k in comparison.ks] + [f"{m}@{deepest}" for m in METRICS if m != "hit"]
     paired = comparison.paired
@@ -152,7 +154,8 @@ def print_evaluations(sides: tuple[Side, Side], comparison: EvaluationComparison
                         for key in keys],
                        ["metric", "A", "B", "B - A", "95 % interval", "p"])
     print(f"\n{comparison.verdict()}")
-    print(f"\nB better on {comparison.count('better')} queries, worse on {comparison.count('worse')}, "
+    print(f"\nB better on {counted(comparison.count('better'), 'query', 'queries')}, worse on "
+          f"{comparison.count('worse')}, "
           f"the same on {comparison.count('same')} (by the rank of the first relevant chunk).")
     changed = sorted((q for q in comparison.per_query if q.change != "same"),
                      key=lambda q: -abs(q.deltas.get(f"mrr@{deepest}", 0.0)))

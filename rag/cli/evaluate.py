@@ -60,6 +60,7 @@ from rag.evaluation import (
 from rag.reports import evaluation_report
 from rag.rerank import DEFAULT_DEPTH, Reranker, describe, rerank
 from rag.runs import keep_eval
+from rag.words import counted
 
 FAILURES_SHOWN = 10
 
@@ -76,7 +77,8 @@ def run_import_squad(args: argparse.Namespace) -> int:
     write_import(result, args.out)
     for note in result.notes:
         common.progress(f"note: {note}")
-    print(f"{len(result.documents)} documents and {len(result.queries)} queries written to {args.out} "
+    print(f"{counted(len(result.documents), 'document')} and {counted(len(result.queries), 'query', 'queries')} "
+          f"written to {args.out} "
           f"({QUERIES_FILE} + one .txt per article)")
     return 0
 
@@ -120,7 +122,7 @@ def run_eval(args: argparse.Namespace) -> int:
                                        "gate": gated})
         return code
     how = f"{embedder.model_id}, " if embedder else ""
-    print(f"{len(queries)} queries on '{args.collection}' ({how}{mode.label} search)\n")
+    print(f"{counted(len(queries), 'query', 'queries')} on '{args.collection}' ({how}{mode.label} search)\n")
     print_metrics(evaluation)
     print_failures(evaluation)
     print_funnel(summarize(funnels, failure_k(evaluation.ks)))

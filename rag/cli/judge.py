@@ -33,6 +33,7 @@ from rag.evaluation import (
     version_of,
 )
 from rag.generation import LLM_SPECS, get_llm
+from rag.words import counted
 
 
 def run_judge(args: argparse.Namespace) -> int:
@@ -56,7 +57,7 @@ def run_judge(args: argparse.Namespace) -> int:
     what = "new question" if saved.new_question else "replaced" if saved.replaced else "added"
     print(f"{GRADES[grade]} ({grade}): '{hit.document_title}' [{judgment.start}:{judgment.end}] for "
           f"{common.preview(saved.question, 60)!r} ({what}); {Path(args.queries).name} version "
-          f"{saved.version['version']}, {saved.version['judgments']} judgments.")
+          f"{saved.version['version']}, {counted(saved.version['judgments'], 'judgment')}.")
     return 0
 
 
@@ -78,7 +79,7 @@ def run_list(args: argparse.Namespace) -> int:
                          common.preview(j.evidence or "", 30)])
     if rows:
         common.print_table(rows, ["line", "question", "document", "span", "grade", "by", "evidence"])
-    print(f"\n{version['questions']} questions, {version['judgments']} judgments "
+    print(f"\n{counted(version['questions'], 'question')}, {counted(version['judgments'], 'judgment')} "
           f"(version {version['version'] or 'not recorded'}). {agreed.words()}")
     return 0
 
@@ -103,9 +104,9 @@ def run_llm(args: argparse.Namespace) -> int:
     if args.json:
         dump(result.to_json() | {"queries": args.queries, "top_k": args.top_k, "agreement": agreed.to_json()})
         return 0
-    print(f"{result.model} graded {result.judged} unjudged hits of {result.questions} questions (top {args.top_k}) "
-          f"and {result.checked} hits you judged (your grade counts; they measure agreement); {result.already} it had "
-          f"graded before. {agreed.words()}")
+    print(f"{result.model} graded {counted(result.judged, 'unjudged hit')} of {counted(result.questions, 'question')} "
+          f"(top {args.top_k}) and {counted(result.checked, 'hit')} you judged (your grade counts; they measure "
+          f"agreement); {result.already} it had graded before. {agreed.words()}")
     return 0
 
 
@@ -116,8 +117,10 @@ def run_diff(args: argparse.Namespace) -> int:
     if args.json:
         dump({"a": versions[0], "b": versions[1]} | diff)
         return 0
-    print(f"A: {args.a} ({versions[0]['questions']} questions, {versions[0]['judgments']} judgments)\n"
-          f"B: {args.b} ({versions[1]['questions']} questions, {versions[1]['judgments']} judgments)")
+    print(f"A: {args.a} ({counted(versions[0]['questions'], 'question')}, "
+          f"{counted(versions[0]['judgments'], 'judgment')})\n"
+          f"B: {args.b} ({counted(versions[1]['questions'], 'question')}, "
+          f"{counted(versions[1]['judgments'], 'judgment')})")
     print(diff_words(diff))
     for label, key in (("+", "questions_added"), ("-", "questions_removed"), ("~", "questions_changed")):
         for question in diff[key]:

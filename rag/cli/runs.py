@@ -21,6 +21,7 @@ from rag.errors import UsageError
 from rag.evaluation import METRICS, SweepResult, format_p, is_sweep_collection
 from rag.runs import Applied, RunComparison, RunLog, apply_configuration, compare_runs, runs_path, sweep_row
 from rag.store import DocumentArchive, Store, default_archive_dir
+from rag.words import counted
 
 JSON_HELP = """\
 --json prints, for `runs`, a list of runs: {"id", "kind" (eval | sweep), "created_at", "seconds", "has_report",
@@ -62,7 +63,7 @@ def apply_best(store: Store, result: SweepResult, collection: str, embedder, run
     as the collection's defaults (rag.runs.apply), with progress lines on stderr; cache: the sweep's, whose vectors
     are used (nothing the sweep embedded is embedded again)."""
     best = result.best()
-    common.progress(f"applying {best.short} to '{collection}': re-ingesting {len(documents)} documents")
+    common.progress(f"applying {best.short} to '{collection}': re-ingesting {counted(len(documents), 'document')}")
     archive = DocumentArchive(default_archive_dir(store.location, store.local))
     return apply_configuration(sweep_row(best, result), collection, embedder, store=store, archive=archive,
                                run_id=run_id, documents=documents, cache=cache)
@@ -86,7 +87,7 @@ def run_list(args: argparse.Namespace) -> int:
     rows = []
     for run in runs:
         settings, best = run["settings"], run["rows"][run["best"]] if run["best"] is not None else None
-        where = settings["collection"] or f"{len(settings['documents'])} documents"
+        where = settings["collection"] or counted(len(settings["documents"]), "document")
         label = common.preview(best["label"], 28) if best else "-"
         rows.append([str(run["id"]), run["kind"], run["created_at"][:16].replace("T", " "), common.preview(where, 24),
                      common.preview(settings["embedder"] or "-", 20), common.preview(settings["query_set"], 20),
@@ -114,7 +115,8 @@ def print_comparison(result: RunComparison) -> None:
     for letter, side in (("A", result.a), ("B", result.b)):
         print(f"{letter} = run {side.name}: {side.settings['label']} ({side.run['settings']['query_set']}, "
               f"{side.run['created_at']})")
-    print(f"{len(comparison.per_query)} questions both ran; only A: {result.only_a}, only B: {result.only_b}\n")
+    print(f"{counted(len(comparison.per_query), 'question')} both ran; only A: {result.only_a}, only B: "
+          f"{result.only_b}\n")
     if warning := result.version_warning():
         print(f"{warning}\n")
     deepest = comparison.ks[-1]
@@ -126,7 +128,8 @@ def print_comparison(result: RunComparison) -> None:
                          "too few differ" if paired[key].too_few_differ else format_p(paired[key].p_value)]
                         for key in keys], ["metric", "A", "B", "B - A", "95 % interval", "p"])
     print(f"\n{comparison.verdict()}")
-    print(f"\nB better on {comparison.count('better')} questions, worse on {comparison.count('worse')}, the same on "
+    print(f"\nB better on {counted(comparison.count('better'), 'question')}, worse on {comparison.count('worse')}, "
+          f"the same on "
           f"{comparison.count('same')} (by the rank of the first relevant chunk).")
 
 

@@ -28,6 +28,7 @@ from rag.errors import DocumentNotFoundError
 from rag.rerank import SCORE_KIND, describe
 from rag.runs import collection_defaults
 from rag.store import LANGUAGE_CHOICES, DocumentArchive, Hit, default_archive_dir
+from rag.words import counted
 
 
 class IngestProgress:
@@ -159,7 +160,8 @@ def run_context(args: argparse.Namespace) -> int:
 
 def print_context_summary(context: Context) -> None:
     """Print to stderr how full the context is and every chunk that was cut or left out, with why."""
-    print(f"\n{context.token_count} of {context.max_tokens} tokens, {len(context.included)} chunks included, "
+    print(f"\n{context.token_count} of {context.max_tokens} tokens, {counted(len(context.included), 'chunk')} "
+          f"included, "
           f"{len(context.truncated)} cut, {len(context.dropped)} dropped", file=sys.stderr)
     for cut in context.truncated:
         print(f"  cut {cut.hit.document_title} #{cut.hit.chunk_index}: {cut.reason}", file=sys.stderr)
@@ -223,7 +225,7 @@ def run_delete(args: argparse.Namespace) -> int:
                                     f"List them with: python -m rag documents --collection {args.collection}")
     removed = store.delete_document(args.collection, matches[0].document_id, only_interrupted=args.interrupted)
     what = "the unfinished write of " if args.interrupted else ""
-    print(f"deleted {what}'{matches[0].title}' ({removed} chunks) from '{args.collection}'")
+    print(f"deleted {what}'{matches[0].title}' ({counted(removed, 'chunk')}) from '{args.collection}'")
     common.after_write(store, args.collection)
     return 0
 

@@ -43,6 +43,7 @@ from rag.evaluation import (
 from rag.reports import sweep_report
 from rag.runs import keep_sweep
 from rag.store import DEFAULT_FUSION
+from rag.words import counted
 
 
 def document_paths(given: list[str]) -> list[Path]:
@@ -137,7 +138,8 @@ def print_sweep(result: SweepResult) -> None:
                               "mode", "chunks", "mean tokens",
                               *metrics, hole, "time",
                               f"by {result.default_metric()}"])
-    print(f"\n{result.queries} queries, {len(result.documents)} documents, {result.embedder}; "
+    print(f"\n{counted(result.queries, 'query', 'queries')}, {counted(len(result.documents), 'document')}, "
+          f"{result.embedder}; "
           f"queries embedded in {result.query_seconds:.1f} s; ± half the 95 % bootstrap interval over the queries")
     print(result.summary())
     print(result.tie_summary())

@@ -17,6 +17,7 @@ from rag.evaluation.metrics.metrics import quality
 from rag.evaluation.metrics.paired import paired_difference
 from rag.evaluation.querysets.versions import diff_versions, diff_words
 from rag.runs.db import RunLog
+from rag.words import counted
 
 
 @dataclass(frozen=True)
@@ -76,12 +77,13 @@ class RunComparison:
         names = []
         for letter, version in (("A", versions["a"]), ("B", versions["b"])):
             number = f"version {version['version']}, " if version.get("version") else ""
-            counts = (f", {version['questions']} questions, {version['judgments']} judgments"
+            counts = (f", {counted(version['questions'], 'question')}, {counted(version['judgments'], 'judgment')}"
                       if "questions" in version else "")
             names.append(f"{letter} {number}{version['hash'][:8]}{counts}")
         known = "items" in (self.a.run["settings"].get("query_version") or {}) and \
             "items" in (self.b.run["settings"].get("query_version") or {})
-        change = diff_words(versions) if known else f"{self.only_a} questions only A ran, {self.only_b} only B"
+        change = (diff_words(versions) if known
+                  else f"{counted(self.only_a, 'question')} only A ran, {self.only_b} only B")
         return f"warning: the runs used different query-set versions ({'; '.join(names)}): {change}."
 
 

@@ -18,6 +18,7 @@ from rag.evaluation.metrics.metrics import Evaluation
 from rag.evaluation.querysets.queries import Query
 from rag.evaluation.querysets.versions import query_set_hash, version_of
 from rag.evaluation.sweeps.results import ConfigResult, SweepResult
+from rag.evaluation.sweeps.sweep_collections import is_sweep_collection
 
 __all__ = ["eval_run", "outcomes_of", "query_set_hash", "sweep_row", "sweep_run", "upgrade", "upgrade_outcome"]
 
@@ -74,8 +75,8 @@ def sweep_run(result: SweepResult, queries: Sequence[Query], *, query_set: str, 
     best = result.best()
     rows = [sweep_row(row, result) for row in result.results]
     run = {"schema": SCHEMA, "kind": "sweep", "created_at": result.created_at, "seconds": round(seconds, 3),
-           "settings": _settings(queries, query_set, result.embedder, prompts, result.ks, None, result.documents,
-                                 query_version),
+           "settings": _settings(queries, query_set, result.embedder, prompts, result.ks, result.collection,
+                                 result.documents, query_version),
            "rows": rows, "best": next((i for i, r in enumerate(result.results) if r is best), None)}
     return run, [outcomes_of(row.evaluation) for row in result.results]
 
@@ -116,6 +117,9 @@ def upgrade(run: dict) -> dict:
         settings["metric"] = f"mrr@{settings['ks'][-1]}"
     for row in rows:
         row["label"] = row["label"] or _row_label(row)
+    if run["kind"] == "sweep" and settings["collection"] is None:  # kept before a sweep kept its collection: a row
+        stored = [row["collection"] for row in rows if row["collection"] and not is_sweep_collection(row["collection"])]
+        settings["collection"] = stored[0] if stored else None  # that searched it as stored names it
     best = run.get("best")
     run.update(settings=settings, rows=rows, best=best if isinstance(best, int) and 0 <= best < len(rows) else
                _best_index(rows, settings["metric"]))

@@ -22,6 +22,7 @@ from rag.store.edge import EdgeClient
 from rag.store.edge.migrate import MigrationFailed, has_local_format, migrate
 from rag.store.edge.remote import RemoteReads, shown, writes_elsewhere
 from rag.urls import endpoint, redact_urls
+from rag.words import counted
 
 LARGE_LOCAL_COLLECTION = 20_000  # points above which the embedded engine gets slow (qdrant-client's own figure)
 # qdrant-client warns about that on every load and upsert, in its words; rag says it once, with what to do
@@ -118,7 +119,7 @@ def _move_to_edge(client: EdgeClient, path: str) -> None:
         ) from e
     MOVES[path] = (moved, backup)
     if moved:
-        counts = ", ".join(f"'{m.name}' ({m.points:,} points)" for m in moved)
+        counts = ", ".join(f"'{m.name}' ({counted(m.points, 'point')})" for m in moved)
         logger.warning("Moved %s to Qdrant Edge in %s; the old files are kept in %s.", counts, path, backup)
 
 

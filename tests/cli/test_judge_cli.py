@@ -102,7 +102,7 @@ def test_queries_diff(tmp_path, capsys):
     assert (diff["judgments_added"], diff["judgments_removed"], diff["judgments_changed"]) == (0, 0, 1)
     assert diff["a"]["questions"] == 2 and diff["b"]["judgments"] == 1
     code, out, _ = run(capsys, "queries", "diff", str(a), str(b))
-    assert "1 questions added, 1 removed, 1 with changed labels or judgments" in out
+    assert "1 question added, 1 removed, 1 with changed labels or judgments" in out
 
 
 def test_holes_in_eval_table_sweep_rows_and_report(two_chunkings, capsys):

@@ -10,6 +10,7 @@ from rag.chunking import ChunkSettings
 from rag.documents.loader import SourceFile
 from rag.embeddings.cache import EmbeddingCache
 from rag.evaluation.sweeps.sweep import SweepConfig, collection_documents, evaluate_collection, run_sweep
+from rag.runs.records import sweep_run
 from rag.store.open import open_store
 from tests.conftest import Counting
 
@@ -59,6 +60,8 @@ def test_other_settings_or_documents_say_why_in_one_line_and_build_a_collection(
                        collection="mine")
     assert result.skipped == ["Not searched as stored: 'mine' is chunked 350/50, not 200/0; the sweep built its own."]
     assert result.results[0].collection != "mine" and embedder.documents
+    kept, _ = sweep_run(result, queries, query_set="q.jsonl", prompts=("", ""), seconds=1.0)
+    assert kept["settings"]["collection"] == "mine"  # the run list names it, though no row searched it as stored
     one = [d for d in read if any(q.documents == (d.title,) for q in queries)][:1]
     asked = [q for q in queries if q.documents == (one[0].title,)]
     other = run_sweep(one, asked, [SweepConfig(350, 50)], embedder, store=store, cache=EmbeddingCache(),

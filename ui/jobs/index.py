@@ -9,6 +9,7 @@ from typing import ClassVar
 
 from rag.embeddings import Embedder
 from rag.store import IndexState, Store
+from rag.words import counted
 from ui.jobs.base import QueuedJob
 
 INDEX_SECONDS_PER_POINT = 0.001  # an HNSW build on 2 cores (64 s at 100,000 points at load 4, README): the estimate
@@ -46,7 +47,7 @@ class IndexJob(QueuedJob):
 
     @property
     def what(self) -> str:
-        return f"the HNSW index of '{self.collection}' ({self.points:,} chunks)"
+        return f"the HNSW index of '{self.collection}' ({counted(self.points, 'chunk')})"
 
     def done_words(self, what: str) -> str:
         return f"Done: {self.result.summary()}" if self.result else f"Done: {what}"

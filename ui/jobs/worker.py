@@ -7,7 +7,7 @@ import itertools
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -58,8 +58,9 @@ class IngestJob:
     def names(self) -> list[str]:
         return [f.name for f in self.files] or self.titles
 
-    def summary(self) -> str:
-        """Return the job in one line: what it did to which collection, or what it is doing."""
+    def summary(self, later: Collection[str] = ()) -> str:
+        """Return the job in one line: what it did to which collection, or what it is doing; later: the names of
+        files a newer job stored into the same collection (they count as stored, said as such)."""
         count = len(self.names)
         if self.status == "queued":
             return f"Waiting: {count} file(s) for '{self.collection}'"
@@ -70,14 +71,23 @@ class IngestJob:
             latest = max(self.progress.values(), key=lambda p: p.file_index, default=None)
             left = time_left(latest.seconds_left) if latest else ""
             return f"Ingesting into '{self.collection}': {done} of {count} file(s) done" + (f", {left}" if left else "")
-        stored = sum(r.ok for r in self.results)
+        again = self.stored_later(later)
+        stored = sum(r.ok for r in self.results) + len(again)
         took = f" in {self.finished - self.started:.0f} s" if self.finished and self.started else ""
         if self.status == "failed":
             return f"Failed: {self.error}"
         if self.status == "done" and self.results and not stored:
             return f"None of {count} file(s) stored in '{self.collection}'{took}: {self._why_not()}"
         word = "Cancelled" if self.status == "cancelled" else "Done"
-        return f"{word}: {stored} of {count} file(s) stored in '{self.collection}'{took}"
+        how = ("with its password" if len(again) == 1 else "with their passwords") if all(
+            r.needs_password for r in again) else "by a newer ingest"
+        after = f" ({len(again)} of them later, {how})" if again else ""
+        return f"{word}: {stored} of {count} file(s) stored in '{self.collection}'{took}{after}"
+
+    def stored_later(self, later: Collection[str] = ()) -> list[pipeline.IngestResult]:
+        """Return the results of the files this job did not store that a newer job stored into its collection
+        (later: the names of those, e.g. an encrypted PDF opened with its password)."""
+        return [r for r in self.results if not r.ok and r.filename in later]
 
     def _why_not(self) -> str:
         """Return why files were not stored, counted by reason, e.g. "2 failed (see below)"."""
@@ -94,9 +104,13 @@ class IngestJob:
     def mark(self) -> str:
         """Return how the job ended for its mark: "done" (every file stored or unchanged), "warning" (some were not),
         "error" (none was; or the job failed), "cancelled"; or its status while it waits or runs."""
+        return self.mark_after(())
+
+    def mark_after(self, later: Collection[str]) -> str:
+        """Return the mark with the files a newer job stored into the collection (later: their names) as stored."""
         if self.status != "done":
             return "error" if self.status == "failed" else self.status
-        stored = sum(r.ok for r in self.results)
+        stored = sum(r.ok for r in self.results) + len(self.stored_later(later))
         if stored == len(self.results):
             return "done"
         return "warning" if stored or all(r.skipped for r in self.results) else "error"

@@ -10,7 +10,7 @@ from rag.runs import sweep_row
 from ui import errors, nav, resources
 from ui.jobs.apply import ApplyJob
 from ui.parts import live_jobs
-from ui.render import md
+from ui.render import counted, md
 from ui.workspace import Workspace
 
 RUN = "evaluate_run"  # (run id, warning) of the sweep in RESULT
@@ -39,7 +39,8 @@ def section(ws: Workspace, result: SweepResult, run: tuple[int | None, str | Non
     default = "" if is_sweep_collection(ws.collection) else ws.collection
     collection = right.text_input("Into collection", default, key="apply_collection").strip()
     row = rows[label]
-    st.caption(f"Re-chunks the sweep's {len(result.documents)} documents with chunk_size {row.config.chunk_size}, "
+    st.caption(f"Re-chunks the sweep's {counted(len(result.documents), 'document')} with chunk_size "
+               f"{row.config.chunk_size}, "
                f"overlap {row.config.overlap} into the collection (a job), then saves {md(row.mode.label)} search as "
                "its default, recorded with the run that chose it. Its other documents stay as they are.")
     if st.button("Use this configuration", icon=":material/done_all:", key="apply_configuration",

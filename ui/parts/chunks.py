@@ -49,7 +49,16 @@ def flags_banner(summary: FlagSummary, embedder: Embedder, chunk_size: int | Non
                      "matter)" if summary.toc_cut == 1 else f"{summary.toc_cut} tables of contents over the model's "
                      "limit (not searched, so they do not matter)")
     flagged = f"Flagged: {', '.join(notes)}. " if notes else ""
-    st.caption(flagged + md(getattr(embedder, "token_note", "")))
+    st.caption(flagged + token_units(embedder))
+
+
+def token_units(embedder: Embedder) -> str:
+    """Return which tokenizer counts what: chunk_size and the token figures are cl100k, the limit is the model's
+    (the embedder's own note, e.g. "Counted with the model's own tokenizer", is about the model's tokens only)."""
+    note = getattr(embedder, "token_note", "")
+    model = (f"Model tokens (\"model tok.\" and the \"{chunk_report.overflow_flag(embedder)}\" flag): "
+             f"{md(note[:1].lower() + note[1:])}" if note else "")
+    return "Tokens, mean, max, tiny and the histogram count cl100k tokens, the unit of chunk_size. " + model
 
 
 def reports_frame(reports: Sequence[ChunkReport]) -> pd.DataFrame:
@@ -72,7 +81,8 @@ def chunk_table(reports: Sequence[ChunkReport], chunk_size: int | None, model_id
         column_config={
             "#": st.column_config.NumberColumn(width="small"),
             "tokens": st.column_config.NumberColumn(width="small", help="cl100k tokens, the unit of chunk_size"),
-            "model tokens": st.column_config.NumberColumn(width="small", help=f"tokens of {model_id}"),
+            "model tokens": st.column_config.NumberColumn("model tok.", width=85, help=(
+                f"tokens of {model_id}, counted with its own tokenizer")),
             "cut off": st.column_config.NumberColumn("over limit", width="small", help=(
                 "model tokens beyond the input limit: never embedded, or (windowed models) embedded in further "
                 "windows")),
@@ -91,7 +101,7 @@ def chunk_table(reports: Sequence[ChunkReport], chunk_size: int | None, model_id
             st.caption("Select a row to read the whole chunk. Click a column header to sort.")
             return
         report = shown[rows[0]]
-        st.caption(f"Chunk #{report.chunk_index} · {report.tokens} tokens · "
+        st.caption(f"Chunk #{report.chunk_index} · {counted(report.tokens, 'cl100k token')} · "
                    f"{md(render.heading_label(report.heading_path))}")
         st.code(report.content, language=None, wrap_lines=True, height=260)
 
@@ -229,5 +239,6 @@ def tree_view(chunks: Sequence[Hit], reports: Sequence[ChunkReport]) -> None:
         for index in node.chunks:
             report = by_index.get(index)
             if report:
-                st.caption(f"#{index} · {report.tokens} tokens · {', '.join(report.flags) or 'no flags'}")
+                st.caption(f"#{index} · {counted(report.tokens, 'cl100k token')} · "
+                           f"{', '.join(report.flags) or 'no flags'}")
                 st.text(report.content)

@@ -14,7 +14,7 @@ from rag.embeddings import Embedder
 from rag.reports import EmbeddingMap, embedding_map
 from rag.store import Store
 from ui import errors, render
-from ui.render import md
+from ui.render import counted, md
 from ui.workspace import Workspace
 
 METHOD_LABELS = {"pca": "PCA", "tsne": "t-SNE", "umap": "UMAP"}
@@ -53,9 +53,17 @@ def frame(emap: EmbeddingMap, colour_by: str) -> pd.DataFrame:
     return data
 
 
+def explained_shares(explained: tuple[float, float]) -> tuple[str, str, str]:
+    """Return the two axes' shares of the variance and their total as shown ("11.7%", "11.1%", "22.8%"): the total
+    adds up the rounded parts (the sum of the exact ones rounded, 22.7%, read as a slip beside 11.7% + 11.1%)."""
+    tenths = [round(share * 1000) for share in explained]
+    return tuple(f"{t / 10:.1f}%" for t in (*tenths, sum(tenths)))
+
+
 def axis_titles(emap: EmbeddingMap) -> tuple[str, str]:
     if emap.method == "pca" and emap.explained:
-        return (f"PC 1 ({emap.explained[0]:.1%} of the variance)", f"PC 2 ({emap.explained[1]:.1%})")
+        first, second, _ = explained_shares(emap.explained)
+        return (f"PC 1 ({first} of the variance)", f"PC 2 ({second})")
     name = METHOD_LABELS.get(emap.method, emap.method)
     return f"{name} 1", f"{name} 2"
 
@@ -124,11 +132,12 @@ def rank_labels(data: pd.DataFrame) -> pd.DataFrame:
 
 def caption(emap: EmbeddingMap, data: pd.DataFrame, colour_by: str, mode_label: str, top_k: int) -> str:
     """Return what the map shows, in words (the query escaped)."""
-    shown = f"{len(emap.points):,} of {emap.total:,} chunks" if emap.sampled else f"all {len(emap.points):,} chunks"
+    shown = f"{len(emap.points):,} of {counted(emap.total, 'chunk')}" if emap.sampled else (
+        f"all {counted(len(emap.points), 'chunk')}" if len(emap.points) != 1 else "the one chunk")
     parts = [f"{shown} of '{md(emap.collection)}' · {METHOD_LABELS.get(emap.method, emap.method)}"]
     if emap.explained:
-        parts.append(f"the two axes explain {sum(emap.explained):.1%} of the variance, so near on the map is only "
-                     "roughly near in the embedding")
+        parts.append(f"the two axes explain {explained_shares(emap.explained)[2]} of the variance, so near on the map "
+                     "is only roughly near in the embedding")
     groups = data[colour_by].nunique()
     parts.append(f"colour: {groups} {COLOUR_FIELDS[colour_by]}{'s' if groups != 1 else ''}"
                  + (f", {MAX_COLOURS} colours × {len(SHAPES)} shapes" if groups > MAX_COLOURS else "")

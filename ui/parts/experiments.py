@@ -9,7 +9,7 @@ import streamlit as st
 from rag.evaluation import METRICS, format_p
 from rag.runs import RunLog, compare_runs
 from ui import errors, state
-from ui.render import EMPTY_CELL, md
+from ui.render import EMPTY_CELL, counted, md
 
 KINDS = ("eval", "sweep")
 
@@ -43,7 +43,7 @@ def table(runs: list[dict]) -> None:
         settings, metric = run["settings"], run["settings"]["metric"]
         best = run["rows"][run["best"]] if run["best"] is not None else None
         rows.append({"id": run["id"], "kind": run["kind"], "created (UTC)": run["created_at"][:16].replace("T", " "),
-                     "collection": settings["collection"] or f"{len(settings['documents'])} documents",
+                     "collection": settings["collection"] or counted(len(settings["documents"]), "document"),
                      "embedder": settings["embedder"], "query set": settings["query_set"],
                      "queries": settings["queries"], "rows": len(run["rows"]),
                      "best row": best["label"] if best else None, "metric": metric,
@@ -58,10 +58,11 @@ def details(log: RunLog, run: dict) -> None:
     """Draw one run: its settings, its rows with their metrics, its report, and delete (after a confirmation)."""
     settings = run["settings"]
     prompts = settings["prompts"]
-    st.caption(md(f"{run['kind']} of {settings['queries']} questions ({settings['query_set']}, sha256 "
+    st.caption(md(f"{run['kind']} of {counted(settings['queries'], 'question')} ({settings['query_set']}, sha256 "
                   f"{(settings['query_hash'] or 'not kept')[:12]}) · {settings['embedder']} · prompts "
                   f"'{prompts['query']}' / '{prompts['document']}' · {run['created_at']}"
                   + (f" · {run['seconds']:.1f} s" if run["seconds"] is not None else "")))
+    st.space("medium")  # the table's hover toolbar sits above it: here, not over the caption's end (the time)
     deepest = settings["ks"][-1] if settings["ks"] else None
     names = [f"hit@{k}" for k in settings["ks"]] + [f"{m}@{deepest}" for m in METRICS if m != "hit" and deepest]
     st.dataframe(pd.DataFrame([
@@ -114,7 +115,8 @@ def compare(log: RunLog, runs: list[dict]) -> None:
     if result is None:
         return
     comparison = result.comparison
-    st.caption(f"{len(comparison.per_query)} questions both ran; only A ran {result.only_a}, only B {result.only_b}."
+    st.caption(f"{counted(len(comparison.per_query), 'question')} both ran; only A ran {result.only_a}, only B "
+               f"{result.only_b}."
                + ("" if result.to_json()["same_query_set"] else " The two query sets differ."))
     if warning := result.version_warning():  # counts and hashes only: no question text is rendered as Markdown
         text = warning.removeprefix("warning: ")
@@ -126,5 +128,6 @@ def compare(log: RunLog, runs: list[dict]) -> None:
          "p": "too few differ" if test.too_few_differ else format_p(test.p_value)}
         for key, test in comparison.paired.items()]), hide_index=True, width="stretch", placeholder=EMPTY_CELL)
     st.markdown(f"**{md(comparison.verdict())}**")
-    st.caption(f"B better on {comparison.count('better')} questions, worse on {comparison.count('worse')}, the same "
+    st.caption(f"B better on {counted(comparison.count('better'), 'question')}, worse on {comparison.count('worse')}, "
+               f"the same "
                f"on {comparison.count('same')} (by the rank of the first relevant chunk).")

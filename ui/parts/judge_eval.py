@@ -26,7 +26,7 @@ from rag.generation import LLM_SPECS, get_llm
 from rag.settings import data_root
 from ui import errors
 from ui.parts import judge
-from ui.render import md
+from ui.render import counted, md
 
 SHOWN = 10  # unjudged hits listed at a time for a person to judge
 WHO = ("You", "An LLM")
@@ -75,7 +75,8 @@ def section(result: SweepResult, name: str) -> None:
         pending = _unjudged(row, k, path)
     if report.failed:
         return
-    st.caption(f"{len(pending)} hits of the top {k} carry no judgment ({md(hole_words(row.evaluation, k))}). "
+    st.caption(f"{counted(len(pending), 'hit')} of the top {k} {'carries' if len(pending) == 1 else 'carry'} no "
+               f"judgment ({md(hole_words(row.evaluation, k))}). "
                f"Judgments go into {md(path.name)} under the data root; run the sweep with it to count them.")
     judge.show_message()
     if who == WHO[0]:
@@ -98,9 +99,10 @@ def _llm(row: ConfigResult, path: Path, k: int, pending: list, queries: list) ->
         return
     hits = {o.query.text: list(o.hits[:k]) for o in row.evaluation.per_query}
     questions = sorted({question for question, _, _ in pending})
-    with errors.reported(), st.spinner(f"The LLM judges {len(pending)} hits…"):
+    with errors.reported(), st.spinner(f"The LLM judges {counted(len(pending), 'hit')}…"):
         llm = get_llm(spec)
         start_query_set(path, queries)
         done = judge_with_llm(llm, path, lambda q: hits.get(q, []), questions=questions)
-        st.success(md(f"{done.model} graded {done.judged} unjudged hits of {done.questions} questions, and "
+        st.success(md(f"{done.model} graded {counted(done.judged, 'unjudged hit')} of "
+                      f"{counted(done.questions, 'question')}, and "
                       f"{done.checked} you judged (your grade counts; they measure agreement)."))

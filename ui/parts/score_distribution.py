@@ -10,7 +10,7 @@ from rag.embeddings import Embedder
 from rag.reports import SCORE_NAMES, SCORE_SHORT, ScoreDistribution, distribution_of, score_distribution
 from rag.store import CANDIDATES, Store, candidate_limit
 from ui import errors, resources
-from ui.render import md
+from ui.render import counted, md
 from ui.workspace import SearchRun, Workspace
 
 HEIGHT = 220
@@ -130,9 +130,10 @@ def summary(dist: ScoreDistribution) -> str:
     if dist.kth_score is not None:
         parts.append(f"top_k = {dist.top_k} cuts at {dist.kth_score:.3f} (best {dist.scores[0]:.3f})")
     else:
-        parts.append(f"top_k = {dist.top_k} is more than the {scored} scored chunks")
+        parts.append(f"top_k = {dist.top_k} is more than the {counted(scored, 'scored chunk')}")
     if dist.threshold is not None:
-        parts.append(f"{dist.above_threshold:,} chunks reach the threshold {dist.threshold:.3g}")
+        reach = "reaches" if dist.above_threshold == 1 else "reach"
+        parts.append(f"{counted(dist.above_threshold, 'chunk')} {reach} the threshold {dist.threshold:.3g}")
     parts.append(f"the search returns {dist.kept}")
     if dist.stats:
         s = dist.stats

@@ -147,10 +147,13 @@ def show_jobs(workspace: Workspace) -> None:
     finished = [job for job in listed if not job.active][:5]
     _adopt(finished)
     retried: set[tuple[str, str]] = set()  # (collection, file) a newer job ingested again: no older password form
+    stored: set[tuple[str, str]] = set()  # ... and stored: an older job's summary counts it (no stale "1 of 3")
     for number, job in enumerate(finished):
-        with st.expander(md(job.summary()), expanded=number == 0, icon=_ICONS[job.mark]):
-            show_results(workspace, job, retried)
+        later = {name for collection, name in stored if collection == job.collection}
+        with st.expander(md(job.summary(later)), expanded=number == 0, icon=_ICONS[job.mark_after(later)]):
+            show_results(workspace, job, retried, later)
         retried |= {(job.collection, name) for name in job.names}
+        stored |= {(job.collection, r.filename) for r in job.results if r.ok}
 
 
 _ICONS = {"done": ":material/check_circle:", "warning": ":material/warning:", "error": ":material/error:",
@@ -213,16 +216,19 @@ def results_frame(results: Sequence[IngestResult]) -> pd.DataFrame:
     return frame.astype({"pages": "Int64", "characters": "Int64", "chunks": "Int64"})
 
 
-def show_results(workspace: Workspace, job: jobs.IngestJob, retried: set[tuple[str, str]] = frozenset()) -> None:
+def show_results(workspace: Workspace, job: jobs.IngestJob, retried: set[tuple[str, str]] = frozenset(),
+                 later: set[str] = frozenset()) -> None:
     """Draw what a job did: a table, the errors in words, notes, and password retries for encrypted files (not
-    for those a newer job in retried took again)."""
+    for those a newer job in retried took again; later: the names of those a newer job stored)."""
     if job.error:
         st.error(md(job.error))
     results = job.results
     if not results:
         return
     ok = sum(r.ok for r in results)
-    st.caption(f"{ok} of {len(results)} file(s) ingested.")
+    again = [md(r.filename) for r in job.stored_later(later)]
+    st.caption(f"{ok} of {len(results)} file(s) ingested." + (f" Stored later by a newer ingest: {', '.join(again)}."
+                                                               if again else ""))
     st.dataframe(results_frame(results), hide_index=True, width="stretch", placeholder="–",
                  column_config={"file": st.column_config.TextColumn(width=220),
                                 "status": st.column_config.TextColumn(width=120),

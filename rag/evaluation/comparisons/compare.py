@@ -27,6 +27,7 @@ from rag.evaluation.metrics.paired import ALPHA, PairedDifference, paired_differ
 from rag.evaluation.querysets.queries import Query
 from rag.store.client import Store
 from rag.store.records import Hit
+from rag.words import counted
 
 MIN_SHARED = 0.5  # share of the shorter span two hits must have in common to hold "the same text"
 
@@ -84,7 +85,8 @@ class HitComparison:
         shared = self.shared_a
         up = sum(r.shift < 0 for r in shared)
         down = sum(r.shift > 0 for r in shared)
-        return (f"{len(shared)} of A's {len(self.a)} hits are also among B's {len(self.b)} "
+        return (f"{len(shared)} of A's {counted(len(self.a), 'hit')} {'is' if len(shared) == 1 else 'are'} also among "
+                f"B's {len(self.b)} "
                 f"({up} ranked higher in B, {down} lower, {len(shared) - up - down} at the same rank); "
                 f"{len(self.only_a)} only in A, {len(self.only_b)} only in B.")
 

@@ -18,6 +18,7 @@ from xml.etree import ElementTree
 import numpy as np
 
 from rag.evaluation.metrics.paired import EXACT_UP_TO, PairedDifference, p_words, paired_difference
+from rag.words import counted
 
 
 def too_few_at(differing: int, alpha: float) -> bool:
@@ -51,7 +52,7 @@ class GateVerdict:
         """Return the verdict in one line, e.g. "FAIL: mrr@10 is worse than baseline run 4: -0.120 (...)"."""
         p = self.paired
         numbers = (f"{self.metric} {p.difference:+.3f} (95 % interval {p.low:+.3f} to {p.high:+.3f}, "
-                   f"{p_words(p.p_value)}) on {p.queries} questions both ran")
+                   f"{p_words(p.p_value)}) on {counted(p.queries, 'question')} both ran")
         words = {"worse": f"FAIL: {self.metric} is worse than baseline run {self.baseline}",
                  "better": f"PASS: {self.metric} is better than baseline run {self.baseline}",
                  "tied": f"PASS: {self.metric} is tied with baseline run {self.baseline} (no difference at "

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from rag import settings
 from rag.evaluation.querysets.queries import Query
+from rag.words import counted
 
 
 def _judgment_key(judgment) -> list:
@@ -129,7 +130,7 @@ def diff_words(diff: dict) -> str:
     """Return a diff in one line, e.g. "2 questions added, 1 removed, 3 with changed labels or judgments"."""
     if diff["same"]:
         return "the same query set"
-    parts = [f"{len(diff['questions_added'])} questions added", f"{len(diff['questions_removed'])} removed",
+    parts = [f"{counted(len(diff['questions_added']), 'question')} added", f"{len(diff['questions_removed'])} removed",
              f"{len(diff['questions_changed'])} with changed labels or judgments"]
     if "judgments_added" in diff:
         parts.append(f"judgments: {diff['judgments_added']} added, {diff['judgments_removed']} removed, "

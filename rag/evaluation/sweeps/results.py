@@ -18,6 +18,7 @@ from rag.evaluation.metrics.metrics import Evaluation
 from rag.evaluation.metrics.modes import SearchMode
 from rag.evaluation.metrics.paired import ALPHA, PairedDifference, p_words, paired_difference
 from rag.evaluation.sweeps.rerank_effect import Pair, effect_json, effect_words, rerank_pairs
+from rag.words import counted
 
 if TYPE_CHECKING:  # rag.evaluation.funnel.stages searches through rag.evaluation.sweeps.sweep, which makes these rows
     from rag.evaluation.funnel.stages import Funnel, FunnelSummary
@@ -184,6 +185,7 @@ class SweepResult:
     created_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
     rerank: dict | None = None  # the reranker of the "+rerank" rows: spec, depth, scale (rag.rerank.describe)
     seconds: float | None = None  # the run's wall time (run_sweep's): its one total, in the report, runs and pages
+    collection: str | None = None  # the collection the documents were read from (run_sweep's), else None
     _tested: dict[str, list] = field(default_factory=dict, init=False, repr=False, compare=False)  # metric -> tests
 
     @property
@@ -290,7 +292,7 @@ class SweepResult:
         hit = f"hit@{self.ks[-1]}"
         also = f", {hit} {best.metrics[hit]:.3f}" if hit != metric else ""
         words = (f"Best by {metric}: {best.label} ({metric} {best.metrics[metric]:.3f}{also}; "
-                 f"{best.chunks} chunks of {best.mean_tokens:.0f} tokens on average).")
+                 f"{counted(best.chunks, 'chunk')} of {best.mean_tokens:.0f} tokens on average).")
         if best.cut_share > 0:
             words += (f" But {best.cut_share:.0%} of its chunks are longer than {self.embedder} reads: their ends are "
                       "never embedded, so dense search cannot find what they say there.")
@@ -304,7 +306,8 @@ class SweepResult:
             if row.config in seen or row.chunks > k:
                 continue
             seen.add(row.config)
-            notes.append(f"{row.config.label}: {row.chunks} chunks, at most k = {k}: every chunk is returned, so "
+            notes.append(f"{row.config.label}: {counted(row.chunks, 'chunk')}, at most k = {k}: every chunk is "
+                         f"returned, so "
                          f"hit@{k} and recall@{k} are 1 by construction, not by retrieval.")
         return notes
 

@@ -196,7 +196,8 @@ def run_sweep(
     vectors_needed = any(m.needs_vectors for m in modes)
     if progress:
         progress(SweepProgress("chunking", 0, len(configs), None, 0, 1,
-                               f"chunking {len(documents)} documents for {len(configs)} configurations"))
+                               f"chunking {counted(len(documents), 'document')} for "
+                               f"{counted(len(configs), 'configuration')}"))
     plans = [_plan(documents, config, embedder, store, keywords, collection) for config in configs]
     skipped = [*skipped, *([own_note(collection, plans)] if collection else [])]
     pace = _pace(plans, [q.text for q in queries] if vectors_needed else [], modes, embed_ahead)
@@ -212,7 +213,7 @@ def run_sweep(
     if vectors_needed:
         def queries_done(done: int = 0) -> None:  # after each slice: a progress callback may cancel in between
             relay(SweepProgress("queries", 0, len(configs), None, done, len(queries),
-                                f"embedding {len(queries)} queries"))
+                                f"embedding {counted(len(queries), 'query', 'queries')}"))
 
         queries_done()
         paced = Paced(embedder, pace, None, stop, queries_done, first=FIRST_BATCH, seconds=BATCH_SECONDS)
@@ -228,7 +229,8 @@ def run_sweep(
             vectors = ahead.result(index)
             if vectors is not None:
                 clock = time.perf_counter()
-                stage_of(index)("indexing", message=f"{plan.config.label}: indexing {len(plan.every)} chunks in "
+                stage_of(index)("indexing", message=f"{plan.config.label}: indexing "
+                                                    f"{counted(len(plan.every), 'chunk')} in "
                                 f"'{plan.name}'")
                 index_chunks(store, plan.name, documents, plan.chunks, vectors, plan.config, embedder)
                 plan.seconds["indexing"] = time.perf_counter() - clock
@@ -236,7 +238,8 @@ def run_sweep(
             results.extend(_search_modes(plan, queries, query_vectors, embedder, store, ks, modes, stage_of(index),
                                          lambda mode, seconds, i=index: pace.searched(i, mode, seconds), reranking))
     return SweepResult(results, embedder.model_id, ks, len(queries), [d.title for d in documents], query_seconds,
-                       list(skipped), rerank=describe(*reranking), seconds=time.perf_counter() - began)
+                       list(skipped), rerank=describe(*reranking), seconds=time.perf_counter() - began,
+                       collection=collection)
 
 
 @dataclass
@@ -335,7 +338,8 @@ def _search_modes(plan: _Plan, queries, query_vectors, embedder, store, ks, mode
     label, rows = plan.config.label, []
     mean = statistics.fmean(c.token_count for c in plan.every) if plan.every else 0.0
     reusing = f" (reusing '{plan.name}')" if plan.reused else ""
-    stage("searching", 0, 1, f"{label}: searching {len(queries)} queries, {', '.join(m.label for m in modes)}"
+    stage("searching", 0, 1, f"{label}: searching {counted(len(queries), 'query', 'queries')}, "
+                             f"{', '.join(m.label for m in modes)}"
           f"{reusing}")
     clock = time.perf_counter()
     vectors = query_vectors if any(m.needs_vectors for m in modes) else None

@@ -39,6 +39,7 @@ from qdrant_client import models
 from rag.errors import Cancelled
 from rag.store.edge import api
 from rag.store.edge import child as build_child
+from rag.words import counted
 
 MIN_POINTS = 50_000  # chunks from which a collection is indexed (README: bench.search, exact vs HNSW by size)
 MIN_RECALL = 0.98  # searches use the graph only at this measured recall@10 or better
@@ -103,24 +104,25 @@ class IndexState:
         """Return the state in one line."""
         if self.recall_at_10 is None:
             if self.points < self.min_points:
-                return (f"Exact search over {self.points:,} chunks (an HNSW index is built from "
+                return (f"Exact search over {counted(self.points, 'chunk')} (an HNSW index is built from "
                         f"{self.min_points:,} chunks on).")
-            return f"Exact search over {self.points:,} chunks; the HNSW index is not built yet."
+            return f"Exact search over {counted(self.points, 'chunk')}; the HNSW index is not built yet."
         measured = (f"recall@10 {self.recall_at_10:.3f} against exact search on {self.checked_on} at hnsw_ef "
                     f"{self.hnsw_ef}")
         if self.exact_ms and self.indexed_ms:
             measured += f", {self.indexed_ms:.1f} ms a search instead of {self.exact_ms:.1f} ms"
         if not self.indexed:
-            return (f"Exact search over {self.points:,} chunks: the last build made no HNSW graph (too few chunks "
-                    f"for one; {measured}).")
+            return (f"Exact search over {counted(self.points, 'chunk')}: the last build made no HNSW graph (too few "
+                    f"chunks for one; {measured}).")
         if not self.trusted:
             return f"An HNSW index was built ({measured}), but its recall is below {MIN_RECALL}: searches stay exact."
         left = self.points - self.indexed
-        rest = f"; {left:,} newer chunks are compared one by one until the next build" if left > 0 else ""
+        rest = (f"; {counted(left, 'newer chunk')} {'is' if left == 1 else 'are'} compared one by one until the "
+                "next build" if left > 0 else "")
         if self.vacuum_pending:
             rest += ("; deleted chunks still count in the keyword (BM25) statistics until the next build, which "
                      "removes them for good")
-        return f"HNSW index over {self.indexed:,} of {self.points:,} chunks ({measured}){rest}."
+        return f"HNSW index over {self.indexed:,} of {counted(self.points, 'chunk')} ({measured}){rest}."
 
 
 def state(client: Any, name: str, min_points: int = MIN_POINTS) -> IndexState:
