@@ -114,8 +114,12 @@ def score_name(hits: list[Hit]) -> str:
 
 
 def keywords(query: str, hit: Hit, analyzer: Analyzer | None) -> str:
-    """Return the query's words (as typed) whose keyword terms the chunk contains, comma-separated ("" if none)."""
-    return ", ".join(analyzer.matching_words(query, hit.content)) if analyzer and query else ""
+    """Return the query's words (as typed) whose keyword terms the chunk contains, comma-separated ("" if none):
+    as the keyword search matched them, in the language the chunk was indexed in (stop words left out)."""
+    if not analyzer or not query:
+        return ""
+    language = hit.payload.get("language")
+    return ", ".join(analyzer.matching_words(query, hit.content, language if isinstance(language, str) else None))
 
 
 def rrf_sum(hit: Hit) -> str:
