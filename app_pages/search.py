@@ -87,8 +87,11 @@ def controls_and_results(ws: workspace.Workspace, titles: dict[str, str], mode: 
     threshold = middle.number_input("minimum score", 0.0, scale.maximum, scale.default, scale.step,
                                     format=scale.format, key=f"{state.THRESHOLD}-{scale.name}",
                                     persist_state="session", label_visibility="collapsed", help=scale.help)
+    chosen = state.get(state.DOCUMENT_FILTER) or []
+    if any(d not in titles for d in chosen):  # kept for the session: a document deleted since drops out
+        state.put(state.DOCUMENT_FILTER, [d for d in chosen if d in titles])
     document_ids = right.multiselect("Only these documents", list(titles), format_func=titles.get,
-                                     key=state.DOCUMENT_FILTER, placeholder="all documents")
+                                     key=state.DOCUMENT_FILTER, persist_state="session", placeholder="all documents")
     include_toc = right.checkbox("Include tables of contents", key=state.INCLUDE_TOC, persist_state="session",
                                  help="Chunks that list headings with page numbers match every question and answer "
                                       "none; they are left out unless this is on.")
