@@ -3,7 +3,9 @@ forgets a widget's value when a run does not draw it, unless the widget keeps it
 
 from __future__ import annotations
 
-from tests.pages.conftest import PDF, search, start, upload
+from streamlit.testing.v1 import AppTest
+
+from tests.pages.conftest import APP, PDF, search, start, upload
 from ui import nav
 
 QUERY = "Wo stehen die Seitenzahlen?"
@@ -33,3 +35,30 @@ def test_search_comes_back_as_left_after_a_tour_of_the_other_pages(app_env, shar
     assert run.settings() == left.settings() and run.query == QUERY
     assert [h.chunk_id for h in run.outcome.hits] == [h.chunk_id for h in left.outcome.hits]
     assert f"hit(s) for “{QUERY}”" in " ".join(c.value for c in at.caption)
+
+
+def test_a_reload_of_the_search_page_searches_again_as_its_url_says(app_env, shared_data):
+    """A reload is a new session: the URL brings back the query searched, the controls and the results."""
+    at = upload(start(), shared_data, PDF, "pdfs/crazyones.pdf").switch_page(nav.SEARCH.path).run()
+    search(at, QUERY, top_k=4)
+    documents = [d.document_id for d in at.session_state["workspace"].documents()]
+    at.multiselect(key="document_filter").select(documents[1]).run()
+    at.checkbox(key="use_threshold").check().run()
+    at.number_input(key="threshold-convex").set_value(0.05).run()
+    at.slider(key="top_k").set_value(7).run()
+    assert not at.exception, at.exception
+    left, url = at.session_state["search"], dict(at.query_params)
+    assert url["search"] == [QUERY] or url["search"] == QUERY, url
+
+    again = AppTest.from_file(APP, default_timeout=120)
+    again.query_params.update({name: value[0] if isinstance(value, list) else value for name, value in url.items()})
+    again.run()
+    again.switch_page(nav.SEARCH.path).run()
+    assert not again.exception, again.exception
+    assert again.text_input(key="query").value == QUERY
+    assert again.slider(key="top_k").value == 7
+    assert again.multiselect(key="document_filter").value == [documents[1]]
+    assert again.checkbox(key="use_threshold").value and again.number_input(key="threshold-convex").value == 0.05
+    run = again.session_state["search"]
+    assert run.settings() == left.settings() and run.query == QUERY
+    assert [h.chunk_id for h in run.outcome.hits] == [h.chunk_id for h in left.outcome.hits]
