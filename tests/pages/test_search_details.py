@@ -64,5 +64,10 @@ def test_query_words_are_those_the_keyword_search_matched(app_env, shared_data):
     words = [set(filter(None, cell.split(", "))) for cell in table["query words in chunk"]]
     assert any("Seitenzahlen" in w for w in words), words
     assert not any({"die", "Wo"} & w for w in words), words  # stop words: matched nothing
+    for rank, hit in enumerate(at.session_state["search"].outcome.hits, 1):
+        at.session_state[f"hit-{rank}-{hit.chunk_id}"] = True  # each hit's details, opened
+    at.run()
     details = [plain(c.value) for c in at.caption if "query word" in plain(c.value)]
     assert details and not any("in it: die" in d or ", die" in d for d in details), details
+    unmatched = [d for d in details if "no query word in it" in d]  # 20 chunks: not "not in its top 50"
+    assert unmatched and all("keyword list: no query word matches it" in d for d in unmatched), unmatched
