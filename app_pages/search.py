@@ -10,6 +10,7 @@ from rag.store import FUSIONS, MODES, Fusion, parse_fusion
 from ui import errors, state, workspace
 from ui.parts import rerank as rerank_part
 from ui.parts import search as parts
+from ui.parts import search_inputs
 from ui.render import MODE_LABELS, md
 
 MODE_HELP = ("Dense: embedding similarity (cosine). Keyword: BM25 on the words, good for names, numbers and "
@@ -20,6 +21,7 @@ FUSION_HELP = ("How hybrid search merges the two lists: convex adds both normali
 
 ws = workspace.current()
 st.title("Search")
+search_inputs.restore()  # a new session (a reload, a link): the inputs and the query from the URL
 
 
 def _switch_collection() -> None:
@@ -87,8 +89,11 @@ def controls_and_results(ws: workspace.Workspace, titles: dict[str, str], mode: 
     threshold = middle.number_input("minimum score", 0.0, scale.maximum, scale.default, scale.step,
                                     format=scale.format, key=f"{state.THRESHOLD}-{scale.name}",
                                     persist_state="session", label_visibility="collapsed", help=scale.help)
+    chosen = state.get(state.DOCUMENT_FILTER) or []
+    if any(d not in titles for d in chosen):  # kept for the session: a document deleted since drops out
+        state.put(state.DOCUMENT_FILTER, [d for d in chosen if d in titles])
     document_ids = right.multiselect("Only these documents", list(titles), format_func=titles.get,
-                                     key=state.DOCUMENT_FILTER, placeholder="all documents")
+                                     key=state.DOCUMENT_FILTER, persist_state="session", placeholder="all documents")
     include_toc = right.checkbox("Include tables of contents", key=state.INCLUDE_TOC, persist_state="session",
                                  help="Chunks that list headings with page numbers match every question and answer "
                                       "none; they are left out unless this is on.")
@@ -101,6 +106,7 @@ def controls_and_results(ws: workspace.Workspace, titles: dict[str, str], mode: 
         if found is not None:
             state.put(state.SEARCH, found)
     run = workspace.last_search(ws)
+    search_inputs.remember(run.query if run else None, f"{state.THRESHOLD}-{scale.name}")
     if run is None:
         st.caption("Type a query and press Enter or Search; then top_k, the mode and the filters act at once.")
         return

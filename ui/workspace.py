@@ -73,13 +73,14 @@ class SearchRun:
     hits: list[Hit]  # before the threshold
     outcome: SearchOutcome  # after the threshold
     model_id: str
-    seconds: float
+    seconds: float  # the search's time; for a cut, the time of the search whose ranking it cut
     mode: str = "dense"  # "dense" | "sparse" | "hybrid"
     fusion: str = "rrf"
     include_toc: bool = False
     ranking: tuple[Hit, ...] = ()  # the first CANDIDATES of the ranking hits were cut from (top_k <= its length)
     version: int = 0  # the store's change count (ui.resources.version) when it was searched
     rerank: tuple[str, int] = ("", 0)  # (reranker spec, depth) of the ranking; "" when reranking was off
+    cut: bool = False  # top_k or the threshold cut an earlier search's ranking again: nothing was searched
 
     def settings(self) -> tuple:
         """Return what the controls set (the query aside): a change of any of them shows another result."""

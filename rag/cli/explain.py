@@ -13,17 +13,8 @@ import sys
 from rag import pipeline
 from rag.cli import common
 from rag.errors import UsageError
-from rag.evaluation import ChunkStages, Explanation, SearchMode, explain_chunk
+from rag.evaluation import ChunkStages, Explanation, SearchMode, absent_note, explain_chunk, verdict
 from rag.store import CANDIDATES, Store
-
-WHY_LOST = {
-    "dense": "not in the top {k} of the dense list (nor of the keyword list, when the mode fuses)",
-    "keyword": "not in the top {k} of the keyword list (nor of the dense list, when the mode fuses)",
-    "read_whole": "not in the dense top {k}, and the model cut the chunk off: it never read all of it",
-    "fused": "in the top {k} of the dense or the keyword list, but the fusion ranked it lower",
-    "reranked": "in the top {k} before reranking; the reranker pushed it out",
-    "context": "in the top {k}, but not in the context built from them",
-}
 
 
 def run_explain(args: argparse.Namespace, store: Store) -> int:
@@ -44,13 +35,15 @@ def run_explain(args: argparse.Namespace, store: Store) -> int:
     return 0
 
 
-def stage_rows(stages: ChunkStages, mode: str, reranked: bool = False) -> list[list[str]]:
-    """Return the rows of the stage table: stage, rank, score, note."""
+def stage_rows(stages: ChunkStages, mode: str, reranked: bool = False,
+               explanation: Explanation | None = None) -> list[list[str]]:
+    """Return the rows of the stage table: stage, rank, score, note (rag.evaluation.absent_note with explanation)."""
     rows = []
     for stage, kind in (("dense", "cosine"), ("keyword", "bm25"), ("fused", mode), ("reranked", "reranker's own")):
         place = getattr(stages, stage)
         note = f"not among the {CANDIDATES} candidates" if stage in ("dense", "keyword") else "not in this ranking"
         note = "no reranker" if stage == "reranked" and not reranked else note
+        note = absent_note(explanation, stage) if explanation is not None else note
         rows.append([stage, str(place.rank), f"{place.score:.3f} ({kind})", place.child_words] if place else
                     [stage, "-", "-", note])
     rows.append(["context", "-", "-", stages.context])
@@ -64,8 +57,6 @@ def print_explanation(explanation: Explanation) -> None:
     hit = stages.chunk
     print(f"Chunk {hit.chunk_id} ({common.preview(hit.document_title, 40)}, chunk {hit.chunk_index}) for "
           f"\"{common.preview(explanation.query, 60)}\" ({explanation.mode} search, top {k}):\n")
-    common.print_table(stage_rows(stages, explanation.mode, explanation.reranked), ["stage", "rank", "score", "note"])
-    if explanation.lost_at is None:
-        print(f"\nFound: it is in the context of the top {k}.")
-    else:
-        print(f"\nLost at {explanation.lost_at}: {WHY_LOST[explanation.lost_at].format(k=k)}.")
+    common.print_table(stage_rows(stages, explanation.mode, explanation.reranked, explanation),
+                       ["stage", "rank", "score", "note"])
+    print(f"\n{verdict(explanation)}")

@@ -26,6 +26,7 @@ _EXPORTS = {  # module: the names it gives the face ("FACE_NAME=its_name" where 
     "rag.evaluation.funnel.stages": ("FUNNEL_STAGES=STAGES", "RANKED", "ChunkStages", "Explanation", "Funnel",
                                      "FunnelSummary", "evaluation_funnels", "explain_chunk", "query_rankings",
                                      "summarize"),
+    "rag.evaluation.funnel.verdicts": ("absent_note", "verdict"),
     "rag.evaluation.judges.agreement": ("agreement",),
     "rag.evaluation.judges.judging": ("judgment_of", "query_set_path", "read_query_file", "save_judgments",
                                       "start_query_set"),
@@ -96,6 +97,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time the names l
         summarize,
     )
     from rag.evaluation.funnel.stages import STAGES as FUNNEL_STAGES
+    from rag.evaluation.funnel.verdicts import absent_note, verdict
     from rag.evaluation.judges.agreement import agreement
     from rag.evaluation.judges.judging import (
         judgment_of,

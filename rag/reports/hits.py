@@ -114,8 +114,12 @@ def score_name(hits: list[Hit]) -> str:
 
 
 def keywords(query: str, hit: Hit, analyzer: Analyzer | None) -> str:
-    """Return the query's words (as typed) whose keyword terms the chunk contains, comma-separated ("" if none)."""
-    return ", ".join(analyzer.matching_words(query, hit.content)) if analyzer and query else ""
+    """Return the query's words (as typed) whose keyword terms the chunk contains, comma-separated ("" if none):
+    as the keyword search matched them, in the language the chunk was indexed in (stop words left out)."""
+    if not analyzer or not query:
+        return ""
+    language = hit.payload.get("language")
+    return ", ".join(analyzer.matching_words(query, hit.content, language if isinstance(language, str) else None))
 
 
 def rrf_sum(hit: Hit) -> str:
@@ -128,15 +132,16 @@ def explanation(hit: Hit, query: str, depth: int, analyzer: Analyzer | None = No
     """Return one line: how a reranker placed it; for hybrid where the hit stood in each list and how that fused;
     the query words it holds."""
     parts = rerank_explanation(hit) + child_explanation(hit)
+    words = keywords(query, hit, analyzer)
     if hit.score_kind in ("rrf", "dbsf", "convex"):
         parts.append(f"dense list: cosine {hit.dense_score:.3f}, rank {hit.dense_rank}" if hit.dense_score is not None
                      else f"dense list: not in its top {depth}")
+        absent = "no query word matches it" if analyzer and not words else f"not in its top {depth}"
         parts.append(f"keyword list: BM25 {hit.sparse_score:.2f}, rank {hit.sparse_rank}"
-                     if hit.sparse_score is not None else f"keyword list: not in its top {depth}")
+                     if hit.sparse_score is not None else f"keyword list: {absent}")
         how = {"rrf": f"{rrf_sum(hit)} = ", "convex": "w × dense + (1 − w) × keyword, each normalised = "}.get(
             hit.score_kind, "both normalised and added = ")
         parts.append(f"fused ({SCORE_SHORT[hit.score_kind]}): {how}{hit.score:.3f}")
-    words = keywords(query, hit, analyzer)
     parts.append(f"query words in it: {words}" if words else "no query word in it")
     return " · ".join(parts)
 

@@ -104,12 +104,18 @@ class Analyzer:
         indices = sorted(self.query_ids(text))
         return indices, [1.0] * len(indices)
 
-    def matching_words(self, query: str, text: str) -> list[str]:
-        """Return the words of query (as typed, each once) whose terms occur in text: why a chunk matched."""
+    def matching_words(self, query: str, text: str, language: str | None = None) -> list[str]:
+        """Return the words of query (as typed, each once) whose terms occur in text: why a chunk matched.
+
+        language: the one the chunk was indexed in (its payload's "language"): a query is analysed in every
+        language of the collection, a chunk in its own, so a German stop word ("die") that is an English stem
+        matches no German chunk, and is not listed for one. None: text as each of the collection's languages.
+        """
         if self.legacy:
             present = set(sparse.analyze(text))
             return [w for w in dict.fromkeys(_WORD.findall(query)) if present.intersection(sparse.analyze(w))]
-        found = {i for language in self.languages for i in self.document_vector(text, language)[0]}
+        found = {i for language in ((language,) if language else self.languages)
+                 for i in self.document_vector(text, language)[0]}
         return [w for w in dict.fromkeys(_QUERY_WORD.findall(query)) if self.query_ids(w) & found]
 
 

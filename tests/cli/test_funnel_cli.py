@@ -68,6 +68,10 @@ def test_search_explain_gives_one_chunks_stages(store_path, capsys) -> None:
     assert data["stages"]["dense"]["rank"] == second["dense_rank"]
     assert data["stages"]["context"] == {"included": False, "reason": "not in the top k"}
     assert data["lost_at"] in ("dense", "keyword", "fused") and data["stages"]["read_whole"] is True
+    code, out, _ = run(capsys, *base, "--explain", second["chunk_id"])  # the verdict names the ranks shown
+    assert code == 0 and f"Lost at {data['lost_at']}: " in out
+    assert ("#2 in the fused ranking" if data["lost_at"] == "fused" else
+            f"the dense list ranked it #{second['dense_rank']}") in out, out
     code, out, _ = run(capsys, *base, "--explain", first["chunk_id"])
     assert code == 0 and "Found: it is in the context of the top 1." in out
     assert "dense" in out and "keyword" in out and "read whole" in out

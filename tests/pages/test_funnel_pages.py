@@ -17,7 +17,7 @@ from rag.evaluation.querysets.squad import import_squad, write_import
 from rag.reports.evaluation_html import sweep_report
 from rag.runs.db import RunLog, runs_path_of
 from tests.conftest import run
-from tests.pages.conftest import PDF, search, start, upload
+from tests.pages.conftest import PDF, plain, search, start, upload
 from tests.pages.test_evaluate_page import env, evaluate_page, set_grid  # noqa: F401 (env: a fixture)
 from ui import nav
 
@@ -152,7 +152,7 @@ def test_why_not_searches_once_per_query_whatever_the_chunk_or_top_k(shared_data
     at.slider(key="top_k").set_value(6).run()
     assert not at.exception, at.exception
     assert len(searched) == 1, searched
-    assert any("(top 6)" in c.value or "top 6." in c.value for c in at.caption), [c.value for c in at.caption]
+    assert any("top 6." in plain(c.value) for c in at.caption), [c.value for c in at.caption]
     frame = next(d.value for d in at.dataframe if "stage" in d.value.columns)
     ws = at.session_state["workspace"]
     chunk = ws.document_chunks(at.selectbox(key="why_document").value)[4]
@@ -162,3 +162,38 @@ def test_why_not_searches_once_per_query_whatever_the_chunk_or_top_k(shared_data
         getattr(expected.stages, stage).rank if getattr(expected.stages, stage) else None for stage in RANKED]
     search(at, "Wie wird Literatur eingebunden?", top_k=6)  # a new query: searched again
     assert len(searched) == 2, searched
+
+
+def test_why_not_says_where_a_chunk_was_lost_as_its_rows_show_it(shared_data):
+    """A collection smaller than the candidate lists: a chunk no query word matches is "not matched", never "not
+    among the 50 candidates", and the verdict names the ranks shown in the rows (hybrid, top 4)."""
+    at = upload(start(), shared_data, PDF).switch_page(nav.SEARCH.path).run()
+    search(at, "Wo stehen die Seitenzahlen?", top_k=4)
+    at.session_state["why_not"] = True  # the expander, opened
+    at.run()
+    ws = at.session_state["workspace"]
+    chunks = ws.document_chunks(at.selectbox(key="why_document").value)
+    analyzer = ws.store.analyzer(ws.collection)
+    checked = {"dense": 0, "keyword": 0, "unmatched": 0}
+    for number, chunk in enumerate(chunks):
+        at.number_input(key="why_chunk").set_value(number).run()
+        assert not at.exception, at.exception
+        frame = next(d.value for d in at.dataframe if "stage" in d.value.columns).set_index("stage")
+        notes = " ".join(str(n) for n in frame["note"])
+        assert "not among the" not in notes, (number, notes)  # 21 chunks cannot be "not among 50"
+        verdict = next(plain(c.value) for c in at.caption if plain(c.value).startswith(("Lost at", "Found")))
+        matched = analyzer.matching_words("Wo stehen die Seitenzahlen?", chunk.content, chunk.payload["language"])
+        keyword = frame.loc["keyword", "rank"]
+        if keyword != keyword:  # not in the keyword list: no query word holds it
+            assert not matched and frame.loc["keyword", "note"] == "no query word matches it", (number, matched)
+            checked["unmatched"] += 1
+        lost = re.match(r"Lost at (\w+): ", verdict)
+        if lost and lost.group(1) in ("dense", "keyword"):
+            dense = int(frame.loc["dense", "rank"])
+            assert dense > 4 and f"the dense list ranked it #{dense} of " in verdict, verdict
+            if keyword != keyword:
+                assert "the keyword list does not hold it (no query word matches it)" in verdict, verdict
+            else:
+                assert int(keyword) > 4 and f"the keyword list ranked it #{int(keyword)} of " in verdict, verdict
+            checked[lost.group(1)] += 1
+    assert checked["keyword"] and checked["unmatched"], checked

@@ -28,12 +28,14 @@ def test_a_click_on_a_grade_saves_the_judgment(app_env, shared_data):
     for button, grade in zip(buttons[:3], (2, 1, 0), strict=False):
         at.button_group(key=button.key).set_value(grade).run()
         assert not at.exception and not at.error, [e.value for e in at.error]
+        if grade == 2:  # one of each: no plural
+            assert "(1 question, 1 judgment)" in " ".join(plain(c.value) for c in at.caption)
     path = query_set_path(app_env, "documents")
     _, queries = read_query_file(path)
     assert [q.text for q in queries] == [QUERY]
     assert [j.grade for j in queries[0].judgments] == [2, 1, 0]
     assert all(j.by == "person" for j in queries[0].judgments)
-    assert "3 judgments" in " ".join(c.value for c in at.caption)
+    assert "(1 question, 3 judgments)" in " ".join(plain(c.value) for c in at.caption)
     # evidence that is not in the chunk: one error line, nothing saved
     evidence = [t for t in at.text_input if t.key and t.key.startswith("judge_evidence_")][3]
     evidence.set_value("gibt es nicht").run()

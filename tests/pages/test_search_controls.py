@@ -3,6 +3,7 @@ search; mode, fusion, filters and a new query search again (AppTest, real embedd
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -10,7 +11,7 @@ import pytest
 from rag import pipeline
 from rag.embeddings import get_embedder
 from rag.store.search import SearchMixin
-from tests.pages.conftest import PDF, search, start, upload
+from tests.pages.conftest import PDF, search, start, texts, upload
 from ui import nav
 
 QUERY = "Welche Schriftgröße verwendet die Klasse?"
@@ -58,6 +59,18 @@ def test_top_k_and_the_threshold_cut_the_ranking_without_searching(app_env, shar
     assert len(engine_calls) == searched + 5 * 2  # only the expected() references searched
     at.button_group(key="search_mode").set_value("dense").run()
     assert len(engine_calls) > searched + 10  # another mode is another ranking: searched
+
+
+def test_a_cut_names_the_search_it_cut_not_a_time_of_its_own(app_env, shared_data):
+    at = upload(start(), shared_data, PDF).switch_page(nav.SEARCH.path).run()
+    search(at, QUERY)
+    took = re.search(r"” in (\d+\.\d\d s|under 0\.01 s) ·", texts(at.caption)).group(1)
+    assert took != "0.00 s"
+    at.slider(key="top_k").set_value(8).run()
+    assert not at.exception, at.exception
+    assert f"8 hit(s) for “{QUERY}” cut from the search of {took} ·" in texts(at.caption)
+    run = at.session_state["search"]
+    assert run.cut and (took == "under 0.01 s") == (run.seconds < 0.005)
 
 
 def test_reruns_after_a_search_read_no_collection_list_until_the_store_changes(app_env, shared_data, monkeypatch):

@@ -50,3 +50,24 @@ def test_the_hit_details_follow_the_table_before_the_distribution_is_searched(ap
               if layer.get("encoding", {}).get("y", {}).get("axis", {}).get("titleLimit")}
     assert titles == {"score (convex)"}, titles
     assert all(len(t) * 7 <= score_distribution.TITLE_LIMIT for t in titles)  # 7 px a character of an 11 px bold title
+
+
+def test_query_words_are_those_the_keyword_search_matched(app_env, shared_data):
+    """German and English documents: a query is analysed in both languages, each chunk was indexed in its own, so
+    "die" (a German stop word, an English stem) matched no German chunk and is not listed as a query word."""
+    from tests.pages.conftest import PDF, upload
+
+    at = upload(start(), shared_data, PDF, "pdfs/crazyones.pdf").switch_page(nav.SEARCH.path).run()
+    assert at.session_state["workspace"].store.analyzer("documents").languages == ("de", "en")
+    search(at, "Wo stehen die Seitenzahlen?", top_k=10)
+    table = at.dataframe[0].value
+    words = [set(filter(None, cell.split(", "))) for cell in table["query words in chunk"]]
+    assert any("Seitenzahlen" in w for w in words), words
+    assert not any({"die", "Wo"} & w for w in words), words  # stop words: matched nothing
+    for rank, hit in enumerate(at.session_state["search"].outcome.hits, 1):
+        at.session_state[f"hit-{rank}-{hit.chunk_id}"] = True  # each hit's details, opened
+    at.run()
+    details = [plain(c.value) for c in at.caption if "query word" in plain(c.value)]
+    assert details and not any("in it: die" in d or ", die" in d for d in details), details
+    unmatched = [d for d in details if "no query word in it" in d]  # 20 chunks: not "not in its top 50"
+    assert unmatched and all("keyword list: no query word matches it" in d for d in unmatched), unmatched

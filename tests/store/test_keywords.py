@@ -49,6 +49,16 @@ def test_inflections_share_a_stem_and_stop_words_are_dropped():
     assert len(indices) == 2 and values == [1.0, 1.0]
 
 
+def test_a_chunk_matches_query_words_in_its_own_language_only():
+    """A query is analysed in each language of the collection; a chunk was indexed in its own: "die" is a German
+    stop word but an English stem, so it matches no German chunk and is not listed as matching one."""
+    both = Analyzer(keywords.ANALYZER, ("de", "en"))
+    query = "Wo stehen die Passwörter?"
+    assert both.matching_words(query, GERMAN, "de") == ["Passwörter"]
+    assert not set(both.query_ids("die")) & set(both.document_vector(GERMAN, "de")[0])  # as the search sees it
+    assert "die" in both.matching_words(query, GERMAN)  # without a language: the text as each language
+
+
 def test_language_is_detected_from_stop_words():
     assert detect_language(GERMAN) == "de"
     assert detect_language("The quick brown fox jumps over the lazy dog and runs to the river.") == "en"

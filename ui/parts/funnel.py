@@ -12,10 +12,12 @@ from rag.evaluation import (
     WHY,
     ChunkStages,
     ConfigResult,
+    Explanation,
     Funnel,
     Rankings,
     SearchMode,
     SweepResult,
+    absent_note,
     explain_chunk,
     funnel_k,
     missed_rows,
@@ -23,12 +25,13 @@ from rag.evaluation import (
     summarize,
     summary_words,
     trace_row,
+    verdict,
 )
 from rag.rerank import DEFAULT_DEPTH
 from rag.store import CANDIDATES
 from ui import charts, errors, resources
 from ui.parts import rerank
-from ui.render import EMPTY_CELL
+from ui.render import EMPTY_CELL, md
 from ui.workspace import SearchRun, Workspace
 
 FUNNELS = "evaluate_funnels"  # (key, funnels) of the row and k last traced in this session
@@ -85,14 +88,17 @@ def evaluate_section(ws: Workspace, result: SweepResult) -> None:
     st.caption(" · ".join(f"{stage}: {why}" for stage, why in WHY.items()))
 
 
-def stage_frame(stages: ChunkStages, mode: str, reranked: bool = False) -> pd.DataFrame:
-    """Return the stages of one chunk as rows: stage, rank, score (on that ranking's own scale), note."""
+def stage_frame(stages: ChunkStages, mode: str, reranked: bool = False,
+                explained: Explanation | None = None) -> pd.DataFrame:
+    """Return the stages of one chunk as rows: stage, rank, score (on that ranking's own scale), note (why a stage
+    does not hold it: rag.evaluation.absent_note when explained is given)."""
     kinds = {"dense": "cosine", "keyword": "bm25", "fused": mode, "reranked": "the reranker's own"}
     rows = []
     for stage in RANKED:
         place = getattr(stages, stage)
         note = f"not among the {CANDIDATES} candidates" if stage in ("dense", "keyword") else "not in this ranking"
         note = "no reranker" if stage == "reranked" and not reranked else note
+        note = absent_note(explained, stage) if explained is not None else note
         rows.append({"stage": stage, "rank": place.rank if place else None, "score": place.score if place else None,
                      "note": ", ".join(filter(None, (kinds[stage], place.child_words))) if place else note})
     read = "unknown" if stages.read is None else "yes" if stages.read == "whole" else f"no: {stages.read}"
@@ -136,14 +142,12 @@ def why_not(ws: Workspace, run: SearchRun) -> None:
                                   k=run.top_k, fusion=run.fusion, rankings=_rankings(ws, run, embedder, mode))
     if report.failed:
         return
-    st.dataframe(stage_frame(explained.stages, explained.mode, explained.reranked), hide_index=True, width="stretch",
+    st.dataframe(stage_frame(explained.stages, explained.mode, explained.reranked, explained), hide_index=True,
+                 width="stretch",
                  placeholder=EMPTY_CELL,
                  column_config={"rank": st.column_config.NumberColumn(format="%d"),
                                 "score": st.column_config.NumberColumn(format="%.3f")})
-    if explained.lost_at is None:
-        st.caption(f"Found: it is in the context of the top {run.top_k}.")
-    else:
-        st.caption(f"Lost at {explained.lost_at}: {WHY[explained.lost_at]} (top {run.top_k}).")
+    st.caption(md(verdict(explained)))
     if run.document_ids or run.include_toc:
         st.caption("Ranked over the whole collection without tables of contents (as `rag search --explain`), not "
                    "with this page's document filter or tables of contents.")

@@ -27,7 +27,7 @@ from rag.evaluation import (
 )
 from rag.settings import data_root
 from rag.store import Hit
-from ui.render import md
+from ui.render import counted, md
 
 GRADE_OPTIONS = (2, 1, 0)
 LABELS = {2: "2 relevant", 1: "1 partly", 0: "0 not relevant"}
@@ -53,7 +53,8 @@ def _save(path: Path, question: str, hit: Hit, grade_key: str, evidence_key: str
     except RagError as error:
         st.session_state[MESSAGE] = ("error", str(error))
         return
-    st.session_state[MESSAGE] = ("saved", f"Saved: {LABELS[grade]} ({saved.version['judgments']} judgments, "
+    st.session_state[MESSAGE] = ("saved", f"Saved: {LABELS[grade]} "
+                                          f"({counted(saved.version['judgments'], 'judgment')}, "
                                           f"version {saved.version['version']}).")
 
 
@@ -117,8 +118,9 @@ def search_panel(ws, run) -> None:
         st.error(md(str(error)))
         return
     count = sum(len(q.judgments) for q in queries)
-    st.caption(f"For this question, into the query set {md(path.name)} of the collection ({len(queries)} questions, "
-               f"{count} judgments): {', '.join(f'{g} {w}' for g, w in GRADES.items())}. A judgment keeps the "
+    st.caption(f"For this question, into the query set {md(path.name)} of the collection "
+               f"({counted(len(queries), 'question')}, {counted(count, 'judgment')}): "
+               f"{', '.join(f'{g} {w}' for g, w in GRADES.items())}. A judgment keeps the "
                "document and the character span of its evidence, so it holds for every chunking.")
     with st.container():  # one row per hit: one more hit adds a row without moving what follows
         for rank, hit in enumerate(hits, 1):

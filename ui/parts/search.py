@@ -33,9 +33,10 @@ def run_search(ws: Workspace, query: str, top_k: int, threshold: float | None, d
     depth); with a spec, the first `depth` of the ranking are reordered by that reranker (ui.parts.rerank).
     """
     started, version = time.perf_counter(), resources.version()
-    if last is not None and top_k <= len(last.ranking) and last.same_ranking(query, document_ids, mode, fusion,
-                                                                              include_toc, version, rerank):
-        ranking, model_id = last.ranking, last.model_id
+    cut = last is not None and top_k <= len(last.ranking) and last.same_ranking(query, document_ids, mode, fusion,
+                                                                                 include_toc, version, rerank)
+    if cut:
+        ranking, model_id, seconds = last.ranking, last.model_id, last.seconds
     else:
         with errors.reported() as report:
             reranker = rerank_part.reranker(rerank[0])
@@ -50,11 +51,11 @@ def run_search(ws: Workspace, query: str, top_k: int, threshold: float | None, d
                                                 query_vector=vector, reranker=reranker, rerank_depth=rerank[1]))
         if report.failed:
             return None
-        model_id = embedder.model_id
+        model_id, seconds = embedder.model_id, time.perf_counter() - started
     hits = list(ranking[:top_k])
     outcome = hit_report.apply_threshold(hits, top_k, threshold)
     return SearchRun(query, ws.collection, ws.location, top_k, threshold, document_ids, hits, outcome, model_id,
-                     time.perf_counter() - started, mode, fusion, include_toc, ranking, version, rerank)
+                     seconds, mode, fusion, include_toc, ranking, version, rerank, cut=cut)
 
 
 def notes(run: SearchRun) -> None:
@@ -72,7 +73,9 @@ def results(ws: Workspace, run: SearchRun) -> None:
     how = {"dense": md(run.model_id), "sparse": "keyword search (BM25)", "hybrid": f"hybrid ({run.fusion})"}[run.mode]
     if run.rerank[0]:
         how += f" · reranked by {md(run.rerank[0])}, first {run.rerank[1]} candidates"
-    st.caption(f"{len(run.outcome.hits)} hit(s) for “{md(run.query)}” in {run.seconds:.2f} s · {how}"
+    seconds = f"{run.seconds:.2f} s" if run.seconds >= 0.005 else "under 0.01 s"  # never a "0.00 s"
+    took = f"cut from the search of {seconds}" if run.cut else f"in {seconds}"
+    st.caption(f"{len(run.outcome.hits)} hit(s) for “{md(run.query)}” {took} · {how}"
                + (f" · threshold {run.threshold:.2f}" if run.threshold is not None else ""))
     table, judging, distribution_slot, per_source, details = (st.container() for _ in range(5))
     with table:

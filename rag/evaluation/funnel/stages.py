@@ -39,6 +39,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from rag.chunking import headers
 from rag.context import CHAT_MAX_TOKENS, build_context
 from rag.embeddings.base import CUT_OFF, Embedder, reading
 from rag.evaluation.funnel.rankings import Placed, Rankings, Reranker, relevant_chunks, search_rankings
@@ -296,6 +297,8 @@ class Explanation:
     stages: ChunkStages
     lost_at: str | None
     reranked: bool = False  # a reranker was given
+    listed: dict[str, int] = field(default_factory=dict)  # how many chunks the dense and keyword lists held
+    matched: tuple[str, ...] | None = None  # the query words the chunk's keyword vector holds; None: no keywords
 
     def to_json(self) -> dict:
         return {"query": self.query, "k": self.k, "mode": self.mode, "stages": self.stages.to_json(),
@@ -328,5 +331,13 @@ def explain_chunk(text: str, chunk: Hit, collection: str, *, store: Store, embed
                                   reranker=reranker, vector=vector, rerank_depth=rerank_depth)
     status, _ = context_of(rankings.final[:k])
     stages = chunk_stages(chunk, rankings, status, read_of(chunk, embedder))
+    matched = None
+    if store.has_keywords(collection):  # the words the keyword search can match it by (rag.reports.keywords)
+        indexed = headers.indexed_text(chunk.content, chunk.document_title, chunk.heading_path,
+                                       store.chunk_headers(collection))
+        language = chunk.payload.get("language")
+        matched = tuple(store.analyzer(collection).matching_words(text, indexed, language if isinstance(
+            language, str) else None))
     return Explanation(text, k, mode.label, stages, None if stages.in_context else lost_at(stages, rankings, k),
-                       rankings.reranked is not None)
+                       rankings.reranked is not None, {"dense": len(rankings.dense), "keyword": len(rankings.keyword)},
+                       matched)
