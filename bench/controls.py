@@ -5,7 +5,7 @@
 Ingests PDF (default: l2kurz.pdf, 58 pages, as bench.ingest finds it) with the CLI into a fresh folder, starts
 `streamlit run app.py` on it and drives Debian's Chromium (Playwright). Each figure is the time from the change
 (a key press on the top_k slider, a click on a mode, a fusion, the threshold box, a live-tuning slider step, a
-click on a hit's grade under "Judge these hits": the judgment saved into the query set) to the page showing the new
+click on a hit's grade in "Judge these hits", opened: the judgment saved into the query set) to the page showing the new
 result and Streamlit's run having ended, median of --steps changes. The reference in the same
 run: the first search (it embeds the query; the model is loaded before it) and a rerun that changes nothing but a
 toggle outside the results. Browser time includes the WebSocket round trip and drawing; the goal is 300 ms of
@@ -102,6 +102,8 @@ def search_controls(page, steps: int) -> dict[str, list[float]]:
 
 def judging_steps(page, steps: int) -> list[float]:
     """Return the seconds from a click on the first hit's grade to the saved version's note (grades alternate)."""
+    page.get_by_test_id("stExpander").filter(has_text="Judge these hits").locator("summary").click()  # opened
+    page.get_by_role("radio", name="2 relevant", exact=True).first.wait_for()
     times = []
     for i in range(steps):
         label = ("2 relevant", "1 partly")[i % 2]
@@ -155,6 +157,8 @@ def server_times(folder: Path, embedder: str, steps: int) -> dict[str, list[floa
         figures["fusion change"].append(run(lambda i=i: at.selectbox(key="fusion").set_value(
             ("rrf", "dbsf", "convex")[i % 3])))
         figures["threshold on/off"].append(run(lambda i=i: at.checkbox(key="use_threshold").set_value(i % 2 == 0)))
+    at.session_state["judge_hits"] = True  # "Judge these hits", opened
+    at.run()
     grade = next(b.key for b in at.button_group if b.key and b.key.startswith("judge_grade_"))
     figures["judge a hit (grade click)"] = [run(lambda i=i: at.button_group(key=grade).set_value((2, 1)[i % 2]))
                                             for i in range(steps)]

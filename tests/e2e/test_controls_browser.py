@@ -55,11 +55,17 @@ def test_top_k_steps_show_the_new_cut(app_server, page, shot, shared_data):
         assert hits.filter(has_text=f"#{top_k + 1} · ").count() == 0
         assert runs.wait_ended(page) == ["fragment"], f"top_k {top_k}: {runs.ended}"  # not the whole page again
         assert "sidebar" not in runs.roots, runs.roots
-        # every part that shows top_k reran with the table: the judging rows and the distribution's cut
-        assert page.get_by_test_id("stText").filter(has_text=f"#{top_k} · ").count() == 1
-        assert page.get_by_test_id("stText").filter(has_text=f"#{top_k + 1} · ").count() == 0
+        # every part that shows top_k reran with the table: the distribution's cut (judging is closed: no rows)
         assert page.get_by_text(re.compile(rf"top_k = {top_k} cuts at")).count() == 1
-    last = page.get_by_test_id("stExpander").filter(has_text="#9 · ").first
+        assert page.get_by_test_id("stText").filter(has_text="#1 · ").count() == 0
+    judging = page.get_by_test_id("stExpander").filter(has_text="Judge these hits")
+    runs.clear()
+    judging.locator("summary").click()  # opened: a row per hit of the cut, drawn by the fragment
+    page.get_by_test_id("stText").filter(has_text="#9 · ").first.wait_for()
+    settle(page)
+    assert runs.wait_ended(page) == ["fragment"], runs.ended
+    assert page.get_by_test_id("stText").filter(has_text="#10 · ").count() == 0
+    last = page.get_by_test_id("stExpander").filter(has_text="#9 · ").filter(has_not_text="Judge these hits").first
     assert last.get_by_test_id("stCode").count() == 0  # a closed hit is sent as its label
     runs.clear()
     last.locator("summary").click()

@@ -18,7 +18,9 @@ def test_three_hits_judged_on_the_search_page_are_in_the_downloaded_query_set(ap
                                                                                tmp_path):
     server = app_server(RAG_EMBEDDER="fake", RAG_DATA_ROOT=str(tmp_path))
     first_search(page, server.url, shared_data / "pdfs/hausarbeit-jura.pdf", "Schriftgröße der Klasse")
-    page.get_by_role("heading", name="Judge these hits").wait_for()
+    page.get_by_test_id("stExpander").filter(has_text="Judge these hits").locator("summary").click()
+    page.get_by_text("(0 questions, 0 judgments)", exact=False).first.wait_for()  # drawn on opening
+    settle(page)
     for index, label in enumerate(("2 relevant", "1 partly", "0 not relevant")):
         button = page.get_by_role("radio", name=label, exact=True).nth(index)  # a segmented control
         button.scroll_into_view_if_needed()

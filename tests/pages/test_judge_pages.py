@@ -23,6 +23,9 @@ def test_a_click_on_a_grade_saves_the_judgment(app_env, shared_data):
     at = upload(start(), shared_data, PDF, "pdfs/crazyones.pdf").switch_page(nav.SEARCH.path).run()
     search(at, QUERY)
     assert not at.exception, at.exception
+    assert not grade_buttons(at)  # closed by default: a top_k step does not redraw a row of controls per hit
+    at.session_state["judge_hits"] = True  # the expander, opened
+    at.run()
     buttons = grade_buttons(at)
     assert len(buttons) == 5
     for button, grade in zip(buttons[:3], (2, 1, 0), strict=False):

@@ -104,12 +104,13 @@ def download(path: Path, key: str) -> None:
 
 
 def search_panel(ws, run) -> None:
-    """Draw 'Judge these hits' under the Search page's results: each hit of the current question."""
+    """Draw the judging of the Search page's results (in its 'Judge these hits' expander): each hit of the current
+    question with its grade and evidence."""
     hits: Sequence[Hit] = run.outcome.hits
     if not hits or not run.query.strip():
+        st.caption("Search a question first: its hits are judged for it.")
         return
     path = query_set_path(data_root(), ws.collection)
-    st.subheader("Judge these hits")
     with st.container():  # a message or none: the rows below keep their places in the browser either way
         show_message()
     try:

@@ -58,6 +58,9 @@ def run_search(ws: Workspace, query: str, top_k: int, threshold: float | None, d
                      seconds, mode, fusion, include_toc, ranking, version, rerank, cut=cut)
 
 
+JUDGE_OPEN = "judge_hits"  # the key of the judging expander: open or closed for the session
+
+
 def notes(run: SearchRun) -> None:
     """Say why there are fewer hits than asked for, if there are."""
     for note in run.outcome.notes:
@@ -84,8 +87,12 @@ def results(ws: Workspace, run: SearchRun) -> None:
     if run.outcome.hits:
         with table:
             hit_table(run.outcome.hits, run.mode, run.query, run.top_k, analyzer)
-        with judging:
-            judge_part.search_panel(ws, run)
+        with judging:  # rows of controls for every hit: drawn only while open, so a top_k step stays light
+            judge = st.expander("Judge these hits: grade each one for this question", key=JUDGE_OPEN,
+                                on_change="rerun", icon=":material/grading:")
+            with judge:
+                if judge.open:
+                    judge_part.search_panel(ws, run)
         with per_source:
             st.subheader("Scores per source")
             sources(run.outcome.hits)
