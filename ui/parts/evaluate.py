@@ -40,7 +40,7 @@ from ui.parts import funnel as funnel_part
 from ui.parts import live_jobs, synthetic
 from ui.parts import rerank as rerank_part
 from ui.parts.judge_eval import hole_words
-from ui.render import EMPTY_CELL, md
+from ui.render import EMPTY_CELL, counted, md
 from ui.workspace import Workspace
 
 RESULT = "evaluate_result"  # the last SweepResult of this session
@@ -165,12 +165,13 @@ def read_documents(ws: Workspace, squad_documents: list[Document] | None) -> Doc
             right.warning(md(note))
         return Documents(lambda: load_documents([SourceFile(f.name, f.getvalue()) for f in files]),
                          key=f"upload {st.query_params.get(inputs.DOCUMENTS)}",
-                         label=f"{len(files)} uploaded documents")
+                         label=counted(len(files), "uploaded document"))
     if not (kept := inputs.kept_documents()):
         return None
     inputs.show_kept(right, kept)
     return Documents(lambda: load_documents([SourceFile(d.name, d.path.read_bytes()) for d in kept]),
-                     key=f"upload {st.query_params.get(inputs.DOCUMENTS)}", label=f"{len(kept)} uploaded documents")
+                     key=f"upload {st.query_params.get(inputs.DOCUMENTS)}",
+                     label=counted(len(kept), "uploaded document"))
 
 
 def run(ws: Workspace, documents: Documents, queries: list[Query], sizes: str, overlaps: str,
