@@ -86,8 +86,9 @@ def controls_and_results(ws: workspace.Workspace, titles: dict[str, str], mode: 
                                     persist_state="session", disabled=bool(rerank[0]),
                                     help="Off while reranking: the reranker's scale is its own."
                                     if rerank[0] else None) and not rerank[0]
+    threshold_key = f"{state.THRESHOLD}-{scale.name}"  # a field per scale: each keeps its own minimum
     threshold = middle.number_input("minimum score", 0.0, scale.maximum, scale.default, scale.step,
-                                    format=scale.format, key=f"{state.THRESHOLD}-{scale.name}",
+                                    format=scale.format, key=threshold_key,
                                     persist_state="session", label_visibility="collapsed", help=scale.help)
     chosen = state.get(state.DOCUMENT_FILTER) or []
     if any(d not in titles for d in chosen):  # kept for the session: a document deleted since drops out
@@ -106,7 +107,7 @@ def controls_and_results(ws: workspace.Workspace, titles: dict[str, str], mode: 
         if found is not None:
             state.put(state.SEARCH, found)
     run = workspace.last_search(ws)
-    search_inputs.remember(run.query if run else None, f"{state.THRESHOLD}-{scale.name}")
+    search_inputs.remember(run.query if run else None, threshold_key)
     if run is None:
         st.caption("Type a query and press Enter or Search; then top_k, the mode and the filters act at once.")
         return

@@ -23,9 +23,10 @@ from rag.evaluation import (
 )
 from rag.evaluation import kept_documents as kept_set
 from rag.store import DEFAULT_FUSION
-from ui import settings
+from ui import settings, url_inputs
 from ui.parts import synthetic
 from ui.render import COMPARED_MODES, counted
+from ui.url_inputs import Field
 
 QUERY_SET = "query_set"  # URL parameter: the kept file of the uploaded query set
 KEPT = "evaluate_kept_upload"  # (name, size) of the upload this session kept last: it is written once
@@ -51,32 +52,25 @@ def _articles(value: str) -> int | None:
     return int(value) if value.isdigit() and 1 <= int(value) <= 1000 else None
 
 
-# widget key -> (URL parameter, its reading (None: not a value the page offers), its starting value or None)
-FIELDS: dict[str, tuple[str, Callable[[str], object], object]] = {
-    "evaluate_sizes": ("chunk_size", _text, "200,400,800"),
-    "evaluate_overlaps": ("overlap", _text, "0,50,100"),
-    "evaluate_ks": ("k", _text, "1,3,5,10"),
-    "evaluate_strategy": ("strategy", _one_of("structure", "tokens"), None),
-    "evaluate_modes": ("modes", _modes, [f"hybrid-{DEFAULT_FUSION}"]),
-    "evaluate_query_from": ("queries_from", _one_of("Upload", "Sample folder", synthetic.CHOICE), None),
-    "evaluate_articles": ("articles", _articles, None),
-    "evaluate_documents_from": ("documents_from", _one_of("A collection", "Upload documents"), None),
-    "evaluate_collection": ("collection", _text, None),  # checked against the collections when drawn
-    "evaluate_documents_from_squad": ("squad_documents_from",
-                                      _one_of("The SQuAD articles", "A collection", "Upload documents"), None),
+# widget key -> its URL parameter, reading and starting value
+FIELDS: dict[str, Field] = {
+    "evaluate_sizes": Field("chunk_size", _text, "200,400,800"),
+    "evaluate_overlaps": Field("overlap", _text, "0,50,100"),
+    "evaluate_ks": Field("k", _text, "1,3,5,10"),
+    "evaluate_strategy": Field("strategy", _one_of("structure", "tokens")),
+    "evaluate_modes": Field("modes", _modes, [f"hybrid-{DEFAULT_FUSION}"]),
+    "evaluate_query_from": Field("queries_from", _one_of("Upload", "Sample folder", synthetic.CHOICE)),
+    "evaluate_articles": Field("articles", _articles),
+    "evaluate_documents_from": Field("documents_from", _one_of("A collection", "Upload documents")),
+    "evaluate_collection": Field("collection", _text),  # checked against the collections when drawn
+    "evaluate_documents_from_squad": Field("squad_documents_from",
+                                           _one_of("The SQuAD articles", "A collection", "Upload documents")),
 }
 
 
 def restore() -> None:
     """Give each input of a new session its value from the URL, else its starting value (before it is drawn)."""
-    for key, (param, read, start) in FIELDS.items():
-        if key in st.session_state:
-            continue
-        value = read(st.query_params[param]) if param in st.query_params else None
-        if value is None:
-            value = start
-        if value is not None:
-            st.session_state[key] = value
+    url_inputs.read(FIELDS)
     for param, key in NAMES.items():  # the kept files: the URL's name (a reload, a link), else the session's
         if param in st.query_params:
             st.session_state[key] = st.query_params[param]
@@ -95,13 +89,8 @@ def _name(param: str, value: str | None) -> None:
 
 def remember() -> None:
     """Write the inputs as they are now into the URL, so a reload finds them."""
-    for key, (param, _, _) in FIELDS.items():
-        value = st.session_state.get(key)
-        if value is None:
-            continue
-        text = ",".join(value) if isinstance(value, list) else str(value)
-        if st.query_params.get(param) != text:
-            st.query_params[param] = text
+    url_inputs.write({param: value for param, value in url_inputs.session_values(FIELDS).items()
+                      if value is not None})  # an input not drawn yet keeps its parameter
 
 
 def uploaded(name: str, data: bytes) -> None:
