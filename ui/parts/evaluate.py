@@ -49,21 +49,15 @@ COLLECTION = "evaluate_collection"  # the chosen collection of "A collection"
 SWEEP_SEEN = "evaluate_sweep_seen"  # id of the newest sweep job whose result this session took
 CANCEL_HELP = ("Stops at the next embedding slice or configuration; the collections of the configurations it "
                "finished stay and are reused by the next run.")
-# the page's choices that belong to one result: a new result starts them afresh (its best row, its k)
-RESULT_WIDGETS = ("evaluate_metric", "evaluate_k", "evaluate_rank_config", "evaluate_threshold",
-                  "evaluate_failure_config", "evaluate_failure_k", "evaluate_funnel_config", "evaluate_funnel_k",
-                  "apply_row", "judge_eval_row")
 MODE_HELP = ("Each mode is a row per configuration, searched in the same collection: dense = embeddings, "
              "sparse = BM25 keywords, hybrid = both lists fused: convex (normalised scores added), rrf (by rank), "
              "dbsf (by scores normalised by their spread).")
 
 
 def take_result(result: SweepResult, inputs: tuple = ()) -> None:
-    """Make result the page's result (of inputs: see ran_on), and forget every choice made on the one before (a
-    row, a k, a threshold): a row of the same label in the old result must not stay chosen while the new one's
-    best is another."""
-    for key in (*RESULT_WIDGETS, funnel_part.FUNNELS):
-        st.session_state.pop(key, None)
+    """Make result the page's result (of inputs: see ran_on). The choices made on the one before (a row, a k, a
+    threshold) do not carry over: their widgets are keyed by the result (ui.state.result_key)."""
+    st.session_state.pop(funnel_part.FUNNELS, None)
     st.session_state[RESULT] = result
     st.session_state[RESULT_INPUTS] = inputs
 
@@ -197,8 +191,9 @@ def answer_ranks(result: SweepResult) -> None:
     left, right = st.columns([2, 1])
     rows = {r.label: r for r in result.results}
     label = left.selectbox("Configuration and mode", list(rows), index=list(rows).index(result.best().label),
-                           key="evaluate_rank_config")
-    threshold = right.number_input("Threshold line", value=None, step=0.01, format="%.3f", key="evaluate_threshold",
+                           key=state.result_key("evaluate_rank_config", result))
+    threshold = right.number_input("Threshold line", value=None, step=0.01, format="%.3f",
+                                   key=state.result_key("evaluate_threshold", result),
                                    placeholder="none", help="Draw a score threshold to see which answers it would cut.")
     row = rows[label]
     ranked = rank_rows(row.evaluation, threshold)
@@ -218,9 +213,9 @@ def failures(ws: Workspace, result: SweepResult) -> None:
     configs = {r.label: r for r in result.results}
     best = result.best()
     label = left.selectbox("Configuration and mode", list(configs), index=list(configs).index(best.label),
-                           key="evaluate_failure_config")
+                           key=state.result_key("evaluate_failure_config", result))
     k = right.selectbox("Not in the top k", result.ks, index=result.ks.index(5) if 5 in result.ks else 0,
-                        key="evaluate_failure_k")
+                        key=state.result_key("evaluate_failure_k", result))
     chosen = configs[label]
     missed = chosen.evaluation.failures(k)
     st.caption(f"{len(missed)} of {result.queries} queries {'has' if len(missed) == 1 else 'have'} no relevant chunk "
@@ -276,8 +271,9 @@ def table_frame(result: SweepResult, metric: str) -> pd.DataFrame:
 def results(ws: Workspace, result: SweepResult) -> None:
     """Draw the best configuration, the table, the charts, the failures and the exports."""
     left, right = st.columns([1, 1])
-    metric = left.selectbox("Metric", METRICS, index=METRICS.index("mrr"), key="evaluate_metric")
-    k = right.selectbox("k", result.ks, index=len(result.ks) - 1, key="evaluate_k")
+    metric = left.selectbox("Metric", METRICS, index=METRICS.index("mrr"),
+                            key=state.result_key("evaluate_metric", result))
+    k = right.selectbox("k", result.ks, index=len(result.ks) - 1, key=state.result_key("evaluate_k", result))
     chosen = f"{metric}@{k}"
     st.success(md(result.summary(chosen)))
     best = result.best(chosen)
