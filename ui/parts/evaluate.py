@@ -62,6 +62,12 @@ def take_result(result: SweepResult, inputs: tuple = ()) -> None:
     st.session_state[RESULT_INPUTS] = inputs
 
 
+def result_query_set() -> str:
+    """Return the query set of the page's result (its file name made safe), "" when not known."""
+    kept = st.session_state.get(RESULT_INPUTS)
+    return kept[0][0] if kept else ""
+
+
 def ran_on(queries: list[Query], query_set: str, documents: Documents) -> tuple:
     """Return the inputs a sweep runs on: (query set, its size, which documents) and them in words."""
     return (safe_name(query_set), len(queries), documents.key), f"{query_set} on {documents.label}"
@@ -331,25 +337,30 @@ def results(ws: Workspace, result: SweepResult) -> None:
 TUNING = "evaluate_tuning"  # (collection, FusionTuning) of the last run in this session
 
 
-def tuning(ws: Workspace, queries: list[Query] | None) -> None:
-    """Draw "tune the fusion on this collection": run it, chart the weights, save the best one."""
+def tuning(ws: Workspace, queries: list[Query] | None, collection: str | None) -> None:
+    """Draw "tune the fusion" on the collection chosen under Documents (the one evaluated, not the sidebar's): run
+    it, chart the weights, save the best one."""
     st.subheader("Tune hybrid search's fusion")
-    if ws.info is None or not ws.info.sparse:
-        st.caption(f"'{md(ws.collection)}' has no keyword vectors, so it has no hybrid search to tune.")
+    info = next((c for c in ws.collections if c.name == collection), None)
+    if info is None:
+        st.caption("Tunes a stored collection's hybrid search: choose \"A collection\" under Documents above.")
         return
-    st.caption(f"Fits the dense weight of the convex fusion on the query set above, on '{md(ws.collection)}' as it "
+    if not info.sparse:
+        st.caption(f"'{md(collection)}' has no keyword vectors, so it has no hybrid search to tune.")
+        return
+    st.caption(f"Fits the dense weight of the convex fusion on the query set above, on '{md(collection)}' as it "
                "is stored, 5-fold cross-validated; each question's two candidate lists are fetched once.")
     if queries is None:
         st.caption("Choose a query set first.")
         return
-    if st.button(f"Tune on '{md(ws.collection)}'", icon=":material/tune:", key="tune_fusion"):
+    if st.button(f"Tune on '{md(collection)}'", icon=":material/tune:", key="tune_fusion"):
         with errors.reported() as report, st.spinner("Searching every question once, then fusing with each weight…"):
-            tuning = tune_fusion(queries, ws.collection, ws.embedder(), store=ws.store)
+            tuning = tune_fusion(queries, collection, ws.embedder_for(collection), store=ws.store)
         if report.failed:
             return
-        st.session_state[TUNING] = (ws.collection, tuning)
+        st.session_state[TUNING] = (collection, tuning)
     saved = st.session_state.get(TUNING)
-    if not saved or saved[0] != ws.collection:
+    if not saved or saved[0] != collection:
         return
     tuning = saved[1]
     frame = pd.DataFrame({"dense weight": list(tuning.by_weight), tuning.metric: list(tuning.by_weight.values())})
@@ -360,11 +371,11 @@ def tuning(ws: Workspace, queries: list[Query] | None) -> None:
     st.write(f"Best on all {tuning.queries} questions: **{tuning.best.spec}** ({tuning.metric} "
              f"{tuning.by_weight[tuning.best.weight]:.3f}). Chosen fold by fold and scored on the held-out fold, "
              f"the weight earns {tuning.metric} {tuning.cv_metric:.3f}: that is what to expect on new questions.")
-    if st.button(f"Save {tuning.best.spec} as the fusion of '{md(ws.collection)}'", key="save_fusion",
+    if st.button(f"Save {tuning.best.spec} as the fusion of '{md(collection)}'", key="save_fusion",
                  icon=":material/save:"):
         with errors.reported() as report:
-            ws.store.save_collection_setting(ws.collection, "fusion", tuning.best.spec)
+            ws.store.save_collection_setting(collection, "fusion", tuning.best.spec)
         if report.failed:
             return
         resources.store_changed()
-        st.toast(f"Searches of {md(ws.collection)} now fuse with {tuning.best.spec}.")
+        st.toast(f"Searches of {md(collection)} now fuse with {tuning.best.spec}.")
