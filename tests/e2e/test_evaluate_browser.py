@@ -7,9 +7,10 @@ import re
 import shutil
 
 import pytest
+from playwright.sync_api import expect
 
 from rag.reports.evaluation_html import CSP
-from tests.e2e.conftest import go, settle
+from tests.e2e.conftest import go, settle, upload
 
 pytestmark = pytest.mark.e2e
 
@@ -177,3 +178,19 @@ def test_a_second_sweep_shows_only_its_own_rows_in_every_selector(app_server, pa
     target.scroll_into_view_if_needed()
     shot("62-evaluate-second-sweep-apply")
     assert target.input_value() == "xquad"  # no collection was measured: a new one named after the query set
+    go(page, "Upload")  # the sidebar's collection gets a document: writing into it takes a confirmation
+    upload(page, shared_data / "pdfs/hausarbeit-jura.pdf")
+    go(page, "Evaluate")
+    target = page.get_by_role("textbox", name="Into collection")
+    target.fill("documents")
+    target.press("Enter")
+    settle(page)
+    sure = page.get_by_text(re.compile(r"^Yes, write the sweep's 1 document into 'documents' \(which holds 1 "
+                                       r"document and is not the collection the sweep measured\)"))
+    sure.wait_for()
+    button = page.get_by_role("button", name="Use this configuration")
+    assert button.is_disabled()
+    sure.scroll_into_view_if_needed()
+    shot("63-evaluate-apply-needs-confirmation")
+    sure.click()
+    expect(button).to_be_enabled()

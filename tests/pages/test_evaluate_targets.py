@@ -98,7 +98,8 @@ def test_use_this_configuration_aims_at_the_measured_collection_and_another_need
     [sure] = [c for c in at.checkbox if "handbuecher" in plain(c.label)]
     assert button.disabled and not sure.value
     words = plain(sure.label)
-    assert "'handbuecher' (1 document)" in words and "measured 'documents'" in words and "2 documents" in words
+    assert words == ("Yes, write the sweep's 2 documents into 'handbuecher' (which holds 1 document and is not the "
+                     f"collection the sweep measured) and make {result.best().mode.label} search its default")
     sure.check().run()
     assert not at.button(key="apply_configuration").disabled
     at.button(key="apply_configuration").click().run()  # the explicit choice is honoured

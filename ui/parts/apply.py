@@ -89,11 +89,10 @@ def confirm(ws: Workspace, result: SweepResult, collection: str, row) -> bool:
         st.caption(f"'{md(collection)}' is a new collection.")
         return True
     held = resources.documents(ws.store, ws.location, collection, resources.version())
-    measured = f"'{md(result.collection)}'" if result.collection else "documents of no collection"
     key = state.table_key("apply_confirm", (state.result_key("", result), collection))  # a name, a confirmation
-    return st.checkbox(f"Yes, write into '{md(collection)}' ({counted(len(held), 'document')}) although the sweep "
-                       f"measured {measured}: the sweep's {counted(len(result.documents), 'document')} go into it, "
-                       f"re-chunked, and its default search becomes {md(row.mode.label)}", key=key)
+    return st.checkbox(f"Yes, write the sweep's {counted(len(result.documents), 'document')} into '{md(collection)}' "
+                       f"(which holds {counted(len(held), 'document')} and is not the collection the sweep measured) "
+                       f"and make {md(row.mode.label)} search its default", key=key)
 
 
 def queue_job(ws: Workspace, result: SweepResult, row, collection: str, run_id: int | None) -> None:
