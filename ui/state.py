@@ -133,6 +133,17 @@ def table_key(name: str, rows: Iterable[object]) -> str:
     return f"{name}-{digest}"
 
 
+def result_key(name: str, result: Any) -> str:
+    """Return the key of a widget that shows a choice on a sweep result (a row, a k, a metric, a target): it names
+    the result (when it was made, its wall time, its rows), so a new result draws the widget afresh at its own
+    default, also when it has the same rows (a sweep run again within the same second has another wall time).
+
+    Resetting the old key is not enough: Streamlit keeps a keyed widget's identity while its options change, and
+    the browser goes on showing the old choice (a row of the run before, not among the options) until a reload.
+    """
+    return table_key(name, (result.created_at, result.seconds, *(row.label for row in result.results)))
+
+
 def bump(key: str) -> int:
     """Return key's counter plus one, stored (used to give a widget a fresh key)."""
     st.session_state[key] = st.session_state.get(key, 0) + 1

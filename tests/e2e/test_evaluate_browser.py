@@ -7,9 +7,10 @@ import re
 import shutil
 
 import pytest
+from playwright.sync_api import expect
 
 from rag.reports.evaluation_html import CSP
-from tests.e2e.conftest import go, settle
+from tests.e2e.conftest import go, settle, upload
 
 pytestmark = pytest.mark.e2e
 
@@ -133,3 +134,63 @@ def test_a_trip_through_the_sidebar_keeps_the_inputs_and_the_url_names_them(app_
     assert page.get_by_label("chunk_size values").input_value() == "150"
     assert not page.get_by_text("This result is of earlier inputs", exact=False).count()
     shot("46-evaluate-after-sidebar-round-trip", full_page=True)
+
+
+ROW_PICKERS = ("Configuration and mode", "Row")  # the selectors over a sweep's rows: ranks, failures, apply, why
+
+
+def shown_rows(page) -> dict[str, list[str]]:
+    """Return what each selector over the sweep's rows displays, by its label (three share one label)."""
+    shown: dict[str, list[str]] = {}
+    for box in page.get_by_test_id("stSelectbox").all():
+        label = box.get_by_test_id("stWidgetLabel").inner_text().strip()
+        if label in ROW_PICKERS:
+            shown.setdefault(label, []).append(box.locator("input").input_value())  # the box is a combobox
+    return shown
+
+
+def test_a_second_sweep_shows_only_its_own_rows_in_every_selector(app_server, page, shot, shared_data, tmp_path):
+    start_sweep(app_server, page, shared_data, tmp_path, articles=2, sizes="500,120", overlaps="0")
+    page.get_by_text(re.compile(r"^Best by mrr@5")).wait_for(timeout=180_000)
+    settle(page)
+    page.get_by_test_id("stVegaLiteChart").first.wait_for()
+    first = shown_rows(page)
+    assert sum(map(len, first.values())) == 5, first  # ranks, failures, why missed, apply, judge
+    shot("60-evaluate-first-sweep", full_page=True)
+    box = page.get_by_role("spinbutton", name="SQuAD articles to use")  # other documents, another grid
+    box.fill("1")
+    box.press("Enter")
+    settle(page)
+    page.get_by_label("chunk_size values").fill("300,350")
+    page.get_by_label("overlap values").fill("0,50")
+    page.get_by_role("button", name="Run the sweep").click()
+    page.get_by_text(re.compile(r"^Best by mrr@5: chunk_size 3[05]0")).wait_for(timeout=180_000)
+    settle(page)
+    page.get_by_test_id("stVegaLiteChart").first.wait_for()
+    page.wait_for_timeout(500)  # the selectors draw with the rest of the run
+    shot("61-evaluate-second-sweep", full_page=True)
+    second = shown_rows(page)
+    assert sum(map(len, second.values())) == 5, second
+    for label, values in second.items():
+        for value in values:
+            assert re.match(r"chunk_size (300|350), overlap (0|50), ", value), (label, value, first)
+    target = page.get_by_role("textbox", name="Into collection")
+    target.scroll_into_view_if_needed()
+    shot("62-evaluate-second-sweep-apply")
+    assert target.input_value() == "xquad"  # no collection was measured: a new one named after the query set
+    go(page, "Upload")  # the sidebar's collection gets a document: writing into it takes a confirmation
+    upload(page, shared_data / "pdfs/hausarbeit-jura.pdf")
+    go(page, "Evaluate")
+    target = page.get_by_role("textbox", name="Into collection")
+    target.fill("documents")
+    target.press("Enter")
+    settle(page)
+    sure = page.get_by_text(re.compile(r"^Yes, write the sweep's 1 document into 'documents' \(which holds 1 "
+                                       r"document and is not the collection the sweep measured\)"))
+    sure.wait_for()
+    button = page.get_by_role("button", name="Use this configuration")
+    assert button.is_disabled()
+    sure.scroll_into_view_if_needed()
+    shot("63-evaluate-apply-needs-confirmation")
+    sure.click()
+    expect(button).to_be_enabled()

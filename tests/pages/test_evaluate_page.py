@@ -18,6 +18,7 @@ from rag.store.open import open_store
 from tests.pages.conftest import select, until
 from ui import jobs, nav
 from ui.jobs.sweep import SweepJob
+from ui.state import result_key
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = 180
@@ -82,7 +83,7 @@ def test_sweep_of_sample_squad_articles_with_failures_and_exports(env):
     assert [b.label for b in at.get("download_button")] == ["Results as CSV", "Results as JSON (with every query)",
                                                            "Download report (HTML)"]
     # the heatmap follows the chosen metric
-    at.selectbox(key="evaluate_metric").set_value("hit")
+    at.selectbox(key=result_key("evaluate_metric", result)).set_value("hit")
     at.run()
     assert plain(at.success[0].value).startswith("Best by hit@5")
     # failures: pick one and see the chunk that should have been found
@@ -173,10 +174,11 @@ def test_search_modes_are_a_sweep_dimension(env):
     assert list(values["standing"]).count("best") == 1
     assert '"rule"' in charts[0].proto.spec  # the interval bars beside the dots
     # where the answer ranked: one row (configuration and mode) at a time, with a threshold line
-    rows = at.selectbox(key="evaluate_rank_config").options
+    result = at.session_state["evaluate_result"]
+    rows = at.selectbox(key=result_key("evaluate_rank_config", result)).options
     assert len(rows) == 6 and "chunk_size 200, overlap 0, sparse search" in [plain(r) for r in rows]
-    at.selectbox(key="evaluate_rank_config").set_value("chunk_size 200, overlap 0, sparse search")
-    at.number_input(key="evaluate_threshold").set_value(5.0)
+    at.selectbox(key=result_key("evaluate_rank_config", result)).set_value("chunk_size 200, overlap 0, sparse search")
+    at.number_input(key=result_key("evaluate_threshold", result)).set_value(5.0)
     at.run()
     assert not at.exception, at.exception
     assert '"threshold"' in at.get("vega_lite_chart")[4].proto.spec

@@ -22,6 +22,7 @@ from tests.pages.test_evaluate_page import (
     sweep_held_at_embedding,
 )
 from ui import jobs, nav, resources
+from ui.state import result_key
 
 JOB_WAIT = 180
 PICKERS = ("evaluate_rank_config", "evaluate_failure_config", "evaluate_funnel_config", "apply_row", "judge_eval_row")
@@ -40,16 +41,16 @@ def test_a_new_sweep_resets_every_row_chosen_on_the_one_before(env):
     first = at.session_state["evaluate_result"]
     other = next(r.label for r in first.results if r.label != first.best().label)
     for key in PICKERS:  # the analyst looks at another row everywhere
-        at.selectbox(key=key).set_value(other)
-    at.selectbox(key="evaluate_failure_k").set_value(1)
+        at.selectbox(key=result_key(key, first)).set_value(other)
+    at.selectbox(key=result_key("evaluate_failure_k", first)).set_value(1)
     at.run()
-    assert all(at.selectbox(key=key).value == other for key in PICKERS)
+    assert all(at.selectbox(key=result_key(key, first)).value == other for key in PICKERS)
     set_grid(at, "100,200", "0", "1,5", modes=["dense", "sparse"])  # a new result, holding a row of that label
     second = at.session_state["evaluate_result"]
     assert second is not first and other in [r.label for r in second.results]
     best = second.best().label
-    assert {key: at.selectbox(key=key).value for key in PICKERS} == dict.fromkeys(PICKERS, best)
-    assert at.selectbox(key="evaluate_failure_k").value == 5
+    assert {key: at.selectbox(key=result_key(key, second)).value for key in PICKERS} == dict.fromkeys(PICKERS, best)
+    assert at.selectbox(key=result_key("evaluate_failure_k", second)).value == 5
     missed = len(second.best().evaluation.failures(5))
     verb = "has" if missed == 1 else "have"
     assert any(plain(c.value).startswith(f"{missed} of {second.queries} queries {verb} no relevant chunk in the top 5")
@@ -63,7 +64,8 @@ def test_judging_starts_on_the_best_row_and_labels_each_hit_with_its_rank_for_it
     set_grid(at, "100,200", "0", "1,5", modes=["dense", "sparse"])
     result = at.session_state["evaluate_result"]
     best = result.best()
-    assert {key: at.selectbox(key=key).value for key in PICKERS} == dict.fromkeys(PICKERS, best.label)
+    assert {key: at.selectbox(key=result_key(key, result)).value for key in PICKERS} == dict.fromkeys(PICKERS,
+                                                                                                  best.label)
     texts = [t.value for t in at.text]
     shown = [(texts[i - 1].removeprefix("Question: "), *text.split("\n", 1)) for i, text in enumerate(texts)
              if text.startswith("#") and texts[i - 1].startswith("Question: ")]

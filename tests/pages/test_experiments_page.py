@@ -18,6 +18,7 @@ from rag.runs.db import RunLog
 from rag.store.open import open_store
 from tests.pages.test_evaluate_page import sample_articles, set_grid
 from ui import nav
+from ui.state import result_key
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = 180
@@ -57,8 +58,8 @@ def test_a_sweep_is_kept_and_a_chosen_row_becomes_the_collections_configuration(
     best = result.best()
     other = next(r for r in result.results if r.config != best.config)
     for row, name in ((best, "best"), (other, "other")):
-        at.selectbox(key="apply_row").set_value(row.label)
-        at.text_input(key="apply_collection").set_value(name)
+        at.selectbox(key=result_key("apply_row", result)).set_value(row.label)
+        at.text_input(key=result_key("apply_collection", result)).set_value(name).run()  # a new one: no confirmation
         at.button(key="apply_configuration").click()
         at.run()
         assert not at.exception and not at.error, [e.value for e in at.error]
@@ -70,9 +71,9 @@ def test_a_sweep_is_kept_and_a_chosen_row_becomes_the_collections_configuration(
         assert pipeline.search_defaults(store, name, None, None)[0] == row.mode.mode
 
     # a sweep's own collection is refused before any job is queued
-    at.text_input(key="apply_collection").set_value(best.collection)
-    at.button(key="apply_configuration").click()
+    at.text_input(key=result_key("apply_collection", result)).set_value(best.collection)
     at.run()
+    assert at.button(key="apply_configuration").disabled
     assert "sweeps' own collections" in at.error[0].value.replace("\\", "")
 
     monkeypatch.setenv("RAG_COLLECTION", "best")  # the Library says what the collection searches with, and why

@@ -20,6 +20,7 @@ from tests.conftest import run
 from tests.pages.conftest import PDF, plain, search, start, upload
 from tests.pages.test_evaluate_page import env, evaluate_page, set_grid  # noqa: F401 (env: a fixture)
 from ui import nav
+from ui.state import result_key
 
 QUERY = "Welche Schriftgröße verwendet die Klasse?"
 
@@ -65,8 +66,8 @@ def test_a_sweeps_funnel_is_the_same_on_the_page_in_its_json_its_report_and_its_
     set_grid(at, "100,200", "0", "1,5", ["dense", "hybrid-rrf"])
     assert not at.error, [e.value for e in at.error]
     result = at.session_state["evaluate_result"]
-    assert at.selectbox(key="evaluate_funnel_config").value == result.best().label
-    assert at.selectbox(key="evaluate_funnel_k").value == 5
+    assert at.selectbox(key=result_key("evaluate_funnel_config", result)).value == result.best().label
+    assert at.selectbox(key=result_key("evaluate_funnel_k", result)).value == 5
     chart = next(c for c in at.get("vega_lite_chart") if '"lost at"' in c.proto.spec)
     frame = convert_arrow_bytes_to_pandas_df(chart.proto.data.data)
     shown = dict(zip(frame["stage"], frame["misses"].astype(int), strict=True))

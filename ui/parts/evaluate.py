@@ -49,23 +49,23 @@ COLLECTION = "evaluate_collection"  # the chosen collection of "A collection"
 SWEEP_SEEN = "evaluate_sweep_seen"  # id of the newest sweep job whose result this session took
 CANCEL_HELP = ("Stops at the next embedding slice or configuration; the collections of the configurations it "
                "finished stay and are reused by the next run.")
-# the page's choices that belong to one result: a new result starts them afresh (its best row, its k)
-RESULT_WIDGETS = ("evaluate_metric", "evaluate_k", "evaluate_rank_config", "evaluate_threshold",
-                  "evaluate_failure_config", "evaluate_failure_k", "evaluate_funnel_config", "evaluate_funnel_k",
-                  "apply_row", "judge_eval_row")
 MODE_HELP = ("Each mode is a row per configuration, searched in the same collection: dense = embeddings, "
              "sparse = BM25 keywords, hybrid = both lists fused: convex (normalised scores added), rrf (by rank), "
              "dbsf (by scores normalised by their spread).")
 
 
 def take_result(result: SweepResult, inputs: tuple = ()) -> None:
-    """Make result the page's result (of inputs: see ran_on), and forget every choice made on the one before (a
-    row, a k, a threshold): a row of the same label in the old result must not stay chosen while the new one's
-    best is another."""
-    for key in (*RESULT_WIDGETS, funnel_part.FUNNELS):
-        st.session_state.pop(key, None)
+    """Make result the page's result (of inputs: see ran_on). The choices made on the one before (a row, a k, a
+    threshold) do not carry over: their widgets are keyed by the result (ui.state.result_key)."""
+    st.session_state.pop(funnel_part.FUNNELS, None)
     st.session_state[RESULT] = result
     st.session_state[RESULT_INPUTS] = inputs
+
+
+def result_query_set() -> str:
+    """Return the query set of the page's result (its file name made safe), "" when not known."""
+    kept = st.session_state.get(RESULT_INPUTS)
+    return kept[0][0] if kept else ""
 
 
 def ran_on(queries: list[Query], query_set: str, documents: Documents) -> tuple:
@@ -197,8 +197,9 @@ def answer_ranks(result: SweepResult) -> None:
     left, right = st.columns([2, 1])
     rows = {r.label: r for r in result.results}
     label = left.selectbox("Configuration and mode", list(rows), index=list(rows).index(result.best().label),
-                           key="evaluate_rank_config")
-    threshold = right.number_input("Threshold line", value=None, step=0.01, format="%.3f", key="evaluate_threshold",
+                           key=state.result_key("evaluate_rank_config", result))
+    threshold = right.number_input("Threshold line", value=None, step=0.01, format="%.3f",
+                                   key=state.result_key("evaluate_threshold", result),
                                    placeholder="none", help="Draw a score threshold to see which answers it would cut.")
     row = rows[label]
     ranked = rank_rows(row.evaluation, threshold)
@@ -218,9 +219,9 @@ def failures(ws: Workspace, result: SweepResult) -> None:
     configs = {r.label: r for r in result.results}
     best = result.best()
     label = left.selectbox("Configuration and mode", list(configs), index=list(configs).index(best.label),
-                           key="evaluate_failure_config")
+                           key=state.result_key("evaluate_failure_config", result))
     k = right.selectbox("Not in the top k", result.ks, index=result.ks.index(5) if 5 in result.ks else 0,
-                        key="evaluate_failure_k")
+                        key=state.result_key("evaluate_failure_k", result))
     chosen = configs[label]
     missed = chosen.evaluation.failures(k)
     st.caption(f"{len(missed)} of {result.queries} queries {'has' if len(missed) == 1 else 'have'} no relevant chunk "
@@ -276,8 +277,9 @@ def table_frame(result: SweepResult, metric: str) -> pd.DataFrame:
 def results(ws: Workspace, result: SweepResult) -> None:
     """Draw the best configuration, the table, the charts, the failures and the exports."""
     left, right = st.columns([1, 1])
-    metric = left.selectbox("Metric", METRICS, index=METRICS.index("mrr"), key="evaluate_metric")
-    k = right.selectbox("k", result.ks, index=len(result.ks) - 1, key="evaluate_k")
+    metric = left.selectbox("Metric", METRICS, index=METRICS.index("mrr"),
+                            key=state.result_key("evaluate_metric", result))
+    k = right.selectbox("k", result.ks, index=len(result.ks) - 1, key=state.result_key("evaluate_k", result))
     chosen = f"{metric}@{k}"
     st.success(md(result.summary(chosen)))
     best = result.best(chosen)
@@ -335,25 +337,30 @@ def results(ws: Workspace, result: SweepResult) -> None:
 TUNING = "evaluate_tuning"  # (collection, FusionTuning) of the last run in this session
 
 
-def tuning(ws: Workspace, queries: list[Query] | None) -> None:
-    """Draw "tune the fusion on this collection": run it, chart the weights, save the best one."""
+def tuning(ws: Workspace, queries: list[Query] | None, collection: str | None) -> None:
+    """Draw "tune the fusion" on the collection chosen under Documents (the one evaluated, not the sidebar's): run
+    it, chart the weights, save the best one."""
     st.subheader("Tune hybrid search's fusion")
-    if ws.info is None or not ws.info.sparse:
-        st.caption(f"'{md(ws.collection)}' has no keyword vectors, so it has no hybrid search to tune.")
+    info = next((c for c in ws.collections if c.name == collection), None)
+    if info is None:
+        st.caption("Tunes a stored collection's hybrid search: choose \"A collection\" under Documents above.")
         return
-    st.caption(f"Fits the dense weight of the convex fusion on the query set above, on '{md(ws.collection)}' as it "
+    if not info.sparse:
+        st.caption(f"'{md(collection)}' has no keyword vectors, so it has no hybrid search to tune.")
+        return
+    st.caption(f"Fits the dense weight of the convex fusion on the query set above, on '{md(collection)}' as it "
                "is stored, 5-fold cross-validated; each question's two candidate lists are fetched once.")
     if queries is None:
         st.caption("Choose a query set first.")
         return
-    if st.button(f"Tune on '{md(ws.collection)}'", icon=":material/tune:", key="tune_fusion"):
+    if st.button(f"Tune on '{md(collection)}'", icon=":material/tune:", key="tune_fusion"):
         with errors.reported() as report, st.spinner("Searching every question once, then fusing with each weight…"):
-            tuning = tune_fusion(queries, ws.collection, ws.embedder(), store=ws.store)
+            tuning = tune_fusion(queries, collection, ws.embedder_for(collection), store=ws.store)
         if report.failed:
             return
-        st.session_state[TUNING] = (ws.collection, tuning)
+        st.session_state[TUNING] = (collection, tuning)
     saved = st.session_state.get(TUNING)
-    if not saved or saved[0] != ws.collection:
+    if not saved or saved[0] != collection:
         return
     tuning = saved[1]
     frame = pd.DataFrame({"dense weight": list(tuning.by_weight), tuning.metric: list(tuning.by_weight.values())})
@@ -364,11 +371,11 @@ def tuning(ws: Workspace, queries: list[Query] | None) -> None:
     st.write(f"Best on all {tuning.queries} questions: **{tuning.best.spec}** ({tuning.metric} "
              f"{tuning.by_weight[tuning.best.weight]:.3f}). Chosen fold by fold and scored on the held-out fold, "
              f"the weight earns {tuning.metric} {tuning.cv_metric:.3f}: that is what to expect on new questions.")
-    if st.button(f"Save {tuning.best.spec} as the fusion of '{md(ws.collection)}'", key="save_fusion",
+    if st.button(f"Save {tuning.best.spec} as the fusion of '{md(collection)}'", key="save_fusion",
                  icon=":material/save:"):
         with errors.reported() as report:
-            ws.store.save_collection_setting(ws.collection, "fusion", tuning.best.spec)
+            ws.store.save_collection_setting(collection, "fusion", tuning.best.spec)
         if report.failed:
             return
         resources.store_changed()
-        st.toast(f"Searches of {md(ws.collection)} now fuse with {tuning.best.spec}.")
+        st.toast(f"Searches of {md(collection)} now fuse with {tuning.best.spec}.")

@@ -29,7 +29,7 @@ from rag.evaluation import (
 )
 from rag.rerank import DEFAULT_DEPTH
 from rag.store import CANDIDATES
-from ui import charts, errors, resources
+from ui import charts, errors, resources, state
 from ui.parts import rerank
 from ui.render import EMPTY_CELL, md
 from ui.workspace import SearchRun, Workspace
@@ -67,9 +67,9 @@ def evaluate_section(ws: Workspace, result: SweepResult) -> None:
     left, right = st.columns([2, 1])
     rows = {r.label: r for r in result.results}
     label = left.selectbox("Configuration and mode", list(rows), index=list(rows).index(result.best().label),
-                           key="evaluate_funnel_config")
+                           key=state.result_key("evaluate_funnel_config", result))
     k = right.selectbox("Top k given to the context", result.ks, index=result.ks.index(funnel_k(result.ks)),
-                        key="evaluate_funnel_k")
+                        key=state.result_key("evaluate_funnel_k", result))
     with errors.reported() as report, st.spinner("Tracing each question through the stages…"):
         funnels = _trace(ws, result, rows[label], k)
     if report.failed:

@@ -24,7 +24,7 @@ from rag.evaluation import (
 )
 from rag.generation import LLM_SPECS, get_llm
 from rag.settings import data_root
-from ui import errors
+from ui import errors, state
 from ui.parts import judge
 from ui.render import counted, md
 
@@ -67,7 +67,7 @@ def section(result: SweepResult, name: str) -> None:
     labels = {row.label: row for row in result.results}
     left, right = st.columns([2, 1])
     row = labels[left.selectbox("Row", list(labels), index=list(labels).index(result.best().label),  # as the others
-                                key="judge_eval_row")]
+                                key=state.result_key("judge_eval_row", result))]
     who = right.segmented_control("Who judges", WHO, default=WHO[0], key="judge_eval_who") or WHO[0]
     path = _path(name)
     queries = [o.query for o in row.evaluation.per_query]
