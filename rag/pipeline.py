@@ -99,6 +99,7 @@ def ingest(
                    headed, sizes, cache, kids)
         results.append(job.run(file.name, lambda f=file, r=report: load_document(
             f.read(), f.name, password=f.password, pages_read=lambda done, pages: r("extract", done, pages))))
+        results[-1].notes += tuple(cache.take_notices())  # a damaged cache file set aside: said with the file
         pace.reused(index)  # nothing of it is left to do (also when it failed or was skipped before its plan)
         pace.plan_rest(sizes, index)
     return results
@@ -162,6 +163,7 @@ def reingest(
         job = _Job(collection, settings, embedder, store, report, False, archive, None, pace, index, headed, sizes,
                    cache, kids)
         results.append(job.run(title, read))
+        results[-1].notes += tuple(cache.take_notices())
         pace.reused(index)
     return results
 

@@ -18,7 +18,7 @@ from rag.errors import StoreError
 
 
 def run_index(args: argparse.Namespace) -> int:
-    store = store_of(args)
+    store = store_of(args, read_only=args.status)  # --status only reads: beside the app, through it
     state = store.index_state(args.collection)
     if state is None:
         raise StoreError(f"Qdrant at {store.location} indexes its collections itself (HNSW, in the background); "

@@ -48,7 +48,7 @@ def run_judge(args: argparse.Namespace) -> int:
                          "CHUNK_ID --grade 0|1|2 --queries FILE (or --list, or --llm SPEC).")
     grade = check_grade(args.grade)
     read_query_file(args.queries)  # a malformed query set is said before the store is opened
-    hit = store_of(args).chunk(args.collection, args.chunk)
+    hit = store_of(args, read_only=True).chunk(args.collection, args.chunk)  # the app may hold it: reads only
     judgment = judgment_of(hit, grade, args.evidence)
     saved = save_judgments(args.queries, args.question, [judgment])
     if args.json:
@@ -89,7 +89,7 @@ def run_llm(args: argparse.Namespace) -> int:
     _, queries = read_query_file(args.queries)
     if not queries:
         raise UsageError(f"{args.queries} holds no questions to judge yet; judge a hit or write questions first.")
-    store = store_of(args)
+    store = store_of(args, read_only=True)  # searches only: beside the app, through it
     mode, fusion = pipeline.search_defaults(store, args.collection, None, None)
     embedder = None if mode == "sparse" else embedder_of(args, store, args.collection)
 

@@ -7,23 +7,34 @@ In memory (tests, the page without a folder) or in a SQLite file `embeddings.sql
 default next to the embedded Qdrant folder: `<RAG_QDRANT_PATH>/../embedding-cache/` (RAG_EMBEDDING_CACHE
 overrides it). SQLite lets several processes share the file; each call opens its own connection, so
 threads (Streamlit sessions) can share one cache object.
+
+The cache only saves time, so it is never trusted: a file that is not a database, is damaged (truncated,
+overwritten) or holds another table of that name is renamed to `embeddings.sqlite.damaged-<time>` and a new one is
+built, said in one line (logged, and in `notices` for the caller: an ingest shows it as a note); a cached vector
+of the wrong length, with NaN or infinity, or all zeros is a miss, embedded again and overwritten. A vector an
+embedder returns like that is refused (EmbeddingError naming the model and the text), never stored.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
+import os
 import sqlite3
+import time
 import weakref
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import closing, contextmanager
+from collections.abc import Callable, Sequence
+from contextlib import closing
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
 from rag import settings
 from rag.embeddings.base import Embedder
-from rag.errors import EmbeddingCacheError
+from rag.errors import EmbeddingCacheError, EmbeddingError
+
+logger = logging.getLogger(__name__)
 
 
 class StoreLocation(Protocol):
@@ -38,6 +49,12 @@ _LOOKUP_BATCH = 500  # keys per SELECT (SQLite limits the number of parameters)
 _SCHEMA = """CREATE TABLE IF NOT EXISTS vectors (
     model TEXT NOT NULL, digest BLOB NOT NULL, dimension INTEGER NOT NULL, vector BLOB NOT NULL,
     PRIMARY KEY (model, digest)) WITHOUT ROWID"""
+_COLUMNS = ["model", "digest", "dimension", "vector"]
+_DAMAGED = (11, 26)  # SQLITE_CORRUPT, SQLITE_NOTADB: the file is damaged or no database (extended codes: & 0xFF)
+
+
+class _Damaged(Exception):
+    """The cache file is no usable cache: not SQLite, damaged, or its table is another one."""
 
 
 def text_digest(text: str) -> bytes:
@@ -83,16 +100,16 @@ class EmbeddingCache:
         self._memory: dict[tuple[str, bytes], np.ndarray] = {}
         self.hits = 0  # texts answered from the cache, over the life of the object
         self.misses = 0  # texts the embedder had to embed
+        self.notices: list[str] = []  # what the cache did on its own (a damaged file set aside): take_notices()
         if self.path is not None:
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-                with closing(self._connect()) as db, db:
-                    db.execute(_SCHEMA)
-            except (OSError, sqlite3.Error) as error:
+            except OSError as error:
                 raise EmbeddingCacheError(
-                    f"The embedding cache {self.path} cannot be opened ({error}). Delete that file, or set "
-                    "RAG_EMBEDDING_CACHE to a writable folder."
+                    f"The embedding cache {self.path} cannot be opened ({error}). Set RAG_EMBEDDING_CACHE to a "
+                    "writable folder."
                 ) from error
+            self._run("opening", lambda db: None)  # creates the table, or sets a damaged file aside
 
     def __repr__(self) -> str:
         return f"EmbeddingCache({str(self.path) if self.path else 'memory'})"
@@ -112,7 +129,7 @@ class EmbeddingCache:
         """
         model = cache_model(embedder, query)
         digests = [text_digest(t) for t in texts]
-        found = self._lookup(model, set(digests))
+        found = self._lookup(model, set(digests), embedder.dimension) if texts else {}
         todo = {d: t for d, t in zip(digests, texts, strict=True) if d not in found}
         self.hits += len(texts) - sum(d in todo for d in digests)
         self.misses += len(todo)
@@ -123,6 +140,7 @@ class EmbeddingCache:
             batch = pending[i : i + EMBED_BATCH]
             embed = embedder.embed_query if query else embedder.embed_documents
             vectors = np.asarray(embed([t for _, t in batch]), dtype=np.float32)
+            _check_fresh(vectors, [t for _, t in batch], embedder, query)
             fresh = {d: v for (d, _), v in zip(batch, vectors, strict=True)}
             self._save(model, fresh)
             found.update(fresh)
@@ -134,43 +152,125 @@ class EmbeddingCache:
 
     def remember(self, model: str, texts: Sequence[str], vectors: Sequence[np.ndarray]) -> None:
         """Keep vectors an embedder made earlier (a collection's stored ones) under model (model_key) and texts."""
-        pairs = zip(texts, vectors, strict=True)
-        self._save(model, {text_digest(t): np.asarray(v, dtype=np.float32) for t, v in pairs})
+        pairs = [(t, np.asarray(v, dtype=np.float32)) for t, v in zip(texts, vectors, strict=True)]
+        self._save(model, {text_digest(t): v for t, v in pairs if usable(v, v.size)})
 
-    def _lookup(self, model: str, digests: set[bytes]) -> dict[bytes, np.ndarray]:
+    def take_notices(self) -> list[str]:
+        """Return (and forget) the one-line notices of what the cache did on its own since the last call."""
+        taken, self.notices[:] = list(self.notices), []
+        return taken
+
+    def _lookup(self, model: str, digests: set[bytes], dimension: int) -> dict[bytes, np.ndarray]:
+        """Return the usable cached vectors of digests (see usable): an unusable one is a miss, overwritten later."""
         if self.path is None:
-            return {d: self._memory[(model, d)] for d in digests if (model, d) in self._memory}
-        found: dict[bytes, np.ndarray] = {}
-        keys = list(digests)
-        with self._database("reading") as db:
-            for i in range(0, len(keys), _LOOKUP_BATCH):
-                part = keys[i : i + _LOOKUP_BATCH]
-                rows = db.execute(
-                    f"SELECT digest, vector FROM vectors WHERE model = ? AND digest IN ({','.join('?' * len(part))})",
-                    [model, *part],
-                )
-                found.update((bytes(d), np.frombuffer(v, dtype=np.float32)) for d, v in rows)
-        return found
+            found = {d: self._memory[(model, d)] for d in digests if (model, d) in self._memory}
+        else:
+            keys = list(digests)
+
+            def read(db: sqlite3.Connection) -> dict[bytes, np.ndarray]:
+                rows: dict[bytes, np.ndarray] = {}
+                for i in range(0, len(keys), _LOOKUP_BATCH):
+                    part = keys[i : i + _LOOKUP_BATCH]
+                    marks = ",".join("?" * len(part))
+                    selected = db.execute(f"SELECT digest, vector FROM vectors WHERE model = ? AND digest IN ({marks})",
+                                          [model, *part])
+                    rows.update((bytes(d), np.frombuffer(v, dtype=np.float32)) for d, v in selected)
+                return rows
+
+            found = self._run("reading", read, default={})
+        return {d: v for d, v in found.items() if usable(v, dimension)}
 
     def _save(self, model: str, vectors: dict[bytes, np.ndarray]) -> None:
         if self.path is None:
             self._memory.update(((model, d), v.copy()) for d, v in vectors.items())
             return
         rows = [(model, d, len(v), np.ascontiguousarray(v, dtype=np.float32).tobytes()) for d, v in vectors.items()]
-        with self._database("writing") as db:
-            db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?)", rows)
+        self._run("writing", lambda db: db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?)", rows))
 
-    @contextmanager
-    def _database(self, action: str) -> Iterator[sqlite3.Connection]:
-        """Yield a connection for one read or write, committed on success; SQLite errors become ours."""
-        try:
-            with closing(self._connect()) as db, db:
-                yield db
-        except sqlite3.Error as error:
-            raise EmbeddingCacheError(
-                f"The embedding cache {self.path} failed while {action} ({error}). It only saves time: "
-                "delete the file and run again."
-            ) from error
+    def _run(self, action: str, work: Callable[[sqlite3.Connection], Any], default: Any = None) -> Any:
+        """Return work(connection), committed; a damaged file is set aside and work runs again on a new one (a
+        read then finds nothing: default). Other SQLite errors (locked, disk full) become EmbeddingCacheError."""
+        for attempt in (1, 2):
+            identity = _identity(self.path)
+            try:
+                with closing(self._connect()) as db, db:
+                    _check_schema(db)
+                    return work(db)
+            except (sqlite3.DatabaseError, _Damaged) as error:
+                if attempt == 2 or not _damaged(error):
+                    raise EmbeddingCacheError(
+                        f"The embedding cache {self.path} failed while {action} ({error}). It only saves time: "
+                        "delete the file, or set RAG_EMBEDDING_CACHE to a writable folder, and run again."
+                    ) from error
+                self._set_aside(identity, error)
+                if default is not None:  # a read: the new file holds nothing yet
+                    return default
+        return default
+
+    def _set_aside(self, identity: tuple[int, int] | None, error: Exception) -> None:
+        """Rename the damaged file (unless another process did already) and say so in one line."""
+        assert self.path is not None
+        aside = self.path.with_name(f"{self.path.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
+        if identity is not None and _identity(self.path) == identity:
+            try:
+                os.replace(self.path, aside)
+                for suffix in ("-journal", "-wal", "-shm"):  # a damaged file's journal must not meet the new one
+                    if os.path.exists(f"{self.path}{suffix}"):
+                        os.replace(f"{self.path}{suffix}", f"{aside}{suffix}")
+            except OSError as failure:
+                raise EmbeddingCacheError(f"The embedding cache {self.path} is damaged ({error}) and cannot be set "
+                                          f"aside ({failure}). Delete that file and run again.") from failure
+        notice = (f"The embedding cache {self.path} was damaged ({error}); it was set aside as {aside.name} and a "
+                  "new one is built (it only saves time: nothing else is affected).")
+        logger.warning(notice)
+        self.notices.append(notice)
+
+
+def usable(vector: np.ndarray, dimension: int) -> bool:
+    """Return whether a vector can stand for a text: dimension numbers, all finite, not all zero."""
+    return vector.ndim == 1 and vector.size == dimension and bool(np.isfinite(vector).all()) and bool(vector.any())
+
+
+def _check_fresh(vectors: np.ndarray, texts: Sequence[str], embedder: Embedder, query: bool) -> None:
+    """Refuse what an embedder returned unless every vector is usable: EmbeddingError naming the model and text."""
+    for i, text in enumerate(texts):
+        vector = vectors[i] if vectors.ndim == 2 and i < len(vectors) else np.zeros(0, dtype=np.float32)
+        if usable(vector, embedder.dimension):
+            continue
+        if vector.size == 0:
+            what = "an empty vector"
+        elif vector.size != embedder.dimension:
+            what = f"a vector of {vector.size} numbers ({embedder.dimension} expected)"
+        else:
+            what = "a vector with NaN or infinity" if not np.isfinite(vector).all() else "an all-zero vector"
+        shown = " ".join(text.split())
+        shown = shown if len(shown) <= 60 else shown[:59] + "…"
+        raise EmbeddingError(
+            f"The embedding model '{embedder.model_id}' returned {what} for the {'query' if query else 'chunk'} "
+            f"{shown!r}; nothing of it was stored. Check the model or its server (e.g. its memory or "
+            "quantisation), or choose another embedder."
+        )
+
+
+def _check_schema(db: sqlite3.Connection) -> None:
+    """Create the table if missing; _Damaged if a table of that name has other columns (another program's file)."""
+    db.execute(_SCHEMA)
+    columns = [row[1] for row in db.execute("PRAGMA table_info(vectors)")]
+    if columns != _COLUMNS:
+        raise _Damaged(f"its table 'vectors' has the columns {', '.join(columns)}")
+
+
+def _damaged(error: Exception) -> bool:
+    return isinstance(error, _Damaged) or (getattr(error, "sqlite_errorcode", 0) & 0xFF) in _DAMAGED
+
+
+def _identity(path: Path | None) -> tuple[int, int] | None:
+    """Return (device, inode) of the file at path, None if there is none: the same file is still there."""
+    try:
+        status = os.stat(path) if path is not None else None
+    except OSError:
+        return None
+    return (status.st_dev, status.st_ino) if status is not None else None
 
 
 _MEMORY_CACHES: weakref.WeakKeyDictionary[StoreLocation, EmbeddingCache] = weakref.WeakKeyDictionary()

@@ -19,7 +19,7 @@ from rag.settings import QDRANT, check_url, configured_key, configured_url, disp
 from rag.store import reads
 from rag.store.client import Store, invalid_reply, not_qdrant, timed_out
 from rag.store.edge import EdgeClient
-from rag.store.edge.migrate import MigrationFailed, has_local_format, migrate
+from rag.store.edge.migrate import MigrationFailed, finish, has_local_format, migrate
 from rag.store.edge.remote import RemoteReads, shown, writes_elsewhere
 from rag.urls import endpoint, redact_urls
 from rag.words import counted
@@ -97,8 +97,12 @@ def _open_folder(path: str, read_only: bool = False) -> Store:
         ) from e
     if engine == "edge":
         reads.discard_endpoint(path)  # what a killed holder left: the folder is ours now
-    if engine == "edge" and has_local_format(path) and not client.collection_names():
-        _move_to_edge(client, path)
+    if engine == "edge" and has_local_format(path):
+        if client.collection_names():
+            if (kept := finish(path)) is not None:  # a move killed after its rename left the old files
+                MOVES[path] = ([], kept)
+        else:
+            _move_to_edge(client, path)
     return Store(client, path, local=True, on_close=forget)
 
 
@@ -120,7 +124,8 @@ def _move_to_edge(client: EdgeClient, path: str) -> None:
     MOVES[path] = (moved, backup)
     if moved:
         counts = ", ".join(f"'{m.name}' ({counted(m.points, 'point')})" for m in moved)
-        logger.warning("Moved %s to Qdrant Edge in %s; the old files are kept in %s.", counts, path, backup)
+        logger.warning("Moved %s to Qdrant Edge in %s; the old files are kept in the complete backup %s.", counts,
+                       path, backup)
 
 
 def migrate_folder(path: str | None = None) -> dict:

@@ -9,7 +9,9 @@ finds the folder locked reads through it (rag.store.edge.remote.RemoteReads); wr
 
 A request must come to 127.0.0.1:<port> itself (Host header: no DNS rebinding), carry the token as a Bearer key,
 and carry no Origin or Sec-Fetch-Mode header (a browser's page, e.g. the app's own, can never be the caller).
-Arguments and answers are JSON (rag.store.edge.wire), never pickles.
+Arguments and answers are JSON (rag.store.edge.wire), never pickles. A connection that sends nothing for
+READ_TIMEOUT_S is closed, at most MAX_CONNECTIONS are served at once (one more is answered 503 and closed), and a
+malformed request (a Content-Length that is no number, a body nested too deep) is answered 400.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import atexit
 import contextlib
 import hmac
 import json
+import logging
 import os
 import secrets
 import threading
@@ -32,6 +35,10 @@ from rag.store.edge import EdgeClient, wire
 ENDPOINT_FILE = "reads.json"
 PATH = "/read"
 MAX_BODY = 32 * 1024 * 1024
+READ_TIMEOUT_S = 10.0  # a connection that sends nothing for this long is closed (a CLI's reads follow each other)
+MAX_CONNECTIONS = 32  # connections served at once: a CLI command holds one
+BUSY = b"HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
+logger = logging.getLogger(__name__)
 # method -> what it gives back to send (a QueryResponse holds EdgePoints, sent as themselves)
 READS: dict[str, Any] = {
     "collection_names": None, "collection_exists": None, "collection_config": None, "index_state": None,
@@ -46,11 +53,15 @@ class _Handler(BaseHTTPRequestHandler):
     server: ReadServer
     protocol_version = "HTTP/1.1"  # one connection for all reads of a command
     disable_nagle_algorithm = True  # headers and body go out at once, not 40 ms apart (delayed ACK)
+    timeout = READ_TIMEOUT_S  # the socket's: a stalled request or idle connection ends (http.server closes it)
 
     def do_POST(self) -> None:  # noqa: N802 - http.server's name
         if not self.server.admits(self.path, self.headers):
             return self._send(403, {"error": "refused"})
-        length = int(self.headers.get("Content-Length") or 0)
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            return self._send(400, {"error": "malformed request (Content-Length is not a number)"})
         if not 0 < length <= MAX_BODY:
             return self._send(413, {"error": "no body, or too large"})
         try:
@@ -59,6 +70,8 @@ class _Handler(BaseHTTPRequestHandler):
             if method not in READS:
                 raise ValueError(f"{method!r} is not a read")
             args, kwargs = wire.decode(request.get("args", [])), wire.decode(request.get("kwargs", {}))
+        except RecursionError:
+            return self._send(400, {"error": "malformed request (nested too deep)"})
         except (ValueError, KeyError, TypeError) as e:
             return self._send(400, {"error": f"malformed request ({e})"})
         try:
@@ -95,6 +108,31 @@ class ReadServer(ThreadingHTTPServer):
         self.store, self.token, self.folder = store, secrets.token_urlsafe(32), store.location
         self.port = self.server_address[1]
         self.thread = threading.Thread(target=self.serve_forever, name="rag-reads", daemon=True)
+        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        """Serve a connection in its own thread while fewer than MAX_CONNECTIONS are served; else answer 503."""
+        if not self._slots.acquire(blocking=False):
+            with contextlib.suppress(OSError):
+                request.settimeout(1.0)
+                request.sendall(BUSY)
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Log a connection that broke (the caller went away mid-answer) in one line, not a traceback."""
+        logger.info("A read connection from %s ended with an error.", client_address)
 
     def admits(self, path: str, headers: Any) -> bool:
         """Return whether a request may read: our path and Host, no browser headers, the token."""

@@ -9,6 +9,9 @@ Layout of an embedded store folder:
     <folder>/edge/<name>/shard.replaced/ the shard an index build replaces, while the new one is moved in
     <folder>/edge/.index-*/              an index build's copy; its build.lock is held while its child lives
 
+What else a killed process leaves (temporary files, the engine's half-built segments, a killed move's staging
+folder) is removed at the next open, under the lock: rag.store.edge.leftovers.
+
 A collection appears by one rename of a finished folder and disappears by one rename before it is removed,
 so a kill -9 never leaves half a collection; points are written through the shard's WAL, replayed on the next
 open. Methods take and return qdrant-client models, so rag.store.client.Store works on both clients.
@@ -32,13 +35,11 @@ from urllib.parse import quote
 from qdrant_client import models
 from qdrant_client.http import models as rest
 
-from rag.store.edge import api, space, ties
+from rag.store.edge import api, leftovers, space, ties
 from rag.store.edge import child as build_child
 from rag.store.edge.index import trusted
+from rag.store.edge.leftovers import CONFIG_FILE, EDGE_DIR, SHARD_DIR
 
-EDGE_DIR = "edge"
-CONFIG_FILE = "collection.json"
-SHARD_DIR = "shard"
 OLD_SHARD_DIR = "shard.replaced"  # the shard an index build replaces, until the new one is in place
 
 
@@ -96,6 +97,7 @@ class EdgeClient:
                 shutil.rmtree(folder, ignore_errors=True)
             elif not leftover.startswith("."):
                 _finish_swap(folder)
+        leftovers.sweep(path)  # temporary files and staging folders of killed writers (rag.store.edge.leftovers)
 
     def close(self) -> None:
         with self._mutex:

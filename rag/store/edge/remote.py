@@ -53,9 +53,12 @@ class RemoteReads(EdgeClient):
 
     def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
         """Return the holder's answer to one read; its error raised again; StoreUnavailableError if it is gone."""
+        request = {"method": method, "args": wire.encode(args), "kwargs": wire.encode(kwargs)}
         try:
-            response = self._http.post("/read", json={"method": method, "args": wire.encode(args),
-                                                      "kwargs": wire.encode(kwargs)})
+            try:
+                response = self._http.post("/read", json=request)
+            except httpx.RemoteProtocolError:  # the holder closed the idle connection as this read went out
+                response = self._http.post("/read", json=request)  # a read: asking again is safe
             body = response.json()
         except (httpx.HTTPError, ValueError) as e:
             raise StoreUnavailableError(
