@@ -17,7 +17,8 @@ import pytest
 
 from rag.errors import QuerySetError
 from rag.evaluation.judges.judging import judgment_of, read_query_file, save_judgments, start_query_set
-from rag.evaluation.querysets.queries import Query
+from rag.evaluation.querysets.queries import Query, load_query_set
+from rag.evaluation.querysets.squad import import_squad
 from rag.evaluation.querysets.versions import log_path, read_log, record_version, version_of
 from tests.evaluation.test_judgments import hit
 
@@ -134,6 +135,20 @@ def test_a_user_name_of_undecodable_bytes_is_kept_in_the_version_log(tmp_path):
     path = tmp_path / "q.jsonl"
     entry = record_version(path, [Query("Wo?", ("a.md",))], by="J\udcfcrgen")
     assert read_log(path) == [entry] and entry["by"] == "J\udcfcrgen"
+
+
+def test_a_deeply_nested_query_set_is_one_line(tmp_path):
+    deep = "[" * 100_000 + "]" * 100_000
+    for text in ('{"query": "Wo?", "document": ' + deep + "}", "[" * 100_000):
+        with pytest.raises(QuerySetError, match="q.jsonl line 1: nested too deeply"):
+            load_query_set(text, "q.jsonl")
+    with pytest.raises(QuerySetError, match="nested too deeply"):
+        import_squad("[" * 100_000, "squad.json")
+    path = tmp_path / "q.jsonl"
+    save_judgments(path, "Wo?", [judgment_of(hit(0, 100), 2)])
+    with open(log_path(path), "a", encoding="utf-8") as log:
+        log.write("[" * 100_000 + "\n")
+    assert [v["version"] for v in read_log(path)] == [1]
 
 
 def test_a_judged_query_set_keeps_its_mode_and_its_symlink(tmp_path):
