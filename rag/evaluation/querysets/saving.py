@@ -46,7 +46,11 @@ def saving(path: str | Path) -> Iterator[Path]:
     except OSError as error:
         raise QuerySetError(f"Cannot write {path}: {error.strerror or error}. The query set is unchanged.") from None
     try:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        except OSError as error:  # a file system without locks (ENOLCK)
+            raise QuerySetError(f"Cannot lock {path} for writing: {error.strerror or error}. The query set is "
+                                "unchanged; keep it on a local disk.") from None
         sweep_leftovers(real)
         yield real
     finally:
