@@ -6,8 +6,9 @@
     python -m rag queries diff A B [--json]
 
 A judgment names the chunk's document and the character span of its evidence (the whole chunk without
---evidence), so it holds for any chunking (rag.evaluation.querysets.judgments). Writes are atomic; each saved change
-is a version of the query set (FILE.versions.jsonl beside it).
+--evidence), so it holds for any chunking (rag.evaluation.querysets.judgments). Writes are atomic and take turns
+with other writers of the file (a lock beside it); each saved change is a version of the query set
+(FILE.versions.jsonl beside it).
 """
 
 from __future__ import annotations

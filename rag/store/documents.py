@@ -191,7 +191,9 @@ class DocumentsMixin:
         """Return the searchable chunk with this id (as search returns it, score None); ChunkNotFoundError if none."""
         layout = self._layout(collection)
         text = str(chunk_id).strip()
-        key: Any = int(text) if text.isdigit() else text
+        # a point id is a UUID or a whole number below 2**64; anything else is a string the engine refuses below
+        whole = text.isascii() and text.isdigit() and len(text) <= 20 and int(text) < 2**64
+        key: Any = int(text) if whole else text
         try:
             flt = models.Filter(must=[models.HasIdCondition(has_id=[key])])
             flt.must_not = (self.search_filter(layout, None, include_toc=True) or models.Filter()).must_not
@@ -199,7 +201,8 @@ class DocumentsMixin:
         except (StoreError, ValueError):  # not an id Qdrant takes (a UUID or a whole number)
             found = None
         if found is None:
-            raise ChunkNotFoundError(f"Collection '{collection}' has no chunk '{text}'. Take a chunk_id from "
+            shown = text if len(text) <= 60 else text[:59] + "…"
+            raise ChunkNotFoundError(f"Collection '{collection}' has no chunk '{shown}'. Take a chunk_id from "
                                      "`rag search ... --json` (or the Search page).")
         return hit_from_point(found, None)
 

@@ -143,3 +143,34 @@ def test_runs_keep_the_query_set_version_and_compare_warns(two_chunkings, capsys
     assert "1 with changed labels or judgments" in out
     code, out, _ = run(capsys, "--store", store, "runs", "compare", str(second), str(second))
     assert "warning" not in out
+
+
+def test_hostile_judge_and_explain_input_is_one_line(two_chunkings, capsys):
+    store, queries = str(two_chunkings / "qdrant"), two_chunkings / "q.jsonl"
+    tower = next(h for h in hits(capsys, store, "small") if "Fernsehturm" in h["content"])
+    base = ["--store", store, "judge", QUESTION, "--collection", "small", "--queries", str(queries)]
+    explain = ["--store", store, "search", QUESTION, "--collection", "small", "--explain"]
+    for chunk in ("999999999999999999999999", "18446744073709551616", "²", "9" * 5000):  # not a point id
+        for argv in ([*base, "--chunk", chunk, "--grade", "2"], [*explain, chunk]):
+            code, out, err = run(capsys, *argv)
+            assert code == 1 and out == "" and len(err.strip().splitlines()) == 1 and "has no chunk" in err
+            assert len(err) < 300
+    code, _, err = run(capsys, *base[:3], "Wo\udcff?", *base[4:], "--chunk", tower["chunk_id"], "--grade", "2")
+    assert code == 1 and "not UTF-8 text" in err and len(err.strip().splitlines()) == 1 and not queries.exists()
+    queries.write_text("[" * 100_000 + "\n", encoding="utf-8")
+    for argv in ([*base, "--chunk", tower["chunk_id"], "--grade", "2"], ["judge", "--list", "--queries", str(queries)],
+                 ["--store", store, "eval", str(queries), "--collection", "small"]):
+        code, _, err = run(capsys, *argv)
+        assert code == 1 and "q.jsonl line 1: nested too deeply" in err and len(err.strip().splitlines()) == 1
+
+
+def test_judge_keeps_the_query_sets_mode_and_symlink(two_chunkings, capsys):
+    store, target, link = str(two_chunkings / "qdrant"), two_chunkings / "real.jsonl", two_chunkings / "q.jsonl"
+    target.write_text(json.dumps({"query": QUESTION, "document": "berlin.txt"}) + "\n", encoding="utf-8")
+    target.chmod(0o644)
+    link.symlink_to(target.name)
+    tower = next(h for h in hits(capsys, store, "small") if "Fernsehturm" in h["content"])
+    code, out, err = run(capsys, "--store", store, "judge", QUESTION, "--collection", "small", "--chunk",
+                         tower["chunk_id"], "--grade", "2", "--queries", str(link))
+    assert code == 0 and "q.jsonl version 1, 1 judgment" in out, err
+    assert link.is_symlink() and target.stat().st_mode & 0o777 == 0o644 and "judgments" in target.read_text()

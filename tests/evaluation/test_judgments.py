@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from pathlib import Path
 
 import pytest
 
 from rag.errors import QuerySetError
-from rag.evaluation.judges import judging
 from rag.evaluation.judges.judging import judgment_of, read_query_file, save_judgments
 from rag.evaluation.metrics.metrics import evaluate
+from rag.evaluation.querysets import saving
 from rag.evaluation.querysets.judgments import Judgment
 from rag.evaluation.querysets.queries import Query, load_query_set
 from rag.evaluation.querysets.versions import query_set_hash, read_log
@@ -114,12 +113,11 @@ def test_a_failed_write_leaves_the_old_file_whole(tmp_path, monkeypatch):
     def killed(*args):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(judging.os, "replace", killed)
+    monkeypatch.setattr(saving.os, "replace", killed)
     with pytest.raises(QuerySetError, match="No space left on device. The query set is unchanged"):
         save_judgments(path, "Q?", [judgment_of(hit(100, 200), 1)])
     assert path.read_bytes() == before
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
-    monkeypatch.setattr(judging.os, "replace", os.replace)
 
 
 def test_a_hand_edited_invalid_query_set_is_not_overwritten(tmp_path):
@@ -144,9 +142,12 @@ def test_a_killed_writer_leaves_the_old_file_whole(tmp_path):
 import os, signal
 from rag.evaluation.judges import judging
 from tests.evaluation.test_judgments import hit
-def killed(fd):  # the new text is written, not yet in place: die here
-    os.kill(os.getpid(), signal.SIGKILL)
-judging.os.fsync = killed
+fsync = os.fsync
+def killed(fd):  # the new text is written, not yet in place: die here (the version log's fsync passes)
+    if os.readlink("/proc/self/fd/%d" % fd).endswith(".tmp"):
+        os.kill(os.getpid(), signal.SIGKILL)
+    fsync(fd)
+os.fsync = killed
 judging.save_judgments({str(path)!r}, "Q?", [judging.judgment_of(hit(100, 200), 1)])
 """
     done = subprocess.run([sys.executable, "-c", script], cwd=Path(__file__).resolve().parents[2], timeout=120)

@@ -3,16 +3,15 @@
 The file stays a JSONL query set: lines that are not changed are kept byte for byte, the judged question's
 line gets its "judgments" (a new question is a new line). A judgment of the same span by the same judge
 replaces the old one (a person changing their mind); a person's judgment beside an LLM's keeps both (the
-person's counts, the pair measures agreement). Writes are atomic (a temporary file, then os.replace), so a
-killed writer leaves the old file whole, and each saved change is a version (rag.evaluation.querysets.versions).
+person's counts, the pair measures agreement). Writers of one file take turns under its lock, and writes are
+atomic (a temporary file, then os.replace), so concurrent saves lose nothing and a killed writer leaves the old
+file whole; each saved change is a version (rag.evaluation.querysets.versions, rag.evaluation.querysets.saving).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +19,7 @@ from pathlib import Path
 from rag.errors import QuerySetError
 from rag.evaluation.querysets.judgments import PERSON, Judgment, check_grade
 from rag.evaluation.querysets.queries import Query, load_query_set
+from rag.evaluation.querysets.saving import saving, write_atomic
 from rag.evaluation.querysets.versions import now, record_version
 from rag.store.records import Hit
 
@@ -89,17 +89,40 @@ def read_query_file(path: str | Path) -> tuple[list[str], list[Query]]:
 
 def save_judgments(path: str | Path, question: str, judgments: Sequence[Judgment], by: str | None = None) -> Saved:
     """Add judgments to question's line of the query set at path (a new line for a new question), atomically,
-    and record the new version; return what changed."""
-    question = question.strip()
+    and record the new version; return what changed. Writers of one file take turns (its lock), so concurrent
+    saves, from threads or processes, lose nothing."""
+    question = _question(question)
+    with saving(path) as real:
+        lines, queries = read_query_file(path)
+        match = next((q for q in queries if q.text == question), None)
+        index = None if match is None else match.line - 1
+        row = {"query": question} if index is None else json.loads(lines[index])
+        added, replaced = _merge(row, judgments)
+        text = json.dumps(row, ensure_ascii=False)
+        lines = [*lines, text] if index is None else [*lines[:index], text, *lines[index + 1:]]
+        content = "\n".join(lines) + "\n"
+        saved = load_query_set(content, Path(path).name)  # never write what could not be read back
+        version = record_version(real, saved, by or (judgments[0].by if judgments and not judgments[0].by_person
+                                                     else None))  # the entry first: no file without its version
+        write_atomic(real, content)
+    return Saved(question, added, replaced, match is None, version)
+
+
+def _question(text: str) -> str:
+    question = text.strip()
     if not question:
         raise QuerySetError("The question is empty; give it as text.")
-    lines, queries = read_query_file(path)
-    match = next((q for q in queries if q.text == question), None)
-    if match is None:
-        row, index = {"query": question}, None
-    else:
-        index = match.line - 1
-        row = json.loads(lines[index])
+    try:
+        question.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise QuerySetError(f"The question holds bytes that are not UTF-8 text (character {error.start + 1}): "
+                            "give it as UTF-8 text.") from None
+    return question
+
+
+def _merge(row: dict, judgments: Sequence[Judgment]) -> tuple[int, int]:
+    """Put judgments into a query set line's "judgments" (one of the same span and judge is replaced); return how
+    many were added and how many replaced."""
     kept = list(row.get("judgments") or [])
     added = replaced = 0
     for judgment in judgments:
@@ -114,14 +137,7 @@ def save_judgments(path: str | Path, question: str, judgments: Sequence[Judgment
             kept[same] = entry
             replaced += 1
     row["judgments"] = kept
-    text = json.dumps(row, ensure_ascii=False)
-    lines = [*lines, text] if index is None else [*lines[:index], text, *lines[index + 1:]]
-    content = "\n".join(lines) + "\n"
-    saved = load_query_set(content, Path(path).name)  # never write what could not be read back
-    write_atomic(path, content)
-    version = record_version(path, saved, by or (judgments[0].by if judgments and not judgments[0].by_person
-                                                 else None))
-    return Saved(question, added, replaced, match is None, version)
+    return added, replaced
 
 
 def query_set_path(root: str | Path, name: str) -> Path:
@@ -149,27 +165,9 @@ def query_line(query: Query) -> dict:
 
 def start_query_set(path: str | Path, queries: Sequence[Query]) -> None:
     """Write queries as a new JSONL query set at path (atomically), unless a file is there already."""
-    if Path(path).exists():
-        return
-    write_atomic(path, "".join(json.dumps(query_line(q), ensure_ascii=False) + "\n" for q in queries))
-    record_version(path, queries)
-
-
-def write_atomic(path: str | Path, content: str) -> None:
-    """Write content to path through a temporary file in the same folder and os.replace: all or nothing."""
-    path = Path(path)
-    folder = path.parent if str(path.parent) else Path(".")
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-        try:
-            with os.fdopen(handle, "w", encoding="utf-8") as file:
-                file.write(content)
-                file.flush()
-                os.fsync(file.fileno())
-            os.replace(temporary, path)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
-    except OSError as error:
-        raise QuerySetError(f"Cannot write {path}: {error.strerror or error}. The query set is unchanged.") from None
+    with saving(path) as real:
+        if real.exists():
+            return
+        content = "".join(json.dumps(query_line(q), ensure_ascii=False) + "\n" for q in queries)
+        record_version(real, queries)
+        write_atomic(real, content)

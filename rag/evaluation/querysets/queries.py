@@ -90,6 +90,9 @@ def _json_object(text: str, name: str, line: int) -> dict:
     except json.JSONDecodeError as error:
         raise QuerySetError(f"{name} line {line}: not valid JSON ({error.msg} at column {error.colno}). "
                             "Each line must be one JSON object.") from None
+    except RecursionError:
+        raise QuerySetError(f"{name} line {line}: nested too deeply to read. Each line must be one JSON object "
+                            "of a question, its labels and judgments.") from None
     if not isinstance(value, dict):
         raise QuerySetError(f"{name} line {line}: expected a JSON object {{...}}, got {type(value).__name__}.")
     return value

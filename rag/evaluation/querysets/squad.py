@@ -72,6 +72,8 @@ def _parse(data: bytes | str, source: str) -> object:
         return json.loads(data)
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise QuerySetError(f"{source} is not JSON ({error}). Give a SQuAD-style .json file.") from None
+    except RecursionError:
+        raise QuerySetError(f"{source} is nested too deeply to read. Give a SQuAD-style .json file.") from None
 
 
 def _add_article(result: SquadImport, article: dict, taken: set[str], source: str) -> None:

@@ -1,7 +1,8 @@
 """Query-set versions: a content hash, counts of questions and judgments, when and by whom; and diffs.
 
 Each saved change of a query set (`rag judge`, the Search page, the LLM judge) appends a version to the
-log beside it, FILE.versions.jsonl: {"version", "hash", "questions", "judgments", "at", "by"}. A query set
+log beside it, FILE.versions.jsonl: {"version", "hash", "questions", "judgments", "at", "by"}, written before the
+file under the query set's lock (rag.evaluation.querysets.saving), so numbers are unique. A query set
 edited by hand simply has a hash the log does not know (version null). Runs keep the version they used,
 with one short digest per question, so two runs can say which questions were added or removed and whose
 labels or judgments changed, without the files.
@@ -12,11 +13,13 @@ from __future__ import annotations
 import getpass
 import hashlib
 import json
+import os
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
 from rag import settings
+from rag.errors import QuerySetError
 from rag.evaluation.querysets.queries import Query
 from rag.words import counted
 
@@ -60,8 +63,8 @@ def now() -> str:
 
 
 def log_path(path: str | Path) -> Path:
-    """Return the version log beside a query set file."""
-    path = Path(path)
+    """Return the version log beside a query set file (beside a symlink's target: the log goes with the content)."""
+    path = Path(os.path.realpath(path))
     return path.with_name(path.name + ".versions.jsonl")
 
 
@@ -75,7 +78,7 @@ def read_log(path: str | Path) -> list[dict]:
     for line in lines:
         try:
             entry = json.loads(line)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             continue
         if isinstance(entry, dict) and "hash" in entry:
             versions.append(entry)
@@ -93,15 +96,37 @@ def version_of(queries: Sequence[Query], path: str | Path | None = None) -> dict
 
 
 def record_version(path: str | Path, queries: Sequence[Query], by: str | None = None) -> dict:
-    """Append the version of the query set just saved at path to its log; return it (without items)."""
+    """Append the version of the query set about to be saved at path to its log; return it (without items).
+
+    Call it holding the query set's lock (rag.evaluation.querysets.saving), before the file is replaced: the entry
+    is on disk first, so a saved file always has its version (a writer killed in between leaves an entry no file
+    has, which no reader matches). The number is one above the highest in the log, so numbers never repeat."""
     versions = read_log(path)
-    entry = {"version": len(versions) + 1, "hash": query_set_hash(queries), "questions": len(queries),
+    numbers = [v["version"] for v in versions if isinstance(v.get("version"), int)]
+    entry = {"version": max(numbers, default=0) + 1, "hash": query_set_hash(queries), "questions": len(queries),
              "judgments": sum(len(q.judgments) for q in queries), "at": now(), "by": by or who()}
     if versions and versions[-1]["hash"] == entry["hash"]:
         return versions[-1]
-    with open(log_path(path), "a", encoding="utf-8") as log:
-        log.write(json.dumps(entry, ensure_ascii=False) + "\n")
+    line = json.dumps(entry).encode("ascii") + b"\n"  # ASCII: any user name round-trips, even undecodable bytes
+    try:
+        with open(log_path(path), "ab+") as log:
+            if not _ends_a_line(log):  # a killed writer's half line: end it, so it stays one unreadable
+                line = b"\n" + line  # line instead of swallowing this entry
+            log.write(line)
+            log.flush()
+            os.fsync(log.fileno())
+    except OSError as error:
+        raise QuerySetError(f"Cannot write {log_path(path)}: {error.strerror or error}. The query set is "
+                            "unchanged.") from None
     return entry
+
+
+def _ends_a_line(log) -> bool:
+    size = log.seek(0, os.SEEK_END)
+    if not size:
+        return True
+    log.seek(size - 1)
+    return log.read(1) == b"\n"
 
 
 def diff_versions(a: dict, b: dict) -> dict:
