@@ -34,8 +34,11 @@ JSON_HELP = """\
   "rows": [{"label", "chunk_size", "overlap", "strategy", "mode", "fusion", "rerank", "collection", "chunks",
             "mean_tokens", "metrics", "intervals"}], "best": index of the best row by "metric"};
 for `runs compare`, the object of `rag compare --queries --json` ("paired", "verdict", "per_query", ...) over the
-questions both runs ran, each side with its "run", "row" and settings, and "only_a" / "only_b": questions only
-one side ran.
+questions both runs ran, each side with its "run", "row", "file" (the run file it was read from, else null) and
+settings, and "only_a" / "only_b": questions only one side ran;
+for `runs export`, nothing: the file it writes is {"format": "rag-lab-run", "version": 1, "exported_at", "source":
+{"run", "row"}, "run" (the kept run, as `runs --json` shows one), "outcomes" (per row, one per question:
+{"query", "line", "documents", "rank", "score", "score_kind", "values"})}.
 """
 
 

@@ -1,7 +1,7 @@
 """A kept run as a file: `rag runs export RUN --out FILE` writes one, so a CI baseline can live in the repository
 the job checks out; `--baseline FILE` and `rag runs compare FILE ...` read it as they read a kept run.
 
-The file is JSON, {"format": "rag-lab-run", "version": 1, "exported_at", "source": {"run", "row", "runs"}, "run",
+The file is JSON, {"format": "rag-lab-run", "version": 1, "exported_at", "source": {"run", "row"}, "run",
 "outcomes"}: "run" the kept run as rag.runs.records keeps it (settings with the query set's version, rows with
 metrics, "best") and "outcomes" one list of question outcomes per row ({"query", "line", "documents", "rank",
 "score", "score_kind", "values": {metric: value}}), everything the paired test needs. RUN "7" exports a run whole
@@ -40,17 +40,18 @@ def export_run(log: RunLog, text: str) -> dict:
     outcomes = [log.outcomes(run["id"], i) for i in range(len(run["rows"]))]
     if not any(outcomes[int(tail) - 1] if tail else outcomes):
         raise RunNotFoundError(f"Run {text} kept no question outcomes, so it cannot be a baseline; evaluate again.")
-    return export_data(run, outcomes, int(tail) - 1 if tail else None, str(log.path))
+    return export_data(run, outcomes, int(tail) - 1 if tail else None)
 
 
-def export_data(run: dict, outcomes: list[list[dict]], row: int | None, runs: str) -> dict:
-    """Return the file's JSON of a kept run (with its "id"): the whole run, or only row (0-based) of it."""
+def export_data(run: dict, outcomes: list[list[dict]], row: int | None) -> dict:
+    """Return the file's JSON of a kept run (with its "id"): the whole run, or only row (0-based) of it; no local
+    path is written (the file is meant to be committed)."""
     kept = {k: v for k, v in run.items() if k not in ("id", "has_report")}
     if row is not None:
         kept |= {"rows": [run["rows"][row]], "best": 0}
         outcomes = [outcomes[row]]
     return {"format": FORMAT, "version": VERSION, "exported_at": datetime.now(UTC).isoformat(timespec="seconds"),
-            "source": {"run": run["id"], "row": None if row is None else row + 1, "runs": runs},
+            "source": {"run": run["id"], "row": None if row is None else row + 1},
             "run": kept, "outcomes": outcomes}
 
 
