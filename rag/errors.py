@@ -31,7 +31,8 @@ RagError                          base: pages and the CLI catch this and show st
 │   └── SparseVectorsMissingError no keyword (sparse) vectors: re-ingest for sparse/hybrid search
 ├── EmbeddingCacheError           the embedding cache file cannot be read or written
 ├── RunsDatabaseError             the kept runs (runs.sqlite) cannot be read or written: locked, disk full
-│   └── RunNotFoundError          no kept run with that id (or row)
+│   ├── RunNotFoundError          no kept run with that id (or row)
+│   └── RunFileError              a run file (`rag runs export`) is missing, not JSON, or not a run
 ├── Cancelled                     a user's Cancel stopped the work; what finished before it stays
 │   ├── IngestCancelled           an ingest, before this file was stored
 │   ├── IndexCancelled            an index build (rag.store.edge.index), the collection as it was
@@ -201,6 +202,10 @@ class RunsDatabaseError(RagError):
 
 class RunNotFoundError(RunsDatabaseError):
     pass
+
+
+class RunFileError(RunsDatabaseError):
+    """A file given for a run (`--baseline FILE`, `rag runs compare FILE ...`) cannot be read as one."""
 
 
 class InvalidSettingsError(RagError, ValueError):

@@ -9,7 +9,7 @@ import streamlit as st
 from rag.embeddings import Embedder
 from rag.evaluation import is_sweep_collection
 from rag.reports import SearchOutcome
-from rag.store import CollectionInfo, DocumentInfo, Hit, Store
+from rag.store import DEFAULT_FUSION, CollectionInfo, DocumentInfo, Hit, Store
 from ui import errors, nav, resources, settings, state
 
 
@@ -75,7 +75,7 @@ class SearchRun:
     model_id: str
     seconds: float  # the search's time; for a cut, the time of the search whose ranking it cut
     mode: str = "dense"  # "dense" | "sparse" | "hybrid"
-    fusion: str = "rrf"
+    fusion: str = DEFAULT_FUSION
     include_toc: bool = False
     ranking: tuple[Hit, ...] = ()  # the first CANDIDATES of the ranking hits were cut from (top_k <= its length)
     version: int = 0  # the store's change count (ui.resources.version) when it was searched

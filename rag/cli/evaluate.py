@@ -99,6 +99,7 @@ def run_eval(args: argparse.Namespace) -> int:
     reranker = reranker_of(args, store, args.collection)
     mode = replace(mode, rerank=reranker is not None)
     cache = cache_of(args, store)
+    version = version_of(queries, args.queries)
     evaluation = evaluate_collection(queries, args.collection, embedder, store=store, cache=cache, ks=args.k,
                                      mode=mode, reranker=reranker, rerank_depth=args.rerank_depth)
     funnels = funnels_of(evaluation, args.collection, embedder, store, cache, mode, reranker, args.rerank_depth)
@@ -110,12 +111,12 @@ def run_eval(args: argparse.Namespace) -> int:
                                 fusion=mode.fusion_used, embedder=embedder, query_set=Path(args.queries).name,
                                 seconds=time.perf_counter() - started, report=html,
                                 rerank=reranker.spec if reranker else None,
-                                query_version=version_of(queries, args.queries)))
+                                query_version=version))
     if args.json:
         data = evaluation.to_json()
         for entry, funnel in zip(data["per_query"], funnels, strict=True):
             entry.update(funnel.to_json())
-        gated, code = run_gate(args, evaluation, store, junit)
+        gated, code = run_gate(args, evaluation, store, junit, version)
         dump({"collection": args.collection, "mode": mode.mode, "fusion": mode.fusion_used,
               "embedder": embedder.model_id if embedder else None, "rerank": describe(reranker, args.rerank_depth),
               "run": run_id} | data | {"funnel": summarize(funnels, failure_k(evaluation.ks)).to_json(),
@@ -126,7 +127,7 @@ def run_eval(args: argparse.Namespace) -> int:
     print_metrics(evaluation)
     print_failures(evaluation)
     print_funnel(summarize(funnels, failure_k(evaluation.ks)))
-    return run_gate(args, evaluation, store, junit)[1]
+    return run_gate(args, evaluation, store, junit, version)[1]
 
 
 def funnels_of(evaluation: Evaluation, collection: str, embedder, store, cache: EmbeddingCache, mode: SearchMode,

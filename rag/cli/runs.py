@@ -1,16 +1,20 @@
 """The kept runs on the command line, and what eval and sweep call to keep theirs.
 
     python -m rag runs [--json]                 every kept evaluation and sweep, newest first
-    python -m rag runs compare A B [--json]     B minus A on the questions both ran (A, B: ID or ID/ROW)
+    python -m rag runs compare A B [--json]     B minus A on the questions both ran (A, B: ID, ID/ROW or FILE)
+    python -m rag runs export RUN --out FILE    write a kept run (ID, or ID/ROW alone) to a file, e.g. a CI baseline
     python -m rag runs delete ID
 
 Runs live in runs.sqlite beside the embedded Qdrant folder (rag.runs.db); keeping one never costs a result:
-when the database is locked or the disk full, one warning line says so and the command goes on.
+when the database is locked or the disk full, one warning line says so and the command goes on. An exported run
+(rag.runs.export: versioned JSON with every question's values) is read wherever a run is named: `rag runs compare
+FILE ID`, `rag eval ... --baseline FILE`.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
 
@@ -19,7 +23,7 @@ from rag.cli.store_options import dump, store_options
 from rag.embeddings import EmbeddingCache
 from rag.errors import UsageError
 from rag.evaluation import METRICS, SweepResult, format_p, is_sweep_collection
-from rag.runs import Applied, RunComparison, RunLog, apply_configuration, compare_runs, runs_path, sweep_row
+from rag.runs import Applied, RunComparison, RunLog, apply_configuration, compare_runs, export_run, runs_path, sweep_row
 from rag.store import DocumentArchive, Store, default_archive_dir
 from rag.words import counted
 
@@ -30,8 +34,11 @@ JSON_HELP = """\
   "rows": [{"label", "chunk_size", "overlap", "strategy", "mode", "fusion", "rerank", "collection", "chunks",
             "mean_tokens", "metrics", "intervals"}], "best": index of the best row by "metric"};
 for `runs compare`, the object of `rag compare --queries --json` ("paired", "verdict", "per_query", ...) over the
-questions both runs ran, each side with its "run", "row" and settings, and "only_a" / "only_b": questions only
-one side ran.
+questions both runs ran, each side with its "run", "row", "file" (the run file it was read from, else null) and
+settings, and "only_a" / "only_b": questions only one side ran;
+for `runs export`, nothing: the file it writes is {"format": "rag-lab-run", "version": 1, "exported_at", "source":
+{"run", "row"}, "run" (the kept run, as `runs --json` shows one), "outcomes" (per row, one per question:
+{"query", "line", "documents", "rank", "score", "score_kind", "values"})}.
 """
 
 
@@ -133,6 +140,19 @@ def print_comparison(result: RunComparison) -> None:
           f"{comparison.count('same')} (by the rank of the first relevant chunk).")
 
 
+def run_export(args: argparse.Namespace) -> int:
+    out = common.output_file(args.out)
+    data = export_run(log_of(args), args.run_id)
+    try:
+        out.write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    except OSError as error:
+        raise UsageError(f"{out}: cannot write it ({error.strerror}).") from error
+    row = data["run"]["rows"][data["run"]["best"] or 0]
+    print(f"Run {args.run_id} ({row['label']}, {counted(len(data['outcomes'][data['run']['best'] or 0]), 'question')}) "
+          f"written to {out}; compare with it: `rag eval QUERIES --collection C --baseline {out}`.")
+    return 0
+
+
 def run_delete(args: argparse.Namespace) -> int:
     log_of(args).delete(args.id)
     print(f"Run {args.id} deleted.")
@@ -141,18 +161,26 @@ def run_delete(args: argparse.Namespace) -> int:
 
 def register(commands: argparse._SubParsersAction) -> None:
     parent = store_options()
-    runs = commands.add_parser("runs", parents=[parent], help="the kept evaluations and sweeps: list, compare, delete",
+    runs = commands.add_parser("runs", parents=[parent],
+                               help="the kept evaluations and sweeps: list, compare, export, delete",
                                description=__doc__ + "\n" + JSON_HELP,
                                formatter_class=argparse.RawDescriptionHelpFormatter)
     runs.add_argument("--json", action="store_true", help="print the runs as JSON (shape above)")
     runs.set_defaults(run=run_list)
     actions = runs.add_subparsers(dest="action", metavar="ACTION")
     compare = actions.add_parser("compare", parents=[parent], help="B minus A on the questions both runs ran")
-    compare.add_argument("a", metavar="A", help="a run id (its best row), or ID/ROW for one row of a sweep")
+    compare.add_argument("a", metavar="A", help="a run id (its best row), ID/ROW for one row of a sweep, or a file "
+                         "`rag runs export` wrote")
     compare.add_argument("b", metavar="B", help="the other run, like A")
     compare.add_argument("--json", action="store_true", help="print one JSON object (the shape of `rag compare "
                          "--queries --json`)")
     compare.set_defaults(run=run_compare)
+    export = actions.add_parser("export", parents=[parent], help="write a kept run to a file (versioned JSON), e.g. "
+                                "a baseline for `rag eval --baseline FILE` kept in a repository")
+    export.add_argument("run_id", metavar="RUN", help="a run id (the whole run; its best row is the baseline), or "
+                        "ID/ROW for that row of a sweep alone")
+    export.add_argument("--out", required=True, metavar="FILE", help="the file to write, e.g. baseline.json")
+    export.set_defaults(run=run_export)
     delete = actions.add_parser("delete", parents=[parent], help="delete a kept run")
     delete.add_argument("id", metavar="ID", type=common.positive_int(1))
     delete.set_defaults(run=run_delete)

@@ -27,6 +27,7 @@ from rag import pipeline
 from rag.embeddings.base import Embedder
 from rag.errors import InvalidSettingsError, MissingPackageError, StoreError
 from rag.store.client import Store
+from rag.store.fusion import DEFAULT_FUSION
 from rag.store.records import Hit, hit_from_point, vector_name
 from rag.words import counted
 
@@ -197,7 +198,7 @@ def embedding_map(
     *,
     top_k: int = 5,
     mode: str = "dense",
-    fusion: str = "rrf",
+    fusion: str = DEFAULT_FUSION,
     hits: Sequence[Hit] | None = None,
 ) -> EmbeddingMap:
     """Return a 2-D map of collection's chunks (a seeded sample if it has more than sample), query and hits marked.

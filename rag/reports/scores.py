@@ -25,6 +25,7 @@ from rag.embeddings.base import Embedder
 from rag.evaluation.metrics.metrics import Evaluation
 from rag.evaluation.metrics.modes import collection_info
 from rag.store.client import Store
+from rag.store.fusion import DEFAULT_FUSION
 from rag.store.search import candidate_limit
 
 SCORE_CAP = 5000  # chunks scored at most: one search with this top_k
@@ -116,7 +117,7 @@ def score_distribution(
     store: Store,
     embedder: Embedder | None = None,
     mode: str = "dense",
-    fusion: str = "rrf",
+    fusion: str = DEFAULT_FUSION,
     top_k: int = 5,
     threshold: float | None = None,
     document_ids: list[str] | None = None,

@@ -1,13 +1,15 @@
 """Two kept runs compared on the questions both ran: the paired test of `rag compare --queries`, from kept outcomes.
 
-A side is "ID" (a run's best row; an evaluation has one) or "ID/ROW" (row ROW, 1-based, of a sweep). Questions are
-paired by their text and expected documents (the n-th repeat with the n-th), so two runs of different query sets
-are compared on what they share, and the counts of questions only one side ran are said.
+A side is "ID" (a run's best row; an evaluation has one), "ID/ROW" (row ROW, 1-based, of a sweep) or the path of
+a file `rag runs export` wrote (rag.runs.export: its best row). Questions are paired by their text and expected
+documents (the n-th repeat with the n-th), so two runs of different query sets are compared on what they share,
+and the counts of questions only one side ran are said.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -17,6 +19,7 @@ from rag.evaluation.metrics.metrics import quality
 from rag.evaluation.metrics.paired import paired_difference
 from rag.evaluation.querysets.versions import diff_versions, diff_words
 from rag.runs.db import RunLog
+from rag.runs.export import RUN_ID, read_export
 from rag.words import counted
 
 
@@ -24,19 +27,30 @@ from rag.words import counted
 class RunSide:
     run: dict
     row: int  # 0-based
+    outcomes: list = field(default_factory=list, repr=False, compare=False)  # the row's kept question outcomes
+    file: str | None = None  # the run file it was read from (rag.runs.export); None: the runs database
+    source: str = ""  # how the run file names its run, e.g. "7/3"
 
     @property
     def settings(self) -> dict:
         return self.run["rows"][self.row]
 
     @property
+    def version(self) -> dict:
+        """Return the query-set version the run kept (only its hash for a run kept before versions were)."""
+        return self.run["settings"].get("query_version") or {"hash": self.run["settings"]["query_hash"]}
+
+    @property
     def name(self) -> str:
-        """Return the side as the user names it: "7" for a run's only row, else "7/3"."""
+        """Return the side as the user names it: "7" for a run's only row, else "7/3"; "7 from FILE" for a file."""
+        if self.file is not None:
+            return f"{self.source} from {self.file}"
         return str(self.run["id"]) if len(self.run["rows"]) == 1 else f"{self.run['id']}/{self.row + 1}"
 
     def to_json(self) -> dict:
         row = self.settings
-        return {"run": self.run["id"], "row": self.row + 1, "kind": self.run["kind"], "label": row["label"],
+        return {"run": self.run["id"], "row": self.row + 1, "file": self.file, "kind": self.run["kind"],
+                "label": row["label"],
                 "collection": row["collection"], "chunk_size": row["chunk_size"], "overlap": row["overlap"],
                 "mode": row["mode"], "fusion": row["fusion"], "rerank": row["rerank"],
                 "embedder": self.run["settings"]["embedder"], "query_set": self.run["settings"]["query_set"],
@@ -64,41 +78,55 @@ class RunComparison:
     def query_versions(self) -> dict:
         """Return both runs' query-set versions (rag.evaluation.querysets.versions; without per-question digests) and
         what changed from A to B: {"a", "b", "same", "questions_added", "questions_removed", "questions_changed"}."""
-        kept = [side.run["settings"].get("query_version") or {"hash": side.run["settings"]["query_hash"]}
-                for side in (self.a, self.b)]
-        shown = [{k: v for k, v in version.items() if k != "items"} for version in kept]
-        return {"a": shown[0], "b": shown[1]} | diff_versions(*kept)
+        return query_versions(self.a.version, self.b.version)
 
     def version_warning(self) -> str:
         """Return a one-line warning when the runs used different query-set versions, else ""."""
-        versions = self.query_versions()
-        if versions["same"]:
-            return ""
-        names = []
-        for letter, version in (("A", versions["a"]), ("B", versions["b"])):
-            number = f"version {version['version']}, " if version.get("version") else ""
-            counts = (f", {counted(version['questions'], 'question')}, {counted(version['judgments'], 'judgment')}"
-                      if "questions" in version else "")
-            names.append(f"{letter} {number}{version['hash'][:8]}{counts}")
-        known = "items" in (self.a.run["settings"].get("query_version") or {}) and \
-            "items" in (self.b.run["settings"].get("query_version") or {})
-        change = (diff_words(versions) if known
-                  else f"{counted(self.only_a, 'question')} only A ran, {self.only_b} only B")
-        return f"warning: the runs used different query-set versions ({'; '.join(names)}): {change}."
+        return version_warning(self.a.version, self.b.version, (self.only_a, self.only_b))
+
+
+def query_versions(a: dict, b: dict, names: tuple[str, str] = ("a", "b")) -> dict:
+    """Return two kept query-set versions (without per-question digests) under names, and what changed from a to b:
+    {"a", "b", "same", "questions_added", "questions_removed", "questions_changed"}."""
+    shown = [{k: v for k, v in version.items() if k != "items"} for version in (a, b)]
+    return dict(zip(names, shown, strict=True)) | diff_versions(a, b)
+
+
+def version_warning(a: dict, b: dict, only: tuple[int, int], names: tuple[str, str] = ("A", "B"),
+                    subject: str = "the runs") -> str:
+    """Return a one-line warning when kept query-set versions a and b differ, else ""; only: the counts of
+    questions only a and only b ran (said when the versions kept no per-question digests)."""
+    versions = query_versions(a, b)
+    if versions["same"]:
+        return ""
+    said = []
+    for name, version in zip(names, (versions["a"], versions["b"]), strict=True):
+        number = f"version {version['version']}, " if version.get("version") else ""
+        counts = (f", {counted(version['questions'], 'question')}, {counted(version['judgments'], 'judgment')}"
+                  if "questions" in version else "")
+        said.append(f"{name} {number}{version['hash'][:8]}{counts}")
+    change = (diff_words(versions) if "items" in a and "items" in b
+              else f"{counted(only[0], 'question')} only {names[0]} ran, {only[1]} only {names[1]}")
+    return f"warning: {subject} used different query-set versions ({'; '.join(said)}): {change}."
 
 
 def parse_side(log: RunLog, text: str) -> RunSide:
-    """Return the run side "ID" or "ID/ROW" names; RunNotFoundError for an unknown run or row."""
+    """Return the run side "ID", "ID/ROW" or a run file's path names, with its outcomes; RunNotFoundError for an
+    unknown run or row, RunFileError for a file that is missing or no run file."""
+    if not RUN_ID.fullmatch(str(text)):
+        if not str(text).strip() or not (any(c in str(text) for c in "./\\") or Path(text).exists()):
+            raise RunNotFoundError(f"'{text}' names no run: write a run id such as 7, or 7/3 for row 3 of sweep 7 "
+                                   "(`rag runs` lists them), or a file `rag runs export` wrote.")
+        run, outcomes, source = read_export(text)
+        best = run["best"] or 0
+        source = source if len(run["rows"]) == 1 else f"{run['id']}/{best + 1}"
+        return RunSide(run, best, outcomes[best], file=str(text), source=source)
     head, _, tail = str(text).strip().partition("/")
-    if not head.isdigit() or (tail and not tail.isdigit()):
-        raise RunNotFoundError(f"'{text}' names no run: write a run id such as 7, or 7/3 for row 3 of sweep 7 "
-                               "(`rag runs` lists them).")
     run = log.run(int(head))
-    if not tail:
-        return RunSide(run, run["best"] or 0)
-    if not 1 <= int(tail) <= len(run["rows"]):
+    row = int(tail) - 1 if tail else run["best"] or 0
+    if not 0 <= row < len(run["rows"]):
         raise RunNotFoundError(f"Run {head} has rows 1 to {len(run['rows'])}, not {tail}.")
-    return RunSide(run, int(tail) - 1)
+    return RunSide(run, row, log.outcomes(run["id"], row))
 
 
 def _keyed(outcomes: list[dict]) -> dict[tuple, dict]:
@@ -121,7 +149,7 @@ def pair_outcomes(a: list[dict], b: list[dict]) -> tuple[list[tuple[dict, dict]]
 def compare_runs(log: RunLog, a: str, b: str) -> RunComparison:
     """Return B minus A over the questions both runs ran: means, per-question changes, the paired test per metric."""
     sides = parse_side(log, a), parse_side(log, b)
-    pairs, only_a, only_b = pair_outcomes(*(log.outcomes(s.run["id"], s.row) for s in sides))
+    pairs, only_a, only_b = pair_outcomes(sides[0].outcomes, sides[1].outcomes)
     if not pairs:
         raise QuerySetError(f"Runs {sides[0].name} and {sides[1].name} share no question (or their outcomes were not "
                             "kept); compare runs of the same query set.")

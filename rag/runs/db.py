@@ -29,6 +29,7 @@ _SCHEMA = (
     "PRIMARY KEY (run_id, row))",
     "CREATE TABLE IF NOT EXISTS reports (run_id INTEGER PRIMARY KEY, html BLOB NOT NULL)",
 )
+LARGEST_ID = 2**63 - 1  # SQLite's largest INTEGER: a larger id names no run (and would overflow the query)
 
 
 def runs_path(path: str | None = None, url: str | None = None) -> Path:
@@ -101,6 +102,7 @@ class RunLog:
 
     def run(self, run_id: int) -> dict:
         """Return one kept run; RunNotFoundError when there is none with that id."""
+        self._check_id(run_id)
         found = self._select("SELECT data FROM runs WHERE id = ?", run_id)
         run = _parse(found[0][0]) if found else None
         if run is None:
@@ -109,16 +111,20 @@ class RunLog:
 
     def outcomes(self, run_id: int, row: int) -> list[dict]:
         """Return the question outcomes of one row of a run ([] when they were not kept)."""
+        self._check_id(run_id)
         found = self._select("SELECT data FROM outcomes WHERE run_id = ? AND row = ?", run_id, row)
         return [upgrade_outcome(o) for o in json.loads(found[0][0])] if found else []
 
     def report(self, run_id: int) -> str | None:
         """Return the run's HTML report, or None when none was kept with it."""
+        if not 0 < run_id <= LARGEST_ID:
+            return None
         found = self._select("SELECT html FROM reports WHERE run_id = ?", run_id)
         return zlib.decompress(found[0][0]).decode("utf-8") if found else None
 
     def delete(self, run_id: int) -> None:
         """Delete a run with its outcomes and report; RunNotFoundError when there is none with that id."""
+        self._check_id(run_id)
         if not self.path.exists():
             raise self._missing(run_id)
         with self._database("written") as db:
@@ -132,6 +138,11 @@ class RunLog:
             return []
         with self._database("read") as db:
             return db.execute(sql, params).fetchall()
+
+    def _check_id(self, run_id: int) -> None:
+        """Raise RunNotFoundError for an id no SQLite row can have (0, negative, or past LARGEST_ID)."""
+        if not 0 < run_id <= LARGEST_ID:
+            raise self._missing(run_id)
 
     def _missing(self, run_id: int) -> RunNotFoundError:
         """Return the error for a run that is not there (or not readable: a row another program damaged)."""

@@ -36,7 +36,7 @@ from rag.errors import QueryError
 from rag.store.children import KEYS as CHILD_FIELDS
 from rag.store.children import parent_ranks
 from rag.store.children import parents as fold
-from rag.store.fusion import METHODS, Fusion, parse_fusion
+from rag.store.fusion import DEFAULT_FUSION, METHODS, Fusion, parse_fusion
 from rag.store.keywords import Analyzer
 from rag.store.records import Hit, Layout, hit_from_point, mismatch_error, payload_int, sparse_missing_error
 
@@ -55,7 +55,7 @@ def candidate_limit(top_k: int) -> int:
     return max(int(top_k), CANDIDATES)
 
 
-def check_mode(mode: str, fusion: str | Fusion = "rrf") -> Fusion:
+def check_mode(mode: str, fusion: str | Fusion = DEFAULT_FUSION) -> Fusion:
     """Return the fusion if mode and fusion are known; RagError (InvalidSettingsError) listing the valid ones."""
     if mode not in MODES:
         raise QueryError(f"Unknown search mode '{mode}'. Use one of: {', '.join(MODES)}.")
@@ -100,7 +100,7 @@ class SearchMixin:
         score_threshold: float | None = None,
         document_ids: list[str] | None = None,
         mode: str = "dense",
-        fusion: str = "rrf",
+        fusion: str = DEFAULT_FUSION,
         query_text: str | None = None,
         include_toc: bool = False,
         depth: int | None = None,
@@ -130,7 +130,7 @@ class SearchMixin:
         score_threshold: float | None = None,
         document_ids: list[str] | None = None,
         mode: str = "dense",
-        fusion: str = "rrf",
+        fusion: str = DEFAULT_FUSION,
         query_texts: Sequence[str] | None = None,
         include_toc: bool = False,
         depth: int | None = None,

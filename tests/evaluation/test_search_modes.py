@@ -6,13 +6,14 @@ import pytest
 
 from rag.errors import CollectionNotFoundError, SparseVectorsMissingError
 from rag.evaluation.metrics.modes import SearchMode, parse_mode, parse_modes, require_keywords
+from rag.store.fusion import DEFAULT_FUSION
 from rag.store.open import open_store
 from tests.conftest import fake_embedder, ingest, make_document, make_foreign, make_old
 
 
 def test_labels_and_fusion_only_for_hybrid():
     assert [m.label for m in parse_modes("dense, sparse,hybrid,hybrid-dbsf")] == [
-        "dense", "sparse", "hybrid-rrf", "hybrid-dbsf"]
+        "dense", "sparse", f"hybrid-{DEFAULT_FUSION}", "hybrid-dbsf"]  # hybrid: the one default fusion
     assert parse_mode("hybrid", "dbsf") == SearchMode("hybrid", "dbsf")
     assert parse_mode("HYBRID-rrf", "dbsf") == SearchMode("hybrid", "rrf")  # the name's fusion wins
     assert SearchMode("dense", "dbsf") == SearchMode("dense") and SearchMode("dense", "dbsf").fusion_used is None
@@ -20,7 +21,7 @@ def test_labels_and_fusion_only_for_hybrid():
     sparse = SearchMode("sparse")
     assert not sparse.needs_vectors and sparse.needs_keywords
     assert SearchMode().needs_vectors and not SearchMode().needs_keywords
-    assert parse_modes("dense,hybrid,dense,hybrid-rrf") == [SearchMode(), SearchMode("hybrid")]  # distinct, in order
+    assert parse_modes(f"dense,hybrid,dense,hybrid-{DEFAULT_FUSION}") == [SearchMode(), SearchMode("hybrid")]
     assert parse_modes(["sparse", SearchMode()]) == [SearchMode("sparse"), SearchMode()]
 
 

@@ -19,7 +19,8 @@ def _rows(size: int, collection: str) -> list[ConfigResult]:
     first = {"chunking": 1.0, "embedding": 20.0, "indexing": 2.0, "searching": 3.0}  # builds and searches all modes
     later = {"chunking": 0.0, "embedding": 0.0, "indexing": 0.0, "searching": 0.001}  # its own scoring only
     return [ConfigResult(SweepConfig(size, 0), collection, evaluation, 10, 300.0, first if i == 0 else later, False,
-                         10 if i == 0 else 0, parse_mode(mode)) for i, mode in enumerate(("hybrid", "dense", "sparse"))]
+                         10 if i == 0 else 0, parse_mode(mode))
+            for i, mode in enumerate(("hybrid-rrf", "dense", "sparse"))]
 
 
 def test_time_per_configuration_holds_all_its_modes():

@@ -99,8 +99,8 @@ def test_dbsf_sums_normalised_scores(known) -> None:
 
 def test_threshold_top_k_filter_and_batch_in_hybrid(known) -> None:
     store, name = known
-    assert "".join(name[h.chunk_id] for h in search(store, "hybrid", top_k=2)) == "EC"
-    above = search(store, "hybrid", score_threshold=0.5)  # on the fused score
+    assert "".join(name[h.chunk_id] for h in search(store, "hybrid", fusion="rrf", top_k=2)) == "EC"
+    above = search(store, "hybrid", fusion="rrf", score_threshold=0.5)  # on the fused score
     assert "".join(name[h.chunk_id] for h in above) == "ECA"
     assert search(store, "sparse", score_threshold=10.0) == []  # on the BM25 score
     ingest(store, fake_embedder(2), make_document("schlüssel schlüssel", "doc-b", "b.md"), collection="c")

@@ -26,6 +26,7 @@ from rag.evaluation.metrics.modes import MODE_NAMES, SearchMode, parse_mode
 from rag.evaluation.metrics.paired import ALPHA, PairedDifference, paired_difference
 from rag.evaluation.querysets.queries import Query
 from rag.store.client import Store
+from rag.store.fusion import DEFAULT_FUSION
 from rag.store.records import Hit
 from rag.words import counted
 
@@ -210,7 +211,7 @@ class Side:
     mode: SearchMode = field(default_factory=SearchMode)
 
 
-def parse_side(text: str, fusion: str = "rrf") -> Side:
+def parse_side(text: str, fusion: str = DEFAULT_FUSION) -> Side:
     """Return the Side of "COLLECTION[:MODE]"; a suffix that is no mode name belongs to the collection name."""
     name, _, suffix = text.rpartition(":")
     if name and suffix.strip().lower() in MODE_NAMES:

@@ -4,7 +4,8 @@ A SearchMode is the pair Store.search takes as `mode` and `fusion`. Written as t
 
     dense         embeddings (cosine)
     sparse        BM25 keywords
-    hybrid        both lists fused, with the default fusion (rrf unless the caller says otherwise)
+    hybrid        both lists fused, with the default fusion (rag.store.fusion.DEFAULT_FUSION unless the caller
+                  says otherwise)
     hybrid-rrf    hybrid with reciprocal rank fusion
     hybrid-dbsf   hybrid with distribution-based score fusion
     <mode>+rerank that mode's candidates reordered by a reranker (rag.rerank), e.g. hybrid-rrf+rerank
@@ -24,6 +25,7 @@ import numpy as np
 from rag.errors import InvalidSettingsError, RagError
 from rag.rerank import Reranker, rerank_all
 from rag.store.client import Store
+from rag.store.fusion import DEFAULT_FUSION
 from rag.store.records import CollectionInfo, Hit, SparseVectorsMissingError
 from rag.store.search import FUSIONS, MODES, check_mode
 
@@ -31,13 +33,13 @@ from rag.store.search import FUSIONS, MODES, check_mode
 @dataclass(frozen=True)
 class SearchMode:
     mode: str = "dense"  # one of rag.store.search.MODES
-    fusion: str = "rrf"  # a fusion spec (rag.store.fusion), e.g. "convex:w=0.6"; "rrf" for dense and sparse, unused
+    fusion: str = DEFAULT_FUSION  # a fusion spec (rag.store.fusion), e.g. "convex:w=0.6"; unused by dense and sparse
     rerank: bool = False  # the mode's candidates reordered by the run's reranker (rag.rerank)
 
     def __post_init__(self) -> None:
         fusion = check_mode(self.mode, self.fusion)
         # normalised, so SearchMode("dense", "dbsf") == SearchMode("dense") and "convex:w=0.50" == "convex"
-        object.__setattr__(self, "fusion", fusion.spec if self.mode == "hybrid" else "rrf")
+        object.__setattr__(self, "fusion", fusion.spec if self.mode == "hybrid" else DEFAULT_FUSION)
 
     @property
     def label(self) -> str:
@@ -63,7 +65,7 @@ class SearchMode:
 MODE_NAMES = ("dense", "sparse", "hybrid", *(f"hybrid-{f}" for f in FUSIONS))  # and hybrid-<fusion spec>
 
 
-def parse_mode(text: str | SearchMode, fusion: str = "rrf") -> SearchMode:
+def parse_mode(text: str | SearchMode, fusion: str = DEFAULT_FUSION) -> SearchMode:
     """Return the SearchMode of "dense", "sparse", "hybrid" (with fusion) or "hybrid-<fusion spec>"
     ("hybrid-dbsf", "hybrid-convex:w=0.6"); ValueError if unknown."""
     if isinstance(text, SearchMode):
@@ -81,7 +83,7 @@ def parse_mode(text: str | SearchMode, fusion: str = "rrf") -> SearchMode:
         raise InvalidSettingsError(str(error).rstrip(".")) from None
 
 
-def parse_modes(text: str | Iterable[str | SearchMode], fusion: str = "rrf") -> list[SearchMode]:
+def parse_modes(text: str | Iterable[str | SearchMode], fusion: str = DEFAULT_FUSION) -> list[SearchMode]:
     """Return the distinct modes of "dense,hybrid" (or of a list), in the order given; ValueError if none or unknown."""
     items = text.split(",") if isinstance(text, str) else list(text)
     modes = list(dict.fromkeys(parse_mode(item, fusion) for item in items if str(item).strip()))

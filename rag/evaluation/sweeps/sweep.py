@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rag import pipeline
 from rag.chunking.chunker import Chunk, chunk_document
 from rag.documents.loader import SourceFile, load_document
 from rag.documents.model import Document
@@ -93,18 +94,20 @@ def evaluate_collection(
     cache: EmbeddingCache | None = None,
     ks: Sequence[int] = DEFAULT_KS,
     mode: str | SearchMode = "dense",
-    fusion: str = "rrf",
+    fusion: str | None = None,
     reranker: Reranker | None = None,
     rerank_depth: int = DEFAULT_RERANK_DEPTH,
 ) -> Evaluation:
     """Return the metrics of queries on an existing collection, searched once at the largest k in one mode.
 
-    mode: "dense", "sparse", "hybrid" (with fusion) or a SearchMode; sparse needs no embedder. reranker: the
-    first rerank_depth hits of each query are reordered by it before they are scored (the mode becomes +rerank).
+    mode: "dense", "sparse", "hybrid" (with fusion) or a SearchMode; sparse needs no embedder. fusion: None means
+    what rag.search takes for hybrid: the collection's saved fusion, else DEFAULT_FUSION. reranker: the first
+    rerank_depth hits of each query are reordered by it before they are scored (the mode becomes +rerank).
     QuerySetError when a label names a document the collection lacks, or an answer span misses its answer;
     SparseVectorsMissingError (before anything is embedded) when a keyword mode meets a collection without
     keyword vectors: it has to be re-ingested.
     """
+    fusion = pipeline.search_defaults(store, collection, "hybrid", fusion)[1]
     ks, cache, mode = parse_ks(ks), cache if cache is not None else EmbeddingCache(), _mode(mode, fusion)
     mode = replace(mode, rerank=reranker is not None)
     require_keywords(store, collection, [mode])
