@@ -19,6 +19,7 @@ Where fork or RLIMIT_AS is missing (Windows, macOS), the read runs in this proce
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import importlib
 import os
 import signal
@@ -31,9 +32,14 @@ from typing import Any, TypeVar
 
 from rag.errors import CorruptDocumentError, DocumentTooLargeError
 
+try:  # imported here, not in a child: a fork while another thread imports a module leaves that import locked there
+    import resource
+except ImportError:  # Windows
+    resource = None  # type: ignore[assignment]
+
 T = TypeVar("T")
 Progress = Callable[[int, int], None]
-ISOLATED = sys.platform.startswith("linux") and hasattr(os, "fork")
+ISOLATED = sys.platform.startswith("linux") and hasattr(os, "fork") and resource is not None
 BASE_MEMORY = 1 << 30  # bytes a read may map beyond its parent's: pdfium, pypdf, pages of ordinary size
 SILENT_SECONDS = 120.0  # a read that sends nothing for this long (no 10 pages done) is stopped
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
@@ -140,20 +146,14 @@ def _child(sender_fd: int, read: Callable[[Progress], Any], memory: int) -> None
 def _prepare(keep_fd: int, memory: int) -> None:
     """Tie this child to its parent's life, drop the parent's descriptors and signal handlers, limit its memory."""
     parent = os.getppid()
-    try:
-        import ctypes
-
+    with contextlib.suppress(OSError, AttributeError):  # no prctl: the child ends at the latest with its read
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
     if os.getppid() != parent:  # the parent died before the prctl
         os._exit(1)
     for number in (signal.SIGINT, signal.SIGTERM):
         signal.signal(number, signal.SIG_DFL)
-    os.closerange(3, keep_fd)
-    os.closerange(keep_fd + 1, _max_fd())
-    import resource
-
+    os.closerange(3, keep_fd)  # nothing when keep_fd < 3 (a parent without stdin): 0-2 stay anyway
+    os.closerange(max(3, keep_fd + 1), _max_fd())
     with open("/proc/self/statm") as statm:  # pages of address space now (the parent's, shared until written)
         mapped = int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
     _, hard = resource.getrlimit(resource.RLIMIT_AS)

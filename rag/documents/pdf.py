@@ -26,7 +26,7 @@ from rag.documents.expansion import TextBudget
 from rag.documents.ligatures import FontGlyphs, font_at, repair, symbol_brackets
 from rag.documents.model import Page
 from rag.documents.text import BLANK_LINES, CONTROL_CHARS, INVISIBLE_IN_WORDS, SURROGATES
-from rag.errors import CorruptDocumentError, DocumentTooLargeError, EmptyDocumentError, NoTextLayerError
+from rag.errors import CorruptDocumentError, DocumentError, DocumentTooLargeError, EmptyDocumentError, NoTextLayerError
 
 ENGINES = ("pdfium", "pypdf")
 _CONTROL = re.compile("[" + "".join(re.escape(chr(c)) for c, to in CONTROL_CHARS.items() if to is None) + "]")
@@ -169,7 +169,15 @@ def _read_pdfium(data: bytes, name: str, password: str | None, max_pages: int, m
 
 def page_count(data: bytes, password: str | None = None) -> int | None:
     """Return the PDF's number of pages without reading their text (an ingest's plan); None when pdfium cannot open
-    it (damaged, encrypted with another password, no pdfium)."""
+    it (damaged, encrypted with another password, no pdfium) in a child of a read's memory and time."""
+    count = functools.partial(_count_pages, data, password)
+    try:
+        return bounded.run(count, "", bounded.memory_limit(len(data), 0), _LOCK, modules=READERS)
+    except DocumentError:  # out of memory or time: its read says why
+        return None
+
+
+def _count_pages(data: bytes, password: str | None, progress: PagesRead) -> int | None:
     try:
         import pypdfium2
     except ImportError:
