@@ -4,7 +4,7 @@ RagError                          base: pages and the CLI catch this and show st
 ├── DocumentError                 one file could not be read (the others go on)
 │   ├── UnsupportedFileError      not a PDF, text or Markdown file
 │   ├── EmptyDocumentError        zero bytes, or only whitespace
-│   ├── DocumentTooLargeError     over the size or page limit
+│   ├── DocumentTooLargeError     over the size, page or character limit, or the memory or time of its read
 │   ├── EncryptedDocumentError    needs a password, or the password is wrong (.wrong_password)
 │   ├── CorruptDocumentError      damaged or truncated file
 │   └── NoTextLayerError          scanned: no page has text, OCR is needed

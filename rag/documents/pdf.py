@@ -7,11 +7,13 @@ damaged or cannot be loaded for, for a page pdfium fails on; and it reads the gl
 ToUnicode table from their dictionaries (rag.documents.ligatures; never a page's text). pdfium is not
 thread-safe: every call into it holds one lock, and every object is closed inside it, so no garbage collection
 on another thread calls into it.
-One process reads a PDF: 5,000 pages take about 15 s, and a long PDF's embedding takes hours.
+One process reads a PDF: 5,000 pages take about 15 s, and a long PDF's embedding takes hours. It is a child of bounded
+memory and time (rag.documents.bounded), and the text is counted while it is read (RAG_MAX_CHARS, .expansion).
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import threading
@@ -19,10 +21,12 @@ import unicodedata
 from collections.abc import Callable
 from typing import Any
 
+from rag.documents import bounded
+from rag.documents.expansion import TextBudget
 from rag.documents.ligatures import FontGlyphs, font_at, repair, symbol_brackets
 from rag.documents.model import Page
 from rag.documents.text import BLANK_LINES, CONTROL_CHARS, INVISIBLE_IN_WORDS, SURROGATES
-from rag.errors import CorruptDocumentError, DocumentTooLargeError, EmptyDocumentError, NoTextLayerError
+from rag.errors import CorruptDocumentError, DocumentError, DocumentTooLargeError, EmptyDocumentError, NoTextLayerError
 
 ENGINES = ("pdfium", "pypdf")
 _CONTROL = re.compile("[" + "".join(re.escape(chr(c)) for c, to in CONTROL_CHARS.items() if to is None) + "]")
@@ -38,6 +42,7 @@ _SUSPENDED = frozenset({"und", "oder", "bzw", "sowie", "bis", "als", "and", "or"
 _PDFIUM_HYPHEN = "\ufffe"  # pdfium's mark for a hyphen at a line end; the line break itself it leaves out
 Outline = list[tuple[str, int, int]]
 PagesRead = Callable[[int, int], None]  # (pages read, pages): may raise to stop the read
+READERS = ("pypdfium2", "pypdf.filters", "rag.documents.pypdf_text")  # imported once, not in every read's child
 
 
 def clean_pdf_text(raw: str, page_number: int = 0) -> str:
@@ -71,19 +76,33 @@ def _join_hyphenated(match: re.Match[str]) -> str:
 
 def read_pdf(
     data: bytes, name: str, password: str | None, max_pages: int, *, engine: str = "pdfium",
-    progress: PagesRead | None = None,
+    progress: PagesRead | None = None, max_chars: int | None = None,
 ) -> tuple[list[Page], list[int], Outline, list[str]]:
     """Return (every page, numbers of pages without text, outline, notes) of a PDF's bytes.
 
     engine "pypdf" reads with pypdf alone (for comparison). progress(pages read, pages) is called every
-    PROGRESS_PAGES pages; what it raises ends the read.
+    PROGRESS_PAGES pages; what it raises ends the read. The read runs in a child process that may use
+    memory_limit(len(data), max_chars) bytes (rag.documents.bounded); DocumentTooLargeError when the text
+    expands to more than max_chars characters (default RAG_MAX_CHARS; rag.documents.expansion) or the child
+    runs out of memory or time.
     """
+    if max_chars is None:
+        from rag.settings import limit
+
+        max_chars = int(limit("RAG_MAX_CHARS"))
+    read = functools.partial(_read, data, name, password, max_pages, max_chars, engine)
+    return bounded.run(read, name, bounded.memory_limit(len(data), max_chars), _LOCK, progress, READERS)
+
+
+def _read(data: bytes, name: str, password: str | None, max_pages: int, max_chars: int, engine: str,
+          progress: PagesRead) -> tuple[list[Page], list[int], Outline, list[str]]:
+    """Return read_pdf's result, read in this process."""
     from rag.documents import pypdf_text
 
     with pypdf_text.library_messages() as messages:
-        read = _read_pdfium(data, name, password, max_pages, progress) if engine == "pdfium" else None
+        read = _read_pdfium(data, name, password, max_pages, max_chars, progress) if engine == "pdfium" else None
         if read is None:
-            read = _read_pypdf(data, name, password, max_pages, progress)
+            read = _read_pypdf(data, name, password, max_pages, max_chars, progress)
         texts, outline = read
     pages, empty, failed = [], [], []
     for number, text in enumerate(texts, 1):
@@ -121,7 +140,7 @@ def _new_lock() -> None:
 os.register_at_fork(after_in_child=_new_lock)
 
 
-def _read_pdfium(data: bytes, name: str, password: str | None, max_pages: int, progress: PagesRead | None
+def _read_pdfium(data: bytes, name: str, password: str | None, max_pages: int, max_chars: int, progress: PagesRead
                  ) -> tuple[list[str | None], Outline] | None:
     """Return (page texts, None for an unreadable page; raw outline), or None when pdfium cannot read the file."""
     try:
@@ -136,11 +155,13 @@ def _read_pdfium(data: bytes, name: str, password: str | None, max_pages: int, p
         try:
             count = len(document)
             _check_count(name, count, max_pages)
-            texts = []
+            texts, budget = [], TextBudget(name, max_chars, fallback.reader)
             for index in range(count):
-                if progress is not None and index % PROGRESS_PAGES == 0:
+                if index % PROGRESS_PAGES == 0:
                     progress(index, count)
+                budget.check_page(index + 1)  # before pdfium spends ~260 bytes a character on it
                 texts.append(_pdfium_page(document, index, fallback))
+                budget.add(index + 1, texts[-1])
             return texts, _pdfium_outline(document)
         finally:
             document.close()
@@ -148,7 +169,15 @@ def _read_pdfium(data: bytes, name: str, password: str | None, max_pages: int, p
 
 def page_count(data: bytes, password: str | None = None) -> int | None:
     """Return the PDF's number of pages without reading their text (an ingest's plan); None when pdfium cannot open
-    it (damaged, encrypted with another password, no pdfium)."""
+    it (damaged, encrypted with another password, no pdfium) in a child of a read's memory and time."""
+    count = functools.partial(_count_pages, data, password)
+    try:
+        return bounded.run(count, "", bounded.memory_limit(len(data), 0), _LOCK, modules=READERS)
+    except DocumentError:  # out of memory or time: its read says why
+        return None
+
+
+def _count_pages(data: bytes, password: str | None, progress: PagesRead) -> int | None:
     try:
         import pypdfium2
     except ImportError:
@@ -264,7 +293,7 @@ class _Fallback:
             return None
 
 
-def _read_pypdf(data: bytes, name: str, password: str | None, max_pages: int, progress: PagesRead | None
+def _read_pypdf(data: bytes, name: str, password: str | None, max_pages: int, max_chars: int, progress: PagesRead
                 ) -> tuple[list[str | None], Outline]:
     """Return (page texts, None for an unreadable page; raw outline) as pypdf reads them; raise for a bad file."""
     from rag.documents import pypdf_text
@@ -273,13 +302,16 @@ def _read_pypdf(data: bytes, name: str, password: str | None, max_pages: int, pr
     count = pypdf_text.page_count(reader, name)
     _check_count(name, count, max_pages)
     texts: list[str | None] = []
+    budget = TextBudget(name, max_chars, lambda: reader)
     for number in range(1, count + 1):
-        if progress is not None and number % PROGRESS_PAGES == 1:
+        if number % PROGRESS_PAGES == 1:
             progress(number - 1, count)
+        budget.check_page(number)
         try:
             texts.append(clean_pdf_text(pypdf_text.raw_page_text(reader, number), number))
         except Exception:  # one broken page must not cost the others: it is reported as unreadable
             texts.append(None)
+        budget.add(number, texts[-1])
     return texts, pypdf_text.outline(reader)
 
 
