@@ -189,7 +189,8 @@ def run(ws: Workspace, documents: Documents, queries: list[Query], sizes: str, o
     submit(live_jobs.queue(), SweepJob(documents, list(queries), configs, embedder, ws.store, ws.location,
                                        EmbeddingCache(default_cache_dir(ws.store)), cuts, searches, skipped,
                                        reranker, rerank[1] or DEFAULT_DEPTH, query_set,
-                                       collection=documents.collection, inputs=ran_on(queries, query_set, documents)))
+                                       collection=documents.collection, inputs=ran_on(queries, query_set, documents),
+                                       params=inputs.params()))
 
 
 def answer_ranks(result: SweepResult) -> None:
