@@ -10,6 +10,7 @@ from ui.jobs.sweep import SweepJob
 from ui.parts import apply, funnel, judge_eval, live_jobs, synthetic
 from ui.parts import evaluate as parts
 from ui.parts import evaluate_inputs as inputs
+from ui.parts import evaluate_kept as kept
 from ui.parts import rerank as rerank_part
 from ui.render import COMPARED_MODES, md
 
@@ -62,7 +63,9 @@ if parts.RESULT in st.session_state:
     funnel.evaluate_section(ws, st.session_state[parts.RESULT])
     judge_eval.section(st.session_state[parts.RESULT], source[2] if source else "sweep")
 elif not any(job.active for job in live_jobs.queue().jobs(ws.location, SweepJob)):  # not under a running sweep
-    st.caption("Choose a query set, documents and a grid, then run the sweep.")
+    chosen = parts.ran_on(source[0], source[2], documents)[0] if source and documents else None
+    if not kept.show(ws, chosen):  # after a restart: the kept run of these inputs, or the last one offered
+        st.caption("Choose a query set, documents and a grid, then run the sweep.")
 st.divider()
 parts.tuning(ws, source[0] if source else None, documents.collection if documents else None)
 st.divider()

@@ -41,6 +41,7 @@ from rag.errors import UsageError
 from rag.evaluation import (
     DEFAULT_KS,
     METRICS,
+    MOSTLY_UNJUDGED,
     QUERIES_FILE,
     Evaluation,
     Funnel,
@@ -54,6 +55,7 @@ from rag.evaluation import (
     load_query_set,
     summarize,
     tune_fusion,
+    unjudged_note,
     version_of,
     write_import,
 )
@@ -185,6 +187,8 @@ def print_metrics(evaluation: Evaluation) -> None:
     common.print_table(rows, ["k", *METRICS, "hole"])
     print("± half the 95 % bootstrap interval over the queries; hole@k: the share of the top k no one has judged "
           "(`--json`: judged@k and hole@k, per question too)")
+    if any(evaluation.mostly_unjudged(k) for k in evaluation.ks):
+        print(f"hole@k above {MOSTLY_UNJUDGED:g}: {unjudged_note()}")
 
 
 def failure_k(ks: tuple[int, ...]) -> int:

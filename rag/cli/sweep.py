@@ -26,6 +26,7 @@ from rag.embeddings import get_embedder
 from rag.errors import UsageError
 from rag.evaluation import (
     MODE_NAMES,
+    MOSTLY_UNJUDGED,
     SweepProgress,
     SweepResult,
     collection_documents,
@@ -38,6 +39,7 @@ from rag.evaluation import (
     parse_overlaps,
     run_sweep,
     trace_sweep,
+    unjudged_note,
     version_of,
 )
 from rag.reports import sweep_report
@@ -141,6 +143,8 @@ def print_sweep(result: SweepResult) -> None:
     print(f"\n{counted(result.queries, 'query', 'queries')}, {counted(len(result.documents), 'document')}, "
           f"{result.embedder}; "
           f"queries embedded in {result.query_seconds:.1f} s; ± half the 95 % bootstrap interval over the queries")
+    if any(r.evaluation.mostly_unjudged(deepest) for r in result.results):
+        print(f"{hole} above {MOSTLY_UNJUDGED:g}: {unjudged_note(result.default_metric())}")
     print(result.summary())
     print(result.tie_summary())
     best = result.best()

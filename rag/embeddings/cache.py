@@ -150,6 +150,12 @@ class EmbeddingCache:
             return np.zeros((0, embedder.dimension), dtype=np.float32)
         return np.vstack([found[d] for d in digests]).astype(np.float32)
 
+    def lacking(self, texts: Sequence[str], embedder: Embedder, *, query: bool = False) -> list[str]:
+        """Return the distinct texts the cache holds no vector of (what embed would give the embedder), in order."""
+        digests = {text_digest(t): t for t in texts}
+        known = self._known(cache_model(embedder, query), set(digests))
+        return [t for d, t in digests.items() if d not in known]
+
     def remember(self, model: str, texts: Sequence[str], vectors: Sequence[np.ndarray]) -> None:
         """Keep vectors an embedder made earlier (a collection's stored ones) under model (model_key) and texts."""
         pairs = [(t, np.asarray(v, dtype=np.float32)) for t, v in zip(texts, vectors, strict=True)]
@@ -179,6 +185,25 @@ class EmbeddingCache:
 
             found = self._run("reading", read, default={})
         return {d: v for d, v in found.items() if usable(v, dimension)}
+
+    def _known(self, model: str, digests: set[bytes]) -> set[bytes]:
+        """Return the digests among digests the cache holds a vector of under model (the vectors are not read)."""
+        if self.path is None:
+            return {d for d in digests if (model, d) in self._memory}
+        keys = list(digests)
+
+        def read(db: sqlite3.Connection) -> set[bytes]:
+            known: set[bytes] = set()
+            for i in range(0, len(keys), _LOOKUP_BATCH):
+                part = keys[i : i + _LOOKUP_BATCH]
+                rows = db.execute(
+                    f"SELECT digest FROM vectors WHERE model = ? AND digest IN ({','.join('?' * len(part))})",
+                    [model, *part],
+                )
+                known.update(bytes(d) for (d,) in rows)
+            return known
+
+        return self._run("reading", read, default=set())  # a damaged file is set aside: nothing is known
 
     def _save(self, model: str, vectors: dict[bytes, np.ndarray]) -> None:
         if self.path is None:

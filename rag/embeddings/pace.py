@@ -1,8 +1,8 @@
 """How long a sweep has left, and the embedder wrapper that measures it: rates so far times the work still to do.
 
 A cold sweep is dominated by embedding, so the estimate counts the characters still to embed (each distinct
-chunk text of the configurations not yet embedded, not reused; the embedding cache may answer some of them,
-which the estimate learns once that configuration starts) at the characters per second embedded so far, plus
+chunk text of the configurations not yet embedded, not reused, that the embedding cache lacks: a sweep asks the
+cache before it starts, rag.evaluation.sweeps.sweep.plan_pace) at the characters per second embedded so far, plus
 the indexing left (characters at the indexing rate so far) and the searches left (at the mean time of one
 search in that mode so far). Before any document is embedded the queries' rate stands in; parts whose rate
 is still unknown count as 0, so an early estimate errs low. With embedding ahead (rag.evaluation.sweeps.ahead), the

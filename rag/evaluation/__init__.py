@@ -32,7 +32,7 @@ _EXPORTS = {  # module: the names it gives the face ("FACE_NAME=its_name" where 
                                       "start_query_set"),
     "rag.evaluation.judges.llm_judge": ("judge_with_llm",),
     "rag.evaluation.metrics.metrics": ("DEFAULT_KS", "METRICS", "MOSTLY_UNJUDGED", "Evaluation", "QueryOutcome",
-                                       "parse_ks"),
+                                       "parse_ks", "unjudged_note"),
     "rag.evaluation.metrics.modes": ("MODE_NAMES", "SearchMode", "parse_mode", "parse_modes"),
     "rag.evaluation.metrics.paired": ("ALPHA", "format_p"),
     "rag.evaluation.querysets.judgments": ("GRADES", "check_grade", "hit_grade"),
@@ -107,7 +107,15 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time the names l
         start_query_set,
     )
     from rag.evaluation.judges.llm_judge import judge_with_llm
-    from rag.evaluation.metrics.metrics import DEFAULT_KS, METRICS, MOSTLY_UNJUDGED, Evaluation, QueryOutcome, parse_ks
+    from rag.evaluation.metrics.metrics import (
+        DEFAULT_KS,
+        METRICS,
+        MOSTLY_UNJUDGED,
+        Evaluation,
+        QueryOutcome,
+        parse_ks,
+        unjudged_note,
+    )
     from rag.evaluation.metrics.modes import MODE_NAMES, SearchMode, parse_mode, parse_modes
     from rag.evaluation.metrics.paired import ALPHA, format_p
     from rag.evaluation.querysets.judgments import GRADES, check_grade, hit_grade

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from rag.errors import InvalidSettingsError
 from rag.evaluation.funnel.stages import RANKED
 from rag.evaluation.metrics.intervals import RESAMPLES
-from rag.evaluation.metrics.metrics import COVERAGE, METRICS, Evaluation, QueryOutcome
+from rag.evaluation.metrics.metrics import COVERAGE, METRICS, MOSTLY_UNJUDGED, Evaluation, QueryOutcome, unjudged_note
 from rag.evaluation.metrics.paired import ALPHA, PairedDifference
 from rag.evaluation.sweeps.rerank_effect import effect_note, effect_words
 from rag.evaluation.sweeps.results import ConfigResult, Standing, SweepResult
@@ -125,8 +125,8 @@ def _sweep_table(result: SweepResult, metric: str, places: list[Standing]) -> di
     caption = (f"Ranked by {metric}. ± is half the 95 % interval; configuration is chunk_size/overlap in tokens; "
                "cut by model: the share of chunks longer than the model reads; time: the configuration's chunking, "
                "embedding, indexing and searching, shared by its modes (one collection, one search round trip); "
-               f"hole@{deepest}: the share of the top {deepest} no one has judged (above 0.5 the score says more "
-               "about the judgments than the configuration); vs best: the paired difference from the best "
+               f"hole@{deepest}: the share of the top {deepest} no one has judged (above {MOSTLY_UNJUDGED:g} it is "
+               f"{unjudged_note()}); vs best: the paired difference from the best "
                f"with its 95 % interval, and the p-value of the paired test (tied: p ≥ {ALPHA:g}).")
     return {"head": ["configuration", "mode", metric, *others, "chunks", "mean tokens", "cut by model",
                      "time (s)", "vs best", "p"], "rows": rows, "caption": caption}

@@ -39,10 +39,22 @@ def keep_eval(store: Store, evaluation: Evaluation, queries: Sequence[Query], *,
 
 
 def keep_sweep(store: Store, result: SweepResult, queries: Sequence[Query], *, embedder: Embedder, query_set: str,
-               seconds: float | None = None, report: str | None = None, query_version: dict | None = None) -> Kept:
+               seconds: float | None = None, report: str | None = None, query_version: dict | None = None,
+               inputs: dict | None = None) -> Kept:
     """Keep a sweep (every row, the best marked) with its HTML report; its seconds are the sweep's own wall time
-    (SweepResult.seconds, as its report says), `seconds` only for a result that lacks it."""
+    (SweepResult.seconds, as its report says), `seconds` only for a result that lacks it; inputs: the app's
+    inputs it ran on (rag.runs.records.sweep_run), found again by last_sweep."""
     total = result.seconds if result.seconds is not None else seconds
     record = sweep_run(result, queries, query_set=query_set, seconds=total or 0.0, prompts=_prompts(embedder),
-                       query_version=query_version)
+                       query_version=query_version, inputs=inputs)
     return RunLog(runs_path_of(store)).save_quietly(*record, report if report is not None else sweep_report(result))
+
+
+def last_sweep(store: Store, key: Sequence | None = None) -> dict | None:
+    """Return the newest kept sweep the app ran (its settings' "inputs") on inputs of that key (None: on any), or
+    None; RunsDatabaseError when the runs file cannot be read."""
+    for run in RunLog(runs_path_of(store)).runs():  # newest first
+        inputs = run["settings"]["inputs"]
+        if run["kind"] == "sweep" and isinstance(inputs, dict) and (key is None or inputs.get("key") == list(key)):
+            return run
+    return None

@@ -29,7 +29,7 @@ ROW_DEFAULTS: dict[str, Any] = {"label": "", "chunk_size": None, "overlap": None
                                 "mean_tokens": None, "metrics": {}, "intervals": {}, "funnel": None}
 SETTINGS_DEFAULTS: dict[str, Any] = {"collection": None, "embedder": None, "prompts": {"query": "", "document": ""},
                                      "query_set": "", "query_hash": None, "queries": 0, "documents": [], "ks": [],
-                                     "metric": None, "query_version": None}
+                                     "metric": None, "query_version": None, "inputs": None}
 
 
 def _now() -> str:
@@ -70,13 +70,16 @@ def eval_run(evaluation: Evaluation, queries: Sequence[Query], *, collection: st
 
 
 def sweep_run(result: SweepResult, queries: Sequence[Query], *, query_set: str, prompts: tuple[str, str],
-              seconds: float, query_version: dict | None = None) -> tuple[dict, list[list[dict]]]:
-    """Return (run, outcomes per row) of a sweep: one row per configuration and mode, the best marked."""
+              seconds: float, query_version: dict | None = None, inputs: dict | None = None
+              ) -> tuple[dict, list[list[dict]]]:
+    """Return (run, outcomes per row) of a sweep: one row per configuration and mode, the best marked; inputs: what
+    the app ran it on ({"key", "words", "params"}: the Evaluate page's inputs, so it can show the run again after a
+    restart), None from the CLI."""
     best = result.best()
     rows = [sweep_row(row, result) for row in result.results]
     run = {"schema": SCHEMA, "kind": "sweep", "created_at": result.created_at, "seconds": round(seconds, 3),
            "settings": _settings(queries, query_set, result.embedder, prompts, result.ks, result.collection,
-                                 result.documents, query_version),
+                                 result.documents, query_version) | {"inputs": inputs},
            "rows": rows, "best": next((i for i, r in enumerate(result.results) if r is best), None)}
     return run, [outcomes_of(row.evaluation) for row in result.results]
 

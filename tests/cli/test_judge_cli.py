@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 
 import pytest
 
+from rag.evaluation import Query, unjudged_note
+from rag.evaluation.metrics.metrics import evaluate
+from rag.store.records import Hit
 from tests.conftest import run
+from ui.parts.judge_eval import hole_words
 
 BERLIN = ("Berlin ist die Hauptstadt Deutschlands und hat rund 3,7 Millionen Einwohner.\n\n"
           "Das Brandenburger Tor wurde zwischen 1788 und 1791 erbaut und ist ein Wahrzeichen der Stadt.\n\n"
@@ -174,3 +179,37 @@ def test_judge_keeps_the_query_sets_mode_and_symlink(two_chunkings, capsys):
                          tower["chunk_id"], "--grade", "2", "--queries", str(link))
     assert code == 0 and "q.jsonl version 1, 1 judgment" in out, err
     assert link.is_symlink() and target.stat().st_mode & 0o777 == 0o644 and "judgments" in target.read_text()
+
+
+BLAMED = "the score says more about the judgments than the configuration"
+
+
+def test_a_mostly_unjudged_top_k_blames_the_judgments_only_for_precision_and_ndcg():
+    """Issue 39, item 10: "the score says more about the judgments than the configuration" stood under an MRR,
+    which needs only the first relevant chunk. One rule (unjudged_note) words it for the page, CLI and report."""
+    assert all(BLAMED in unjudged_note(m) for m in ("precision@5", "ndcg@5"))
+    assert not any(BLAMED in unjudged_note(m) for m in ("hit@5", "mrr@5", "recall@5", None))
+    assert "mrr@5 needs only the first relevant chunk" in unjudged_note("mrr@5")
+    # the page's caption under the best row's score (ui.parts.judge_eval.hole_words): by the metric chosen
+    found = [Hit(0.9 - i / 10, "Text", d, d, f"{d}-{i}", i, (), None, None, None, None)
+             for i, d in enumerate(["berlin.txt", *["wien.txt"] * 4])]
+    evaluation = evaluate([Query(QUESTION, ("berlin.txt",))], [found], ks=[5])
+    assert hole_words(evaluation, 5, "mrr@5") == f"hole@5 0.80: {unjudged_note('mrr@5')}"
+    assert hole_words(evaluation, 5, "ndcg@5") == f"hole@5 0.80: {unjudged_note('ndcg@5')}"
+
+
+@pytest.mark.slow
+def test_the_cli_and_the_report_say_what_a_mostly_unjudged_top_k_means_for_the_metric(two_chunkings, capsys):
+    store, queries = str(two_chunkings / "qdrant"), two_chunkings / "q.jsonl"
+    queries.write_text(json.dumps({"query": QUESTION, "document": "berlin.txt", "answer": "368 Meter hoch"}) + "\n")
+    code, out, err = run(capsys, "--store", store, "sweep", str(two_chunkings / "berlin.txt"),
+                         str(two_chunkings / "wien.txt"), "--queries", str(queries), "--chunk-size", "20,60",
+                         "--overlap", "0", "--mode", "dense", "--embedder", "fake:64", "--k", "1,5",
+                         "--html", str(two_chunkings / "s.html"))
+    assert code == 0, err
+    assert f"hole@5 above 0.5: {unjudged_note('mrr@5')}" in out and BLAMED not in out  # the sweep ranks by mrr@5
+    report = html.unescape((two_chunkings / "s.html").read_text())
+    assert unjudged_note() in report and BLAMED not in report
+    code, out, err = run(capsys, "--store", store, "eval", str(queries), "--collection", "small", "--k", "1,5")
+    assert code == 0, err
+    assert f"hole@k above 0.5: {unjudged_note()}" in out and BLAMED not in out

@@ -207,3 +207,29 @@ def test_a_sweep_tie_on_too_few_questions_says_so_in_words_json_and_report():
     page = sweep_report(result)
     assert "tie, too few differ" in page and "only 4 of 40 questions differ: too few questions differ to tell" in page
     assert "p = &lt; 0.001" not in page and "p = < 0.001" not in page
+
+
+def _ranked(size: int, ranks: list[int]) -> ConfigResult:
+    """A row whose question i finds its relevant chunk at rank ranks[i] (of 60 hits), scored at k 60."""
+    questions = [Query(f"Frage {i}", ("richtig.md",)) for i in range(len(ranks))]
+    results = [[_hit("falsch.md")] * (rank - 1) + [_hit("richtig.md")] + [_hit("falsch.md")] * (60 - rank)
+               for rank in ranks]
+    return ConfigResult(SweepConfig(size, 0), f"c{size}", evaluate(questions, results, ks=[60]), 10, 300.0, {},
+                        False, 0, SearchMode())
+
+
+def test_a_lead_that_rounds_to_zero_is_not_called_ahead():
+    """Issue 39, item 10: "is ahead … by 0.000" named a lead the three decimals shown cannot see."""
+    same = SweepResult([_row(400, 30), _row(200, 30), _row(100, 2)], "fake:8", (1,), 40, ["a.md"], 0.0)
+    words = same.tie_summary()
+    assert "ahead" not in words and "by 0.000" not in words
+    assert f"400/0 dense and 200/0 dense score the same (mrr@1 {30 / 40:.3f}; the difference's 95 % interval" in words
+    ranks = [1] * 20 + [50] + [2] * 19
+    tiny = SweepResult([_ranked(400, ranks), _ranked(200, [*ranks[:20], 51, *ranks[21:]])], "fake:8", (60,), 40,
+                       ["a.md"], 0.0)
+    [(_, test)] = tiny.ties()
+    assert 0 < -test.difference < 0.0005  # a lead, but not at three decimals
+    words = tiny.tie_summary()
+    assert "ahead" not in words and "400/0 dense and 200/0 dense are equal at three decimals (mrr@60" in words
+    assert "ahead of 200/0 dense by 0.025" in SweepResult([_row(400, 30), _row(200, 29)], "fake:8", (1,), 40,
+                                                          ["a.md"], 0.0).tie_summary()  # a lead that shows

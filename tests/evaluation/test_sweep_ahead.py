@@ -14,8 +14,9 @@ from rag.embeddings import get_embedder
 from rag.embeddings.cache import EmbeddingCache
 from rag.embeddings.pace import SLICE, Cancelled, Pace, Paced
 from rag.errors import EmbeddingError
+from rag.evaluation.sweeps import sweep
 from rag.evaluation.sweeps.results import SweepProgress
-from rag.evaluation.sweeps.sweep import SweepConfig, run_sweep
+from rag.evaluation.sweeps.sweep import SweepConfig, plan_pace, run_sweep
 from rag.store.open import open_store
 
 pytestmark = pytest.mark.timeout(300)  # a guard against a hung background thread, not a timing
@@ -302,3 +303,41 @@ def test_the_fraction_never_goes_below_the_share_reached():
     event = SweepProgress("searching", 0, 4, SweepConfig(80, 0), 1, 3, floor=0.4)
     assert event.fraction == 0.4
     assert SweepProgress("done", 3, 4, SweepConfig(80, 0), floor=0.4).fraction == 1.0
+
+
+# ---- the plan: what the cache holds is not planned as work (issue 39, item 5) ----------------------------------
+
+
+@pytest.mark.parametrize("on_disk", [False, True])
+def test_the_plan_counts_only_what_the_cache_lacks(tmp_path, on_disk):
+    fake, cache = get_embedder("fake:32"), EmbeddingCache(tmp_path if on_disk else None)
+    first = [f"Absatz {i} über Kündigungsfristen." for i in range(10)]
+    second = [*first[:5], *(f"Abschnitt {i} zur Instandhaltung der Mietsache." for i in range(10))]
+    questions = [f"Frage {i}?" for i in range(5)]
+    cache.embed([*first[1:], *second[7:]], fake)  # the cache holds most chunks: all but first[0], second[5:7]
+    cache.embed(questions[1:], fake, query=True)
+    pace = plan_pace([first, second, None], questions, [], False, cache=cache, embedder=fake)
+    lacking = second[5:7]  # second's new texts the cache lacks (its first five are first's)
+    assert pace.embed_texts == [1, 2, 0]
+    assert pace.planned == pace.embed_left == [len(first[0]), sum(map(len, lacking)), 0]
+    assert pace.query_left == len(questions[0])
+    assert pace.index_left == [sum(map(len, first)), sum(map(len, second)), 0]  # every chunk is indexed
+    pace.embedded(None, 100, 1.0)  # 100 characters per second: the time left is that of the uncached texts
+    assert pace.seconds_left() == pytest.approx((len(first[0]) + sum(map(len, lacking))) / 100)
+    uncached = plan_pace([first, second, None], questions, [], False)  # no cache: everything counts
+    assert uncached.embed_texts == [10, 10, 0]
+
+
+@pytest.mark.slow
+def test_a_sweep_over_mostly_cached_chunks_plans_only_the_uncached_ones(xquad, monkeypatch):
+    documents, queries = xquad
+    store, cache, fake = open_store(":memory:"), EmbeddingCache(), get_embedder("fake:32")
+    run_sweep(documents, queries, CONFIGS[:2], fake, store=store, cache=cache, ks=[1, 5], modes=["dense"])
+    made = []
+    monkeypatch.setattr(sweep, "Pace", lambda *args, **kwargs: made.append(Pace(*args, **kwargs)) or made[-1])
+    run_sweep(documents, queries, CONFIGS[:3], fake, store=open_store(":memory:"), cache=cache, ks=[1, 5],
+              modes=["dense"])  # the first two configurations' chunks and every query are cached
+    known = set(chunk_texts(documents, CONFIGS[0])) | set(chunk_texts(documents, CONFIGS[1]))
+    new = set(chunk_texts(documents, CONFIGS[2])) - known
+    assert new and made[0].planned == [0, 0, sum(map(len, new))]
+    assert made[0].embed_texts == [0, 0, len(new)]

@@ -51,6 +51,7 @@ class SweepJob(QueuedJob):
     query_set: str = ""  # the query set's file name, kept with the run
     collection: str | None = None  # the collection the documents are read from: searched as stored at its settings
     inputs: tuple = ()  # the page's (query set, documents) it ran on, and them in words (ui.parts.evaluate)
+    params: dict = field(default_factory=dict)  # the page's inputs as URL parameters: kept with the run
     run_id: int | None = None  # the kept run (rag.runs) of the result
     run_warning: str | None = None  # why the result was not kept as a run
     step: str = "Waiting for the jobs before it"  # what it does now, when no progress event says it
@@ -103,8 +104,9 @@ class SweepJob(QueuedJob):
         self.step = "Tracing each miss through the stages…"
         trace_sweep(self.result, store=self.store, embedder=self.embedder, cache=self.cache,
                     reranker=self.reranker, rerank_depth=self.rerank_depth)
+        kept = {"key": list(self.inputs[0]), "words": self.inputs[1], "params": self.params} if self.inputs else None
         self.run_id, self.run_warning = keep_sweep(self.store, self.result, self.queries, embedder=self.embedder,
-                                                   query_set=self.query_set)
+                                                   query_set=self.query_set, inputs=kept)  # shown after a restart
 
     def ended(self) -> None:
         self.documents = None  # uploaded files' bytes are not kept

@@ -189,7 +189,8 @@ def run(ws: Workspace, documents: Documents, queries: list[Query], sizes: str, o
     submit(live_jobs.queue(), SweepJob(documents, list(queries), configs, embedder, ws.store, ws.location,
                                        EmbeddingCache(default_cache_dir(ws.store)), cuts, searches, skipped,
                                        reranker, rerank[1] or DEFAULT_DEPTH, query_set,
-                                       collection=documents.collection, inputs=ran_on(queries, query_set, documents)))
+                                       collection=documents.collection, inputs=ran_on(queries, query_set, documents),
+                                       params=inputs.params()))
 
 
 def answer_ranks(result: SweepResult) -> None:
@@ -287,7 +288,7 @@ def results(ws: Workspace, result: SweepResult) -> None:
         low, high = best.evaluation.intervals[chosen]
         st.caption(f"{chosen} of the best: {best.metrics[chosen]:.3f}, 95 % bootstrap interval {low:.3f}–{high:.3f} "
                    f"over its {result.queries} queries: on another set of questions like these, expect it there; "
-                   f"{hole_words(best.evaluation, k)}.")
+                   f"{hole_words(best.evaluation, k, chosen)}.")
         st.markdown(f"**{md(result.tie_summary(chosen))}**")
     if best is not None and result.ties(chosen):  # the word is explained where a row is tied
         st.caption("Tied: a paired test over the same questions (each question's difference from the best; sign-"

@@ -93,6 +93,23 @@ def remember() -> None:
                       if value is not None})  # an input not drawn yet keeps its parameter
 
 
+def params() -> dict[str, str]:
+    """Return the inputs as they are now as URL parameters, the kept files' names with them: a sweep's kept run keeps
+    them, so the page can bring its inputs back after a restart (use)."""
+    values = {param: url_inputs.as_text(value) for param, value in url_inputs.session_values(FIELDS).items()}
+    values |= {param: st.session_state.get(key) for param, key in NAMES.items()}
+    return {param: value for param, value in values.items() if value}
+
+
+def use(values: dict[str, str]) -> None:
+    """Make values (params() of an earlier run) the page's inputs: the URL gets them and the session forgets its own,
+    so restore() reads them on the next run (call it in a button's callback, before the widgets are drawn)."""
+    for key in (*FIELDS, *NAMES.values()):
+        st.session_state.pop(key, None)
+    known = [field.param for field in FIELDS.values()] + list(NAMES)
+    url_inputs.write({param: values.get(param) if isinstance(values.get(param), str) else None for param in known})
+
+
 def uploaded(name: str, data: bytes) -> None:
     """Keep an uploaded query set under the data root (once per upload) and name it in the URL."""
     if st.session_state.get(KEPT) != (name, len(data)) or not kept_query_set(settings.data_root(), safe_name(name)):

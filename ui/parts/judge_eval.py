@@ -21,6 +21,7 @@ from rag.evaluation import (
     query_set_path,
     read_query_file,
     start_query_set,
+    unjudged_note,
 )
 from rag.generation import LLM_SPECS, get_llm
 from rag.settings import data_root
@@ -32,13 +33,13 @@ SHOWN = 10  # unjudged hits listed at a time for a person to judge
 WHO = ("You", "An LLM")
 
 
-def hole_words(evaluation, k: int) -> str:
-    """Return hole@k in words for a caption beside a score, e.g. "hole@10 0.80: mostly unjudged"."""
+def hole_words(evaluation, k: int, metric: str | None = None) -> str:
+    """Return hole@k in words for a caption beside a score of metric (None: of every metric), e.g. "hole@10 0.80:
+    mostly unjudged: …" (rag.evaluation.unjudged_note: what that means depends on the metric)."""
     hole = evaluation.metrics.get(f"hole@{k}")
     if hole is None:
         return ""
-    return f"hole@{k} {hole:.2f}" + (": mostly unjudged, the score says more about the judgments than the "
-                                      "configuration" if hole > MOSTLY_UNJUDGED else "")
+    return f"hole@{k} {hole:.2f}" + (f": {unjudged_note(metric)}" if hole > MOSTLY_UNJUDGED else "")
 
 
 def _path(name: str) -> Path:

@@ -41,7 +41,23 @@ from rag.store.records import Hit
 DEFAULT_KS = (1, 3, 5, 10)
 METRICS = ("hit", "recall", "precision", "mrr", "ndcg")
 COVERAGE = ("judged", "hole")  # beside the metrics: how much of the top k is judged; not a quality
-MOSTLY_UNJUDGED = 0.5  # hole@k above this: the score says more about the judgments than the configuration
+MOSTLY_UNJUDGED = 0.5  # hole@k above this: precision and nDCG say more about the judgments than the configuration
+EVERY_HIT = ("precision", "ndcg")  # the metrics that score every hit of the top k (an unjudged one as not relevant)
+
+
+def unjudged_note(metric: str | None = None) -> str:
+    """Return what a mostly unjudged top k (hole@k above MOSTLY_UNJUDGED) means for metric ("mrr@10"; None: for
+    every metric), in words: it says more about the judgments than the configuration only for the metrics that
+    score every hit of the top k (EVERY_HIT); hit and MRR need only the first relevant chunk, recall the known ones."""
+    name = metric.split("@")[0] if metric else None
+    if name in EVERY_HIT:
+        return "mostly unjudged: the score says more about the judgments than the configuration"
+    rest = ("mostly unjudged: precision and nDCG, which score every hit of the top k, say more about the judgments "
+            "than the configuration; ")
+    if name is None:
+        return rest + "hit and MRR need only the first relevant chunk, recall the relevant chunks known"
+    needs = "needs only the first relevant chunk" if name in ("hit", "mrr") else "counts only the relevant chunks known"
+    return rest + f"{metric} {needs}"
 
 
 @dataclass(frozen=True)

@@ -260,8 +260,13 @@ class SweepResult:
         shown = _listed(names)
         row, test = ties[0]
         lead, low, high = (0.0 - v for v in (test.difference, test.high, test.low))  # 0.0 - v: no "-0.000"
-        words = [f"{shown} are indistinguishable by {metric} {on}: {best.short} is ahead of {names[1]} by "
-                 f"{lead:.3f} (95 % interval {low:.3f} to {high:.3f}, {p_words(test.p_value)})."]
+        if f"{lead:.3f}" == "0.000":  # a lead that rounds away is no lead at the precision shown
+            same = "score the same" if lead == 0 else "are equal at three decimals"
+            lead_words = f"{best.short} and {names[1]} {same} ({metric} {best.metrics[metric]:.3f}; the difference's "
+        else:
+            lead_words = f"{best.short} is ahead of {names[1]} by {lead:.3f} ("
+        words = [f"{shown} are indistinguishable by {metric} {on}: {lead_words}95 % interval {low:.3f} to "
+                 f"{high:.3f}, {p_words(test.p_value)})."]
         few = [name for name, (_, tie) in zip(names[1:], ties, strict=True) if tie.too_few_differ]
         if few:
             words.append(f"Too few questions differ to tell for {_listed(few)}: 5 or fewer questions score "

@@ -62,7 +62,7 @@ from rag.words import counted
 __all__ = ["STAGES", "SWEEP_PREFIX", "ConfigResult", "SweepConfig", "SweepProgress", "SweepResult",
            "collection_documents", "collection_name", "evaluate_collection", "grid", "is_sweep_collection",
            "load_documents", "parse_chunk_sizes", "parse_grid",
-           "parse_overlaps", "parse_sizes", "prepare_queries", "query_set_paths", "relevant_chunks",
+           "parse_overlaps", "parse_sizes", "plan_pace", "prepare_queries", "query_set_paths", "relevant_chunks",
            "resolve_in_collection", "run_sweep", "search_queries", "sweep_groups"]
 
 ProgressCallback = Callable[[SweepProgress], None]
@@ -203,7 +203,8 @@ def run_sweep(
                                f"{counted(len(configs), 'configuration')}"))
     plans = [_plan(documents, config, embedder, store, keywords, collection) for config in configs]
     skipped = [*skipped, *([own_note(collection, plans)] if collection else [])]
-    pace = _pace(plans, [q.text for q in queries] if vectors_needed else [], modes, embed_ahead)
+    pace = plan_pace([None if p.reused else p.texts for p in plans], [q.text for q in queries] if vectors_needed
+                     else [], modes, embed_ahead, cache=cache, embedder=embedder)  # the cache's texts count as done
     relay, stop = Relay(progress, pace), Stop(cancel)
 
     def stage_of(index: int) -> Callable[..., None]:
@@ -292,15 +293,23 @@ def own_note(collection: str, plans: Sequence[_Plan]) -> str:
     return f"Not searched as stored: {why}; {'each configuration' if len(plans) > 1 else 'the sweep'} built its own."
 
 
-def _pace(plans: Sequence[_Plan], query_texts: Sequence[str], modes: Sequence[SearchMode], ahead: bool) -> Pace:
-    """Return the Pace of a sweep: the distinct texts each built configuration adds, the characters it indexes."""
+def plan_pace(texts: Sequence[Sequence[str] | None], query_texts: Sequence[str], modes: Sequence[SearchMode],
+              ahead: bool, *, cache: EmbeddingCache | None = None, embedder: Embedder | None = None) -> Pace:
+    """Return the Pace of a sweep from what it will really embed: per configuration the distinct texts it adds
+    that the cache lacks (texts: what each one embeds, None when its collection is reused), the characters it
+    indexes, and the queries the cache lacks. Without a cache (or embedder) every text counts as to embed."""
+    lacking = None
+    if cache is not None and embedder is not None:
+        lacking = set(cache.lacking([t for some in texts if some is not None for t in some], embedder))
+        query_texts = cache.lacking(query_texts, embedder, query=True) if query_texts else []
     seen: set[str] = set()
     embed, index = [], []
-    for plan in plans:
-        new = set() if plan.reused else set(plan.texts) - seen
+    for some in texts:
+        new = set() if some is None else set(some) - seen
         seen |= new
+        new = new if lacking is None else new & lacking
         embed.append((len(new), sum(len(t) for t in new)))
-        index.append(0 if plan.reused else sum(map(len, plan.texts)))
+        index.append(0 if some is None else sum(map(len, some)))
     return Pace(embed, index, [m.label for m in modes], query_chars=sum(len(t) for t in set(query_texts)),
                 ahead=ahead)
 
