@@ -227,8 +227,8 @@ def show_results(workspace: Workspace, job: jobs.IngestJob, retried: set[tuple[s
         return
     ok = sum(r.ok for r in results)
     again = [md(r.filename) for r in job.stored_later(later)]
-    st.caption(f"{ok} of {len(results)} file(s) ingested." + (f" Stored later by a newer ingest: {', '.join(again)}."
-                                                               if again else ""))
+    st.caption(f"{ok} of {counted(len(results), 'file')} ingested."
+               + (f" Stored later by a newer ingest: {', '.join(again)}." if again else ""))
     st.dataframe(results_frame(results), hide_index=True, width="stretch", placeholder="–",
                  column_config={"file": st.column_config.TextColumn(width=220),
                                 "status": st.column_config.TextColumn(width=120),
@@ -273,8 +273,8 @@ def sample_section(workspace: Workspace, folder: Path | None, settings: ChunkSet
                 "folder of PDF, Markdown or text files to offer them in one click, or drop files above.")
         return
     paths = sample_paths(folder)
-    st.caption(f"{len(paths)} sample file(s) in {md(str(folder))}: " + ", ".join(md(p.name) for p in paths[:12])
-               + (" …" if len(paths) > 12 else ""))
+    st.caption(f"{counted(len(paths), 'sample file')} in {md(str(folder))}: "
+               + ", ".join(md(p.name) for p in paths[:12]) + (" …" if len(paths) > 12 else ""))
     clicked = st.button(f"Load the {len(paths)} sample documents", key="load_samples", disabled=not paths,
                         icon=":material/library_add:")
     if clicked and run(sample_files(folder), workspace, collection, settings):
