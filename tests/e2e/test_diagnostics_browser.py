@@ -114,7 +114,7 @@ def test_search_compare_and_map_views(app_server, page, shot, sample_folder, tmp
     settle(page)
     shot("35c-embedding-map-clicked", full_page=True)
     segment(page, "Heading")
-    page.get_by_text(re.compile(r"colour: \d+ top-level headings")).wait_for()
+    page.get_by_text(re.compile(r"colour: \d+ headings")).wait_for()
     settle(page)
     shot("36-embedding-map-headings")
 
