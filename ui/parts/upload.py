@@ -92,12 +92,12 @@ def new_collection_options(workspace: Workspace, collection: str
         chunk_headers = st.toggle("Chunk headers", DEFAULT_CHUNK_HEADERS, key=state.UPLOAD_CHUNK_HEADERS,
                                   help="Embed and keyword-index each chunk with its document title and heading path "
                                   "before its text. The stored chunk text (what searches show and the LLM reads) "
-                                  "stays as it is. Measured in the README (Contextual chunk headers).")
+                                  "stays as it is. Measured in docs/benchmarks.md, “Contextual chunk headers”.")
         child_size = int(st.number_input(
             "Child size (tokens, 0 = off)", 0, 2048, DEFAULT_CHILD_SIZE, step=16, key=state.UPLOAD_CHILD_SIZE,
             help="Parent–child search: each chunk is also cut into children of about this many tokens at sentence "
             "ends; searches compare the question with the children and return their chunk, whole. 0 searches the "
-            "chunks themselves. Measured in the README (Parent–child retrieval)."))
+            "chunks themselves. Measured in docs/benchmarks.md, “Parent–child retrieval”."))
         if child_size and child_size < MIN_CHILD_SIZE:
             st.warning(f"A child needs at least {MIN_CHILD_SIZE} tokens; {child_size} is used as 0 (off).")
             child_size = 0
