@@ -108,3 +108,23 @@ def test_a_running_job_says_the_time_left_of_its_latest_file():
     job.progress[0] = pipeline.Progress(0, 2, "a.md", "done", 3, 3, 50.0)
     job.progress[1] = pipeline.Progress(1, 2, "b.md", "embed", 2, 3, 125.0)
     assert job.summary() == "Ingesting into 'documents': 1 of 2 files done, about 2 min left"
+
+
+def test_stopping_the_process_cancels_every_job_and_any_queued_after(tmp_path):
+    """What SIGTERM does before the app exits (ui.shutdown): the running job ends as Cancel ends it, the queued one
+    and one queued afterwards never run."""
+    store = open_store(path=str(tmp_path / "q"))
+    (a,) = files("a.md")
+    chunks = len(chunk_document(load_document(a.data, a.name), ChunkSettings().chunk_size, ChunkSettings().overlap))
+    queue, embedder = jobs.JobQueue(), Gated(after=chunks)
+    running = queue.submit(files("a.md", "b.md"), "documents", ChunkSettings(), embedder, store, "here")
+    waiting = queue.submit(files("c.md"), "documents", ChunkSettings(), embedder, store, "here")
+    assert embedder.waiting.wait(30)
+    threading.Timer(0.5, embedder.gate.set).start()  # b.md's batch returns while stop() waits
+    assert queue.stop(60) == [running, waiting]
+    later = queue.submit(files("d.md"), "documents", ChunkSettings(), embedder, store, "here")
+    assert queue.wait_idle(60)
+    assert [running.status, waiting.status, later.status] == ["cancelled"] * 3
+    assert [r.ok for r in running.results] == [True, False]
+    assert running.summary().startswith("Cancelled: 1 of 2 files stored in 'documents'")
+    assert [d.title for d in store.documents("documents") if d.complete] == ["a.md"]

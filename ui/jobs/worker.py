@@ -128,6 +128,7 @@ class JobQueue:
         self._ids = itertools.count(1)
         self._idle = threading.Event()
         self._idle.set()
+        self._stopping = False  # the process ends (stop): a job queued from now on is cancelled before it runs
         self.on_change = on_change
         threading.Thread(target=self._work, name="ingest-jobs", daemon=True).start()
 
@@ -152,6 +153,7 @@ class JobQueue:
 
     def _enqueue(self, job: T) -> T:
         with self._lock:  # listed, not idle and waiting in one step: wait_idle never sees a job half-queued
+            job.cancel_requested = job.cancel_requested or self._stopping
             self._jobs.append(job)
             self._idle.clear()
             self._waiting.put(job)
@@ -167,6 +169,18 @@ class JobQueue:
         for job in self.jobs(kind=None):
             if job.id == job_id and job.active:
                 job.cancel_requested = True
+
+    def stop(self, grace: float) -> list:
+        """Cancel every job, queued, running or queued later (the process ends), and wait up to grace seconds for
+        the worker to be idle (a running job stops as Cancel stops it, each file stored whole or not at all); return
+        the jobs cancelled (their summary() says how each ended)."""
+        with self._lock:
+            self._stopping = True
+            cancelled = [job for job in self._jobs if job.active]
+            for job in cancelled:
+                job.cancel_requested = True
+        self.wait_idle(grace)
+        return cancelled
 
     def wait_idle(self, timeout: float | None = None) -> bool:
         """Return True once no job is queued or running (False when timeout passed first)."""
@@ -271,3 +285,10 @@ def jobs_queue(on_change: Callable[[], None] | None = None) -> JobQueue:
         elif on_change is not None:
             _QUEUE.on_change = on_change
         return _QUEUE
+
+
+def stop_jobs(grace: float) -> list:
+    """Stop the process's job queue if one was made (JobQueue.stop); return the jobs it cancelled."""
+    with _QUEUE_LOCK:
+        made = _QUEUE
+    return [] if made is None else made.stop(grace)
