@@ -61,14 +61,12 @@ _VACUUM = {"deleted_threshold": 1e-9, "vacuum_min_vector_number": 1}
 
 # The HNSW graph: Qdrant's m, a wider ef_construct than its 100, with which a wider search ef alone reached recall@10
 # 0.98 on real e5 vectors only at 1024 (docs/benchmarks.md, "Real embeddings are harder for HNSW"); below
-# FULL_SCAN_KB of vectors in a segment
-# the engine compares them all (Qdrant's default).
+# FULL_SCAN_KB of vectors in a segment the engine compares them all (Qdrant's default).
 HNSW_M, HNSW_EF_CONSTRUCT, FULL_SCAN_KB = 16, 256, 10_000
 
 
 # Threads of a shard's search pool (default: one per CPU), each segment's search handed to one: on a busy CPU every
-# handoff waits for a time slice (an indexed search 1.5 ms with one, 4-5 ms with 2 beside 4 busy processes;
-# docs/benchmarks.md, "Search latency under a busy CPU")
+# handoff waits (indexed: 1.5 ms with one, 4-5 ms with 2; docs/benchmarks.md, "Search latency under a busy CPU")
 SEARCH_THREADS = 1
 
 
