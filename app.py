@@ -10,7 +10,9 @@ from __future__ import annotations
 import streamlit as st
 
 from rag.errors import RagError
-from ui import errors, nav, resources, settings, sidebar, state
+from ui import errors, nav, resources, settings, shutdown, sidebar, state
+
+shutdown.register()  # Ctrl-C or SIGTERM: jobs cancelled at a batch boundary, the process gone in about a second
 
 st.set_page_config(page_title="RAG Lab", page_icon=":material/biotech:", layout="wide")
 # Denser than Streamlit's defaults: analysts compare numbers, so less air above the title and smaller metrics.

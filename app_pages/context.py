@@ -88,7 +88,7 @@ parts.downloads(context, run)
 
 st.subheader("Included")
 st.dataframe(parts.included_frame(context, run.outcome.hits), hide_index=True, width="stretch",
-             column_config={"score": st.column_config.NumberColumn(format="%.3f")})
+             column_config=parts.INCLUDED_COLUMNS)
 st.subheader("Dropped")
 if context.dropped:
     st.dataframe(parts.dropped_frame(context, run.outcome.hits), hide_index=True, width="stretch",

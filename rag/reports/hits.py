@@ -11,6 +11,7 @@ from rag.rerank import SCORE_KIND as RERANK_SCORE
 from rag.store.fusion import RRF_K
 from rag.store.keywords import Analyzer
 from rag.store.records import Hit
+from rag.words import counted
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,7 @@ def apply_threshold(hits: Sequence[Hit], top_k: int, threshold: float | None) ->
     removed = [h for h in hits if h not in kept]
     notes = []
     if len(hits) < top_k:
-        notes.append(f"Only {len(hits)} chunk(s) could be searched here, fewer than top_k = {top_k}.")
+        notes.append(f"Only {counted(len(hits), 'chunk')} could be searched here, fewer than top_k = {top_k}.")
     if removed and not kept:
         best = max(h.score or 0.0 for h in removed)
         notes.append(f"The score threshold {threshold:.2f} removed all {len(removed)} hits; the best score was "

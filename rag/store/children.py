@@ -11,7 +11,7 @@ kill -9), and no orphan child is ever searchable. Listings, counts and chunk rea
 A collection with children (metadata "child_size" > 0) is searched over its chunks and their children
 together (WITH_PARENTS); each chunk is returned once, at the best score of itself and its children (max),
 in the order that best point reached. Measured against max over the children alone, the sum of the top 2
-children and the mean of the top 3 (bench/children_aggregation.py, README "Parent–child retrieval"): the
+children and the mean of the top 3 (bench/children_aggregation.py, docs/benchmarks.md "Parent–child retrieval"): the
 parent competing with its children ranked best. The max keeps a control a cut: the chunks' order is the
 order in which they first appear in one ranking, so a larger top_k only reads further down it. To find
 top_k chunks the engine is asked for top_k x fanout points, fanout being 1 + the most children any chunk of
@@ -41,7 +41,7 @@ CHILD = "child"  # the flag of a child point (payload "flags")
 FANOUT_KEY = "child_fanout"  # registry: the most children one parent has
 IS_CHILD = models.FieldCondition(key="flags", match=models.MatchAny(any=[CHILD]))
 KEYS = ["document_id", "chunk_index", "parent_id", "child_index", "child_start", "child_end", "start", "end"]
-WITH_PARENTS = True  # a chunk competes with its children (measured: README "Parent–child retrieval")
+WITH_PARENTS = True  # a chunk competes with its children (measured: docs/benchmarks.md "Parent–child retrieval")
 _NAMESPACE = uuid.UUID("0b8e2f64-3c1d-5a7e-8f90-1d2c3b4a5e6f")
 
 

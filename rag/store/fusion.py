@@ -13,7 +13,7 @@ rrf and convex are computed here from the two candidate lists the engine returns
 so a server and the embedded engine fuse alike): a list's equal scores are in a stable order there
 (rag.store.edge.ties), where inside the engine's own fusion two keyword scores a float32 digit apart could
 swap ranks between two collections of the same chunks. dbsf runs in Qdrant. DEFAULT_FUSION is the one measured
-best on German and English query sets (bench/modes.py; see the README).
+best on German and English query sets (bench/modes.py; docs/benchmarks.md, "Retrieval defaults").
 """
 
 from __future__ import annotations

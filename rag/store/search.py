@@ -46,7 +46,7 @@ MODES = ("dense", "sparse", "hybrid")
 KEYS = models.PayloadSelectorInclude(include=["document_id", "chunk_index"])
 CHILD_KEYS = models.PayloadSelectorInclude(include=CHILD_FIELDS)
 FUSIONS = METHODS  # the fusion methods; a fusion is given as a spec, e.g. "convex:w=0.6" (rag.store.fusion)
-CANDIDATES = 50  # the depth every measured figure of the README used (top_k <= 10 then gave 50)
+CANDIDATES = 50  # the depth every measured figure of docs/benchmarks.md used (top_k <= 10 then gave 50)
 
 
 def candidate_limit(top_k: int) -> int:

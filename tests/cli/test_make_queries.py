@@ -23,7 +23,7 @@ def test_files_in_a_query_set_out_every_span_verified(capsys, tmp_path, shared_d
     files = [str(shared_data / HAUSARBEIT), str(shared_data / "markdown/asvs-de-V2-Authentication.md")]
     code, stdout, stderr = run(capsys, "make-queries", *files, "--out", str(out), "--count", "20")
     assert code == 0, stderr
-    assert stdout.strip() == f"20 synthetic queries (sentence) from 2 of 2 file(s) written to {out}"
+    assert stdout.strip() == f"20 synthetic queries (sentence) from 2 of 2 files written to {out}"
     assert "keyword (BM25) search finds them easily" in stderr
     made = lines(out)
     assert len(made) == 20 and {line["document"] for line in made} == {"hausarbeit-jura.pdf",
@@ -49,7 +49,7 @@ def test_a_bad_file_among_good_ones_is_one_error_line_and_the_others_are_used(ca
     assert f"error: {tmp_path / 'missing.pdf'}: no such file." in stderr.splitlines()
     assert any(line.startswith("error: 'invalid.pdf'") for line in stderr.splitlines())
     assert any(line.startswith("note: 'c02-22.pdf' has no text layer") for line in stderr.splitlines())
-    assert "10 synthetic queries (sentence) from 1 of 4 file(s)" in stdout
+    assert "10 synthetic queries (sentence) from 1 of 4 files" in stdout
     assert {line["document"] for line in lines(out)} == {"hausarbeit-jura.pdf"}
 
 

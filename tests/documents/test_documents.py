@@ -188,7 +188,7 @@ def test_a_page_pdfium_fails_on_is_read_by_pypdf_else_left_empty_with_a_note(mon
     assert [page.number for page in document.pages] == [1, 2, 3] and document.empty_pages == (2,)
     assert document.pages[1].text == "" and document.text == "Erste Seite.\n\n\n\nDritte Seite."
     assert document.page_at(document.text.index("Dritte")) == 3
-    assert any("Page(s) 2 could not be read" in note for note in document.notes)
+    assert any("Page 2 could not be read" in note for note in document.notes)
     monkeypatch.setattr(pdf, "pdfium_page_text", lambda document, index, *_: pdfium_fails_on_page_2(document, 1))
     pypdf_fails.all = True
     with pytest.raises(CorruptDocumentError, match="flaky.pdf"):

@@ -228,7 +228,7 @@ def upload(page, pdf: Path) -> None:
     page.locator("input[type=file]").set_input_files(str(pdf))
     page.get_by_text(pdf.name).first.wait_for()
     page.get_by_role("button", name=re.compile(r"Ingest 1 file")).click()
-    page.get_by_text("1 of 1 file(s) ingested.").wait_for(timeout=120_000)
+    page.get_by_text("1 of 1 file ingested.").wait_for(timeout=120_000)
     settle(page)
 
 

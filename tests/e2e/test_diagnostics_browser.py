@@ -47,7 +47,7 @@ def test_search_compare_and_map_views(app_server, page, shot, sample_folder, tmp
     server = app_server(RAG_EMBEDDER="fake", RAG_SAMPLE_DIR=str(sample_folder))
     page.goto(server.url)
     page.get_by_role("button", name="Load the 4 sample documents").click()
-    page.get_by_text("4 of 4 file(s) ingested.").wait_for(timeout=120_000)
+    page.get_by_text("4 of 4 files ingested.").wait_for(timeout=120_000)
     settle(page)
 
     go(page, "Search")
@@ -114,7 +114,7 @@ def test_search_compare_and_map_views(app_server, page, shot, sample_folder, tmp
     settle(page)
     shot("35c-embedding-map-clicked", full_page=True)
     segment(page, "Heading")
-    page.get_by_text(re.compile(r"colour: \d+ top-level headings")).wait_for()
+    page.get_by_text(re.compile(r"colour: \d+ headings")).wait_for()
     settle(page)
     shot("36-embedding-map-headings")
 

@@ -72,7 +72,7 @@ def test_no_key_reaches_an_address_typed_by_a_visitor(app_server, page, shot, re
 
     page.locator("input[type=file]").set_input_files(str(shared_data / "pdfs" / "crazyones.pdf"))
     page.get_by_role("button", name=re.compile(r"Ingest 1 file")).click()
-    page.get_by_text("1 of 1 file(s) ingested.").wait_for(timeout=120_000)
+    page.get_by_text("1 of 1 file ingested.").wait_for(timeout=120_000)
     settle(page)
     go(page, "Search")
     search(page, "crazy ones")

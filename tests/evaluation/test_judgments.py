@@ -154,3 +154,34 @@ judging.save_judgments({str(path)!r}, "Q?", [judging.judgment_of(hit(100, 200), 
     assert done.returncode == -9
     assert path.read_bytes() == before
     assert [q.text for q in read_query_file(path)[1]] == ["Q?"]
+
+
+# ---- one place for a user's judgments: Search and Evaluate on a collection share its file -----------------------
+
+def test_search_and_evaluate_keep_a_collections_judgments_in_one_file(tmp_path):
+    from rag.evaluation.judges.merging import judgments_path
+
+    assert judgments_path(tmp_path, "handbuch", "fragen.jsonl") == judgments_path(tmp_path, "handbuch")
+    assert judgments_path(tmp_path, "handbuch").name == "handbuch.jsonl"
+    assert judgments_path(tmp_path, None, "fragen.jsonl").name == "evaluate-fragen.jsonl"  # no collection: its own
+
+
+def test_an_older_files_judgments_merge_into_the_collections_once_and_none_is_lost(tmp_path):
+    from rag.evaluation.judges.merging import merge_judgments
+
+    old, new = tmp_path / "evaluate-fragen.jsonl", tmp_path / "handbuch.jsonl"
+    save_judgments(old, "Frage?", [Judgment("doc.md", 0, 100, 2, at="2026-12-01T00:00:00+00:00"),
+                                   Judgment("doc.md", 100, 200, 0, at="2026-12-02T00:00:00+00:00"),
+                                   Judgment("doc.md", 0, 100, 1, by="llm:m", at="2026-12-01T00:00:00+00:00")])
+    save_judgments(old, "Noch eine?", [Judgment("doc.md", 300, 400, 1)])
+    save_judgments(new, "Frage?", [Judgment("doc.md", 100, 200, 2, at="2026-12-01T00:00:00+00:00"),  # older
+                                   Judgment("doc.md", 200, 300, 1, at="2026-12-03T00:00:00+00:00")])
+    before = old.read_bytes()
+    assert merge_judgments(old, new) == 4
+    judged = {q.text: {(j.span, j.by): j.grade for j in q.judgments} for q in read_query_file(new)[1]}
+    assert judged == {"Frage?": {(("doc.md", 0, 100), "person"): 2, (("doc.md", 100, 200), "person"): 0,
+                                 (("doc.md", 200, 300), "person"): 1, (("doc.md", 0, 100), "llm:m"): 1},
+                      "Noch eine?": {(("doc.md", 300, 400), "person"): 1}}
+    versions = len(read_log(new))
+    assert merge_judgments(old, new) == 0 and len(read_log(new)) == versions  # again: nothing written
+    assert old.read_bytes() == before

@@ -49,7 +49,7 @@ def test_upload_ingests_a_real_pdf_and_reports_bad_files_in_words(app_env, share
     errors = texts(at.error)
     assert "'invalid.pdf' could not be read as a PDF" in errors
     assert "'c02-22.pdf' has no text layer" in errors and "OCR" in errors
-    assert "1 of 3 file(s) ingested." in texts(at.caption)
+    assert "1 of 3 files ingested." in texts(at.caption)
     assert at.sidebar.selectbox[0].value == "documents"
     assert "documents · 20 chunks" in at.sidebar.selectbox[0].options
 
@@ -194,7 +194,7 @@ def test_search_shows_hits_scores_per_source_and_neighbours(app_env, shared_data
     assert list(frame["rank"]) == list(range(1, 9))
     assert list(frame["score"]) == sorted(frame["score"], reverse=True)
     assert "Schriftgrößen" in " ".join(frame["heading path"])
-    assert "8 hit(s) for “Schriftgröße der Klasse”" in texts(at.caption)
+    assert "8 hits for “Schriftgröße der Klasse”" in texts(at.caption)
     assert len([e for e in at.main.expander if plain(e.label).startswith("#")]) == 8  # one per hit
     at.toggle[0].set_value(True).run()
     assert "(after)" in texts(at.caption)
@@ -306,12 +306,12 @@ def test_after_the_first_search_the_controls_act_at_once_and_the_query_is_embedd
     at = upload(start(), shared_data, PDF)
     at.switch_page(nav.SEARCH.path).run()
     search(at, "Welche Schriftgröße nutzt die Klasse hier")  # a query no other test embeds (the cache is global)
-    assert "5 hit(s)" in texts(at.caption)
+    assert "5 hits" in texts(at.caption)
     at.slider(key="top_k").set_value(8).run()  # no Search press
-    assert "8 hit(s)" in texts(at.caption) and len(at.dataframe[0].value) == 8
+    assert "8 hits" in texts(at.caption) and len(at.dataframe[0].value) == 8
     at.button_group(key="search_mode").set_value("dense").run()
     caption = texts(at.caption)
-    assert "8 hit(s) for “Welche Schriftgröße nutzt die Klasse hier”" in caption and "fake" in caption
+    assert "8 hits for “Welche Schriftgröße nutzt die Klasse hier”" in caption and "fake" in caption
     at.button_group(key="search_mode").set_value("sparse").run()
     assert "keyword search (BM25)" in texts(at.caption)
     assert at.checkbox(key="use_threshold").label == "Score threshold (BM25)"

@@ -36,6 +36,8 @@ def test_context_preview_builds_the_exact_text_with_budget_label_and_downloads(a
     dropped = at.dataframe[1].value
     assert set(dropped["reason"]) == {"budget full"}  # truncate (the default): one chunk cut, then the end
     assert at.dataframe[0].value["cut to fit"].tolist()[-1] and at.code[0].value.endswith(" …")
+    columns = json.loads(at.dataframe[0].proto.columns)  # the two flags say what they mean where they are shown
+    assert "overlap" in columns["trimmed"]["help"] and "max_tokens" in columns["cut to fit"]["help"]
     assert "600 tokens used" in at.get("progress")[0].proto.text.replace(",", "")
     sources = next(m for m in at.metric if m.label == "sources")
     assert int(sources.value) == len(at.dataframe[0].value) and sources.delta == "from 1 document"

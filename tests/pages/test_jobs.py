@@ -59,7 +59,7 @@ def test_jobs_run_one_at_a_time_and_a_cancel_keeps_what_was_stored(tmp_path):
     assert second.status == "cancelled" and second.results == []
     assert first.status == "cancelled" and [r.ok for r in first.results] == [True, False]
     assert first.results[1].error_type == "IngestCancelled" and "nothing of it is searchable" in first.results[1].error
-    assert first.summary().startswith("Cancelled: 1 of 2 file(s) stored in 'documents'")
+    assert first.summary().startswith("Cancelled: 1 of 2 files stored in 'documents'")
     stored = {d.title: d for d in store.documents("documents")}
     assert list(stored) == ["a.md"] and stored["a.md"].complete  # whole, and nothing of b.md or c.md
     store.close()
@@ -73,14 +73,14 @@ def test_a_fresh_session_sees_the_running_job_and_then_what_it_stored(app_env):
     job = queue.submit(files("vertrag.md"), "documents", ChunkSettings(), embedder, store, store.location)
     assert embedder.waiting.wait(30)
     at = start()  # a new session: as after a reload, or from another tab
-    assert "Ingesting into 'documents': 0 of 1 file(s) done" in plain(texts(at.markdown))
+    assert "Ingesting into 'documents': 0 of 1 file done" in plain(texts(at.markdown))
     assert [b for b in at.button if b.key == f"cancel-job-{job.id}"]
     assert any(plain(p.proto.text) == "vertrag.md: embedding 0/3 chunks" for p in at.get("progress")), [
         p.proto.text for p in at.get("progress")]
     embedder.gate.set()
     assert queue.wait_idle(60)
     at = start()
-    assert [plain(e.label) for e in at.expander if plain(e.label).startswith("Done: 1 of 1 file(s) stored in "
+    assert [plain(e.label) for e in at.expander if plain(e.label).startswith("Done: 1 of 1 file stored in "
                                                                               "'documents'")]
     assert at.dataframe[0].value["file"].tolist() == ["vertrag.md"]
     assert button(at, "Ingest").disabled
@@ -107,4 +107,24 @@ def test_a_running_job_says_the_time_left_of_its_latest_file():
                          None, status="running")
     job.progress[0] = pipeline.Progress(0, 2, "a.md", "done", 3, 3, 50.0)
     job.progress[1] = pipeline.Progress(1, 2, "b.md", "embed", 2, 3, 125.0)
-    assert job.summary() == "Ingesting into 'documents': 1 of 2 file(s) done, about 2 min left"
+    assert job.summary() == "Ingesting into 'documents': 1 of 2 files done, about 2 min left"
+
+
+def test_stopping_the_process_cancels_every_job_and_any_queued_after(tmp_path):
+    """What SIGTERM does before the app exits (ui.shutdown): the running job ends as Cancel ends it, the queued one
+    and one queued afterwards never run."""
+    store = open_store(path=str(tmp_path / "q"))
+    (a,) = files("a.md")
+    chunks = len(chunk_document(load_document(a.data, a.name), ChunkSettings().chunk_size, ChunkSettings().overlap))
+    queue, embedder = jobs.JobQueue(), Gated(after=chunks)
+    running = queue.submit(files("a.md", "b.md"), "documents", ChunkSettings(), embedder, store, "here")
+    waiting = queue.submit(files("c.md"), "documents", ChunkSettings(), embedder, store, "here")
+    assert embedder.waiting.wait(30)
+    threading.Timer(0.5, embedder.gate.set).start()  # b.md's batch returns while stop() waits
+    assert queue.stop(60) == [running, waiting]
+    later = queue.submit(files("d.md"), "documents", ChunkSettings(), embedder, store, "here")
+    assert queue.wait_idle(60)
+    assert [running.status, waiting.status, later.status] == ["cancelled"] * 3
+    assert [r.ok for r in running.results] == [True, False]
+    assert running.summary().startswith("Cancelled: 1 of 2 files stored in 'documents'")
+    assert [d.title for d in store.documents("documents") if d.complete] == ["a.md"]

@@ -118,3 +118,60 @@ def test_the_experiments_page_warns_when_runs_used_different_query_set_versions(
     warnings = [plain(w.value) for w in at.warning]
     assert any("The runs used different query-set versions (A version 1" in w
                and "1 with changed labels or judgments" in w for w in warnings), warnings
+
+
+def given_hit(at, judgment):
+    """Return the Search page's hit of the chunk a judgment was given on."""
+    from ui import state
+
+    hits = at.session_state[state.SEARCH].outcome.hits
+    found = [h for h in hits if h.chunk_id == judgment.chunk_id]
+    assert found, "the hit judged on Evaluate is not among Search's top 10"
+    return found[0]
+
+
+@pytest.mark.slow
+def test_search_and_evaluate_judge_into_one_file_of_the_collection(app_env, monkeypatch):
+    from rag.evaluation.judges.judging import save_judgments
+    from rag.evaluation.querysets.judgments import Judgment
+    from tests.pages.conftest import button
+    from ui.parts.judge import widget_key
+
+    monkeypatch.delenv("RAG_SAMPLE_DIR")  # the bundled samples and their queries.jsonl
+    first = "Wie lang muss ein Passwort mindestens sein?"  # the first question of queries.jsonl
+    older = query_set_path(app_env, "evaluate-queries")  # where Evaluate kept its judgments before
+    save_judgments(older, "Wie viele Zeichen braucht ein Administratorkonto?",
+                   [Judgment("passwortrichtlinie.md", 0, 40, 1)])
+    at = start()
+    button(at, "Load the 4 sample documents").click().run()
+    search(at.switch_page(nav.SEARCH.path).run(), first)
+    at.session_state["judge_hits"] = True
+    at.run()
+    at.button_group(key=grade_buttons(at)[0].key).set_value(2).run()
+    assert not at.error, [e.value for e in at.error]
+    at.switch_page(nav.EVALUATE.path).run()
+    at.radio(key="evaluate_query_from").set_value("Sample folder").run()
+    at.text_input(key="evaluate_sizes").set_value("350")  # the collection's own: searched as stored
+    at.text_input(key="evaluate_overlaps").set_value("50")
+    at.text_input(key="evaluate_ks").set_value("10")
+    button(at, "Run the sweep").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert "Judgments go into documents.jsonl under the data root (the collection 'documents's file, as on Search)" in \
+        " ".join(plain(c.value) for c in at.caption)
+    path = query_set_path(app_env, "documents")
+    judged = {q.text: q for q in read_query_file(path)[1] if q.judgments}
+    assert set(judged) == {first, "Wie viele Zeichen braucht ein Administratorkonto?"}  # Search's, and the older
+    row = at.session_state["evaluate_result"].best()
+    top = next(o for o in row.evaluation.per_query if o.query.text == first).hits[:10]
+    searched = judged[first].judgments[0]
+    assert any(searched.applies_to(h) for h in top)  # the hit judged on Search is in this row's top 10 ...
+    offered = {b.key for b in grade_buttons(at)}
+    assert not any(widget_key("judge_grade", first, h) in offered for h in top if searched.applies_to(h))  # ... judged
+    # and the other way: a grade given on Evaluate is the grade Search shows for that hit
+    at.button_group(key=grade_buttons(at)[0].key).set_value(1).run()
+    (given,) = [j for q in read_query_file(path)[1] if q.text == first for j in q.judgments if j.grade == 1]
+    search(at.switch_page(nav.SEARCH.path).run(), first, top_k=10)
+    at.session_state["judge_hits"] = True
+    at.run()
+    shown = [b.value for b in grade_buttons(at) if b.key == widget_key("judge_grade", first, given_hit(at, given))]
+    assert shown == [1]

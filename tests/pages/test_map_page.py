@@ -46,7 +46,7 @@ def test_map_of_a_collection_coloured_by_document_then_heading(app_env, shared_d
     caption = plain(texts(at.caption))
     assert "all 21 chunks of 'documents' · PCA · the two axes explain" in caption and "colour: 2 documents" in caption
     at.button_group(key="map_colour").set_value("heading").run()
-    assert "top-level heading" in at.get("vega_lite_chart")[0].proto.spec
+    assert "\"title\": \"heading\"" in at.get("vega_lite_chart")[0].proto.spec
     assert set(points(at)["colour"]) >= {"Klassenoptionen", "Einleitung", "(no heading)"}
 
 
@@ -130,3 +130,22 @@ def test_tsne_when_installed_and_an_empty_store(app_env, shared_data):
     at.button_group(key="map_method").set_value("tsne").run()
     assert not at.exception and "· t-SNE ·" in texts(at.caption)
     assert "distorts the distances between groups" in texts(at.caption)
+
+
+def test_the_map_marks_hits_as_search_finds_them_splits_a_one_title_file_and_fits_its_legend(app_env):
+    sections = "\n\n".join(f"## Abschnitt {i}\n\n" + f"Satz {i} über ein eigenes Thema. " * 30 for i in range(1, 5))
+    long_name = "ein-sehr-langer-dateiname-fuer-das-betriebshandbuch-2026.md"
+    at = start()
+    at.file_uploader[0].set_value([(long_name, f"# Betriebshandbuch\n\n{sections}".encode(), "text/markdown")])
+    at.run()
+    button(at, "Ingest").click().run()
+    at = map_page(at)
+    assert not at.exception, at.exception
+    assert at.selectbox(key="map_mode").value == "hybrid-convex"  # Search's default for this collection, not Dense
+    (label,) = set(points(at)["colour"])
+    assert len(label) <= map_parts.LEGEND_CHARS[0] and label.startswith("ein-sehr") and label.endswith("2026.md")
+    spec = json.loads(at.get("vega_lite_chart")[0].proto.spec)
+    legend = spec["layer"][0]["encoding"]["color"]["legend"]
+    assert legend["labelLimit"] >= 7 * len(label)  # about 7 px a character: Vega does not cut it again
+    at.button_group(key="map_colour").set_value("heading").run()
+    assert {f"Abschnitt {i}" for i in range(1, 5)} <= set(points(at)["colour"])  # not one "Betriebshandbuch"

@@ -68,7 +68,7 @@ def test_a_cut_names_the_search_it_cut_not_a_time_of_its_own(app_env, shared_dat
     assert took != "0.00 s"
     at.slider(key="top_k").set_value(8).run()
     assert not at.exception, at.exception
-    assert f"8 hit(s) for “{QUERY}” cut from the search of {took} ·" in texts(at.caption)
+    assert f"8 hits for “{QUERY}” cut from the search of {took} ·" in texts(at.caption)
     run = at.session_state["search"]
     assert run.cut and (took == "under 0.01 s") == (run.seconds < 0.005)
 

@@ -34,7 +34,7 @@ def test_search_comes_back_as_left_after_a_tour_of_the_other_pages(app_env, shar
     run = at.session_state["search"]
     assert run.settings() == left.settings() and run.query == QUERY
     assert [h.chunk_id for h in run.outcome.hits] == [h.chunk_id for h in left.outcome.hits]
-    assert f"hit(s) for “{QUERY}”" in " ".join(c.value for c in at.caption)
+    assert f"hits for “{QUERY}”" in " ".join(c.value for c in at.caption)
 
 
 def test_a_reload_of_the_search_page_searches_again_as_its_url_says(app_env, shared_data):
@@ -62,3 +62,32 @@ def test_a_reload_of_the_search_page_searches_again_as_its_url_says(app_env, sha
     run = again.session_state["search"]
     assert run.settings() == left.settings() and run.query == QUERY
     assert [h.chunk_id for h in run.outcome.hits] == [h.chunk_id for h in left.outcome.hits]
+
+
+def test_a_reload_with_the_controls_in_the_url_gives_each_widget_one_value(app_env, monkeypatch):
+    """A widget given a value and a session-state entry makes Streamlit log 'created with a default value but also
+    had its value set via the Session State API' (once per process: the flag is reset here)."""
+    import logging
+
+    from streamlit.elements.lib import policies
+
+    at = start()
+    at.file_uploader[0].set_value([("one.md", b"Eine Zeile Text", "text/markdown")])
+    at.run()
+    next(b for b in at.button if b.label.startswith("Ingest")).click().run()
+    said: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: said.append(record.getMessage())
+    logger = logging.getLogger(policies.__name__)
+    logger.addHandler(handler)
+    monkeypatch.setattr(policies, "_shown_default_value_warning", False)
+    try:
+        again = AppTest.from_file(APP, default_timeout=120)
+        again.query_params.update({"search": "Zeile", "top_k": "7", "threshold_on": "1", "threshold": "convex:0.05"})
+        again.run()
+        again.switch_page(nav.SEARCH.path).run()
+    finally:
+        logger.removeHandler(handler)
+    assert not again.exception, again.exception
+    assert again.slider(key="top_k").value == 7 and again.number_input(key="threshold-convex").value == 0.05
+    assert not [m for m in said if "Session State API" in m], said

@@ -38,7 +38,7 @@ def test_a_cancelled_file_says_cancelled_not_failed(app_env):
     embedder.gate.set()
     assert queue.wait_idle(60)
     at = start()
-    assert expander(at, "Cancelled: 1 of 2 file(s) stored in 'documents'").proto.icon == ":material/cancel:"
+    assert expander(at, "Cancelled: 1 of 2 files stored in 'documents'").proto.icon == ":material/cancel:"
     rows = results(at)
     assert rows["a.md"]["status"] == "ingested" and rows["b.md"]["status"] == "cancelled"
     assert "failed" not in {row["status"] for row in rows.values()}
@@ -48,7 +48,7 @@ def test_a_cancelled_file_says_cancelled_not_failed(app_env):
 
 def test_a_job_that_stored_none_of_its_files_says_so_and_why_under_an_error_mark(app_env, shared_data):
     at = upload(start(), shared_data, "pdfs/invalid.pdf", "pdfs/c02-22.pdf")
-    head = expander(at, "None of 2 file(s) stored in 'documents' in ")
+    head = expander(at, "None of 2 files stored in 'documents' in ")
     assert plain(head.label).endswith(" s: 2 failed (see below)") and head.proto.icon == ":material/error:"
     assert not [e for e in at.expander if plain(e.label).startswith("Done")]
     errors = texts(at.error)
@@ -57,9 +57,9 @@ def test_a_job_that_stored_none_of_its_files_says_so_and_why_under_an_error_mark
 
 def test_some_files_stored_and_some_refused_is_a_warning_mark(app_env, shared_data):
     at = upload(start(), shared_data, "pdfs/crazyones.pdf", "pdfs/invalid.pdf")
-    assert expander(at, "Done: 1 of 2 file(s) stored in 'documents'").proto.icon == ":material/warning:"
+    assert expander(at, "Done: 1 of 2 files stored in 'documents'").proto.icon == ":material/warning:"
     at = upload(at, shared_data, "pdfs/crazyones.pdf")  # unchanged: nothing to say but done
-    assert expander(at, "Done: 1 of 1 file(s) stored in 'documents'").proto.icon == ":material/check_circle:"
+    assert expander(at, "Done: 1 of 1 file stored in 'documents'").proto.icon == ":material/check_circle:"
 
 
 @pytest.mark.live_jobs
@@ -73,7 +73,7 @@ def test_the_store_is_empty_box_goes_once_the_first_file_is_stored_during_the_in
         assert embedder.waiting.wait(30)  # a.md is stored, b.md embeds
         until(lambda: job.progress[0].stage == "done", "a.md stored")
         at.run()  # the page's live progress redraws once a second
-        assert "Ingesting into 'documents': 1 of 2 file(s) done" in plain(texts(at.markdown))
+        assert "Ingesting into 'documents': 1 of 2 files done" in plain(texts(at.markdown))
         assert "The store is empty" not in texts(at.markdown)
     finally:
         embedder.gate.set()

@@ -123,14 +123,14 @@ def test_a_file_opened_later_with_its_password_counts_in_the_older_summary(app_e
 
     at = upload(start(), shared_data, "pdfs/crazyones.pdf", "pdfs/encrypted-file.pdf", "pdfs/invalid.pdf")
     labels = [plain(e.label) for e in at.expander]
-    assert any(label.startswith("Done: 1 of 3 file(s) stored in 'documents'") for label in labels), labels
+    assert any(label.startswith("Done: 1 of 3 files stored in 'documents'") for label in labels), labels
     at.main.text_input[-1].set_value("test")
     button(at, "Open and ingest").click().run()
     assert not at.exception, at.exception
-    older = [e for e in at.expander if "of 3 file(s)" in plain(e.label)]
+    older = [e for e in at.expander if "of 3 files" in plain(e.label)]
     assert len(older) == 1, [plain(e.label) for e in at.expander]
     label = plain(older[0].label)
-    assert label.startswith("Done: 2 of 3 file(s) stored in 'documents'"), label  # was "1 of 3", stale
+    assert label.startswith("Done: 2 of 3 files stored in 'documents'"), label  # was "1 of 3", stale
     assert label.endswith("(1 of them later, with its password)")
     assert older[0].proto.icon == ":material/warning:"  # invalid.pdf is still not stored
     assert "Stored later by a newer ingest: encrypted-file.pdf." in texts(at.caption)
@@ -142,6 +142,34 @@ def test_once_every_file_is_stored_the_older_job_loses_its_warning_mark(app_env,
     at = upload(start(), shared_data, "pdfs/crazyones.pdf", "pdfs/encrypted-file.pdf")
     at.main.text_input[-1].set_value("test")
     button(at, "Open and ingest").click().run()
-    (older,) = [e for e in at.expander if "of 2 file(s)" in plain(e.label)]
-    assert plain(older.label).startswith("Done: 2 of 2 file(s) stored")
+    (older,) = [e for e in at.expander if "of 2 files" in plain(e.label)]
+    assert plain(older.label).startswith("Done: 2 of 2 files stored")
     assert older.proto.icon == ":material/check_circle:"
+
+
+# ---- Counts: "2 files", never "2 file(s)" ---------------------------------------------------------------------
+
+def written_texts(path) -> list[tuple[int, str]]:
+    """Return the string literals of a module (f-strings' literal parts too) with their line, docstrings left out:
+    what a page, a job line, a message or the command line may show."""
+    import ast
+
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+                  and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    return [(node.lineno, node.value) for node in ast.walk(tree) if isinstance(node, ast.Constant)
+            and isinstance(node.value, str) and id(node) not in docstrings]
+
+
+def test_no_text_the_app_or_the_cli_shows_writes_a_plural_in_parentheses():
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    plural = re.compile(r"[A-Za-z]\((?:s|es)\)")  # "file(s)", "need(s)": rag.words.counted says "1 file", "2 files"
+    found = [f"{path.relative_to(root)}:{line}: {text.strip()}"
+             for path in sorted([*root.glob("rag/**/*.py"), *root.glob("ui/**/*.py"), *root.glob("app_pages/*.py"),
+                                 root / "app.py"])
+             for line, text in written_texts(path) if plural.search(re.sub(r"{{.*?}}|http\(s\)", "", text))]
+    assert not found, "\n".join(found)

@@ -102,3 +102,11 @@ def test_foreign_collection_map():
     m = embedding_map(store, "documents", big, query="Passwörter lang", top_k=1)
     assert m.total == 3 and len(m.points) == 3 and sum(p.is_hit for p in m.points) == 1
     assert {p.document_title for p in m.points} == {"policy.pdf", "tiere.pdf"}
+
+
+def test_a_document_under_one_title_is_split_by_its_next_heading_level():
+    from rag.reports.embedding_map import split_headings
+
+    chunks = [("a", ("Handbuch",)), ("a", ("Handbuch", "Installation")), ("a", ("Handbuch", "Betrieb", "Backup")),
+              ("b", ()), ("b", ("Teil 1", "x")), ("b", ("Teil 2",)), ("c", ("Nur", "eins"))]
+    assert split_headings(chunks) == ["Handbuch", "Installation", "Betrieb", "", "Teil 1", "Teil 2", "Nur"]

@@ -12,7 +12,8 @@ from rag.store import IndexState, Store
 from rag.words import counted
 from ui.jobs.base import QueuedJob
 
-INDEX_SECONDS_PER_POINT = 0.001  # an HNSW build on 2 cores (64 s at 100,000 points at load 4, README): the estimate
+# an HNSW build on 2 cores (docs/benchmarks.md, "built in 64.4 s" at 100,000 points): the estimate
+INDEX_SECONDS_PER_POINT = 0.001
 
 
 @dataclass

@@ -17,6 +17,7 @@ from rag.documents import SourceFile
 from rag.embeddings import Embedder, time_left
 from rag.errors import RagError
 from rag.store import DocumentArchive, Store
+from rag.words import counted
 from ui.jobs.base import failure
 from ui.jobs.index import IndexJob
 
@@ -63,26 +64,27 @@ class IngestJob:
         files a newer job stored into the same collection (they count as stored, said as such)."""
         count = len(self.names)
         if self.status == "queued":
-            return f"Waiting: {count} file(s) for '{self.collection}'"
+            return f"Waiting: {counted(count, 'file')} for '{self.collection}'"
         if self.status == "running" and self.cancel_requested:
             return f"Cancelling … (after the batch under way; what is stored in '{self.collection}' stays)"
         if self.status == "running":
             done = sum(p.stage in ("done", "error", "cancelled") for p in self.progress.values())
             latest = max(self.progress.values(), key=lambda p: p.file_index, default=None)
             left = time_left(latest.seconds_left) if latest else ""
-            return f"Ingesting into '{self.collection}': {done} of {count} file(s) done" + (f", {left}" if left else "")
+            return (f"Ingesting into '{self.collection}': {done} of {counted(count, 'file')} done"
+                    + (f", {left}" if left else ""))
         again = self.stored_later(later)
         stored = sum(r.ok for r in self.results) + len(again)
         took = f" in {self.finished - self.started:.0f} s" if self.finished and self.started else ""
         if self.status == "failed":
             return f"Failed: {self.error}"
         if self.status == "done" and self.results and not stored:
-            return f"None of {count} file(s) stored in '{self.collection}'{took}: {self._why_not()}"
+            return f"None of {counted(count, 'file')} stored in '{self.collection}'{took}: {self._why_not()}"
         word = "Cancelled" if self.status == "cancelled" else "Done"
         how = ("with its password" if len(again) == 1 else "with their passwords") if all(
             r.needs_password for r in again) else "by a newer ingest"
         after = f" ({len(again)} of them later, {how})" if again else ""
-        return f"{word}: {stored} of {count} file(s) stored in '{self.collection}'{took}{after}"
+        return f"{word}: {stored} of {counted(count, 'file')} stored in '{self.collection}'{took}{after}"
 
     def stored_later(self, later: Collection[str] = ()) -> list[pipeline.IngestResult]:
         """Return the results of the files this job did not store that a newer job stored into its collection
@@ -91,14 +93,16 @@ class IngestJob:
 
     def _why_not(self) -> str:
         """Return why files were not stored, counted by reason, e.g. "2 failed (see below)"."""
-        reasons = {"failed": "failed", "needs password": "need(s) a password",
+        reasons = {"failed": "failed", "needs password": "need a password",
                    "skipped": "skipped (the same content is already stored under another name)",
                    "cancelled": "cancelled"}
         counts: dict[str, int] = {}
         for result in self.results:
             if not result.ok:
                 counts[result.status] = counts.get(result.status, 0) + 1
-        return ", ".join(f"{n} {reasons.get(status, status)}" for status, n in counts.items()) + " (see below)"
+        said = {status: "needs a password" if status == "needs password" and n == 1 else reasons.get(status, status)
+                for status, n in counts.items()}
+        return ", ".join(f"{n} {said[status]}" for status, n in counts.items()) + " (see below)"
 
     @property
     def mark(self) -> str:
@@ -124,6 +128,7 @@ class JobQueue:
         self._ids = itertools.count(1)
         self._idle = threading.Event()
         self._idle.set()
+        self._stopping = False  # the process ends (stop): a job queued from now on is cancelled before it runs
         self.on_change = on_change
         threading.Thread(target=self._work, name="ingest-jobs", daemon=True).start()
 
@@ -148,6 +153,7 @@ class JobQueue:
 
     def _enqueue(self, job: T) -> T:
         with self._lock:  # listed, not idle and waiting in one step: wait_idle never sees a job half-queued
+            job.cancel_requested = job.cancel_requested or self._stopping
             self._jobs.append(job)
             self._idle.clear()
             self._waiting.put(job)
@@ -163,6 +169,18 @@ class JobQueue:
         for job in self.jobs(kind=None):
             if job.id == job_id and job.active:
                 job.cancel_requested = True
+
+    def stop(self, grace: float) -> list:
+        """Cancel every job, queued, running or queued later (the process ends), and wait up to grace seconds for
+        the worker to be idle (a running job stops as Cancel stops it, each file stored whole or not at all); return
+        the jobs cancelled (their summary() says how each ended)."""
+        with self._lock:
+            self._stopping = True
+            cancelled = [job for job in self._jobs if job.active]
+            for job in cancelled:
+                job.cancel_requested = True
+        self.wait_idle(grace)
+        return cancelled
 
     def wait_idle(self, timeout: float | None = None) -> bool:
         """Return True once no job is queued or running (False when timeout passed first)."""
@@ -267,3 +285,10 @@ def jobs_queue(on_change: Callable[[], None] | None = None) -> JobQueue:
         elif on_change is not None:
             _QUEUE.on_change = on_change
         return _QUEUE
+
+
+def stop_jobs(grace: float) -> list:
+    """Stop the process's job queue if one was made (JobQueue.stop); return the jobs it cancelled."""
+    with _QUEUE_LOCK:
+        made = _QUEUE
+    return [] if made is None else made.stop(grace)

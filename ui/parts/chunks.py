@@ -131,8 +131,9 @@ def document_view(document: Document, chunks: Sequence[Hit | Chunk], embedder: E
                 if offset is not None:
                     unread[chunk.chunk_index or 0] = start + offset
     if unread:
-        st.caption(f"{len(unread)} shown chunk(s) are longer than {md(embedder.model_id)} reads: the struck-through "
-                   "text is never embedded, so dense search cannot find it there.")
+        are = "is" if len(unread) == 1 else "are"
+        st.caption(f"{counted(len(unread), 'shown chunk')} {are} longer than {md(embedder.model_id)} reads: the "
+                   "struck-through text is never embedded, so dense search cannot find it there.")
     st.html(render.legend_html())
     parts = chunk_report.segments(len(document.text), spans)
     st.html(render.chunked_text_html(document.text, parts, first, last, unread))

@@ -18,7 +18,9 @@ from ui.render import counted, md
 from ui.workspace import Workspace
 
 METHOD_LABELS = {"pca": "PCA", "tsne": "t-SNE", "umap": "UMAP"}
-COLOUR_FIELDS = {"document": "document", "heading": "top-level heading"}
+COLOUR_FIELDS = {"document": "document", "heading": "heading"}
+COLOUR_HELP = ("Heading: each document's headings at the first level that splits it (a Markdown file under one # "
+               "title is coloured by its ## headings).")
 # A group is a colour and a shape: tableau20 (its red left to the query) with each of SHAPES in turn, so documents
 # past the 19th colour keep a look of their own; the rarest values beyond MAX_GROUPS share one grey "other"
 SHAPES = ("circle", "square", "triangle-up", "diamond", "triangle-down", "cross", "wedge")
@@ -26,6 +28,8 @@ MAX_COLOURS = 19
 MAX_GROUPS = MAX_COLOURS * len(SHAPES)
 OTHER = "(other)"
 LEGEND_ROWS = 12  # legend entries per column: 12 of about 30 px fit beside the map (HEIGHT), title included
+LEGEND_CHARS = (28, 16)  # a legend label's characters in one column, in several: shortened in the middle to fit
+LEGEND_PIXELS = (200, 120)  # the legend's label width (labelLimit) that holds them, so Vega never cuts one
 QUERY_COLOUR = "#d62728"
 HEIGHT = 400
 NEAR = (0.03, 0.045)  # hits closer than this (shares of the map's width, height) share one rank label
@@ -50,7 +54,24 @@ def frame(emap: EmbeddingMap, colour_by: str) -> pd.DataFrame:
     counts = data[colour_by].value_counts()
     keep = set(counts.index[: MAX_GROUPS - 1]) if len(counts) > MAX_GROUPS else set(counts.index)
     data["colour"] = data[colour_by].where(data[colour_by].isin(keep), OTHER)
+    groups = data["colour"].unique()
+    short = legend_labels(list(groups), LEGEND_CHARS[len(groups) > LEGEND_ROWS])
+    data["colour"] = data["colour"].map(short)  # the full name is in the tooltip (document, heading path)
     return data
+
+
+def legend_labels(names: list[str], limit: int) -> dict[str, str]:
+    """Return each name as a legend label of at most limit characters: its start and its end around "…"
+    ("hausarbeit-…-jura.pdf"), each label another; a name that would read as another's is kept whole."""
+    def cut(name: str) -> str:
+        if len(name) <= limit:
+            return name
+        tail = (limit - 1) // 3
+        return name[: limit - 1 - tail].rstrip() + "…" + name[len(name) - tail:].lstrip()
+
+    labels = {name: cut(name) for name in names}
+    taken = list(labels.values())
+    return {name: label if taken.count(label) == 1 else name for name, label in labels.items()}
 
 
 def explained_shares(explained: tuple[float, float]) -> tuple[str, str, str]:
@@ -80,7 +101,7 @@ def chart(emap: EmbeddingMap, data: pd.DataFrame, colour_by: str) -> alt.LayerCh
     shapes = alt.Scale(domain=groups, range=[*(SHAPES[i // MAX_COLOURS] for i in range(len(named))),
                                              *(["circle"] if OTHER in groups else [])])
     columns = -(-len(groups) // LEGEND_ROWS)  # every group listed, in columns beside the map's height
-    legend = alt.Legend(orient="right", labelLimit=190 if columns == 1 else 110, symbolLimit=len(groups),
+    legend = alt.Legend(orient="right", labelLimit=LEGEND_PIXELS[columns > 1], symbolLimit=len(groups),
                         columns=columns)
     x = alt.X("x:Q", title=x_title, scale=alt.Scale(zero=False, nice=False), axis=alt.Axis(labels=labels, grid=False))
     y = alt.Y("y:Q", title=y_title, scale=alt.Scale(zero=False, nice=False), axis=alt.Axis(labels=labels, grid=False))

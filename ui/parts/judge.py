@@ -20,7 +20,7 @@ from rag.evaluation import (
     agreement,
     hit_grade,
     judgment_of,
-    query_set_path,
+    judgments_path,
     read_query_file,
     save_judgments,
     start_query_set,
@@ -110,7 +110,7 @@ def search_panel(ws, run) -> None:
     if not hits or not run.query.strip():
         st.caption("Search a question first: its hits are judged for it.")
         return
-    path = query_set_path(data_root(), ws.collection)
+    path = judgments_path(data_root(), ws.collection)  # the same file as Evaluate's on this collection
     with st.container():  # a message or none: the rows below keep their places in the browser either way
         show_message()
     try:

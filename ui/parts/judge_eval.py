@@ -1,8 +1,9 @@
 """The Evaluate page's judging: hole@k beside MRR, and "Judge the unjudged hits of this row" by you or an LLM.
 
-Judgments go into a copy of the sweep's query set under the data root (queries/evaluate-<name>.jsonl, started
-from the questions the sweep ran), downloadable; they are spans of the documents, so they count for every row
-the next time the sweep runs with that file.
+Judgments go where Search's go (rag.evaluation.judges.merging): the judged query set of the collection the sweep
+read its documents from, or, for uploaded documents, a copy of the sweep's query set (queries/evaluate-<name>.jsonl),
+started from the questions the sweep ran; downloadable. They are spans of the documents, so they count for every
+row the next time the sweep runs with that file.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from rag.evaluation import (
     agreement,
     hit_grade,
     judge_with_llm,
-    query_set_path,
+    judgments_path,
+    merge_judgments,
     read_query_file,
     start_query_set,
     unjudged_note,
@@ -40,10 +42,6 @@ def hole_words(evaluation, k: int, metric: str | None = None) -> str:
     if hole is None:
         return ""
     return f"hole@{k} {hole:.2f}" + (f": {unjudged_note(metric)}" if hole > MOSTLY_UNJUDGED else "")
-
-
-def _path(name: str) -> Path:
-    return query_set_path(data_root(), f"evaluate-{Path(name).stem or 'sweep'}")
 
 
 def _unjudged(row: ConfigResult, k: int, path: Path) -> list[tuple[str, object, int]]:
@@ -70,15 +68,19 @@ def section(result: SweepResult, name: str) -> None:
     row = labels[left.selectbox("Row", list(labels), index=list(labels).index(result.best().label),  # as the others
                                 key=state.result_key("judge_eval_row", result))]
     who = right.segmented_control("Who judges", WHO, default=WHO[0], key="judge_eval_who") or WHO[0]
-    path = _path(name)
+    path = judgments_path(data_root(), result.collection, name)
     queries = [o.query for o in row.evaluation.per_query]
     with errors.reported() as report:
+        if result.collection:  # kept in the query set's own file before: merged, the older file stays as it was
+            merge_judgments(judgments_path(data_root(), None, name), path)
         pending = _unjudged(row, k, path)
     if report.failed:
         return
     st.caption(f"{counted(len(pending), 'hit')} of the top {k} {'carries' if len(pending) == 1 else 'carry'} no "
                f"judgment ({md(hole_words(row.evaluation, k))}). "
-               f"Judgments go into {md(path.name)} under the data root; run the sweep with it to count them.")
+               f"Judgments go into {md(path.name)} under the data root"
+               + (f" (the collection '{md(result.collection)}'s file, as on Search)" if result.collection else "")
+               + "; run the sweep with it to count them.")
     judge.show_message()
     if who == WHO[0]:
         for question, hit, rank in pending[:SHOWN]:  # rank: the hit's for its question, as the sweep ranked it

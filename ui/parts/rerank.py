@@ -27,8 +27,8 @@ DEPTH = "rerank_depth"
 SAVED = "rerank_saved"  # (spec, depth) as last typed, on any page
 PREFILLED = "rerank_prefilled"  # ((store, collection), the reranker saved with it) last put in the control
 HELP = (f"Reorder the first candidates with a reranker: {RERANK_SPECS}. Empty: off. No reranker model ships with "
-        "RAG Lab: start one, e.g. text-embeddings-inference with BAAI/bge-reranker-v2-m3 (see the README). Scores "
-        "are then the reranker's own.")
+        "RAG Lab: start one, e.g. text-embeddings-inference with BAAI/bge-reranker-v2-m3 (see docs/reranking.md). "
+        "Scores are then the reranker's own.")
 
 
 def control(container=st, ws: Workspace | None = None) -> tuple[str, int]:

@@ -78,7 +78,7 @@ def results(ws: Workspace, run: SearchRun) -> None:
         how += f" · reranked by {md(run.rerank[0])}, first {run.rerank[1]} candidates"
     seconds = f"{run.seconds:.2f} s" if run.seconds >= 0.005 else "under 0.01 s"  # never a "0.00 s"
     took = f"cut from the search of {seconds}" if run.cut else f"in {seconds}"
-    st.caption(f"{len(run.outcome.hits)} hit(s) for “{md(run.query)}” {took} · {how}"
+    st.caption(f"{render.counted(len(run.outcome.hits), 'hit')} for “{md(run.query)}” {took} · {how}"
                + (f" · threshold {run.threshold:.2f}" if run.threshold is not None else ""))
     table, judging, distribution_slot, per_source, details = (st.container() for _ in range(5))
     with table:

@@ -92,12 +92,12 @@ def new_collection_options(workspace: Workspace, collection: str
         chunk_headers = st.toggle("Chunk headers", DEFAULT_CHUNK_HEADERS, key=state.UPLOAD_CHUNK_HEADERS,
                                   help="Embed and keyword-index each chunk with its document title and heading path "
                                   "before its text. The stored chunk text (what searches show and the LLM reads) "
-                                  "stays as it is. Measured in the README (Contextual chunk headers).")
+                                  "stays as it is. Measured in docs/benchmarks.md, “Contextual chunk headers”.")
         child_size = int(st.number_input(
             "Child size (tokens, 0 = off)", 0, 2048, DEFAULT_CHILD_SIZE, step=16, key=state.UPLOAD_CHILD_SIZE,
             help="Parent–child search: each chunk is also cut into children of about this many tokens at sentence "
             "ends; searches compare the question with the children and return their chunk, whole. 0 searches the "
-            "chunks themselves. Measured in the README (Parent–child retrieval)."))
+            "chunks themselves. Measured in docs/benchmarks.md, “Parent–child retrieval”."))
         if child_size and child_size < MIN_CHILD_SIZE:
             st.warning(f"A child needs at least {MIN_CHILD_SIZE} tokens; {child_size} is used as 0 (off).")
             child_size = 0
@@ -227,8 +227,8 @@ def show_results(workspace: Workspace, job: jobs.IngestJob, retried: set[tuple[s
         return
     ok = sum(r.ok for r in results)
     again = [md(r.filename) for r in job.stored_later(later)]
-    st.caption(f"{ok} of {len(results)} file(s) ingested." + (f" Stored later by a newer ingest: {', '.join(again)}."
-                                                               if again else ""))
+    st.caption(f"{ok} of {counted(len(results), 'file')} ingested."
+               + (f" Stored later by a newer ingest: {', '.join(again)}." if again else ""))
     st.dataframe(results_frame(results), hide_index=True, width="stretch", placeholder="–",
                  column_config={"file": st.column_config.TextColumn(width=220),
                                 "status": st.column_config.TextColumn(width=120),
@@ -273,8 +273,8 @@ def sample_section(workspace: Workspace, folder: Path | None, settings: ChunkSet
                 "folder of PDF, Markdown or text files to offer them in one click, or drop files above.")
         return
     paths = sample_paths(folder)
-    st.caption(f"{len(paths)} sample file(s) in {md(str(folder))}: " + ", ".join(md(p.name) for p in paths[:12])
-               + (" …" if len(paths) > 12 else ""))
+    st.caption(f"{counted(len(paths), 'sample file')} in {md(str(folder))}: "
+               + ", ".join(md(p.name) for p in paths[:12]) + (" …" if len(paths) > 12 else ""))
     clicked = st.button(f"Load the {len(paths)} sample documents", key="load_samples", disabled=not paths,
                         icon=":material/library_add:")
     if clicked and run(sample_files(folder), workspace, collection, settings):

@@ -2,4 +2,5 @@
 
 judging  judgments written into a query set file   llm_judge  an LLM grades hits
 agreement  the LLM judge against the analyst (kappa)
+merging  which file keeps a user's judgments; an older file merged into it
 """

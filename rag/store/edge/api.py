@@ -59,14 +59,14 @@ INDEX_KB = 1
 _VACUUM = {"deleted_threshold": 1e-9, "vacuum_min_vector_number": 1}
 
 
-# The HNSW graph: Qdrant's m, a wider ef_construct than its 100, which gave recall@10 0.87 on 20,000 real e5 vectors
-# at any affordable search ef (256 reached 0.985 with ef 384, README); below FULL_SCAN_KB of vectors in a segment
-# the engine compares them all (Qdrant's default).
+# The HNSW graph: Qdrant's m, a wider ef_construct than its 100, with which a wider search ef alone reached recall@10
+# 0.98 on real e5 vectors only at 1024 (docs/benchmarks.md, "Real embeddings are harder for HNSW"); below
+# FULL_SCAN_KB of vectors in a segment the engine compares them all (Qdrant's default).
 HNSW_M, HNSW_EF_CONSTRUCT, FULL_SCAN_KB = 16, 256, 10_000
 
 
 # Threads of a shard's search pool (default: one per CPU), each segment's search handed to one: on a busy CPU every
-# handoff waits for a time slice (an indexed search 1.5 ms with one, 4-5 ms with 2 beside 4 busy processes; README)
+# handoff waits (indexed: 1.5 ms with one, 4-5 ms with 2; docs/benchmarks.md, "Search latency under a busy CPU")
 SEARCH_THREADS = 1
 
 

@@ -41,7 +41,7 @@ from rag.store.edge import api
 from rag.store.edge import child as build_child
 from rag.words import counted
 
-MIN_POINTS = 50_000  # chunks from which a collection is indexed (README: bench.search, exact vs HNSW by size)
+MIN_POINTS = 50_000  # chunks from which a collection is indexed (docs/benchmarks.md, "indexed from 50,000 chunks on")
 MIN_RECALL = 0.98  # searches use the graph only at this measured recall@10 or better
 TARGET_RECALL = 0.99  # the search ef is the smallest of EF_STEPS that reaches this on the recall check's queries
 EF_STEPS = (64, 128, 256, 384, 512, 768, 1024)
