@@ -81,18 +81,29 @@ def form_bomb_pdf(draws: int, repeats: int) -> bytes:
     return _written(writer)
 
 
+# A process started from pytest inherits pytest's resident size as its peak (fork copies it, exec keeps the mark):
+# a small launcher starts the measured process instead and prints that process's own peak (its reaped children,
+# the PDF's reader, included) on its last stderr line.
+LAUNCH = ("import os, subprocess, sys; p = subprocess.Popen(sys.argv[1:]); _, s, u = os.wait4(p.pid, 0); "
+          "print(u.ru_maxrss, file=sys.stderr); sys.exit(os.waitstatus_to_exitcode(s))")
+
+
+def bounded(argv: list[str], tmp_path: Path, **env: str) -> tuple[int, str, str, float]:
+    """Return (exit code, stdout, stderr, peak MB) of argv, whose peak is its own and its children's."""
+    out, err = tmp_path / "stdout", tmp_path / "stderr"
+    with out.open("wb") as stdout, err.open("wb") as stderr:
+        done = subprocess.run([sys.executable, "-c", LAUNCH, *argv], stdout=stdout, stderr=stderr, cwd=ROOT,
+                              env={**os.environ, **env}, timeout=600, check=False)
+    *lines, peak = err.read_text().splitlines()
+    return done.returncode, out.read_text(), "".join(line + "\n" for line in lines), int(peak) / 1024
+
+
 def bounded_rag(tmp_path: Path, *args: str, **env: str) -> tuple[int, str, str, float]:
     """Return (exit code, stdout, stderr, peak MB of it and its children) of `rag *args` in a process that may map
     at most ADDRESS_SPACE bytes."""
     boot = (f"import resource, runpy, sys; resource.setrlimit(resource.RLIMIT_AS, ({ADDRESS_SPACE}, {ADDRESS_SPACE}))"
             "; sys.argv = ['rag', *sys.argv[1:]]; runpy.run_module('rag', run_name='__main__')")
-    out, err = tmp_path / "stdout", tmp_path / "stderr"
-    with out.open("wb") as stdout, err.open("wb") as stderr:
-        process = subprocess.Popen([sys.executable, "-c", boot, *args], stdout=stdout, stderr=stderr, cwd=ROOT,
-                                   env={**os.environ, **env})
-        _, status, usage = os.wait4(process.pid, 0)  # its peak includes its reaped children (the PDF's reader)
-    process.returncode = os.waitstatus_to_exitcode(status)
-    return process.returncode, out.read_text(), err.read_text(), usage.ru_maxrss / 1024
+    return bounded([sys.executable, "-c", boot, *args], tmp_path, **env)
 
 
 # ---- RAG_MAX_CHARS, counted while a PDF is read ----------------------------------------------------------------
@@ -198,15 +209,11 @@ def test_load_document_of_a_bomb_ends_in_one_line_within_bounded_memory(tmp_path
     code = ("import sys, rag\ntry:\n    rag.load_document(open(sys.argv[1], 'rb').read(), 'bombe.pdf')\n"
             "except rag.RagError as error:\n    print(type(error).__name__, error)")
     boot = f"import resource; resource.setrlimit(resource.RLIMIT_AS, ({ADDRESS_SPACE}, {ADDRESS_SPACE}))\n{code}"
-    process = subprocess.Popen([sys.executable, "-c", boot, str(bomb)], stdout=subprocess.PIPE, cwd=ROOT,
-                               env={**os.environ, "RAG_MAX_CHARS": "1000000"})
-    output = process.stdout.read().decode()
-    _, status, usage = os.wait4(process.pid, 0)
-    process.returncode = os.waitstatus_to_exitcode(status)
-    assert process.returncode == 0 and output == (
+    code, output, _, peak = bounded([sys.executable, "-c", boot, str(bomb)], tmp_path, RAG_MAX_CHARS="1000000")
+    assert code == 0 and output == (
         "DocumentTooLargeError 'bombe.pdf' expands to more than 1,000,000 characters of text (page 1 alone holds "
         "more). Split it into smaller files, or raise the limit with RAG_MAX_CHARS.\n")
-    assert usage.ru_maxrss / 1024 < 400, f"peak {usage.ru_maxrss / 1024:.0f} MB"
+    assert peak < 400, f"peak {peak:.0f} MB"
 
 
 @pytest.mark.slow
