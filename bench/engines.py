@@ -70,7 +70,7 @@ model = read_model(vocabulary=False)
 s, t = model.shape, model.tensors
 config = XLMRobertaConfig(vocab_size=s.vocabulary, hidden_size=s.hidden, num_hidden_layers=s.layers,
                           num_attention_heads=s.heads, intermediate_size=s.ffn, max_position_embeddings=s.positions + 2,
-                          layer_norm_eps=s.eps, type_vocab_size=1, pad_token_id=words.pad, hidden_act="gelu",
+                          layer_norm_eps=s.eps, type_vocab_size=1, pad_token_id=words.vocabulary.pad, hidden_act="gelu",
                           attn_implementation="sdpa")
 raw = XLMRobertaModel(config, add_pooling_layer=False).eval()
 def f32(name):
@@ -98,7 +98,7 @@ def raw_encode(batch=8):
     for start in range(0, len(order), batch):
         rows = order[start:start + batch]
         length = max(len(ids[i]) for i in rows)
-        x = torch.full((len(rows), length), words.pad, dtype=torch.long)
+        x = torch.full((len(rows), length), words.vocabulary.pad, dtype=torch.long)
         mask = torch.zeros((len(rows), length), dtype=torch.long)
         for r, i in enumerate(rows):
             x[r, :len(ids[i])] = torch.tensor(ids[i]); mask[r, :len(ids[i])] = 1

@@ -100,7 +100,7 @@ def sample_texts() -> tuple[list[str], list[str]]:
     for path in sorted(SAMPLES.iterdir()):
         if path.suffix in (".md", ".txt", ".pdf"):
             chunks += [c.content for c in chunk_document(load_document(path.read_bytes(), path.name), 120, 20)]
-    queries = [q.text for q in load_query_set((SAMPLES / "queries.jsonl").read_bytes(), "queries.jsonl").queries]
+    queries = [q.text for q in load_query_set((SAMPLES / "queries.jsonl").read_bytes(), "queries.jsonl")]
     return chunks, queries
 
 
@@ -119,18 +119,19 @@ def test_int8_vectors_stay_near_float32_on_real_text(engines, sample_texts):
 
 @pytest.mark.model
 def test_int8_ranks_the_same_top_five_as_float32(engines, sample_texts):
+    """The same first hit for every question, and the same top five but for chunks that float32 itself scores within
+    0.01 of the sixth (e5's scores of one small corpus crowd together: 0.7767 against 0.7767)."""
     int8, fp32 = engines
     chunks, queries = sample_texts
     assert len(chunks) >= 20 and len(queries) >= 15
-    tops = []
-    for embedder in (int8, fp32):
-        scores = embedder.embed_query(queries) @ embedder.embed_documents(chunks).T
-        tops.append([set(np.argsort(-row)[:5].tolist()) for row in scores])
-        firsts = [int(np.argmax(row)) for row in scores]
-        tops.append(firsts)
-    same_sets = sum(a == b for a, b in zip(tops[0], tops[2], strict=True))
-    assert tops[1] == tops[3]  # the first hit of every query
-    assert same_sets >= len(queries) - 2  # a 5th place may swap with a 6th at a near tie
+    ours = int8.embed_query(queries) @ int8.embed_documents(chunks).T
+    reference = fp32.embed_query(queries) @ fp32.embed_documents(chunks).T
+    assert ours.argmax(axis=1).tolist() == reference.argmax(axis=1).tolist()
+    for mine, theirs in zip(ours, reference, strict=True):
+        order = np.argsort(-theirs)
+        clear = {int(i) for i in order[:5] if theirs[i] > theirs[order[5]] + 0.01}
+        assert clear <= set(np.argsort(-mine)[:5].tolist())
+    assert np.abs(ours - reference).max() < 0.02  # every score within 0.02 of float32's
 
 
 @pytest.mark.model
@@ -207,3 +208,20 @@ def test_a_collection_of_one_engine_searched_from_a_process_with_the_other(engin
     assert model_id == "local:multilingual-e5-small-int8"
     assert "could not load" in note and "float32" in note
     assert first == top.chunk_id
+
+
+def test_engine_facts_name_the_engine_and_device_without_loading_one(monkeypatch: pytest.MonkeyPatch):
+    from rag.embeddings import engine_facts
+
+    class Loaded:
+        name, device = "onnx-int8", "cpu"
+
+    monkeypatch.setattr(e5, "_ENGINES", {})
+    monkeypatch.setattr(e5, "_NOTES", {})
+    embedder = get_embedder("local:int8")
+    assert engine_facts(embedder, load=False) == {} and e5._ENGINES == {}  # the sidebar never waits for a model
+    monkeypatch.setattr(e5, "_ENGINES", {"int8": Loaded()})
+    assert engine_facts(embedder, load=False) == {"engine": "onnx-int8", "device": "cpu"}
+    monkeypatch.setattr(e5, "_NOTES", {"int8": "The int8 engine could not load (x); ..."})
+    assert engine_facts(embedder)["engine_note"].startswith("The int8 engine could not load")
+    assert engine_facts(get_embedder("fake")) == {}
