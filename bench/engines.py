@@ -1,7 +1,7 @@
 """The int8 engine against float32: retrieval quality paired on the same queries, and speed beside raw torch fp32.
 
     python -m bench.engines [--quality de,en] [--speed] [--threads 1,2] [--texts 96] [--rounds 3]
-                            [--chunk-size 350] [--overlap 50] [--mode hybrid] [--k 1,5,10]
+                            [--pipeline] [--chunk-size 350] [--overlap 50] [--mode hybrid] [--k 1,5,10]
 
 Quality (--quality SETS): for each set (de: XQuAD-de dev, en: the English set of bench/data/english) one sweep
 per engine at the same chunk_size, overlap and mode (the app's default: hybrid with the default fusion) on its
@@ -16,6 +16,12 @@ ids in batches of 8 sorted by length, padded with an attention mask), today's en
 float32) and the int8 engine (rag.embeddings.e5_onnx). Each round embeds the texts once by each engine in turn,
 so a changing load falls on all alike; prints the seconds, chunks/s and the ratio to raw torch fp32, with the
 load average before and after. Run it alone: on a busy CPU the ratios swing 2x.
+
+Pipeline (--pipeline): where the seconds of the tuning loop go, float32 (today's main) against int8 in one run,
+the model loaded first: the ingest of l2kurz.pdf (bench.ingest's PDF, default chunk settings, a new embedded
+folder; extract, chunk, embed, store) and the cold six-configuration XQuAD-de sweep (chunk_size 200,350,500 x
+overlap 0,50, modes dense, sparse and hybrid, an empty folder and cache: chunking, embedding, indexing,
+searching and the questions' embedding), each stage's seconds side by side with the ratio of the totals.
 """
 
 from __future__ import annotations
@@ -194,10 +200,48 @@ def speed(args: argparse.Namespace) -> list[str]:
     return lines
 
 
+def pipeline_times() -> list[str]:
+    """Return the stage seconds of an ingest and a cold sweep by each engine, side by side."""
+    from bench.ingest import default_pdf, ingest_once
+    from bench.sweep_engines import stage_seconds
+    from rag.chunking.chunker import ChunkSettings
+    from rag.evaluation import parse_grid, parse_modes
+
+    pdf = default_pdf()
+    documents, queries = load_set("de")
+    configs, _ = parse_grid("200,350,500", "0,50")
+    modes = parse_modes("dense,sparse,hybrid", DEFAULT_FUSION)
+    found: dict[str, dict[str, float]] = {}
+    for spec in ENGINES:
+        embedder = get_embedder(spec)
+        embedder.embed_documents(["warm-up"])
+        began = time.perf_counter()
+        ingested = ingest_once(pdf, ChunkSettings(), embedder, "pdfium")
+        found[spec] = {f"ingest {k}": v for k, v in ingested.stage_seconds.items()}
+        found[spec]["ingest total"] = time.perf_counter() - began
+        with tempfile.TemporaryDirectory(prefix="rag-bench-engines-") as scratch:
+            store = open_store(path=scratch)
+            began = time.perf_counter()
+            result = run_sweep(documents, queries, configs, embedder, store=store, cache=EmbeddingCache(),
+                               ks=parse_ks("1,3,5,10"), modes=modes)
+            found[spec] |= {f"sweep {k}": v for k, v in stage_seconds(result).items()}
+            found[spec] |= {"sweep questions": result.query_seconds, "sweep total": time.perf_counter() - began}
+            store.close()
+    fp32, int8 = (found[spec] for spec in ENGINES)
+    lines = [f"## {pdf.name} ({ingested.chunks} chunks) and the cold sweep ({len(configs)} configurations x "
+             f"{len(modes)} modes, {len(queries)} questions); load {_load()}",
+             "| stage | fp32 (today) s | int8 s | fp32 / int8 |", "|---|---|---|---|"]
+    for stage in fp32:
+        ratio = f"**{fp32[stage] / int8[stage]:.2f}x**" if int8[stage] > 0.05 else "-"
+        lines.append(f"| {stage} | {fp32[stage]:.1f} | {int8[stage]:.1f} | {ratio} |")
+    return lines
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quality", default="", help="sets to compare on: de, en or de,en (default: none)")
     parser.add_argument("--speed", action="store_true", help="time raw torch fp32, today's engine and int8")
+    parser.add_argument("--pipeline", action="store_true", help="an ingest and a cold sweep by each engine")
     parser.add_argument("--threads", default="1,2")
     parser.add_argument("--texts", type=int, default=96)
     parser.add_argument("--rounds", type=int, default=3)
@@ -212,6 +256,8 @@ def main() -> int:
     print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {os.cpu_count()} cores; load {_load()}", flush=True)
     if args.speed:
         print("\n".join(speed(args)), flush=True)
+    if args.pipeline:
+        print("\n".join(pipeline_times()), flush=True)
     for name in filter(None, (s.strip() for s in args.quality.split(","))):
         print("\n".join(quality(name, args)), flush=True)
     return 0
