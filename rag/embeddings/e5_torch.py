@@ -36,7 +36,9 @@ class TorchE5:
 
     name = "torch"
 
-    def __init__(self, threads: int, model: ModelFile | None = None, tokenizer: Tokenizer | None = None):
+    def __init__(self, threads: int, model: ModelFile | None = None, tokenizer: Tokenizer | None = None,
+                 device: str = "cpu"):
+        self.device = device  # "cuda": the layers on the GPU (rag.embeddings.e5.choose_device)
         model = model or read_model(vocabulary=tokenizer is None)
         self.shape, self.dim = model.shape, model.shape.hidden
         self.tokenizer = tokenizer or Tokenizer(model.vocabulary)
@@ -48,9 +50,15 @@ class TorchE5:
         self._position = _tensor(t["emb.pos"]).view(self.shape.positions, -1)
         self._type = _tensor(t["emb.type"])[: self.dim]
         self._norm = (_tensor(t["emb.ln.w"]), _tensor(t["emb.ln.b"]))
-        self._layers = [_layer(t, f"l{n}.") for n in range(self.shape.layers)]
-        self._linear = _onednn if _onednn_works() else _aten
+        self._load_layers(model, threads)
         give_back_memory()
+
+    def _load_layers(self, model: ModelFile, threads: int) -> None:
+        """Load the 12 layers: here their float32 weights (an engine on another runtime loads its own)."""
+        self._layers = layers(model)
+        if self.device != "cpu":
+            self._layers = [{k: v.to(self.device) for k, v in layer.items()} for layer in self._layers]
+        self._linear = _onednn if self.device == "cpu" and _onednn_works() else _aten
 
     def encode(self, texts: Sequence[str], is_query: bool = False) -> np.ndarray:
         """Return one L2-normalised float32 row per text (windows over 510 content tokens averaged)."""
@@ -76,6 +84,11 @@ class TorchE5:
     @torch.inference_mode()
     def _forward(self, windows: list[list[int]]) -> np.ndarray:
         """Return the mean of the last hidden states over each window's tokens, shape (windows, hidden)."""
+        return self._means(*self._inputs(windows))
+
+    @torch.inference_mode()
+    def _inputs(self, windows: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+        """Return the layers' input for padded windows, (windows, length, hidden), and the mask of their tokens."""
         length = max(len(w) for w in windows)
         ids = np.full((len(windows), length), self.tokenizer.eos, dtype=np.int64)
         mask = torch.zeros((len(windows), length), dtype=torch.bool)
@@ -83,12 +96,16 @@ class TorchE5:
             ids[row, : len(window)] = window
             mask[row, : len(window)] = True
         x = self._embed(ids) + self._position[:length] + self._type
-        x = F.layer_norm(x, (self.dim,), *self._norm, eps=self.shape.eps)
-        lengths = [len(w) for w in windows]
+        return F.layer_norm(x, (self.dim,), *self._norm, eps=self.shape.eps), mask
+
+    def _means(self, x: torch.Tensor, mask: torch.Tensor) -> np.ndarray:
+        """Return the 12 layers' output averaged over each window's tokens (mask: True on a window's tokens)."""
+        lengths = mask.sum(dim=1).tolist()
+        x, mask = x.to(self.device), mask.to(self.device)
         for layer in self._layers:
             x = self._layer(x, lengths, layer)
         weights = mask.to(x.dtype)[:, :, None]
-        return ((x * weights).sum(dim=1) / weights.sum(dim=1)).numpy()
+        return ((x * weights).sum(dim=1) / weights.sum(dim=1)).cpu().numpy()
 
     def _embed(self, ids: np.ndarray) -> torch.Tensor:
         unique, where = np.unique(ids, return_inverse=True)
@@ -175,6 +192,11 @@ def _aten(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, gelu: bool 
 
 def _tensor(values: np.ndarray) -> torch.Tensor:
     return torch.from_numpy(np.array(values, dtype=np.float32))
+
+
+def layers(model: ModelFile) -> list[dict[str, torch.Tensor]]:
+    """Return every layer's float32 weights (85 MB), dequantized from the model file."""
+    return [_layer(model.tensors, f"l{n}.") for n in range(model.shape.layers)]
 
 
 def _layer(tensors: dict[str, np.ndarray], prefix: str) -> dict[str, torch.Tensor]:

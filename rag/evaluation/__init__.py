@@ -45,7 +45,7 @@ _EXPORTS = {  # module: the names it gives the face ("FACE_NAME=its_name" where 
     "rag.evaluation.querysets.versions": ("diff_query_sets", "diff_words", "version_of"),
     "rag.evaluation.sweeps.fusion_tuning": ("tune_fusion",),
     "rag.evaluation.sweeps.rerank_effect": ("effect_note", "effect_words"),
-    "rag.evaluation.sweeps.results": ("ConfigResult", "SweepConfig", "SweepProgress", "SweepResult"),
+    "rag.evaluation.sweeps.results": ("ConfigResult", "SweepConfig", "SweepProgress", "SweepResult", "merge_sweeps"),
     "rag.evaluation.sweeps.sweep": ("SWEEP_PREFIX", "collection_documents", "evaluate_collection", "load_documents",
                                     "query_set_paths", "run_sweep", "sweep_groups"),
     "rag.evaluation.sweeps.sweep_collections": ("is_sweep_collection",),
@@ -134,7 +134,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time the names l
     from rag.evaluation.querysets.versions import diff_query_sets, diff_words, version_of
     from rag.evaluation.sweeps.fusion_tuning import tune_fusion
     from rag.evaluation.sweeps.rerank_effect import effect_note, effect_words
-    from rag.evaluation.sweeps.results import ConfigResult, SweepConfig, SweepProgress, SweepResult
+    from rag.evaluation.sweeps.results import ConfigResult, SweepConfig, SweepProgress, SweepResult, merge_sweeps
     from rag.evaluation.sweeps.sweep import (
         SWEEP_PREFIX,
         collection_documents,

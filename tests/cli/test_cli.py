@@ -23,7 +23,8 @@ def test_chunk_json_shape_on_a_real_pdf(shared_data, capsys):
     assert code == 0
     data = json.loads(out)
     assert set(data) == {"document", "embedder", "chunks"}
-    assert data["embedder"] == {"model_id": "local:multilingual-e5-small", "max_input_tokens": 512, "windowed": True}
+    assert data["embedder"] == {"model_id": "local:multilingual-e5-small-int8", "max_input_tokens": 512,
+                                "windowed": True}
     assert {"id", "title", "kind", "pages", "text", "empty_pages"} <= set(data["document"])
     assert data["document"]["kind"] == "pdf" and data["document"]["pages"] == 8
     text = data["document"]["text"]

@@ -93,7 +93,7 @@ def ollama(server: Server, retry: RetryPolicy, model: str = "mxbai-embed-large")
 def test_specs_give_the_documented_model_ids(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("RAG_EMBEDDER", raising=False)
     assert DEFAULT_EMBEDDER == "local" and set(EMBEDDER_SPECS) == {"local", "ollama", "openai", "fake"}
-    assert get_embedder("local").model_id == "local:multilingual-e5-small"
+    assert get_embedder("local").model_id == "local:multilingual-e5-small-int8"  # onnxruntime: a requirement
     assert get_embedder("local:multilingual-e5-small").model_id == "local:multilingual-e5-small"
     assert get_embedder("local:all-MiniLM-L6-v2").model_id == "local:all-MiniLM-L6-v2"
     assert get_embedder("ollama:mxbai-embed-large").model_id == "ollama:mxbai-embed-large"

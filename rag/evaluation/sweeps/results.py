@@ -111,6 +111,7 @@ class ConfigResult:
     cut_share: float = 0.0  # share of chunks longer than the model reads: their ends are never embedded
     funnels: tuple[Funnel, ...] | None = None  # each question's funnel at funnel.k (rag.evaluation.sweeps.sweep_funnel)
     funnel: FunnelSummary | None = None  # the misses per stage of funnels
+    embedder: str = ""  # the row's model id where a sweep compares embedders (merge_sweeps), else ""
 
     @property
     def metrics(self) -> dict[str, float]:
@@ -122,20 +123,22 @@ class ConfigResult:
 
     @property
     def label(self) -> str:
-        """Return the row in words, e.g. "chunk_size 400, overlap 50, hybrid-rrf search"."""
-        return f"{self.config.label}, {self.mode.label} search"
+        """Return the row in words, e.g. "chunk_size 400, overlap 50, hybrid-rrf search" (", by <model>" where a
+        sweep compares embedders)."""
+        return f"{self.config.label}, {self.mode.label} search" + (f", by {self.embedder}" if self.embedder else "")
 
     @property
     def short(self) -> str:
-        """Return the row as analysts write it, e.g. "400/50 hybrid-rrf"."""
-        return f"{self.config.short} {self.mode.label}"
+        """Return the row as analysts write it, e.g. "400/50 hybrid-rrf" ("400/50 hybrid-rrf <model>" where a sweep
+        compares embedders)."""
+        return f"{self.config.short} {self.mode.label}" + (f" {self.embedder}" if self.embedder else "")
 
     def to_json(self) -> dict:
         """Return one row of the sweep: configuration, mode, metrics, chunk count, mean tokens and times."""
         return {"chunk_size": self.config.chunk_size, "overlap": self.config.overlap,
                 "strategy": self.config.strategy, "chunk_headers": self.config.chunk_headers,
                 "child_size": self.config.child_size, "mode": self.mode.mode, "fusion": self.mode.fusion_used,
-                "rerank": self.mode.rerank,
+                "rerank": self.mode.rerank, **({"embedder": self.embedder} if self.embedder else {}),
                 "collection": self.collection, "chunks": self.chunks, "mean_tokens": round(self.mean_tokens, 1),
                 "metrics": dict(self.metrics),
                 "intervals": {k: list(v) for k, v in self.evaluation.intervals.items()},
@@ -362,3 +365,22 @@ def _listed(names: list[str], most: int = 5) -> str:
     if len(names) > most:
         return ", ".join(names[: most - 1]) + f" and {len(names) - most + 1} more"
     return ", ".join(names[:-1]) + f" and {names[-1]}" if len(names) > 1 else "".join(names)
+
+
+def merge_sweeps(results: list[SweepResult]) -> SweepResult:
+    """Return one sweep of the rows of several, each row marked with its sweep's embedder (`rag sweep --embedder
+    local,local:fp32`): the same documents and queries, so every row is paired with the best like any other."""
+    if len(results) == 1:
+        return results[0]
+    first = results[0]
+    rows = []
+    for result in results:
+        for row in result.results:
+            row.embedder = result.embedder
+            rows.append(row)
+    seconds = [r.seconds for r in results]
+    notes = list(dict.fromkeys(n for r in results for n in r.skipped))
+    return SweepResult(rows, ", ".join(r.embedder for r in results), first.ks, first.queries, first.documents,
+                       sum(r.query_seconds for r in results), notes,
+                       rerank=first.rerank, seconds=None if None in seconds else sum(seconds),
+                       collection=first.collection)
