@@ -12,7 +12,7 @@ from rag import pipeline
 from rag import reports as hit_report
 from rag.reports import SCORE_SHORT, explanation, keywords, rrf_sum, score_kind, score_name
 from rag.store import CANDIDATES, Analyzer, Hit, candidate_limit
-from ui import errors, nav, render, resources
+from ui import errors, nav, render, resources, state
 from ui.parts import funnel, score_distribution
 from ui.parts import judge as judge_part
 from ui.parts import rerank as rerank_part
@@ -56,6 +56,15 @@ def run_search(ws: Workspace, query: str, top_k: int, threshold: float | None, d
     outcome = hit_report.apply_threshold(hits, top_k, threshold)
     return SearchRun(query, ws.collection, ws.location, top_k, threshold, document_ids, hits, outcome, model_id,
                      seconds, mode, fusion, include_toc, ranking, version, rerank, cut=cut)
+
+
+def query_elsewhere(ws: Workspace) -> str | None:
+    """Return the query last searched in another collection of this store (the collection was switched), else None:
+    the page searches it again in the collection now chosen instead of dropping the results."""
+    run = state.get(state.SEARCH)
+    if run is None or run.location != ws.location or run.collection == ws.collection or not run.query.strip():
+        return None
+    return run.query
 
 
 JUDGE_OPEN = "judge_hits"  # the key of the judging expander: open or closed for the session
