@@ -5,7 +5,9 @@ named before the files go in."""
 
 from __future__ import annotations
 
-from tests.pages.conftest import button, plain, start, texts
+import pytest
+
+from tests.pages.conftest import button, plain, start, texts, until
 from ui import resources, settings
 
 
@@ -50,3 +52,17 @@ def test_an_existing_collection_says_what_it_keeps_and_what_the_new_files_get(ap
     assert not at.exception, at.exception
     stored = {d.title: d.chunk_size for d in _store().documents("documents")}
     assert stored["notes.md"] == 300 and stored["retrieval-basics.md"] == 350
+
+
+@pytest.mark.live_jobs
+def test_loading_the_samples_says_so_where_the_button_was(app_env, monkeypatch, held):
+    """Issue 39, item 8: the job's progress is far down the page; the box that was clicked says it is at work."""
+    monkeypatch.delenv("RAG_SAMPLE_DIR")
+    at = start()
+    button(at, "Load the 4 sample documents").click().run()
+    until(held.waiting.is_set, "the sample job embedding")
+    at.run()
+    assert not at.exception, at.exception
+    assert "Loading the 4 sample documents into 'documents'…" in texts(at.info)
+    assert button(at, "Load the 4 sample documents").disabled  # one click, one job
+    held.open.set()
