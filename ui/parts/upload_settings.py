@@ -20,7 +20,8 @@ def kept_options(workspace: Workspace, info: CollectionInfo, labels: dict[str, s
         return
     language = errors.attempt(workspace.store.collection_meta, info.name) or {}
     language = str(language.get("language") or "none")
-    words = (f"keyword language {labels.get(language, language)}, chunk headers "
+    shown = "detected per document" if language == "auto" else labels.get(language, language)
+    words = (f"keyword language {shown}, chunk headers "
              f"{'on' if info.chunk_headers else 'off'}, child size {info.child_size or '0 (off)'}")
     with st.expander(f"'{md(info.name)}' keeps its own: {words}", icon=":material/lock:"):
         st.caption(f"'{md(info.name)}' was made with these settings and the documents added to it follow them, so "
