@@ -39,8 +39,8 @@ except RagError as error:
 warm_up = resources.warm_up()
 loading = warm_up.loading()
 # The first page after a start may wait for the model (its import, then its weights: 10 s and more under load), and
-# Streamlit's own running sign is small and far off in the corner: the page says so where it will appear, before the
-# import starts (it holds the interpreter for seconds, so a spinner that shows after a delay would come too late).
+# Streamlit's own running sign is hidden with its toolbar (.streamlit/config.toml): the page says so where it will
+# appear, before the import starts (it holds the interpreter for seconds: a spinner shown after a delay comes too late).
 note = st.empty()
 if loading:
     note.status(f"Loading the embedding model ({loading})…", state="running")
