@@ -88,10 +88,7 @@ parts.downloads(context, run)
 
 st.subheader("Included")
 st.dataframe(parts.included_frame(context, run.outcome.hits), hide_index=True, width="stretch",
-             column_config={"score": st.column_config.NumberColumn(format="%.3f"),
-                            "table header": st.column_config.NumberColumn(help=(
-                                "tokens of the table header rows the block repeats before a chunk that continues a "
-                                "Markdown table (in the text above)"))})
+             column_config=parts.INCLUDED_COLUMNS)
 st.subheader("Dropped")
 if context.dropped:
     st.dataframe(parts.dropped_frame(context, run.outcome.hits), hide_index=True, width="stretch",

@@ -15,7 +15,7 @@ from rag.chunking import (
 from ui import errors, settings, state, workspace
 from ui.parts import upload as parts
 from ui.parts import upload_settings
-from ui.render import md
+from ui.render import counted, md
 from ui.sidebar import NEW
 
 STRATEGY_HELP = ("structure: split at headings, then paragraphs and sentences, within chunk_size. "
@@ -58,7 +58,7 @@ keep_versions = parts.replacement_notice(ws, target, [u.name for u in uploads or
 options = parts.new_collection_options(ws, target) if target else (None, None, None, None)
 language, prompts, chunk_headers, child_size = options
 ready = bool(uploads) and chunk_settings is not None and bool(target)
-label = f"Ingest {len(uploads)} file(s) into '{md(target)}'" if uploads and target else "Ingest"
+label = f"Ingest {counted(len(uploads), 'file')} into '{md(target)}'" if uploads and target else "Ingest"
 if st.button(label, type="primary", disabled=not ready, icon=":material/play_arrow:", key="ingest"):
     files = [parts.source_file(u) for u in uploads]
     if parts.run(files, ws, target, chunk_settings, keep_versions, language, prompts, chunk_headers, child_size):

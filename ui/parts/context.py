@@ -45,6 +45,17 @@ def budget_bar(context: Context) -> None:
     st.progress(min(share, 1.0), text=f"{context.token_count:,} of {context.max_tokens:,} tokens used ({share:.0%})")
 
 
+INCLUDED_COLUMNS = {  # the Included table's column_config: what its two flags mean
+    "score": st.column_config.NumberColumn(format="%.3f"),
+    "trimmed": st.column_config.CheckboxColumn(
+        help="Shortened to its part not already in the context: it overlaps a chunk placed before it (neighbouring "
+             "chunks share their overlap), so the shared text is sent once."),
+    "cut to fit": st.column_config.CheckboxColumn(
+        help="Cut at the last sentence that fits max_tokens and marked with …; the context ends after it "
+             "(a chunk that does not fit: truncate)."),
+}
+
+
 def included_frame(context: Context, hits: list[Hit]) -> pd.DataFrame:
     """Return the included chunks in context order; 'trimmed' marks a chunk cut to the part not already in, 'table
     header' the tokens of the table header rows a block repeats before the chunk (rag.chunking.tables)."""
@@ -66,6 +77,11 @@ def included_frame(context: Context, hits: list[Hit]) -> pd.DataFrame:
 def block_header(context: Context, number: int) -> str:
     """Return the table header rows the number-th included block (from 0) repeats before its chunk, "" for none."""
     return context.table_headers[number] if number < len(context.table_headers) else ""
+
+
+INCLUDED_COLUMNS["table header"] = st.column_config.NumberColumn(help=(
+    "tokens of the table header rows the block repeats before a chunk that continues a Markdown table (in the text "
+    "above)"))
 
 
 def dropped_frame(context: Context, hits: list[Hit]) -> pd.DataFrame:
