@@ -14,7 +14,6 @@ from rag.chunking import (
 )
 from ui import errors, settings, state, workspace
 from ui.parts import upload as parts
-from ui.parts import upload_settings
 from ui.render import counted, md
 from ui.sidebar import NEW
 
@@ -49,7 +48,7 @@ if target == NEW:
 
 chunk_settings = errors.attempt(validate_settings, ChunkSettings(int(chunk_size), int(overlap), strategy))
 if chunk_settings is not None and target:
-    upload_settings.chunking_note(ws, target, chunk_settings)
+    parts.upload_settings.chunking_note(ws, target, chunk_settings)  # the collection's documents chunked otherwise
 
 round_ = state.get(state.UPLOADER_ROUND, 0)
 uploads = st.file_uploader("Documents", type=["pdf", "txt", "md", "markdown"], accept_multiple_files=True,

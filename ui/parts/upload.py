@@ -278,8 +278,8 @@ def sample_section(workspace: Workspace, folder: Path | None, settings: ChunkSet
                 "folder of PDF, Markdown or text files to offer them in one click, or drop files above.")
         return
     paths = sample_paths(folder)
-    st.caption(f"{len(paths)} sample file(s) in {md(str(folder))}: " + ", ".join(md(p.name) for p in paths[:12])
-               + (" …" if len(paths) > 12 else ""))
+    st.caption(f"{counted(len(paths), 'sample file')} in {md(str(folder))}: "
+               + ", ".join(md(p.name) for p in paths[:12]) + (" …" if len(paths) > 12 else ""))
     loading = [job for job in jobs.jobs_queue().jobs(workspace.location) if job.active and job.collection == collection
                and job.names == [p.name for p in paths]]
     if loading:  # the job's progress is further down the page: say here that the click is being worked on
