@@ -20,7 +20,7 @@ from ui import nav
 def test_a_fresh_clone_loads_the_bundled_samples_and_evaluates_them(app_env, monkeypatch):
     monkeypatch.delenv("RAG_SAMPLE_DIR")  # nothing configured: the set in rag/samples
     at = start()
-    assert "4 sample file(s) in" in texts(at.caption) and "rag/samples" in texts(at.caption)
+    assert "4 sample files in" in texts(at.caption) and "rag/samples" in texts(at.caption)
     button(at, "Load the 4 sample documents").click()
     at.run()
     assert not at.exception, at.exception
