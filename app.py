@@ -38,11 +38,22 @@ except RagError as error:
     st.title("RAG Lab")
     errors.show(error)
     st.stop()
-resources.warm_up()
-workspace = sidebar.render()
-if workspace is None:
-    st.title("RAG Lab")
-    st.error("RAG Lab cannot open its Qdrant store. The sidebar says why; fix the data location there.")
-    st.stop()
-state.put(state.WORKSPACE, workspace)
-page.run()
+warm_up = resources.warm_up()
+loading = warm_up.loading()
+# The first page after a start may wait for the model (its import, then its weights: 10 s and more under load), and
+# Streamlit's own running sign is hidden with its toolbar (.streamlit/config.toml): the page says so where it will
+# appear, before the import starts (it holds the interpreter for seconds: a spinner shown after a delay comes too late).
+note = st.empty()
+if loading:
+    note.status(f"Loading the embedding model ({loading})…", state="running")
+warm_up.start()
+try:
+    workspace = sidebar.render()
+    if workspace is None:
+        st.title("RAG Lab")
+        st.error("RAG Lab cannot open its Qdrant store. The sidebar says why; fix the data location there.")
+        st.stop()
+    state.put(state.WORKSPACE, workspace)
+    page.run()
+finally:
+    note.empty()

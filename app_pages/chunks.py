@@ -27,7 +27,8 @@ with errors.reported(stop=True):
     chunks = ws.document_chunks(document_id)
     embedder = ws.embedder()
     with st.spinner(f"Counting tokens with {md(embedder.model_id)}'s tokenizer (the model loads once)…"):
-        model_counts = resources.model_token_counts(embedder, embedder.model_id, tuple(c.content for c in chunks))
+        model_counts = resources.model_token_counts(embedder, embedder.model_id,
+                                                  tuple(chunk_report.model_text(c) for c in chunks))
     limit = embedder.max_input_tokens
 
 reports = chunk_report.chunk_reports(chunks, model_counts, limit, info.chunk_size, chunk_report.overflow_flag(embedder))

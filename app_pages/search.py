@@ -103,6 +103,8 @@ def controls_and_results(ws: workspace.Workspace, titles: dict[str, str], mode: 
     controls = (top_k, threshold if use_threshold else None, tuple(document_ids), mode, fusion, include_toc, rerank)
     submitted_query = state.pop(state.SUBMITTED_QUERY)
     last = workspace.last_search(ws)
+    if submitted_query is None and last is None:  # another collection chosen: its query is searched there
+        submitted_query = parts.query_elsewhere(ws)
     if submitted_query is not None or (last is not None and last.settings() != controls):  # controls act at once
         found = parts.run_search(ws, last.query if submitted_query is None else submitted_query, *controls,
                                  last=None if submitted_query is not None else last)

@@ -25,11 +25,7 @@ st.title("Upload")
 st.caption("PDF, Markdown and text files. Each file is read, chunked, embedded and stored; "
            "one bad file never stops the others.")
 
-if ws.store_empty:
-    with st.container(border=True):
-        st.subheader("Start here")
-        st.markdown("The store is empty. **Drop files below**, or load the sample documents in one click.")
-        parts.sample_section(ws, settings.sample_dir(), ChunkSettings(), ws.collection)
+start_here = st.container(border=True) if ws.store_empty else None  # filled below, with the settings below it
 
 left, middle, right, target_column = st.columns([1, 1, 1.2, 1.6])
 chunk_size = left.number_input("chunk_size (tokens)", MIN_CHUNK_SIZE, 8192, DEFAULT_CHUNK_SIZE, step=50,
@@ -51,13 +47,15 @@ if target == NEW:
     target = target_column.text_input("New collection name", key=state.UPLOAD_NEW_TARGET).strip()
 
 chunk_settings = errors.attempt(validate_settings, ChunkSettings(int(chunk_size), int(overlap), strategy))
+if chunk_settings is not None and target:
+    parts.upload_settings.chunking_note(ws, target, chunk_settings)  # the collection's documents chunked otherwise
 
 round_ = state.get(state.UPLOADER_ROUND, 0)
 uploads = st.file_uploader("Documents", type=["pdf", "txt", "md", "markdown"], accept_multiple_files=True,
                            key=f"uploader-{round_}")
 keep_versions = parts.replacement_notice(ws, target, [u.name for u in uploads or []])
-language, prompts, chunk_headers, child_size = (parts.new_collection_options(ws, target) if target
-                                                else (None, None, None, None))
+options = parts.new_collection_options(ws, target) if target else (None, None, None, None)
+language, prompts, chunk_headers, child_size = options
 ready = bool(uploads) and chunk_settings is not None and bool(target)
 label = f"Ingest {counted(len(uploads), 'file')} into '{md(target)}'" if uploads and target else "Ingest"
 if st.button(label, type="primary", disabled=not ready, icon=":material/play_arrow:", key="ingest"):
@@ -70,7 +68,11 @@ if not target:
 
 parts.show_jobs(ws)
 
-if not ws.store_empty:
+if start_here is not None:
+    with start_here:
+        st.subheader("Start here")
+        st.markdown("The store is empty. **Drop files below**, or load the sample documents in one click.")
+        parts.sample_section(ws, settings.sample_dir(), chunk_settings, target, options)
+else:
     with st.expander("Sample documents"):
-        sample_settings = chunk_settings or ChunkSettings()
-        parts.sample_section(ws, settings.sample_dir(), sample_settings, target or ws.collection)
+        parts.sample_section(ws, settings.sample_dir(), chunk_settings, target, options)

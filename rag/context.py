@@ -72,6 +72,8 @@ class Context:
     dropped: list[Dropped]
     truncated: list[Dropped] = field(default_factory=list)  # chunks cut to fit, with what was kept
     overflow: str = DEFAULT_OVERFLOW
+    table_headers: list[str] = field(default_factory=list)  # per included block: the table header rows it repeats
+    # before the chunk's text ("" for none), as they stand in text
 
     def to_dict(self) -> dict[str, Any]:
         """Return the context as JSON-ready data: text, counts, sources, included and dropped hits."""
@@ -195,6 +197,7 @@ def build_context(
     originals: list[Hit] = []
     dropped: list[Dropped] = []
     truncated: list[Dropped] = []
+    leads: list[str] = []
     full = False
     for hit in ordered:
         if full:
@@ -204,7 +207,8 @@ def build_context(
         if piece is None:
             dropped.append(Dropped(hit, reason))
             continue
-        head = header(len(included) + 1, piece, label) + "\n" + _table_lead(piece, hit)
+        lead = _table_lead(piece, hit)
+        head = header(len(included) + 1, piece, label) + "\n" + lead
         joint = separator if text else ""
         fits = _fits(text, count, joint + head + piece.content, max_tokens)
         why = "over budget"
@@ -223,10 +227,11 @@ def build_context(
         text, count = text + joint + head + piece.content, fits
         included.append(piece)
         originals.append(hit)
+        leads.append(lead.removesuffix("\n"))
         full = bool(truncated) and truncated[-1].hit is hit
     sources = [_source(number, piece, truncated=any(d.hit is hit for d in truncated))
                for number, (piece, hit) in enumerate(zip(included, originals, strict=True), 1)]
-    return Context(text, count, max_tokens, sources, included, dropped, truncated, overflow)
+    return Context(text, count, max_tokens, sources, included, dropped, truncated, overflow, leads)
 
 
 def _source(number: int, piece: Hit, truncated: bool) -> Source:

@@ -8,6 +8,7 @@ import json
 import os
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import numpy as np
 import streamlit as st
@@ -80,19 +81,43 @@ def archive(store: Store) -> DocumentArchive:
     return DocumentArchive(default_archive_dir(store.location, store.local))
 
 
+@dataclass(frozen=True)
+class WarmUp:
+    """The default model loading in the background: its thread, and the model's name as the pages say it."""
+
+    thread: threading.Thread
+    model: str
+    _start: threading.Lock = field(default_factory=threading.Lock)
+
+    def loading(self) -> str | None:
+        """Return the model's name while it still loads (or is yet to), else None."""
+        return self.model if self.model and (self.thread.is_alive() or self.thread.ident is None) else None
+
+    def start(self) -> None:
+        """Start loading, once: after the page has said that it loads (the import takes the GIL for a while)."""
+        with self._start:
+            if self.thread.ident is None:
+                self.thread.start()
+
+
 @st.cache_resource(show_spinner=False)
-def warm_up() -> threading.Thread:
-    """Load the default local model in the background once per server process, so no first click waits."""
+def warm_up() -> WarmUp:
+    """Return the loading of the default local model in the background, once per server process (WarmUp.start), so no
+    first click waits for it."""
+    try:
+        embedder = get_embedder(None)  # cheap: the model itself loads in the thread
+    except RagError:  # a broken setting is reported where the embedder is used
+        embedder = None
+
     def load() -> None:
-        with contextlib.suppress(RagError):  # a broken setting is reported where the embedder is used
-            embedder = get_embedder(None)
+        with contextlib.suppress(RagError):
             embedder.count_tokens("warm up")
             if isinstance(embedder, E5Embedder):  # its tokens need no engine: load the engine itself
                 embedder.load()
 
-    thread = threading.Thread(target=load, name="model-warm-up", daemon=True)
-    thread.start()
-    return thread
+    thread = threading.Thread(target=load if embedder is not None else lambda: None, name="model-warm-up",
+                              daemon=True)
+    return WarmUp(thread, embedder.model_id.removeprefix("local:") if embedder is not None else "")
 
 
 @st.cache_resource(show_spinner=False)

@@ -19,9 +19,12 @@ from rag.reports.chunks import (
     chunk_stats,
     flag_summary,
     heading_tree,
+    model_text,
     overflow_flag,
     overlap_spans,
     segments,
+    table_header,
+    table_header_source,
     tiny_limit,
     unread_start,
 )
@@ -46,6 +49,7 @@ from rag.reports.scores import ScoreDistribution, distribution_of, rank_rows, sc
 __all__ = ["CUT_OFF", "ChunkReport", "DEFAULT_SAMPLE", "EmbeddingMap", "FlagSummary", "SCORE_NAMES", "SCORE_SHORT",
            "ScoreDistribution", "SearchOutcome", "Segment", "WINDOWED", "apply_threshold", "available_methods",
            "chunk_reports", "chunk_stats", "distribution_of", "embedding_map", "evaluation_report", "explanation",
-           "flag_summary", "heading_tree", "keywords", "neighbours", "overflow_flag", "overlap_spans", "rank_rows",
+           "flag_summary", "heading_tree", "keywords", "model_text", "neighbours", "overflow_flag", "overlap_spans",
+           "rank_rows",
            "rrf_sum", "score_distribution", "score_kind", "score_name", "segments", "source_scores", "sweep_report",
-           "threshold_scale", "tiny_limit", "unread_start"]
+           "table_header", "table_header_source", "threshold_scale", "tiny_limit", "unread_start"]

@@ -16,6 +16,7 @@ from rag.chunking.chunker import MIN_CHUNK_SIZE, Chunk
 from rag.embeddings.base import CUT_OFF as CUT_OFF  # the embedder's rule for a chunk over its limit, shown here
 from rag.embeddings.base import WINDOWED as WINDOWED
 from rag.embeddings.base import overflow_flag as overflow_flag
+from rag.store import Hit
 from rag.store.rebuild import ChunkLike, walk_sections
 
 TINY_SHARE = 0.05  # a chunk under 5 % of chunk_size is "tiny": a stray heading or a page footer
@@ -45,6 +46,7 @@ class ChunkReport:
     page_end: int | None
     content: str
     flags: tuple[str, ...]  # "cut off" or "windowed", "tiny", "no heading", "toc"
+    table_header: str = ""  # Markdown: the header rows of the table the chunk continues, read before content
 
     @property
     def cut_share(self) -> float:
@@ -100,6 +102,31 @@ def token_count(chunk: ChunkLike) -> int:
     return stored if isinstance(stored, int) and not isinstance(stored, bool) else tokens.count(chunk.content)
 
 
+def table_header(chunk: ChunkLike | ChunkReport) -> str:
+    """Return the header rows of the Markdown table a chunk continues (rag.chunking.tables), "" when it continues none:
+    the embedder, the keyword index and the LLM read them before the chunk's text."""
+    header = chunk.payload.get("table_header") if isinstance(chunk, Hit) else chunk.table_header
+    return header if isinstance(header, str) else ""
+
+
+def model_text(chunk: ChunkLike | ChunkReport) -> str:
+    """Return what the embedder reads of a chunk: its table header rows (if any), a line break, then its text."""
+    header = table_header(chunk)
+    return f"{header}\n{chunk.content}" if header else chunk.content
+
+
+def table_header_source(chunks: Sequence[ChunkLike | ChunkReport], chunk_index: int) -> int | None:
+    """Return the index of the chunk that holds the header rows chunk chunk_index repeats: the nearest chunk before it
+    whose text contains them (the table starts there); None when it repeats none or no chunk before holds them."""
+    ordered = sorted((c for c in chunks if c.chunk_index is not None), key=lambda c: c.chunk_index)
+    position = next((i for i, c in enumerate(ordered) if c.chunk_index == chunk_index), None)
+    header = table_header(ordered[position]) if position is not None else ""
+    if not header:
+        return None
+    # backwards from the chunk: the table's start is close before it, so a long document is not searched whole
+    return next((c.chunk_index for c in reversed(ordered[:position]) if header in c.content), None)
+
+
 def stored_flags(chunk: ChunkLike) -> tuple[str, ...]:
     """Return the flags the chunker gave a chunk (e.g. "toc"), from the Chunk or its stored payload."""
     flags = chunk.flags if isinstance(chunk, Chunk) else chunk.payload.get("flags")
@@ -152,7 +179,7 @@ def chunk_reports(
         index = chunk.chunk_index if chunk.chunk_index is not None else position
         reports.append(
             ChunkReport(index, n, model, cut, chunk.heading_path, chunk.page_start, chunk.page_end, chunk.content,
-                        tuple(flags))
+                        tuple(flags), table_header(chunk))
         )
     return reports
 

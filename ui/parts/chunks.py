@@ -14,6 +14,7 @@ from rag.embeddings import Embedder
 from rag.reports import ChunkReport, FlagSummary
 from rag.store import DocumentInfo, Hit
 from ui import errors, jobs, nav, render, resources, state
+from ui.parts import chunk_text
 from ui.render import counted, md
 from ui.workspace import Workspace
 
@@ -65,9 +66,18 @@ def reports_frame(reports: Sequence[ChunkReport]) -> pd.DataFrame:
     return pd.DataFrame([
         {"#": r.chunk_index, "tokens": r.tokens, "model tokens": r.model_tokens, "cut off": r.cut_tokens,
          "heading path": render.heading_tail(r.heading_path), "pages": render.pages_label(r.page_start, r.page_end),
-         "flags": ", ".join(r.flags), "start of content": render.preview(r.content, 90)}
+         "flags": ", ".join(r.flags), "table header": _header_cell(r, reports),
+         "start of content": render.preview(r.content, 90)}
         for r in reports
     ])
+
+
+def _header_cell(report: ChunkReport, reports: Sequence[ChunkReport]) -> str:
+    """Return where the table header rows a chunk repeats come from ("from #3"), "" when it repeats none."""
+    if not report.table_header:
+        return ""
+    source = chunk_report.table_header_source(reports, report.chunk_index)
+    return "repeated" if source is None else f"from #{source}"
 
 
 def chunk_table(reports: Sequence[ChunkReport], chunk_size: int | None, model_id: str) -> None:
@@ -82,13 +92,17 @@ def chunk_table(reports: Sequence[ChunkReport], chunk_size: int | None, model_id
             "#": st.column_config.NumberColumn(width="small"),
             "tokens": st.column_config.NumberColumn(width="small", help="cl100k tokens, the unit of chunk_size"),
             "model tokens": st.column_config.NumberColumn("model tok.", width=85, help=(
-                f"tokens of {model_id}, counted with its own tokenizer")),
+                f"tokens of {model_id}, counted with its own tokenizer, of what it reads: a table header the chunk "
+                "repeats, then the chunk")),
             "cut off": st.column_config.NumberColumn("over limit", width="small", help=(
                 "model tokens beyond the input limit: never embedded, or (windowed models) embedded in further "
                 "windows")),
             "heading path": st.column_config.TextColumn(width=230, help=render.HEADING_TAIL_HELP),
             "pages": st.column_config.TextColumn(width=55),
             "flags": st.column_config.TextColumn(width=130),
+            "table header": st.column_config.TextColumn(width=90, help=(
+                "a chunk inside a Markdown table repeats the table's header rows: the model, the keyword index and "
+                "the LLM read them before the chunk's text (select the row to see them)")),
             "start of content": st.column_config.TextColumn(width="large"),
         },
     )
@@ -103,7 +117,7 @@ def chunk_table(reports: Sequence[ChunkReport], chunk_size: int | None, model_id
         report = shown[rows[0]]
         st.caption(f"Chunk #{report.chunk_index} · {counted(report.tokens, 'cl100k token')} · "
                    f"{md(render.heading_label(report.heading_path))}")
-        st.code(report.content, language=None, wrap_lines=True, height=260)
+        chunk_text.show(report, reports, height=260)
 
 
 def document_view(document: Document, chunks: Sequence[Hit | Chunk], embedder: Embedder | None = None,
@@ -127,9 +141,11 @@ def document_view(document: Document, chunks: Sequence[Hit | Chunk], embedder: E
     if embedder is not None:
         for chunk, start, _ in located:
             if first <= (chunk.chunk_index or 0) <= last:
-                offset = resources.unread_start(embedder, embedder.model_id, embedder.max_input_tokens, chunk.content)
-                if offset is not None:
-                    unread[chunk.chunk_index or 0] = start + offset
+                offset = resources.unread_start(embedder, embedder.model_id, embedder.max_input_tokens,
+                                                chunk_report.model_text(chunk))
+                if offset is not None:  # counted in what the model reads: a repeated table header comes first
+                    lead = len(chunk_report.model_text(chunk)) - len(chunk.content)
+                    unread[chunk.chunk_index or 0] = start + max(offset - lead, 0)
     if unread:
         are = "is" if len(unread) == 1 else "are"
         st.caption(f"{counted(len(unread), 'shown chunk')} {are} longer than {md(embedder.model_id)} reads: the "
@@ -156,7 +172,8 @@ def tuning_view(ws: Workspace, document: Document, info: DocumentInfo, stored: S
     if report.failed:
         return
     chunks = resources.rechunk(document, key, size, overlap, strategy)
-    counts = resources.model_token_counts(embedder, embedder.model_id, tuple(c.content for c in chunks))
+    texts = tuple(chunk_report.model_text(c) for c in chunks)
+    counts = resources.model_token_counts(embedder, embedder.model_id, texts)
     new = chunk_report.chunk_reports(chunks, counts, embedder.max_input_tokens, size,
                                      chunk_report.overflow_flag(embedder))
     labels = (f"stored: {size0} / {overlap0} / {strategy0}", f"new: {size} / {overlap} / {strategy}")
@@ -242,4 +259,4 @@ def tree_view(chunks: Sequence[Hit], reports: Sequence[ChunkReport]) -> None:
             if report:
                 st.caption(f"#{index} · {counted(report.tokens, 'cl100k token')} · "
                            f"{', '.join(report.flags) or 'no flags'}")
-                st.text(report.content)
+                chunk_text.show(report, reports, plain=True)

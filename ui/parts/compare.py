@@ -30,7 +30,7 @@ from rag.evaluation import (
 from rag.store import candidate_limit
 from ui import render, resources, state
 from ui.jobs.compare import CompareJob, submit
-from ui.parts import live_jobs
+from ui.parts import chunk_text, live_jobs
 from ui.render import md
 from ui.workspace import Workspace
 
@@ -182,7 +182,7 @@ def show_hits(ws: Workspace, run: CompareRun) -> None:
             side = run.sides[0 if letter == "A" else 1]
             analyzer = ws.store.analyzer(side.collection) if side.mode.needs_keywords else None
             st.caption(md(hit_report.explanation(hit, run.query, candidate_limit(run.top_k), analyzer)))
-            st.code(hit.content, language=None, wrap_lines=True, height=min(400, 60 + len(hit.content) // 4))
+            chunk_text.show(hit, height=min(400, 60 + len(hit.content) // 4))
 
 
 def metric_frame(comparison: EvaluationComparison) -> pd.DataFrame:

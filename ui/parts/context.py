@@ -57,19 +57,31 @@ INCLUDED_COLUMNS = {  # the Included table's column_config: what its two flags m
 
 
 def included_frame(context: Context, hits: list[Hit]) -> pd.DataFrame:
-    """Return the included chunks in context order; 'trimmed' marks a chunk cut to the part not already in."""
+    """Return the included chunks in context order; 'trimmed' marks a chunk cut to the part not already in, 'table
+    header' the tokens of the table header rows a block repeats before the chunk (rag.chunking.tables)."""
     originals = {h.chunk_id: h for h in hits}
     rank = {h.chunk_id: i for i, h in enumerate(hits, 1)}
     rows = []
-    for source, hit in zip(context.sources, context.included, strict=True):
+    for number, (source, hit) in enumerate(zip(context.sources, context.included, strict=True)):
+        lead = block_header(context, number)
         original = originals.get(hit.chunk_id)
         rows.append({"source": source.number, "rank": rank.get(hit.chunk_id), "score": hit.score,
                      "document": hit.document_title, "heading path": render.heading_tail(hit.heading_path),
                      "pages": render.pages_label(hit.page_start, hit.page_end), "chunk": hit.chunk_index,
-                     "tokens": count_tokens(hit.content),
+                     "tokens": count_tokens(hit.content), "table header": count_tokens(lead) if lead else None,
                      "trimmed": bool(original and len(hit.content) < len(original.content)) and not source.truncated,
                      "cut to fit": source.truncated})
     return pd.DataFrame(rows)
+
+
+def block_header(context: Context, number: int) -> str:
+    """Return the table header rows the number-th included block (from 0) repeats before its chunk, "" for none."""
+    return context.table_headers[number] if number < len(context.table_headers) else ""
+
+
+INCLUDED_COLUMNS["table header"] = st.column_config.NumberColumn(help=(
+    "tokens of the table header rows the block repeats before a chunk that continues a Markdown table (in the text "
+    "above)"))
 
 
 def dropped_frame(context: Context, hits: list[Hit]) -> pd.DataFrame:
@@ -179,4 +191,7 @@ def show_answer(result: Answer, label: str) -> None:
     for source, hit in zip(result.context.sources, result.context.included, strict=True):
         title = f"{label} {source.number}: {source.document_title}" + (" (cited)" if source in cited.cited else "")
         st.subheader(md(title), anchor=anchor(label, source.number))
+        if block_header(result.context, source.number - 1):
+            st.caption("Table header repeated from the start of the table: the LLM read it before this chunk's text.")
+            st.code(block_header(result.context, source.number - 1), language=None, wrap_lines=True)
         st.code(hit.content, language=None, wrap_lines=True)

@@ -14,6 +14,7 @@ from rag.embeddings import Embedder
 from rag.reports import EmbeddingMap, embedding_map
 from rag.store import Store
 from ui import errors, render
+from ui.parts import chunk_text
 from ui.render import counted, md
 from ui.workspace import Workspace
 
@@ -186,7 +187,7 @@ def picked_chunk(ws: Workspace, event) -> None:
     if chunk is None:
         return
     st.markdown(f"**{md(chunk.document_title)}** · chunk {index} · {md(render.heading_label(chunk.heading_path))}")
-    st.code(chunk.content, language=None, wrap_lines=True, height=min(400, 60 + len(chunk.content) // 4))
+    chunk_text.show(chunk, chunks, height=min(400, 60 + len(chunk.content) // 4))
 
 
 # Vega's tableau20, the ten strong hues first (neighbouring groups stay distinct), red last (the query is red)

@@ -35,9 +35,9 @@ from rag.reports import rank_rows, sweep_report
 from rag.rerank import DEFAULT_DEPTH
 from ui import charts, errors, resources, settings, state
 from ui.jobs.sweep import SweepJob, submit
+from ui.parts import chunk_text, live_jobs, synthetic
 from ui.parts import evaluate_inputs as inputs
 from ui.parts import funnel as funnel_part
-from ui.parts import live_jobs, synthetic
 from ui.parts import rerank as rerank_part
 from ui.parts.judge_eval import hole_words
 from ui.render import EMPTY_CELL, counted, md
@@ -253,14 +253,14 @@ def failures(ws: Workspace, result: SweepResult) -> None:
             where = (f" · the answer starts at character {query.answer_start - chunk.start} of it"
                      if query.answer_start is not None and chunk.start is not None else "")
             st.caption(md(f"{chunk.document_title} · chunk {chunk.chunk_index}{where}"))
-            st.code(chunk.content, language=None, wrap_lines=True)
+            chunk_text.show(chunk)
     with top:
         st.markdown("**Came first**")
         if outcome.hits:
             hit = outcome.hits[0]
             st.caption(md(f"{hit.document_title} · chunk {hit.chunk_index} · score {hit.score:.3f} "
                           f"({hit.score_kind or 'cosine'})"))
-            st.code(hit.content, language=None, wrap_lines=True)
+            chunk_text.show(hit)
 
 
 def table_frame(result: SweepResult, metric: str) -> pd.DataFrame:

@@ -31,6 +31,7 @@ from rag.rerank import DEFAULT_DEPTH
 from rag.store import CANDIDATES
 from ui import charts, errors, resources, state
 from ui.parts import rerank
+from ui.parts.chunk_text import repeated_header
 from ui.render import EMPTY_CELL, md
 from ui.workspace import SearchRun, Workspace
 
@@ -134,6 +135,7 @@ def why_not(ws: Workspace, run: SearchRun) -> None:
     number = right.number_input("Chunk number", 0, len(chunks) - 1, 0, key="why_chunk",
                                 help="The chunk's place in its document, from 0 (the Chunks page shows them).")
     chunk = chunks[int(number)]
+    repeated_header(chunk, chunks)
     st.code(chunk.content[:600] + (" …" if len(chunk.content) > 600 else ""), language=None, wrap_lines=True)
     with errors.reported() as report:
         embedder = ws.embedder()  # the dense ranks, in every mode

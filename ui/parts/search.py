@@ -12,8 +12,8 @@ from rag import pipeline
 from rag import reports as hit_report
 from rag.reports import SCORE_SHORT, explanation, keywords, rrf_sum, score_kind, score_name
 from rag.store import CANDIDATES, Analyzer, Hit, candidate_limit
-from ui import errors, nav, render, resources
-from ui.parts import funnel, score_distribution
+from ui import errors, nav, render, resources, state
+from ui.parts import chunk_text, funnel, score_distribution
 from ui.parts import judge as judge_part
 from ui.parts import rerank as rerank_part
 from ui.render import md
@@ -56,6 +56,15 @@ def run_search(ws: Workspace, query: str, top_k: int, threshold: float | None, d
     outcome = hit_report.apply_threshold(hits, top_k, threshold)
     return SearchRun(query, ws.collection, ws.location, top_k, threshold, document_ids, hits, outcome, model_id,
                      seconds, mode, fusion, include_toc, ranking, version, rerank, cut=cut)
+
+
+def query_elsewhere(ws: Workspace) -> str | None:
+    """Return the query last searched in another collection of this store (the collection was switched), else None:
+    the page searches it again in the collection now chosen instead of dropping the results."""
+    run = state.get(state.SEARCH)
+    if run is None or run.location != ws.location or run.collection == ws.collection or not run.query.strip():
+        return None
+    return run.query
 
 
 JUDGE_OPEN = "judge_hits"  # the key of the judging expander: open or closed for the session
@@ -206,10 +215,12 @@ def hit_details(workspace: Workspace, hits: list[Hit], query: str = "", top_k: i
             continue
         with box:
             st.caption(md(explanation(hit, query, depth, analyzer)))
+            chunks = chunk_text.document_chunks(workspace, hit)  # read only for a chunk that repeats a table header
             if hit.child is not None and hit.child.index is not None:  # its matching child marked (escaped)
+                chunk_text.repeated_header(hit, chunks)
                 st.html(render.child_marked_html(hit.content, hit.child.start, hit.child.end))
             else:
-                st.code(hit.content, language=None, wrap_lines=True)
+                chunk_text.show(hit, chunks)
             if hit.chunk_index is not None and st.toggle("Show neighbours", key=f"neighbours-{rank}-{hit.chunk_id}"):
                 _neighbours(workspace, hit)
 
@@ -225,4 +236,4 @@ def _neighbours(workspace: Workspace, hit: Hit) -> None:
             st.caption(f"No chunk {label} this one.")
         for chunk in items:
             st.caption(f"Chunk #{chunk.chunk_index} ({label}) · {md(render.heading_label(chunk.heading_path))}")
-            st.text(chunk.content)
+            chunk_text.show(chunk, chunks, plain=True)

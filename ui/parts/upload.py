@@ -14,6 +14,7 @@ from rag.documents import SourceFile, check_size, sample_files, sample_paths
 from rag.errors import DocumentError, RagError
 from rag.ingested import IngestResult, Progress
 from ui import errors, jobs, nav, resources, state
+from ui.parts import upload_settings
 from ui.render import counted, md
 from ui.workspace import Workspace
 
@@ -82,8 +83,10 @@ LANGUAGE_LABELS = {"auto": "detect per document", "de": "German", "en": "English
 def new_collection_options(workspace: Workspace, collection: str
                            ) -> tuple[str | None, tuple[str, str] | None, bool | None, int | None]:
     """Draw the settings a new collection is made with (keyword language, prompts, chunk headers, child size); an
-    existing collection keeps its own: (None, None, None, None)."""
-    if any(c.name == collection for c in workspace.collections):
+    existing collection keeps its own, drawn disabled: (None, None, None, None)."""
+    info = next((c for c in workspace.collections if c.name == collection), None)
+    if info is not None:
+        upload_settings.kept_options(workspace, info, LANGUAGE_LABELS)
         return None, None, None, None
     with st.expander(f"New collection '{md(collection)}': keyword language, prompts, chunk headers and children"):
         language = st.selectbox("Keyword language", list(LANGUAGE_LABELS), format_func=LANGUAGE_LABELS.get,
@@ -263,8 +266,10 @@ def _password_form(workspace: Workspace, job: jobs.IngestJob, file: SourceFile, 
             st.rerun()
 
 
-def sample_section(workspace: Workspace, folder: Path | None, settings: ChunkSettings, collection: str) -> None:
-    """Draw the button that ingests the sample documents of RAG_SAMPLE_DIR."""
+def sample_section(workspace: Workspace, folder: Path | None, settings: ChunkSettings | None, collection: str,
+                   options: tuple = (None, None, None, None)) -> None:
+    """Draw the button that ingests the sample documents of RAG_SAMPLE_DIR into collection with the page's settings:
+    settings (None: the fields hold an error) and options, new_collection_options' answer for collection."""
     if folder is None:
         st.caption("Set RAG_SAMPLE_DIR to a folder of PDF, Markdown or text files to offer sample documents here.")
         return
@@ -275,7 +280,15 @@ def sample_section(workspace: Workspace, folder: Path | None, settings: ChunkSet
     paths = sample_paths(folder)
     st.caption(f"{counted(len(paths), 'sample file')} in {md(str(folder))}: "
                + ", ".join(md(p.name) for p in paths[:12]) + (" …" if len(paths) > 12 else ""))
-    clicked = st.button(f"Load the {len(paths)} sample documents", key="load_samples", disabled=not paths,
-                        icon=":material/library_add:")
-    if clicked and run(sample_files(folder), workspace, collection, settings):
+    loading = [job for job in jobs.jobs_queue().jobs(workspace.location) if job.active and job.collection == collection
+               and job.names == [p.name for p in paths]]
+    if loading:  # the job's progress is further down the page: say here that the click is being worked on
+        st.info(f"Loading the {len(paths)} sample documents into '{md(collection)}'… their progress is under "
+                "Ingesting below.", icon=":material/hourglass_top:")
+    elif settings is not None and collection:
+        words = upload_settings.settings_words(workspace, collection, settings, options)
+        st.caption(f"Into '{md(collection)}' with {words}.")
+    clicked = st.button(f"Load the {len(paths)} sample documents", key="load_samples", icon=":material/library_add:",
+                        disabled=not paths or settings is None or not collection or bool(loading))
+    if clicked and run(sample_files(folder), workspace, collection, settings, False, *options):
         st.rerun()
