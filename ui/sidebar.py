@@ -232,6 +232,8 @@ def _embedder(info: CollectionInfo | None) -> tuple[str, bool]:
 def _engine(spec: str) -> None:
     """Say which engine and device embed for the local model, once loaded, and why another than its id says."""
     try:
+        if parse_spec(spec)[0] != "local":
+            return  # a server's model: nothing runs here
         facts = engine_facts(get_embedder(spec), load=False)
     except RagError:
         return  # the embedder's own error is shown where it is used

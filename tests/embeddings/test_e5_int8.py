@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -143,8 +145,11 @@ def test_a_damaged_or_half_built_model_is_built_again_with_one_line(engines, tmp
     assert (built / e5_onnx.MODEL).is_file()  # the fixture's engine built or found it
     monkeypatch.setenv("RAG_MODEL_CACHE", str(tmp_path))
     ours = e5_onnx.recipe_folder()
-    (tmp_path / f".{ours.name}.killed").mkdir()  # a build killed before it moved its folder into place
-    (tmp_path / f".{ours.name}.killed" / e5_onnx.MODEL).write_bytes(b"half")
+    killed, building = tmp_path / f".{ours.name}.killed", tmp_path / f".{ours.name}.building"
+    for scratch in (killed, building):  # a build killed before it moved its folder into place; one under way
+        scratch.mkdir()
+        (scratch / e5_onnx.MODEL).write_bytes(b"half")
+    os.utime(killed, (time.time() - 3600, time.time() - 3600))
     shutil.copytree(built, ours)
     whole = (ours / e5_onnx.MODEL).read_bytes()
     (ours / e5_onnx.MODEL).write_bytes(whole[: len(whole) // 2])  # truncated
@@ -155,7 +160,7 @@ def test_a_damaged_or_half_built_model_is_built_again_with_one_line(engines, tmp
     said = [r.getMessage() for r in caplog.records]
     assert len([s for s in said if "is damaged" in s]) == 1 and "does not match its SHA-256" in said[0]
     assert np.allclose(engine.encode(texts), expected, atol=1e-4)
-    assert sorted(p.name for p in tmp_path.iterdir()) == [ours.name]  # the killed build's folder is gone
+    assert sorted(p.name for p in tmp_path.iterdir()) == [building.name, ours.name]  # the killed build's is gone
     (ours / e5_onnx.MODEL).write_bytes(b"\0" * 1000)  # overwritten, digest and all
     (ours / e5_onnx.DIGEST).write_text("0" * 64)
     caplog.clear()
