@@ -238,5 +238,5 @@ def first_search(page, url: str, pdf: Path, query: str) -> None:
     upload(page, pdf)
     go(page, "Search")
     search(page, query)
-    page.get_by_text(re.compile(r"5 hit\(s\) for")).wait_for()
+    page.get_by_text(re.compile(r"5 hits? for")).wait_for()
     settle(page)

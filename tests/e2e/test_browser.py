@@ -50,7 +50,7 @@ def test_upload_chunks_search_context_with_fake_embedder(app_server, page, shot,
 
     go(page, "Search")
     search(page, "Schriftgröße der Klasse")
-    page.get_by_text(re.compile(r"5 hit\(s\) for")).wait_for()
+    page.get_by_text(re.compile(r"5 hits? for")).wait_for()
     settle(page)
     shot("07-search")
     shot("07-search-full", full_page=True)
@@ -75,7 +75,7 @@ def test_real_model_flags_cut_off_chunks_and_finds_german_text(app_server, page,
 
     go(page, "Search")
     search(page, "Wie stellt man die Schriftgröße ein?")
-    page.get_by_text(re.compile(r"hit\(s\) for")).wait_for(timeout=120_000)
+    page.get_by_text(re.compile(r"hits? for")).wait_for(timeout=120_000)
     settle(page)
     first_hit = page.get_by_test_id("stMain").get_by_test_id("stExpander").filter(has_text="#1 · ").first
     assert "Schriftgr" in first_hit.inner_text()
@@ -86,7 +86,7 @@ def test_sample_folder_with_bad_files_and_an_encrypted_pdf(app_server, page, sho
     server = app_server(RAG_EMBEDDER="fake", RAG_SAMPLE_DIR=str(shared_data / "pdfs"))
     page.goto(server.url)
     page.get_by_role("button", name=re.compile(r"Load the \d+ sample documents")).click()
-    page.get_by_text(re.compile(r"\d+ of 10 file\(s\) ingested\.")).wait_for(timeout=120_000)
+    page.get_by_text(re.compile(r"\d+ of 10 files? ingested\.")).wait_for(timeout=120_000)
     settle(page)
     assert page.get_by_text("has no text layer").first.is_visible()
     shot("21-samples-with-errors", full_page=True)

@@ -46,7 +46,7 @@ def test_top_k_steps_show_the_new_cut(app_server, page, shot, shared_data):
         page.evaluate(WATCH_FOR_LAST_HIT, f"#{top_k} · ")
         started = time.perf_counter()
         thumb.press("ArrowRight")
-        page.get_by_text(re.compile(rf"^{top_k} hit\(s\) for")).wait_for()
+        page.get_by_text(re.compile(rf"^{top_k} hits? for")).wait_for()
         hits = page.get_by_test_id("stExpander")
         hits.filter(has_text=f"#{top_k} · ").first.wait_for()  # the new table's last hit
         settle(page)

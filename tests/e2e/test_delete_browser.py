@@ -82,7 +82,7 @@ def test_library_and_search_after_deleting_a_document_and_a_collection(app_serve
     assert picker_text(page).startswith("documents · 2 chunks")
     assert page.get_by_text("no keyword (BM25) vectors").count() == 0
     search(page, "Kündigungsfrist")
-    page.get_by_text(re.compile(r"hit\(s\) for")).first.wait_for()
+    page.get_by_text(re.compile(r"hits? for")).first.wait_for()
     no_exception(page)
     shot("02-search-after-a-document-delete", full_page=True)
 

@@ -58,12 +58,12 @@ def test_search_compare_and_map_views(app_server, page, shot, sample_folder, tmp
     settle(page)
     page.get_by_test_id("stVegaLiteChart").nth(2).wait_for()  # charts draw after the run ends: wait, then count
     assert page.get_by_test_id("stVegaLiteChart").count() >= 3  # histogram, scores by rank, scores per source
-    page.get_by_text(re.compile(r"5 hit\(s\) for")).evaluate("e => e.scrollIntoView({block: 'start'})")
+    page.get_by_text(re.compile(r"5 hits? for")).evaluate("e => e.scrollIntoView({block: 'start'})")
     page.wait_for_timeout(300)
     shot("31-search-distribution-dense")
     segment(page, "Hybrid")
     search(page, "Welche Schriftgröße verwendet die Klasse?")
-    page.get_by_text(re.compile(r"hit\(s\) for .* hybrid \(convex\)")).wait_for()
+    page.get_by_text(re.compile(r"hits? for .* hybrid \(convex\)")).wait_for()
     settle(page)
     page.get_by_text(re.compile(r"fused \(convex\): w × dense")).first.wait_for()
     shot("32-search-hybrid-explained")

@@ -15,7 +15,7 @@ def test_an_uploaded_bomb_is_refused_in_one_line_and_the_other_file_is_stored(ap
     (app_env / "bombe.pdf").write_bytes(bomb_pdf(2_000))  # 28,000 characters on one page of 8 KB
     (app_env / "gut.md").write_text("# Frist\n\nDie Kündigungsfrist beträgt drei Monate.\n", encoding="utf-8")
     at = upload(start(), app_env, "bombe.pdf", "gut.md")
-    assert [plain(e.label) for e in at.expander if plain(e.label).startswith("Done: 1 of 2 file(s) stored")]
+    assert [plain(e.label) for e in at.expander if plain(e.label).startswith("Done: 1 of 2 files stored")]
     assert ("'bombe.pdf' expands to more than 10,000 characters of text (page 1 alone holds more). Split it into "
             "smaller files, or raise the limit with RAG_MAX_CHARS.") in texts(at.error)
     rows = results(at)
