@@ -117,7 +117,10 @@ def warm_up() -> WarmUp:
 
     thread = threading.Thread(target=load if embedder is not None else lambda: None, name="model-warm-up",
                               daemon=True)
-    return WarmUp(thread, embedder.model_id.removeprefix("local:") if embedder is not None else "")
+    name = embedder.model_id.removeprefix("local:") if embedder is not None else ""
+    if isinstance(embedder, E5Embedder):  # "multilingual-e5-small, int8"
+        name = f"{name.removesuffix('-int8')}, {embedder.precision}"
+    return WarmUp(thread, name)
 
 
 @st.cache_resource(show_spinner=False)

@@ -25,7 +25,8 @@ p { margin: 6px 0; } .meta { color: #555; margin-bottom: 14px; }
 table { border-collapse: collapse; font-variant-numeric: tabular-nums; font-size: 13px; margin: 6px 0; }
 th, td { padding: 4px 4px; border-bottom: 1px solid #e2e2e2; text-align: right; vertical-align: top; }
 th { background: #f0f0f0; font-weight: 600; vertical-align: bottom; } td { white-space: nowrap; }
-td.text, th.text { text-align: left; } td.wrap { white-space: normal; max-width: 420px; overflow-wrap: anywhere; }
+td.text, th.text { text-align: left; } td.p { white-space: normal; min-width: 48px; max-width: 64px; }
+td.wrap { white-space: normal; max-width: 420px; overflow-wrap: anywhere; }
 td .pm { color: #666; font-size: 12px; } th.chosen, td.chosen { background: #f7f7f7; }
 tr.best td { background: #ffefb0; font-weight: 600; } tr.tie td { background: #e1eefa; }
 .mark { display: inline-block; margin-left: 2px; padding: 0 6px; border-radius: 3px; font-size: 12px;
@@ -87,7 +88,7 @@ if loop.index0 == 2 else "" }}">{{ h }}</th>{% endfor %}</tr></thead><tbody>
 <td>{{ row.chunks }}</td><td>{{ "%.0f"|format(row.mean_tokens) }}</td><td>{{ "{:.0%}".format(row.cut_share) }}</td>\
 <td>{{ "%.1f"|format(r.seconds) }}{% if row.reused %}<br><span class="pm">reused</span>{% endif %}</td>\
 {% if test is none %}<td>—</td><td></td>{% else %}<td>{{ "%+.3f"|format(test.difference) }}<br><span class="pm">\
-{{ "%+.3f"|format(test.low) }} to {{ "%+.3f"|format(test.high) }}</span></td><td>{{ format_p(test.p_value) }}\
+{{ "%+.3f"|format(test.low) }} to {{ "%+.3f"|format(test.high) }}</span></td><td class="p">{{ format_p(test.p_value) }}\
 {% if test.too_few_differ %}<br><span class="pm">too few differ</span>{% endif %}</td>{% endif %}</tr>
 {% endfor %}</tbody></table>
 <p class="notes">{{ table.caption }}</p>

@@ -70,7 +70,8 @@ def test_real_model_flags_cut_off_chunks_and_finds_german_text(app_server, page,
     upload(page, shared_data / PDF)
 
     go(page, "Chunks")
-    page.get_by_text(re.compile(r"chunks are longer than local:all-MiniLM-L6-v2 reads")).wait_for(timeout=120_000)
+    page.get_by_text(re.compile(r"\d+ of \d+ chunks are longer than local:all-MiniLM-L6-v2 reads")).wait_for(
+        timeout=120_000)  # the banner; the reader's caption says "N shown chunks are longer ..."
     shot("11-model-chunks-flags")
 
     go(page, "Search")

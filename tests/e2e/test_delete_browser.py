@@ -48,7 +48,7 @@ def ingest(page, paths: list[str], into: str | None = None) -> None:
     page.locator("input[type=file]").set_input_files(paths)
     page.get_by_text(Path(paths[-1]).name).first.wait_for()
     page.get_by_role("button", name=re.compile(rf"Ingest {len(paths)} file")).click()
-    page.get_by_text(f"{len(paths)} of {len(paths)} files ingested.").wait_for(timeout=120_000)
+    page.get_by_text(f"{len(paths)} of {len(paths)} file{'s' * (len(paths) > 1)} ingested.").wait_for(timeout=120_000)
     settle(page)
 
 

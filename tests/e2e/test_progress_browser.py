@@ -14,7 +14,7 @@ from tests.e2e.conftest import ROOT, settle
 
 pytestmark = [pytest.mark.e2e, pytest.mark.model, pytest.mark.slow]
 
-LOADING = "Loading the embedding model (multilingual-e5-small)…"
+LOADING = "Loading the embedding model (multilingual-e5-small, int8)…"
 
 
 def test_the_first_page_after_a_start_says_that_the_model_loads(app_server, page, shot, tmp_path: Path):
