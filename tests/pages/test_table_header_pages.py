@@ -60,3 +60,17 @@ def test_search_hits_and_the_context_preview_show_the_repeated_header(app_env):
     assert included.loc[included["chunk"] == first.chunk_index, "table header"].item() > 0  # its header's tokens
     sent = plain(at.code[0].value)  # what the LLM receives: the header rows, then the chunk
     assert f"{HEADER}\n{first.content}" in sent
+
+
+def test_the_context_preview_counts_no_header_as_zero_not_as_a_missing_value(app_env):
+    at = _ingested().switch_page(nav.SEARCH.path).run()
+    at.button_group(key="search_mode").set_value("sparse").run()
+    search(at, "Tabelle nennt jedes", top_k=3)
+    hits = at.session_state["search"].outcome.hits
+    assert hits[0].chunk_index == 0 and not hits[0].payload.get("table_header")  # the table's start repeats none
+
+    at.switch_page(nav.CONTEXT.path).run()
+    assert not at.exception, at.exception
+    included = at.dataframe[0].value
+    assert not included["table header"].isna().any(), included  # a missing value is drawn as "None" in the table
+    assert included.loc[included["chunk"] == 0, "table header"].item() == 0

@@ -68,7 +68,7 @@ def included_frame(context: Context, hits: list[Hit]) -> pd.DataFrame:
         rows.append({"source": source.number, "rank": rank.get(hit.chunk_id), "score": hit.score,
                      "document": hit.document_title, "heading path": render.heading_tail(hit.heading_path),
                      "pages": render.pages_label(hit.page_start, hit.page_end), "chunk": hit.chunk_index,
-                     "tokens": count_tokens(hit.content), "table header": count_tokens(lead) if lead else None,
+                     "tokens": count_tokens(hit.content), "table header": count_tokens(lead) if lead else 0,
                      "trimmed": bool(original and len(hit.content) < len(original.content)) and not source.truncated,
                      "cut to fit": source.truncated})
     return pd.DataFrame(rows)
@@ -81,7 +81,7 @@ def block_header(context: Context, number: int) -> str:
 
 INCLUDED_COLUMNS["table header"] = st.column_config.NumberColumn(help=(
     "tokens of the table header rows the block repeats before a chunk that continues a Markdown table (in the text "
-    "above)"))
+    "above); 0: it repeats none"))
 
 
 def dropped_frame(context: Context, hits: list[Hit]) -> pd.DataFrame:
