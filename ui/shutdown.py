@@ -10,15 +10,23 @@ register() hooks the exit before those joins (threading's at-exit hooks, where c
 join): every job is cancelled and the worker given up to GRACE seconds to stop (an ingest stops after the
 embedding batch under way, about a second, as Cancel does: every file stored whole or not at all; an index build
 stops and keeps the old index), the terminal told how each ended, then the watcher's queued polls are dropped.
+
+In the app's own server (`streamlit run`, not a test's AppTest), the last step closes every store and ends the
+process at once: Python's own finalization took 2-3 s more with the real model loaded (freeing the int8 session and
+the engine's memory, garbage collection), work the system does instantly when the process ends.
 """
 
 from __future__ import annotations
 
+import atexit
+import logging
+import os
 import sys
 import threading
 
 from streamlit.watcher.polling_path_watcher import PollingPathWatcher
 
+from rag.store import close_stores
 from ui.jobs.worker import stop_jobs
 
 GRACE = 10.0  # seconds a running job gets to stop at a batch boundary; an ingest needs about one
@@ -30,9 +38,20 @@ def register() -> None:
     if not _REGISTERED:
         _REGISTERED.append(True)
         threading._register_atexit(_stop)  # noqa: SLF001 (run before the joins, as concurrent.futures' own hook)
+        if "streamlit.web.bootstrap" in sys.modules:  # `streamlit run`'s server, never AppTest in a test process
+            atexit.register(_exit_now)  # (it would end pytest with exit code 0); registered last, so run first
 
 
 def _stop() -> None:
     for job in stop_jobs(GRACE):
         print(f"RAG Lab stops. {job.summary()}", file=sys.stderr, flush=True)
     PollingPathWatcher._executor.shutdown(wait=False, cancel_futures=True)  # noqa: SLF001 (its only handle)
+
+
+def _exit_now() -> None:
+    """Close the stores and end the process without Python's finalization (the jobs are stopped by now)."""
+    close_stores()
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)

@@ -22,7 +22,7 @@ from rag.store.edge.index import MIN_RECALL, IndexState
 from rag.store.fusion import DEFAULT_FUSION, Fusion, parse_fusion
 from rag.store.indexing import IndexCancelledError
 from rag.store.keywords import LANGUAGE_CHOICES, Analyzer
-from rag.store.open import migrate_folder, open_store, reading_note, size_note
+from rag.store.open import close_stores, migrate_folder, open_store, reading_note, size_note
 from rag.store.reads import serve_reads
 from rag.store.rebuild import document_from_chunks
 from rag.store.records import CollectionInfo, DocumentInfo, Hit
@@ -30,6 +30,6 @@ from rag.store.search import CANDIDATES, FUSIONS, MODES, candidate_limit
 
 __all__ = ["Analyzer", "CANDIDATES", "CollectionInfo", "DEFAULT_COLLECTION", "DEFAULT_FUSION", "DocumentArchive",
            "DocumentInfo", "FUSIONS", "Fusion", "Hit", "IndexCancelledError", "IndexState", "LANGUAGE_CHOICES",
-           "MIN_RECALL", "MODES", "SYSTEM_COLLECTION", "Store", "candidate_limit", "default_archive_dir",
-           "document_from_chunks", "migrate_folder", "open_store", "parse_fusion", "reading_note", "serve_reads",
-           "size_note"]
+           "MIN_RECALL", "MODES", "SYSTEM_COLLECTION", "Store", "candidate_limit", "close_stores",
+           "default_archive_dir", "document_from_chunks", "migrate_folder", "open_store", "parse_fusion",
+           "reading_note", "serve_reads", "size_note"]

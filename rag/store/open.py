@@ -237,3 +237,10 @@ def _close_all() -> None:
     """Close cached clients while Python can still run their cleanup (else qdrant-client warns at exit)."""
     for store in list(_STORES.values()):
         store.close()
+
+
+def close_stores() -> None:
+    """Close every cached store and stop serving its reads now: what the at-exit hooks do, for a process that ends
+    itself without Python's finalization (the app, ui/shutdown.py)."""
+    _close_all()
+    reads.stop_all()

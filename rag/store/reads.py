@@ -226,6 +226,7 @@ def discard_endpoint(folder: str) -> None:
 
 
 @atexit.register
-def _stop_all() -> None:
+def stop_all() -> None:
+    """Stop every read server of this process (at exit)."""
     for server in list(_SERVERS.values()):
         server.stop()
