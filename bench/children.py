@@ -1,16 +1,26 @@
 """Parent–child retrieval against today: the same chunks searched as themselves (child_size 0) and through their
 children of N tokens, on the German XQuAD set and the English set, paired, in one run; and what children cost.
 
-    python -m bench.children [--sets de,en] [--child-sizes 64,128] [--chunk-size 350] [--overlap 50]
+    python -m bench.children [--sets de,en,de-hard] [--child-sizes 64,128] [--chunk-size 350] [--overlap 50]
                              [--mode hybrid] [--embedder local] [--k 1,3,5,10] [--cache DIR]
+                             [--distractors 48] [--prose FILE] [--cold]
+
+Sets: "de" (XQuAD-de dev: 24 articles, one collection), "en" (bench/data/english) and "de-hard": the XQuAD-de
+dev articles and questions in one collection together with --distractors German prose documents, so that
+more passages compete for each question. The prose is Debian's German documentation, built once into
+bench/out/german.txt by bench/data/german/fetch.sh (a copy of the shared german-corpus.sh: apt-get download and
+dpkg -x, ~2.9 MB); it is cut at paragraph ends into pieces of about 20,000 characters, and --distractors of them,
+evenly spaced over the whole text, become the documents german-prose-NN.txt (deterministic for one file).
 
 For each set: one sweep of the configurations child_size 0 (today) and each N, at the same chunk_size and
 overlap, searched in the same mode (default: hybrid with the default fusion, the app's default), so every side
 sees the same parents and the same queries; relevance is judged on the returned parents. Prints per side MRR@10
 and hit@k with their 95 % bootstrap intervals, then per metric the paired difference (N minus 0) with its 95 %
 interval and sign-flip p-value (rag.evaluation.metrics.paired). Cost, same run: ingest seconds (embedding + indexing of
-the sweep), points and store folder size per collection, and the p50 / p95 of one search (top_k 10, the query
-vector given: server time only) over the set's queries. The load average is printed with each set.
+the sweep; the chunks' vectors come from the cache after the first row, so a child row counts its children,
+unless --cold ingests each size as a sweep of its own from an empty cache: then chunks and children), points
+and store folder size per collection, and the p50 / p95 of one search (top_k 10, the query vector given: server
+time only) over the set's queries. The load average is printed with each set.
 """
 
 from __future__ import annotations
@@ -18,6 +28,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -26,8 +37,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import bench.headers  # noqa: E402 (imported after the offline switches above)
-from bench.headers import load_set  # noqa: E402
+from bench.headers import load_set as plain_set  # noqa: E402
 from bench.paired import paired_table  # noqa: E402
+from rag.documents.loader import load_document  # noqa: E402
 from rag.embeddings import get_embedder  # noqa: E402
 from rag.embeddings.cache import EmbeddingCache  # noqa: E402
 from rag.evaluation.metrics.metrics import parse_ks  # noqa: E402
@@ -35,6 +47,41 @@ from rag.evaluation.metrics.modes import parse_mode  # noqa: E402
 from rag.evaluation.sweeps.sweep import SweepConfig, run_sweep  # noqa: E402
 from rag.store.fusion import DEFAULT_FUSION  # noqa: E402
 from rag.store.open import open_store  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+PROSE = ROOT / "bench" / "out" / "german.txt"
+PIECE_CHARS = 20_000
+
+
+def prose_pieces(text: str, size: int = PIECE_CHARS) -> list[str]:
+    """Return text cut at paragraph ends (blank lines) into pieces of about size characters."""
+    pieces, current = [], ""
+    for paragraph in text.split("\n\n"):
+        current += paragraph + "\n\n"
+        if len(current) >= size:
+            pieces.append(current.strip())
+            current = ""
+    return [*pieces, current.strip()] if current.strip() else pieces
+
+
+def distractors(path: Path, count: int, size: int = PIECE_CHARS) -> list:
+    """Return count German prose documents, evenly spaced pieces of the text at path (built once when missing)."""
+    if not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["bash", str(ROOT / "bench" / "data" / "german" / "fetch.sh"), str(path)], check=True)
+    pieces = prose_pieces(path.read_text(encoding="utf-8"), size)
+    chosen = sorted({len(pieces) * i // count for i in range(min(count, len(pieces)))})
+    return [load_document(pieces[p].encode("utf-8"), f"german-prose-{n:02d}.txt") for n, p in enumerate(chosen, 1)]
+
+
+def load_set(name: str, args: argparse.Namespace) -> tuple[list, list]:
+    """Return (documents, queries) of "de", "en" or "de-hard" (de's articles and questions among prose)."""
+    if name in ("de", "en"):
+        return plain_set(name)
+    if name != "de-hard":
+        raise SystemExit(f"unknown set {name!r}: use de, en or de-hard")
+    documents, queries = plain_set("de")
+    return [*documents, *distractors(Path(args.prose), args.distractors)], queries
 
 
 def folder_bytes(folder: Path) -> int:
@@ -54,19 +101,21 @@ def search_times(store, collection: str, vectors, texts: list[str], embedder, mo
 
 def measure(name: str, args: argparse.Namespace, embedder, cache: EmbeddingCache) -> dict:
     """Return every side's row, cost and the sweep's wall time for one set."""
-    documents, queries = load_set(name)
+    documents, queries = load_set(name, args)
     mode = parse_mode(args.mode, DEFAULT_FUSION)
     sizes = [0, *(int(s) for s in args.child_sizes.split(","))]
     configs = [SweepConfig(args.chunk_size, args.overlap, child_size=s) for s in sizes]
     with tempfile.TemporaryDirectory(prefix="rag-bench-children-") as scratch:
         store = open_store(path=scratch)
         started = time.perf_counter()
-        result = run_sweep(documents, queries, configs, embedder, store=store, cache=cache, ks=parse_ks(args.k),
-                           modes=[mode])
+        sweeps = [[c] for c in configs] if args.cold else [configs]  # --cold: each size from an empty cache
+        rows = [row for part in sweeps for row in run_sweep(
+            documents, queries, part, embedder, store=store, cache=EmbeddingCache() if args.cold else cache,
+            ks=parse_ks(args.k), modes=[mode]).results]
         wall = time.perf_counter() - started
         vectors = cache.embed([q.text for q in queries], embedder, query=True)
         cost = {}
-        for row in result.results:
+        for row in rows:
             times = search_times(store, row.collection, vectors, [q.text for q in queries], embedder, mode)
             times += search_times(store, row.collection, vectors, [q.text for q in queries], embedder, mode)
             points = store.client.count(row.collection).count
@@ -74,10 +123,10 @@ def measure(name: str, args: argparse.Namespace, embedder, cache: EmbeddingCache
                 "ingest": row.seconds["embedding"] + row.seconds["indexing"], "points": points,
                 "p50": statistics.median(times), "p95": statistics.quantiles(times, n=20)[-1]}
         store.close()
-        for row in result.results:  # the folder of each collection, after the store wrote everything
+        for row in rows:  # the folder of each collection, after the store wrote everything
             found = [p for p in Path(scratch).rglob("*") if p.is_dir() and p.name == row.collection]
             cost[row.config.child_size]["bytes"] = folder_bytes(found[0]) if found else folder_bytes(Path(scratch))
-    return {"name": name, "documents": len(documents), "queries": len(queries), "rows": result.results,
+    return {"name": name, "documents": len(documents), "queries": len(queries), "rows": rows,
             "wall": wall, "mode": mode.label, "cost": cost}
 
 
@@ -110,12 +159,17 @@ def main() -> int:
     parser.add_argument("--mode", default="hybrid", help="dense, sparse, hybrid (default fusion) or hybrid-<fusion>")
     parser.add_argument("--embedder", default="local")
     parser.add_argument("--k", default="1,3,5,10")
+    parser.add_argument("--distractors", type=int, default=48, help="de-hard: how many German prose documents "
+                        "join the XQuAD-de articles (default 48, twice as many as the articles)")
+    parser.add_argument("--prose", default=str(PROSE), help="de-hard: the German prose file (default "
+                        "bench/out/german.txt, built by bench/data/german/fetch.sh when missing)")
+    parser.add_argument("--cold", action="store_true", help="ingest each child size from an empty embedding "
+                        "cache, so its ingest seconds are its whole cost (chunks and children)")
     parser.add_argument("--cache", default=None, help="embedding cache folder (default: in memory)")
     parser.add_argument("--squad", default=None, help="XQuAD-de dev file (default: ../shared, or ../../shared from "
                         "a worktree)")
     args = parser.parse_args()
-    root = Path(__file__).resolve().parents[1]
-    shared = [root.parent / "shared", root.parent.parent / "shared"]
+    shared = [ROOT.parent / "shared", ROOT.parent.parent / "shared"]
     bench.headers.DEFAULT_SQUAD = Path(args.squad) if args.squad else next(
         (s / "data/xquad-de/xquad.de.dev.json" for s in shared if s.is_dir()), bench.headers.DEFAULT_SQUAD)
     ks = parse_ks(args.k)
