@@ -100,7 +100,9 @@ def new_collection_options(workspace: Workspace, collection: str
             "Child size (tokens, 0 = off)", 0, 2048, DEFAULT_CHILD_SIZE, step=16, key=state.UPLOAD_CHILD_SIZE,
             help="Parent–child search: each chunk is also cut into children of about this many tokens at sentence "
             "ends; searches compare the question with the children and return their chunk, whole. 0 searches the "
-            "chunks themselves. Measured in docs/benchmarks.md, “Parent–child retrieval”."))
+            "chunks themselves. Measured (docs/benchmarks.md, “Parent–child retrieval”): with 1,304 German chunks "
+            "competing, 128 raised MRR@10 0.953 → 0.965 and hit@1 0.926 → 0.941 (p < 0.05; no loss on the other "
+            "sets) for about 1.4x the ingest time and 2.6x the store on disk (64: the same gain, 1.9x and 4.1x)."))
         if child_size and child_size < MIN_CHILD_SIZE:
             st.warning(f"A child needs at least {MIN_CHILD_SIZE} tokens; {child_size} is used as 0 (off).")
             child_size = 0
