@@ -114,7 +114,7 @@ def fill(store, vectors: np.ndarray, texts: list[str], embedder: BenchEmbedder) 
         document = Document(doc_id, f"{doc_id}.pdf", "pdf", (Page(1, body),), body)
         chunks = [Chunk(doc_id, i - first, texts[i], 60, (), 1, 1, 0, len(texts[i])) for i in rows]
         store.upsert_document("bench", document, chunks, vectors[first : rows.stop], ChunkSettings(600, 0), embedder,
-                              language="none")
+                              language="none", child_size=0)  # the store's search of chunks, no children
 
 
 def percentiles(seconds: list[float]) -> tuple[float, float]:

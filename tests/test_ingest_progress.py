@@ -41,7 +41,8 @@ def test_a_files_counts_never_pass_its_total_which_is_its_chunk_count_from_the_s
     pdf = make_pdf([[f"Abschnitt {p}.{n}: Die Frist beträgt drei Monate." for n in range(30)] for p in range(4)])
     files = [text_file("kurz.txt", 20), SourceFile("lang.pdf", pdf), text_file("mittel.md", 200)]
     events = []
-    results = pipeline.ingest(files, "c", ChunkSettings(60, 10), Steady(), store=store, progress=events.append)
+    results = pipeline.ingest(files, "c", ChunkSettings(60, 10), Steady(), store=store, progress=events.append,
+                              child_size=0)  # chunks only: with children, embed counts chunks and children
     assert all(r.ok for r in results)
     for index, result in enumerate(results):
         mine = [e for e in events if e.file_index == index]
@@ -56,7 +57,7 @@ def test_a_files_counts_never_pass_its_total_which_is_its_chunk_count_from_the_s
 def test_the_time_left_covers_every_queued_file_from_the_first_estimate_on(store):
     files = [text_file(f"teil-{n}.txt", 120) for n in range(5)]  # about 13,000 characters each
     events: list[tuple[float, pipeline.Progress]] = []
-    pipeline.ingest(files, "c", ChunkSettings(80, 10), Steady(), store=store,
+    pipeline.ingest(files, "c", ChunkSettings(80, 10), Steady(), store=store, child_size=0,
                     progress=lambda e: events.append((time.perf_counter(), e)))
     end = time.perf_counter()
     first = next((at, e) for at, e in events if e.seconds_left)

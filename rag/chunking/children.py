@@ -22,7 +22,7 @@ from rag.documents.model import Document
 from rag.errors import InvalidSettingsError
 
 META_KEY = "child_size"  # in the collection's RAG Lab metadata: tokens per child, 0 = no children
-DEFAULT_CHILD_SIZE = 0  # measured: bench/children.py, docs/benchmarks.md "Parent–child retrieval"
+DEFAULT_CHILD_SIZE = 128  # measured: bench/children.py, docs/benchmarks.md "Parent–child retrieval"
 MIN_CHILD_SIZE = 8
 # a paragraph end (blank line), or a sentence end: . ! ? … (and closing quotes or brackets) then space
 _BREAK = re.compile(r"\n\s*\n|(?<=[.!?…])[\"'»«“”„)\]]*\s+|\n")

@@ -166,7 +166,8 @@ def test_a_stored_markdown_table_reaches_the_embedder_the_context_and_a_rechunk_
     shows it, and the document rebuilt from its chunks (live tuning, sweeps on a collection) is Markdown again."""
     store, embedder = open_store(":memory:"), RecordingEmbedder()
     data = openapi_like(objects=3, rows=30).encode()
-    pipeline.ingest([SourceFile("openapi.md", data)], "c", ChunkSettings(200, 20), embedder, store=store)
+    pipeline.ingest([SourceFile("openapi.md", data)], "c", ChunkSettings(200, 20), embedder, store=store,
+                    child_size=0)  # the chunks alone reach the embedder (children: tests/store/test_children.py)
     original = chunk_document(load_document(data, "openapi.md"), 200, 20)
     continued = [c for c in original if c.table_header]
     assert continued and sorted(embedder.texts) == sorted(c.model_text for c in original)  # batched by length

@@ -56,3 +56,18 @@ def test_a_bad_child_size_is_one_line(tmp_path: Path):
     rag(store, "ingest", str(guide), "--embedder", "fake", "--child-size", "16")
     again = rag(store, "ingest", str(guide), "--embedder", "fake", "--child-size", "32", check=False)
     assert again.returncode != 0 and "child size 16" in again.stderr
+
+
+@pytest.mark.slow
+def test_a_new_collection_gets_children_of_128_tokens_unless_told_0(tmp_path: Path):
+    """The default measured in docs/benchmarks.md ("Parent–child retrieval"): children of 128 tokens; 0 turns
+    them off, and an existing collection keeps what it was made with."""
+    store, guide, _ = setup(tmp_path)
+    rag(store, "ingest", str(guide), "--embedder", "fake", "--collection", "standard")
+    rag(store, "ingest", str(guide), "--embedder", "fake", "--collection", "plain", "--child-size", "0")
+    rag(store, "ingest", str(guide), "--embedder", "fake", "--collection", "plain")  # keeps its 0
+    listed = {c["name"]: c["child_size"] for c in json.loads(rag(store, "collections", "--json").stdout)}
+    assert listed == {"standard": 128, "plain": 0}
+    swept = json.loads(rag(store, "sweep", str(guide), "--queries", str(setup(tmp_path)[2]), "--embedder", "fake",
+                           "--chunk-size", "200", "--overlap", "0", "--json", "--no-cache").stdout)
+    assert {r["child_size"] for r in swept["configs"]} == {128}  # one row per search mode

@@ -80,7 +80,7 @@ def test_store_commands_round_trip(shared_data, tmp_path, capsys):
     files = [str(shared_data / "pdfs/hausarbeit-jura.pdf"), str(shared_data / "pdfs/invalid.pdf"),
              str(shared_data / "markdown/asvs-de-V2-Authentication.md")]
     code, out, err = run(capsys, "ingest", *files, "--collection", "t", "--embedder", "fake:32", "--store", store,
-                         "--chunk-size", "300", "--overlap", "30", "--json")
+                         "--chunk-size", "300", "--overlap", "30", "--child-size", "0", "--json")  # points = chunks
     assert code == 1, "one file failed, so the exit code says so"
     assert "error: 'invalid.pdf'" in err
     results = json.loads(out)["results"]
@@ -169,7 +169,8 @@ def test_a_closed_pipe_ends_the_command_quietly(tmp_path):
 def test_search_and_context_modes(shared_data, tmp_path, capsys):
     store = str(tmp_path / "qdrant")
     md = str(shared_data / "markdown/asvs-de-V2-Authentication.md")
-    assert run(capsys, "ingest", md, "--collection", "t", "--embedder", "fake:32", "--store", store)[0] == 0
+    assert run(capsys, "ingest", md, "--collection", "t", "--embedder", "fake:32", "--store", store,
+               "--child-size", "0")[0] == 0  # the chunks' own ranks explain a score (children: test_children_cli)
     query = ["Passwörter mindestens 12 Zeichen", "--collection", "t", "--store", store, "--top-k", "5"]
     code, out, _ = run(capsys, "search", *query, "--mode", "hybrid", "--fusion", "rrf", "--json")
     hits = json.loads(out)["hits"]

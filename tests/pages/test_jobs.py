@@ -70,7 +70,8 @@ def test_a_fresh_session_sees_the_running_job_and_then_what_it_stored(app_env):
     store = open_store(path=str(app_env / "qdrant"))
     embedder = Gated()
     queue = jobs.jobs_queue()
-    job = queue.submit(files("vertrag.md"), "documents", ChunkSettings(), embedder, store, store.location)
+    job = queue.submit(files("vertrag.md"), "documents", ChunkSettings(), embedder, store, store.location,
+                       child_size=0)  # 3 chunks to embed (with children, embedding counts them too)
     assert embedder.waiting.wait(30)
     at = start()  # a new session: as after a reload, or from another tab
     assert "Ingesting into 'documents': 0 of 1 file done" in plain(texts(at.markdown))

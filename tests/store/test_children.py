@@ -120,7 +120,7 @@ def test_a_collection_keeps_its_child_size(store):
 
 def test_a_collection_without_children_is_searched_as_before(store):
     embedder = FakeEmbedder(32)
-    pipeline.ingest([FILE], "plain", ChunkSettings(60, 0), embedder, store=store)
+    pipeline.ingest([FILE], "plain", ChunkSettings(60, 0), embedder, store=store, child_size=0)  # off (default 128)
     layout = store._layout("plain")
     assert layout.child_size == 0 and "child_size" not in layout.meta
     assert store.search_filter(layout, None) is None or IS_CHILD not in (store.search_filter(layout, None).must or [])
