@@ -176,7 +176,8 @@ def legacy_collection(store: Store, embedder, collection: str = "c") -> None:
 
     store._create_collection(collection, embedder, name_of(embedder.model_id))
     meta = store.client.get_collection(collection).config.metadata
-    meta[META_KEY] = {k: v for k, v in meta[META_KEY].items() if k != "language"} | {"analyzer": sparse.ANALYZER}
+    meta[META_KEY] = {k: v for k, v in meta[META_KEY].items() if k not in ("language", "child_size")} | {
+        "analyzer": sparse.ANALYZER}  # nor children: they came later
     store.client.update_collection(collection, metadata=meta)
 
 

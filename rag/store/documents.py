@@ -255,7 +255,8 @@ class DocumentsMixin:
         language: the keyword language of a new collection (rag.store.keywords; default "auto"). chunk_headers:
         whether a new collection indexes chunks with their title and heading path (rag.chunking.headers; an
         existing one keeps its own): the vectors must have been embedded from those texts. child_size: tokens per
-        child of a new collection (rag.chunking.children; an existing one keeps its own); kids: each chunk's children
+        child of a new collection (rag.chunking.children; None: the default, or 0 when no kids are given; an
+        existing one keeps its own); kids: each chunk's children
         and kid_vectors their vectors in that order (rag.store.children), required when the collection has children.
         """
         vectors = np.asarray(vectors, dtype=np.float32)
@@ -264,6 +265,8 @@ class DocumentsMixin:
                 f"{len(chunks)} chunks of '{document.title}' came with vectors of shape {vectors.shape}, "
                 f"but {embedder.model_id} should give {embedder.dimension} dimensions per chunk."
             )
+        if child_size is None and kids is None and not self.has_collection(collection):
+            child_size = 0  # no children given: a new collection without them (an ingest passes its size)
         layout = self._ensure_collection(collection, embedder, language, chunk_headers, child_size)
         kids = family.check_kids(layout, document, chunks, kids, kid_vectors, embedder)
         self.collect(collection)  # what an interrupted delete or replacement left

@@ -22,7 +22,8 @@ def mine(xquad, tmp_path):
     documents, _ = xquad
     store, embedder = open_store(path=str(tmp_path / "qdrant")), Counting()
     files = [SourceFile(d.title, d.text.encode()) for d in documents]
-    pipeline.ingest(files, "mine", ChunkSettings(350, 50), embedder, store=store, cache=EmbeddingCache())
+    pipeline.ingest(files, "mine", ChunkSettings(350, 50), embedder, store=store, cache=EmbeddingCache(),
+                    child_size=0)  # as SweepConfig(350, 50): no children
     read = collection_documents(store, "mine", EmbeddingCache())  # its vectors go to a cache thrown away
     embedder.documents.clear()
     return store, embedder, read

@@ -166,7 +166,7 @@ def test_the_cli_builds_when_an_ingest_makes_the_collection_large_and_reports_js
     file.write_text(document("f", 200).text, encoding="utf-8")
     store = str(tmp_path / "qdrant")
     code, _, err = run(capsys, "--store", store, "ingest", str(file), "--embedder", "fake", "--chunk-size", "20",
-                       "--overlap", "0", "--no-index")
+                       "--overlap", "0", "--child-size", "0", "--no-index")  # points = chunks
     assert code == 0 and "is due for its HNSW index build" in err and "rag index" in err
     code, out, _ = run(capsys, "--store", store, "index", "--status", "--json")
     status = json.loads(out)

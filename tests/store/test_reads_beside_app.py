@@ -42,7 +42,8 @@ def version_text(version: int) -> str:
 def write_version(store, version: int) -> int:
     """Ingest version `version` of TITLE (replacing the other one); return its chunk count."""
     data = version_text(version).encode("utf-8")
-    (result,) = pipeline.ingest([SourceFile(TITLE, data)], "c", SETTINGS, get_embedder("fake"), store=store)
+    (result,) = pipeline.ingest([SourceFile(TITLE, data)], "c", SETTINGS, get_embedder("fake"), store=store,
+                                child_size=0)  # points = chunks
     assert result.ok, result.error
     return result.chunks
 
