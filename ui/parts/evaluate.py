@@ -179,7 +179,8 @@ def run(ws: Workspace, documents: Documents, queries: list[Query], sizes: str, o
     """Check the grid, then queue the sweep as a job of the app's process (ui.parts.live_jobs draws it): a click
     or a reload never stops it."""
     with errors.reported() as report:
-        configs, skipped = parse_grid(sizes, overlaps, strategy)
+        children = ws.store.child_size(documents.collection) if documents.collection else 0  # a collection's own
+        configs, skipped = parse_grid(sizes, overlaps, strategy, child_sizes=[children])
         cuts = parse_ks(ks)
         searches = rerank_part.with_rerank(parse_modes(modes), rerank[0])
         reranker = rerank_part.reranker(rerank[0])
