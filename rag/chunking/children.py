@@ -2,9 +2,11 @@
 
 A child is a span of its parent's `content` (character offsets start, end: `parent.content[start:end]` is
 the child's text), cut at paragraph or sentence ends; a sentence longer than child_size is cut at spaces. The
-children of a parent cover all of its text (only whitespace between them is left out), in order, so every
-parent has at least one child. Search compares the question with children and returns their parents
-(rag.store.children). child_size 0 means no children (the collection is searched as before).
+children of a parent cover all of its text (only whitespace between them is left out), in order. A chunk that
+would be one child of its whole text (it fits in child_size) has none: the chunk itself competes in the search
+(rag.store.children.WITH_PARENTS), so such a child would be the same text embedded and indexed twice. Search
+compares the question with chunks and children and returns the chunks (rag.store.children). child_size 0 means
+no children (the collection is searched as before).
 
 A collection records the setting (metadata "child_size", like "chunk_headers"), so later ingests and sweeps
 into it cut children the same way.
@@ -127,13 +129,19 @@ def _trim(text: str, a: int, b: int) -> tuple[int, int]:
 
 def children_of(chunks: Sequence[Chunk], child_size: int, count: Callable[[str], int] = tokens.count
                 ) -> list[list[Child]]:
-    """Return the children of each chunk (same order); [] per chunk when child_size is 0."""
+    """Return the children of each chunk (same order); [] for a chunk that fits in one child, and per chunk when
+    child_size is 0."""
     check_child_size(child_size)
     if not child_size:
         return [[] for _ in chunks]
-    return [[Child(c.chunk_index, i, a, b, c.content[a:b]) for i, (a, b) in enumerate(cut(c.content, child_size,
-                                                                                            count))]
-            for c in chunks]
+    return [_children(c, child_size, count) for c in chunks]
+
+
+def _children(chunk: Chunk, child_size: int, count: Callable[[str], int]) -> list[Child]:
+    spans = cut(chunk.content, child_size, count)
+    if len(spans) == 1 and spans[0] == _trim(chunk.content, 0, len(chunk.content)):
+        return []  # one child of the whole text: the chunk itself is searched
+    return [Child(chunk.chunk_index, i, a, b, chunk.content[a:b]) for i, (a, b) in enumerate(spans)]
 
 
 def indexed_texts(document: Document, chunks: Sequence[Chunk], kids: Sequence[Sequence[Child]], headed: bool

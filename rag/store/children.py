@@ -84,18 +84,9 @@ def parents(points: Sequence[Any], limit: int) -> tuple[list[Any], dict[str, Chi
     return found, matches
 
 
-def parent_ranks(points: Sequence[Any]) -> dict[str, tuple[int, float]]:
-    """Return parent id -> (rank from 1, score) in a child candidate list: each parent at its best child."""
-    ranks: dict[str, tuple[int, float]] = {}
-    for point in points:
-        parent = str((point.payload or {}).get("parent_id") or point.id)
-        if parent not in ranks:
-            ranks[parent] = (len(ranks) + 1, point.score)
-    return ranks
-
-
 class ChildrenMixin:
-    """The children half of Store: child points, and the fanout searches read (needs _registry_payload, _mark)."""
+    """The children half of Store: child points, their count, and the fanout searches read (needs _registry_payload,
+    _mark, _layout, _guard)."""
 
     def _kid_points(self, parents: list[models.PointStruct], kids: list[list[Child]], vectors: np.ndarray,
                     document: Document, layout: Layout, analyzer: Analyzer, language: str | None
@@ -123,6 +114,13 @@ class ChildrenMixin:
             with self._guard(f"updating the registry of '{collection}'"):
                 self.client.set_payload(collection, {FANOUT_KEY: fanout}, points=[REGISTRY_ID], wait=True)
 
+    def children(self, collection: str, layout: Layout | None = None) -> int:
+        """Return how many child points collection holds beside its chunks (0 without children)."""
+        if not (layout or self._layout(collection)).child_size:
+            return 0
+        with self._guard(f"counting the children of '{collection}'"):
+            return self.client.count(collection, count_filter=models.Filter(must=[IS_CHILD]), exact=True).count
+
     def fanout(self, collection: str) -> int:
         """Return how many points one chunk of collection can take in a ranking: itself and its children (1 when
         it has none)."""
@@ -132,12 +130,13 @@ class ChildrenMixin:
 
 def check_kids(layout: Layout, document: Document, chunks: list[Chunk], kids: list[list[Child]] | None,
                 vectors: np.ndarray | None, embedder: Embedder) -> list[list[Child]] | None:
-    """Return kids when they fit the collection and the chunks (a child collection needs every chunk's), else raise."""
+    """Return kids when they fit the collection and the chunks (a child collection needs a child list per chunk,
+    empty for a chunk that fits in one child, and one vector per child), else raise."""
     if not layout.child_size:
         return None
     count = sum(map(len, kids or []))
     shape = np.shape(vectors) if vectors is not None else ()
-    if kids is None or len(kids) != len(chunks) or not all(kids) or shape != (count, embedder.dimension):
+    if kids is None or len(kids) != len(chunks) or shape != (count, embedder.dimension):
         raise EmbedderMismatchError(
             f"Collection '{layout.name}' searches children of {layout.child_size} tokens, but the chunks of "
             f"'{document.title}' came without a child list per chunk and one vector per child; cut them with "

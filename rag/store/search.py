@@ -34,7 +34,6 @@ from qdrant_client import models
 from rag.embeddings.base import Embedder
 from rag.errors import QueryError
 from rag.store.children import KEYS as CHILD_FIELDS
-from rag.store.children import parent_ranks
 from rag.store.children import parents as fold
 from rag.store.fusion import DEFAULT_FUSION, METHODS, Fusion, parse_fusion
 from rag.store.keywords import Analyzer
@@ -226,7 +225,7 @@ class SearchMixin:
             dense_points = next(responses).points
             keyword_points = next(responses).points if has_keywords else []
             fused = {i: next(responses).points for i, _ in engine}
-            dense, keyword = _ranks(dense_points, layout.child_size), _ranks(keyword_points, layout.child_size)
+            dense, keyword = _ranks(dense_points), _ranks(keyword_points)
             for i, ((mode, _), fusion) in enumerate(zip(modes, fusions, strict=True)):
                 if mode == "dense":
                     points = dense_points[:shared["limit"]]
@@ -312,8 +311,7 @@ class SearchMixin:
                 points = _fuse_here(dense_points, keyword_points, fusion, shared["limit"], shared["score_threshold"])
             else:
                 points = next(responses).points if plan.final is not None else []
-            children = parents is not None
-            found.append(_folded(points, _ranks(dense_points, children), _ranks(keyword_points, children), parents))
+            found.append(_folded(points, _ranks(dense_points), _ranks(keyword_points), parents))
         payloads = self._payloads(collection, [p for row in found for p in row[0]])
         return [[_explained(p, i, mode, kind, dense, keyword, payloads, kids)
                  for i, p in enumerate(_kept(points, payloads), 1)] for points, dense, keyword, kids in found]
@@ -340,19 +338,26 @@ def _fuse_here(dense: list[Any], keyword: list[Any], fusion: Fusion, limit: int,
     return [by_id[i].model_copy(update={"score": score}) for i, score in kept]
 
 
-def _ranks(points: list[Any], children: bool = False) -> dict[str, tuple[int, float]]:
-    """Return point id -> (rank from 1, score) of a candidate list (children: parent id, at its best child)."""
-    if children:
-        return parent_ranks(points)
+def _ranks(points: list[Any]) -> dict[str, tuple[int, float]]:
+    """Return point id -> (rank from 1, score) of a candidate list (chunks, and children where the collection has
+    them, each a point of its own: the lists the engine fused)."""
     return {str(p.id): (rank, p.score) for rank, p in enumerate(points, 1)}
 
 
 def _folded(points: list[Any], dense: dict, keyword: dict, parents: int | None) -> tuple[list[Any], dict, dict, dict]:
-    """Return (points, dense ranks, keyword ranks, child per parent id); children folded into parents when asked."""
+    """Return (points, dense ranks, keyword ranks, child per parent id); children folded into parents when asked.
+
+    A folded chunk's dense and keyword ranks are those of the point that placed it (itself or its matched child) in
+    each list: the ranks the engine fused into that point's score, so RRF's 1/(rank + 1) terms add up to it.
+    """
     if parents is None:
         return points, dense, keyword, {}
+    placing: dict[str, str] = {}  # parent id -> the id of its first point in the ranking
+    for point in points:
+        placing.setdefault(str((point.payload or {}).get("parent_id") or point.id), str(point.id))
     points, kids = fold(points, parents)
-    return points, dense, keyword, kids
+    return (points, {c: dense[i] for c, i in placing.items() if i in dense},
+            {c: keyword[i] for c, i in placing.items() if i in keyword}, kids)
 
 
 def _kept(points: list[Any], payloads: dict[str, dict]) -> list[Any]:

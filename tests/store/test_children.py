@@ -50,7 +50,7 @@ def test_children_are_spans_of_their_parent_in_order_and_cover_it(parts, size):
     assert all(b1 <= a2 for (_, b1), (a2, _) in zip(spans, spans[1:], strict=False))  # ordered, never overlapping
     covered = "".join(text[a:b] for a, b in spans)
     assert "".join(covered.split()) == "".join(text.split())  # only whitespace is left between children
-    assert all(tokens.count(text[a:b]) <= size or len(text[a:b].split()) == 1 for a, b in spans)
+    assert all(tokens.count(text[a:b]) <= size or len(text[a:b].split()) <= 1 for a, b in spans)
 
 
 def test_children_end_at_sentence_ends():
@@ -65,6 +65,32 @@ def test_child_size_is_checked():
     for bad in ("3", "-5", "viel"):
         with pytest.raises(InvalidSettingsError):
             children.parse_child_size(bad)
+
+
+def test_a_chunk_that_fits_in_one_child_has_none(store):
+    embedder = FakeEmbedder(32)
+    [result] = pipeline.ingest([FILE], "pc", ChunkSettings(60, 0), embedder, store=store, child_size=30)
+    chunks = store.document_chunks("pc", result.document_id)
+    small = [c for c in chunks if tokens.count(c.content) <= 30]
+    big = [c for c in chunks if tokens.count(c.content) > 30]
+    assert small and big  # the guide has both: short sections and a long one
+    kids = [p.payload for p in every_point(store, "pc") if "child" in (p.payload or {}).get("flags", [])]
+    with_kids = {k["chunk_index"] for k in kids}
+    assert with_kids == {c.chunk_index for c in big}  # no chunk is embedded twice as its own only child
+    assert all(len([k for k in kids if k["chunk_index"] == c.chunk_index]) > 1 for c in big)
+    hits = pipeline.search("große Voliere Gruppen", "pc", top_k=3, store=store, embedder=embedder, mode="sparse")
+    assert hits and "Voliere" in hits[0].content and hits[0].child.index is None  # found as itself
+
+
+def test_a_hybrid_hit_found_through_a_child_shows_the_ranks_that_were_fused(store):
+    embedder = FakeEmbedder(32)
+    pipeline.ingest([FILE], "pc", ChunkSettings(60, 0), embedder, store=store, child_size=12)
+    hits = pipeline.search(QUERY, "pc", top_k=6, store=store, embedder=embedder, mode="hybrid", fusion="rrf")
+    through_children = [h for h in hits if h.child is not None and h.child.index is not None]
+    assert through_children and all(h.dense_rank or h.sparse_rank for h in hits)
+    for hit in hits:  # Qdrant's RRF: 1 / (k + rank - 1), k = 2, over the points (chunks and children) it fused
+        fused = sum(1 / (rank + 1) for rank in (hit.dense_rank, hit.sparse_rank) if rank is not None)
+        assert hit.score == pytest.approx(fused), (hit.chunk_index, hit.dense_rank, hit.sparse_rank, hit.child)
 
 
 @pytest.mark.parametrize(("mode", "fusion"), MODES)
