@@ -14,9 +14,10 @@ class Progress:
     files: int
     filename: str
     stage: str  # one of STAGES, then "done", "error" or "cancelled" (IngestCancelled: nothing of the file stored)
-    done: int  # units of the stage done (chunks for embed/store, pages while reading a long PDF, 0/1 otherwise)
+    done: int  # units of the stage done (chunks and children for embed/store, pages of a long PDF, 0/1 otherwise)
     total: int
     seconds_left: float | None = None  # the whole ingest's, estimated (rag.embeddings.pace); None until measured
+    children: int = 0  # of total while embedding and storing: the child points (rag.chunking.children), the rest chunks
 
 
 @dataclass

@@ -89,11 +89,11 @@ def ingest(
     pace.plan_rest(sizes, -1)
     results = []
     for index, file in enumerate(files):
-        def report(stage: str, done: int = 0, total: int = 1, i=index, f=file) -> None:
+        def report(stage: str, done: int = 0, total: int = 1, children: int = 0, i=index, f=file) -> None:
             if cancel is not None and stage in ("extract", "chunk", "embed") and cancel():
                 raise IngestCancelled(f"'{f.name}' was cancelled before it was stored: nothing of it is searchable.")
             if progress:
-                progress(Progress(i, len(files), f.name, stage, done, total, pace.seconds_left()))
+                progress(Progress(i, len(files), f.name, stage, done, total, pace.seconds_left(), children))
 
         job = _Job(collection, settings, embedder, store, report, keep_versions, archive, language, pace, index,
                    headed, sizes, cache, kids)
@@ -143,12 +143,12 @@ def reingest(
         info = titles.get(document_id)
         title = info.title if info else document_id[:12]
 
-        def report(stage: str, done: int = 0, total: int = 1, i=index, t=title) -> None:
+        def report(stage: str, done: int = 0, total: int = 1, children: int = 0, i=index, t=title) -> None:
             if cancel is not None and stage in ("extract", "chunk", "embed") and cancel():
                 raise IngestCancelled(f"'{t}' was cancelled before it was stored: nothing of this re-ingest "
                                       "was written.")
             if progress:
-                progress(Progress(i, len(ids), t, stage, done, total, pace.seconds_left()))
+                progress(Progress(i, len(ids), t, stage, done, total, pace.seconds_left(), children))
 
         def read(i=document_id, info=info) -> Document:
             saved = archive.load(i)
@@ -210,17 +210,18 @@ class _Job:
                      for c in chunks]
             kids = children.children_of(chunks, self.child_size)
             texts += children.indexed_texts(document, chunks, kids, self.chunk_headers)
+            born = len(texts) - len(chunks)  # the children among the texts: progress names them apart
             self.pace.plan(self.index, len(texts), sum(map(len, texts)), sum(map(len, texts)))
             if self.sizes:  # the characters per page or byte of this file: the files after it are planned by it
                 self.pace.plan_rest(self.sizes, self.index)
-            self.report(stage, 0, len(texts))  # said before the first batch: it may wait for the model to load
-            vectors = embed_chunks(texts, self.embedder, lambda done: self.report("embed", done, len(texts)),
+            self.report(stage, 0, len(texts), born)  # said before the first batch: it may wait for the model to load
+            vectors = embed_chunks(texts, self.embedder, lambda done: self.report("embed", done, len(texts), born),
                                    pace=self.pace, index=self.index, cache=self.cache)
             stage = _lap(result, stage, "store", started)
-            self.report(stage, 0, len(chunks))
+            self.report(stage, 0, len(texts), born)
             result.chunks = self.store.upsert_document(
                 self.collection, document, chunks, vectors[: len(chunks)], settings, self.embedder,
-                keep_versions=self.keep_versions, progress=lambda done, total: self.report("store", done, total),
+                keep_versions=self.keep_versions, progress=lambda done, total: self.report("store", done, total, born),
                 language=self.language, chunk_headers=self.chunk_headers, child_size=self.child_size,
                 kids=kids if self.child_size else None, kid_vectors=vectors[len(chunks):],
             )

@@ -7,12 +7,14 @@ from __future__ import annotations
 import time
 
 import pytest
+from qdrant_client import models
 
 from rag import pipeline
 from rag.chunking.chunker import ChunkSettings
 from rag.documents.loader import SourceFile, expected_size
 from rag.embeddings import get_embedder
 from rag.embeddings.pace import CHARS_PER, Pace
+from rag.store.children import IS_CHILD
 from tests.conftest import make_pdf
 
 SENTENCE = "Die Kündigungsfrist {n} beträgt drei Monate zum Quartalsende, schriftlich beim Amt {n} einzureichen. "
@@ -81,3 +83,15 @@ def test_a_pdf_not_read_yet_is_planned_by_its_pages_a_text_file_by_its_bytes():
     pace.plan(0, 30, 12_000, 12_000)  # the first PDF held 1,200 characters per page
     pace.plan_rest(sizes, 0)
     assert pace.embed_left[2] == 24_000 and pace.embed_left[3] == round(CHARS_PER["bytes"] * 3000)
+
+
+def test_with_children_a_files_counts_name_its_chunks_and_children_apart(store):
+    events = []
+    [result] = pipeline.ingest([text_file("lang.txt", 60)], "c", ChunkSettings(120, 0), get_embedder("fake:16"),
+                               store=store, progress=events.append, child_size=32)
+    assert result.ok
+    kids = store.client.count("c", count_filter=models.Filter(must=[IS_CHILD]), exact=True).count
+    assert kids > result.chunks > 1  # each chunk of 120 tokens has several children of 32
+    working = [e for e in events if e.stage in ("embed", "store")]
+    assert working and {(e.total, e.children) for e in working} == {(result.chunks + kids, kids)}
+    assert [e.total for e in events if e.stage == "done"] == [result.chunks]

@@ -42,6 +42,8 @@ class IngestProgress:
         head = f"[{event.file_index + 1}/{event.files}] {event.filename}: {event.stage}"
         if event.stage in ("embed", "store") and event.total > 1:
             filled = int(20 * event.done / event.total)
+            if event.children:  # the count stays last: "done/total" of chunks and children together
+                head += f" ({event.total - event.children} chunks + {event.children} children)"
             head += f" {'█' * filled}{'░' * (20 - filled)} {event.done}/{event.total}"
         if self.tty:
             end = "\n" if event.stage in ("done", "error") else ""
@@ -178,6 +180,7 @@ def run_collections(args: argparse.Namespace) -> int:
     if args.json:
         dump([{"name": c.name, "points": c.points, "embedder": c.embedder, "dimension": c.dimension,
                "foreign": c.foreign, "sparse": c.sparse, "chunk_headers": c.chunk_headers, "child_size": c.child_size,
+               "children": c.children,
                "defaults": None if c.foreign else collection_defaults(store, c.name),
                "index": index.as_json() if (index := store.index_state(c.name)) else None} for c in infos])
         return 0

@@ -212,7 +212,7 @@ class Store(DocumentsMixin, VersionsMixin, SearchMixin, IndexMixin, ChildrenMixi
             size = layout.vectors.get(layout.vector, 0)
             infos.append(
                 CollectionInfo(name, points, layout.embedder, size, layout.vectors, layout.foreign, bool(layout.sparse),
-                               layout.prompts, layout.chunk_headers, layout.child_size)
+                               layout.prompts, layout.chunk_headers, layout.child_size, self.children(name, layout))
             )
         return infos
 

@@ -9,6 +9,7 @@ collection's embedder (check_sentences): stored chunks as queries overstate the 
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import re
 from collections.abc import Callable
@@ -39,7 +40,8 @@ class IndexMixin:
             return None
         self._layout(collection)  # CollectionNotFoundError
         with self._guard(f"reading the index of '{collection}'"):
-            return edge_index.state(self.client, collection, min_points())
+            state = edge_index.state(self.client, collection, min_points())
+        return dataclasses.replace(state, children=self.children(collection))
 
     def index_due(self, collection: str) -> bool:
         """Return whether collection is large enough and not (or no longer fully) indexed."""

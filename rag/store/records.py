@@ -71,6 +71,7 @@ class CollectionInfo:
     prompts: tuple[str, str] = ("", "")  # (query, document) prompts the collection was built with
     chunk_headers: bool = False  # chunks embedded and keyword-indexed with their title and heading path
     child_size: int = 0  # tokens per child (rag.store.children); 0: the chunks themselves are searched
+    children: int = 0  # child points beside the chunks (points counts the chunks only)
 
 
 @dataclass(frozen=True)

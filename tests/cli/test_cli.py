@@ -91,7 +91,7 @@ def test_store_commands_round_trip(shared_data, tmp_path, capsys):
     (listed,) = json.loads(out)
     index = listed.pop("index")  # the embedded engine's HNSW index (tests/store/test_edge_index.py)
     assert listed == {"name": "t", "points": points, "embedder": "fake:32", "dimension": 32, "foreign": False,
-                      "sparse": True, "chunk_headers": False, "child_size": 0,
+                      "sparse": True, "chunk_headers": False, "child_size": 0, "children": 0,
                       "defaults": {"mode": None, "fusion": None, "rerank": None, "run": None}}
     assert (index["points"], index["indexed"], index["searches"], index["due"]) == (points, 0, "exact", False)
 

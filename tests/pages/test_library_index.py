@@ -30,18 +30,24 @@ def test_an_ingest_past_the_size_queues_the_build_and_the_library_shows_its_reca
     store = open_store(path=str(app_env / "qdrant"))
     state = store.index_state("documents")
     caption = index_caption(at)
-    assert f"HNSW index over {state.points:,} of {state.points:,} chunks" in caption
+    chunks = store.collections()[0].points
+    assert state.children == store.collections()[0].children > 0 and state.points == chunks + state.children
+    assert (f"HNSW index over {state.points:,} of {state.points:,} points ({chunks:,} chunks and "
+            f"{state.children:,} children)") in caption  # children by default: the index holds them too
     assert f"recall@10 {state.recall_at_10:.3f} against exact search on questions" in caption  # embedded sentences
-    assert f"{state.points:,} chunk" in plain(texts(at.caption))  # the collection's own count says the same
+    assert f"{chunks:,} chunk" in plain(texts(at.caption))  # the collection's own count says the same
     assert button(at, "Build the index again")
     (row,) = at.dataframe[-1].value.to_dict("records")  # the collections table
-    assert row["chunks"] == state.points and row["search"] == f"HNSW, recall@10 {state.recall_at_10:.3f}"
+    assert row["chunks"] == chunks and row["search"] == f"HNSW, recall@10 {state.recall_at_10:.3f}"
     store.close()
 
     code, out, _ = run(capsys, "--store", str(app_env / "qdrant"), "index", "--status", "--json")
     cli = json.loads(out)
     assert code == 0 and (cli["points"], cli["indexed"], cli["recall_at_10"]) == (state.points, state.indexed,
                                                                                    state.recall_at_10)
+    code, out, _ = run(capsys, "--store", str(app_env / "qdrant"), "collections", "--json")
+    (listed,) = json.loads(out)
+    assert (listed["points"], listed["children"], listed["index"]["points"]) == (chunks, state.children, state.points)
 
 
 @pytest.mark.slow
@@ -50,7 +56,7 @@ def test_a_small_collection_says_from_which_size_it_is_indexed(app_env, shared_d
     assert not jobs.jobs_queue().jobs(str(app_env / "qdrant"), jobs.IndexJob)
     at.switch_page(nav.LIBRARY.path).run()
     caption = index_caption(at)
-    assert caption.startswith("Index: Exact search over") and "an HNSW index is built from 50,000 chunks on" in caption
+    assert caption.startswith("Index: Exact search over") and "an HNSW index is built from 50,000 points on" in caption
     button(at, "Build the index now").click().run()
     assert not at.exception, at.exception
     assert "HNSW index over" in index_caption(at)

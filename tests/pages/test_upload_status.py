@@ -86,3 +86,10 @@ def test_a_progress_line_never_counts_past_its_total():
     line = plain(parts.describe(Progress(1, 2, "texlive-de.pdf", "embed", 5, 2)))
     assert line == "texlive-de.pdf: embedding 2/2 chunks"
     assert parts.fraction(Progress(1, 2, "texlive-de.pdf", "embed", 5, 2)) == pytest.approx(0.85)
+
+
+def test_a_progress_line_names_chunks_and_children_apart():
+    line = plain(parts.describe(Progress(0, 1, "lang.txt", "embed", 5, 11, children=8)))
+    assert line == "lang.txt: embedding 5/11: 3 chunks and 8 children"
+    line = plain(parts.describe(Progress(0, 1, "lang.txt", "store", 11, 11, children=10)))
+    assert line == "lang.txt: storing 11/11: 1 chunk and 10 children"

@@ -38,8 +38,12 @@ def describe(progress: Progress) -> str:
     if progress.stage == "cancelled":
         return f"{name}: cancelled, nothing of it stored"
     words = STAGE_WORDS.get(progress.stage, progress.stage)
-    if progress.stage in ("embed", "store"):  # a count never passes its total, the document's chunks
-        return f"{name}: {words} {min(progress.done, progress.total)}/{progress.total} chunks"
+    if progress.stage in ("embed", "store"):  # a count never passes its total, the document's chunks (and children)
+        done = f"{name}: {words} {min(progress.done, progress.total)}/{progress.total}"
+        if not progress.children:
+            return f"{done} chunks"
+        chunks = progress.total - progress.children
+        return f"{done}: {counted(chunks, 'chunk')} and {counted(progress.children, 'child', 'children')}"
     if progress.stage == "extract" and progress.done:  # a long PDF
         return f"{name}: {words}, page {progress.done} of {progress.total}"
     return f"{name}: {words}"

@@ -76,6 +76,7 @@ class IndexState:
     built_at: str | None = None
     build_s: float | None = None
     vacuum_pending: bool = False  # chunks were deleted since the build: keyword IDF counts them until the next one
+    children: int = 0  # of points, the child points (rag.store.children); the rest are chunks
 
     @property
     def trusted(self) -> bool:
@@ -98,31 +99,40 @@ class IndexState:
                 "min_points": self.min_points, "due": self.due, "searches": self.searches,
                 "recall_at_10": self.recall_at_10, "exact_ms": self.exact_ms, "indexed_ms": self.indexed_ms,
                 "hnsw_ef": self.hnsw_ef, "checked_on": self.checked_on,
-                "built_at": self.built_at, "build_s": self.build_s, "vacuum_pending": self.vacuum_pending}
+                "built_at": self.built_at, "build_s": self.build_s, "vacuum_pending": self.vacuum_pending,
+                "children": self.children}
+
+    def _over(self) -> str:
+        """Return what the search runs over: "N chunks", or with children "N points (C chunks and K children)"."""
+        if not self.children:
+            return counted(self.points, 'chunk')
+        return (f"{counted(self.points, 'point')} ({counted(self.points - self.children, 'chunk')} and "
+                f"{counted(self.children, 'child', 'children')})")
 
     def summary(self) -> str:
         """Return the state in one line."""
         if self.recall_at_10 is None:
             if self.points < self.min_points:
-                return (f"Exact search over {counted(self.points, 'chunk')} (an HNSW index is built from "
-                        f"{self.min_points:,} chunks on).")
-            return f"Exact search over {counted(self.points, 'chunk')}; the HNSW index is not built yet."
+                return (f"Exact search over {self._over()} (an HNSW index is built from "
+                        f"{self.min_points:,} {'points' if self.children else 'chunks'} on).")
+            return f"Exact search over {self._over()}; the HNSW index is not built yet."
         measured = (f"recall@10 {self.recall_at_10:.3f} against exact search on {self.checked_on} at hnsw_ef "
                     f"{self.hnsw_ef}")
         if self.exact_ms and self.indexed_ms:
             measured += f", {self.indexed_ms:.1f} ms a search instead of {self.exact_ms:.1f} ms"
         if not self.indexed:
-            return (f"Exact search over {counted(self.points, 'chunk')}: the last build made no HNSW graph (too few "
+            return (f"Exact search over {self._over()}: the last build made no HNSW graph (too few "
                     f"chunks for one; {measured}).")
         if not self.trusted:
             return f"An HNSW index was built ({measured}), but its recall is below {MIN_RECALL}: searches stay exact."
         left = self.points - self.indexed
-        rest = (f"; {counted(left, 'newer chunk')} {'is' if left == 1 else 'are'} compared one by one until the "
+        newer = "newer point" if self.children else "newer chunk"
+        rest = (f"; {counted(left, newer)} {'is' if left == 1 else 'are'} compared one by one until the "
                 "next build" if left > 0 else "")
         if self.vacuum_pending:
             rest += ("; deleted chunks still count in the keyword (BM25) statistics until the next build, which "
                      "removes them for good")
-        return f"HNSW index over {self.indexed:,} of {counted(self.points, 'chunk')} ({measured}){rest}."
+        return f"HNSW index over {self.indexed:,} of {self._over()} ({measured}){rest}."
 
 
 def state(client: Any, name: str, min_points: int = MIN_POINTS) -> IndexState:
