@@ -10,11 +10,12 @@ The table (or one JSON object with --json) goes to stdout, progress and notes to
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 
 from rag import chunking
-from rag.chunking import DEFAULT_CHUNK_HEADERS
+from rag.chunking import DEFAULT_CHILD_SIZE, DEFAULT_CHUNK_HEADERS
 from rag.cli.chunk import common
 from rag.cli.eval_options import headers_option, modes_option, sizes_option
 from rag.cli.evaluate import add_common, cache_of, print_funnel, with_interval
@@ -93,7 +94,8 @@ class SweepReporter:
 
 def run_sweep_command(args: argparse.Namespace) -> int:
     report = common.output_file(args.html) if args.html else None  # checked before the sweep, not after it
-    configs, skipped = parse_grid(args.chunk_size, args.overlap, args.strategy, args.chunk_headers, args.child_size)
+    configs, skipped = parse_grid(args.chunk_size, args.overlap, args.strategy, args.chunk_headers,
+                                  args.child_size or [DEFAULT_CHILD_SIZE])
     for note in skipped:
         common.progress(f"note: {note}")
     if bool(args.documents) == bool(args.collection):
@@ -101,6 +103,8 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     files = [SourceFile(p.name, common.read_file(str(p))) for p in document_paths(args.documents)]  # all or none
     queries = load_query_set(common.read_file(args.queries), args.queries)
     store = store_of(args)
+    if args.child_size is None and args.collection:  # swept at its own child size, as the Evaluate page does
+        configs = [dataclasses.replace(c, child_size=store.child_size(args.collection)) for c in configs]
     cache, reranker = cache_of(args, store), reranker_of(args)
     documents = collection_documents(store, args.collection, cache) if args.collection else load_documents(files)
     embedders = [get_embedder(spec) for spec in embedder_specs(args.embedder)]

@@ -71,3 +71,8 @@ def test_a_new_collection_gets_children_of_128_tokens_unless_told_0(tmp_path: Pa
     swept = json.loads(rag(store, "sweep", str(guide), "--queries", str(setup(tmp_path)[2]), "--embedder", "fake",
                            "--chunk-size", "200", "--overlap", "0", "--json", "--no-cache").stdout)
     assert {r["child_size"] for r in swept["configs"]} == {128}  # one row per search mode
+    rag(store, "ingest", str(guide), "--embedder", "fake", "--collection", "own", "--child-size", "0",
+        "--chunk-size", "200", "--overlap", "0")
+    own = json.loads(rag(store, "sweep", "--collection", "own", "--queries", str(setup(tmp_path)[2]),
+                         "--embedder", "fake", "--chunk-size", "200", "--overlap", "0", "--json").stdout)
+    assert {(r["child_size"], r["collection"]) for r in own["configs"]} == {(0, "own")}  # searched as stored

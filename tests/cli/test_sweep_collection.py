@@ -27,7 +27,7 @@ def test_a_sweep_of_a_collection_at_its_own_settings_searches_it_with_rag_evals_
                          "--k", "1,5", "--json")
     assert code == 0, err
     swept = json.loads(out)
-    assert "note: Searched 'mine' as stored at its own settings (350/50)" in err
+    assert "note: Searched 'mine' as stored at its own settings (350/50 child 128)" in err
     assert [row["collection"] for row in swept["configs"]] == ["mine"]
     code, out, err = run(capsys, "--store", store, "eval", asked, "--collection", "mine", "--mode", "dense",
                          "--k", "1,5", "--json")

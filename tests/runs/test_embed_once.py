@@ -46,7 +46,7 @@ def test_a_one_configuration_evaluation_of_a_collection_embeds_only_the_question
     documents, queries = xquad
     store, embedder = folder_store(tmp_path), Counting()
     files = [SourceFile(d.title, d.text.encode()) for d in documents]
-    ingested = pipeline.ingest(files, "mine", ChunkSettings(350, 50), embedder, store=store)
+    ingested = pipeline.ingest(files, "mine", ChunkSettings(350, 50), embedder, store=store, child_size=0)
     assert len(embedder.documents) == sum(r.chunks for r in ingested)
     embedder.documents.clear()
     cache = EmbeddingCache(default_cache_dir(store))  # the Evaluate page's sweep over "A collection"

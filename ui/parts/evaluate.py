@@ -11,6 +11,7 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
+from rag.chunking import DEFAULT_CHILD_SIZE
 from rag.documents import Document, SourceFile
 from rag.embeddings import EmbeddingCache, default_cache_dir
 from rag.evaluation import (
@@ -179,7 +180,8 @@ def run(ws: Workspace, documents: Documents, queries: list[Query], sizes: str, o
     """Check the grid, then queue the sweep as a job of the app's process (ui.parts.live_jobs draws it): a click
     or a reload never stops it."""
     with errors.reported() as report:
-        children = ws.store.child_size(documents.collection) if documents.collection else 0  # a collection's own
+        # a collection is searched at its own child size; uploaded documents as Upload and `rag sweep` would cut them
+        children = ws.store.child_size(documents.collection) if documents.collection else DEFAULT_CHILD_SIZE
         configs, skipped = parse_grid(sizes, overlaps, strategy, child_sizes=[children])
         cuts = parse_ks(ks)
         searches = rerank_part.with_rerank(parse_modes(modes), rerank[0])

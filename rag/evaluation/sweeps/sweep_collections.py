@@ -74,8 +74,10 @@ def differs(store: Store, name: str, chunks: dict[str, list[Chunk]], config: Swe
         return f"'{name}' holds other documents than the {len(chunks)} of the sweep"
     held = sorted({(i.chunk_size, i.overlap, i.strategy) for i in infos})
     if held != [(config.chunk_size, config.overlap, config.strategy)]:
-        shown = ", ".join(f"{s}/{o}" + (f" {how}" if how != "structure" else "") for s, o, how in held)
-        return f"'{name}' is chunked {shown}, not {config.short}"
+        def shape(size: int, overlap: int, how: str) -> str:
+            return f"{size}/{overlap}" + (f" {how}" if how != "structure" else "")
+        shown = ", ".join(shape(*held_shape) for held_shape in held)
+        return f"'{name}' is chunked {shown}, not {shape(config.chunk_size, config.overlap, config.strategy)}"
     models = sorted({str(i.embedder) for i in infos})
     if models != [embedder.model_id]:
         return f"'{name}' is embedded by {', '.join(models)}, not {embedder.model_id}"
