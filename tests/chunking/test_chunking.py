@@ -256,7 +256,7 @@ def test_pages_of_chunks_span_page_breaks():
     assert any(c.page_start == 1 and c.page_end == 2 for c in chunks)
 
 
-# Real documents from ../shared/data
+# Real documents from tests/data
 
 
 @pytest.mark.parametrize("chunk_size,overlap", [(600, 80), (200, 50), (50, 0)])
