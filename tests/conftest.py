@@ -29,7 +29,7 @@ from rag.store.open import open_store
 from tests.servers import Loopback, Reply
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED_DATA = Path(os.environ.get("RAG_SHARED_DATA", ROOT.parent / "shared" / "data"))
+DATA = ROOT / "tests" / "data"  # the real documents the tests read, with their origins and licences (README.md)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -37,10 +37,8 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
-    """Return ../shared/data (real PDFs, Markdown, XQuAD); skip loudly where it is missing."""
-    if not SHARED_DATA.is_dir():
-        pytest.skip(f"shared test material not found at {SHARED_DATA} (set RAG_SHARED_DATA)")
-    return SHARED_DATA
+    """Return tests/data, the real test material every test shares (PDFs, Markdown, XQuAD-de)."""
+    return DATA
 
 
 def read_shared(shared: Path, relative: str) -> bytes:

@@ -1,6 +1,6 @@
 """Markdown chunks without markup, cut between table rows, and a table's header before a chunk that continues it
 (issue 34, item 7): an OpenAPI-shaped document, the real ASVS tables, the OpenAPI spec when it is in
-../shared/data/markdown, generated tables (Hypothesis), and what the embedder and the LLM context receive."""
+tests/data/markdown, generated tables (Hypothesis), and what the embedder and the LLM context receive."""
 
 from __future__ import annotations
 

@@ -19,28 +19,36 @@ PDF = "pdfs/hausarbeit-jura.pdf"
 JOB_TIMEOUT = 300
 
 
+_waiting = {"for_jobs": True}  # False in a test marked live_jobs
+
+
 @pytest.fixture(autouse=True)
-def jobs_end_before_the_page_is_read(monkeypatch, request):
-    """After a script run that queued a job (an ingest or a sweep), wait for it (it runs in ui.jobs' worker thread,
-    as in the app) and run the page once more, the way the page's live progress would redraw it. A test marked
-    live_jobs sees the jobs as they run."""
-    if request.node.get_closest_marker("live_jobs"):
-        return
-    original = AppTest._run
+def jobs_end_before_the_page_is_read(request):
+    """settled() waits for the jobs a script run queued; a test marked live_jobs sees them as they run (there,
+    settled() only runs the page)."""
+    _waiting["for_jobs"] = not request.node.get_closest_marker("live_jobs")
+    yield
+    _waiting["for_jobs"] = True
 
-    def newest() -> int:
-        return max((job.id for job in jobs.jobs_queue().jobs(kind=None)), default=0)
 
-    def run(self, widget_state=None, timeout=None):
-        before = newest()
-        result = original(self, widget_state, timeout)
-        queue = jobs.jobs_queue()
-        if newest() != before or not queue.wait_idle(0):  # this run queued a job (it may have ended already)
-            assert queue.wait_idle(JOB_TIMEOUT), "a job did not end"
-            result = AppTest.run(self)  # fresh widget states: a clicked button is not clicked again
-        return result
+def newest_job() -> int:
+    return max((job.id for job in jobs.jobs_queue().jobs(kind=None)), default=0)
 
-    monkeypatch.setattr(AppTest, "_run", run)
+
+def settled(page) -> AppTest:
+    """Run page (an AppTest, or one of its widgets after a click or a new value) and return the AppTest; when that run
+    queued a job (an ingest, a sweep, an index build) or one still runs, wait for the jobs to end (they run in
+    ui.jobs' worker thread, as in the app) and run the page once more, the way its live progress redraws it."""
+    before = newest_job()
+    at = page.run()
+    if not _waiting["for_jobs"]:
+        return at
+    queue = jobs.jobs_queue()
+    while newest_job() != before or not queue.wait_idle(0):  # this run queued a job (it may have ended already)
+        assert queue.wait_idle(JOB_TIMEOUT), "a job did not end"
+        before = newest_job()
+        at = at.run()  # fresh widget states: a clicked button is not clicked again
+    return at
 
 
 class Gate:
@@ -145,7 +153,7 @@ def button(at: AppTest, label: str):
 def upload(at: AppTest, shared: Path, *names: str) -> AppTest:
     at.file_uploader[0].set_value([(Path(n).name, (shared / n).read_bytes(), "application/pdf") for n in names])
     at.run()
-    button(at, "Ingest").click().run()
+    settled(button(at, "Ingest").click())
     assert not at.exception, at.exception
     return at
 

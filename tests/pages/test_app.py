@@ -12,7 +12,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from rag.chunking.chunker import DEFAULT_CHUNK_SIZE, DEFAULT_OVERLAP
-from tests.pages.conftest import APP, PDF, ROOT, button, plain, results, search, start, texts, upload
+from tests.pages.conftest import APP, PDF, ROOT, button, plain, results, search, settled, start, texts, upload
 from tests.pages.conftest import table as keyed_table
 from ui import nav
 
@@ -69,10 +69,10 @@ def test_an_encrypted_pdf_asks_for_its_password_and_retries(app_env, shared_data
     form_input = at.main.text_input[-1]
     assert "Password for encrypted-file.pdf" in plain(form_input.label)
     form_input.set_value("wrong")
-    button(at, "Open and ingest").click().run()
+    settled(button(at, "Open and ingest").click())
     assert "The password for 'encrypted-file.pdf' is wrong" in texts(at.warning)
     at.main.text_input[-1].set_value("test")
-    button(at, "Open and ingest").click().run()
+    settled(button(at, "Open and ingest").click())
     assert not at.exception
     assert results(at)["encrypted-file.pdf"]["status"] == "ingested"
     assert not [b for b in at.button if plain(b.label) == "Open and ingest"]
@@ -86,7 +86,7 @@ def test_the_sample_button_loads_a_folder_and_skips_license_files(app_env, share
     (samples / "notiz.txt").write_text("Kündigungsfristen im Mietrecht betragen drei Monate.", encoding="utf-8")
     (samples / "LICENSE.md").write_text("license text")
     at = start()
-    button(at, "Load the 3 sample documents").click().run()
+    settled(button(at, "Load the 3 sample documents").click())
     assert not at.exception
     rows = results(at)
     assert set(rows) == {"hausarbeit-jura.pdf", "invalid.pdf", "notiz.txt"}
@@ -162,7 +162,7 @@ def test_chunks_page_escapes_document_text(app_env):
     folder.mkdir()
     (folder / "evil.md").write_text("# Titel\n<script>alert(1)</script> **fett** [link](http://x)\n", encoding="utf-8")
     at = start()
-    button(at, "Load the 1 sample documents").click().run()
+    settled(button(at, "Load the 1 sample documents").click())
     at.switch_page(nav.CHUNKS.path).run()
     html = "".join(h.proto.body for h in at.get("html"))
     assert "<script>alert" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
@@ -335,7 +335,7 @@ def test_tuned_settings_are_applied_as_a_job_and_the_unread_part_is_struck_throu
     assert boundaries[1].count('class="rl-badge"') > boundaries[0].count('class="rl-badge"')
     at.radio(key="apply_target").set_value("a new collection").run()
     assert at.text_input(key="apply_collection").value == "documents-200"
-    at.button(key="apply_run").click().run()  # queued as a job; the page tests wait for it
+    settled(at.button(key="apply_run").click())  # queued as a job; the page tests wait for it
     assert not at.exception, at.exception
     store = open_store(path=str(app_env / "qdrant"))
     [document] = store.documents("documents-200")

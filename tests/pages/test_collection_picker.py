@@ -13,7 +13,7 @@ from rag.chunking import ChunkSettings
 from rag.documents import SourceFile
 from rag.embeddings import get_embedder
 from rag.store.open import open_store
-from tests.pages.conftest import PDF, button, plain, select, start, table, texts, upload
+from tests.pages.conftest import PDF, button, plain, select, settled, start, table, texts, upload
 from tests.pages.test_jobs import Gated
 from ui import jobs, nav, resources
 from ui.sidebar import NEW
@@ -35,7 +35,7 @@ def ingest(at, names: dict[str, str], into: str | None = None):
         at.text_input(key="upload_new_target").set_value(into).run()
     at.file_uploader[0].set_value([(name, text.encode(), "text/markdown") for name, text in names.items()])
     at.run()
-    button(at, "Ingest").click().run()
+    settled(button(at, "Ingest").click())
     assert not at.exception, at.exception
     return at
 

@@ -18,7 +18,7 @@ from rag.evaluation.metrics.paired import format_p
 from rag.evaluation.querysets.queries import load_query_set
 from rag.evaluation.sweeps.sweep import evaluate_collection
 from rag.store.open import open_store
-from tests.pages.conftest import JOB_TIMEOUT, PDF, button, plain, select, start, texts, until, upload
+from tests.pages.conftest import JOB_TIMEOUT, PDF, button, plain, select, settled, start, texts, until, upload
 from ui import jobs, nav
 from ui.jobs.compare import CompareJob
 from ui.render import md
@@ -121,7 +121,7 @@ def test_a_query_set_shows_metric_deltas_and_per_query_changes(app_env, shared_d
     data = "\n".join(json.dumps(q, ensure_ascii=False) for q in QUERY_SET).encode("utf-8")
     at.file_uploader(key="compare_query_file").set_value([("fragen.jsonl", data, "application/jsonl")]).run()
     at.text_input(key="compare_ks").set_value("1,5")
-    button(at, "Compare").click().run()
+    settled(button(at, "Compare").click())
     assert not at.exception, at.exception
     store, embedder, queries = store_of(at), get_embedder("fake"), load_query_set(data, "fragen.jsonl")
     expected = compare_evaluations(
@@ -207,7 +207,7 @@ def test_a_squad_file_is_a_query_set_too(app_env, shared_data):
     at = compare_page(start())
     at.button_group(key="compare_source").set_value("query set").run()
     at.file_uploader(key="compare_query_file").set_value([("xquad-1.json", small, "application/json")]).run()
-    button(at, "Compare").click().run()
+    settled(button(at, "Compare").click())
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert len(at.dataframe[1].value) <= len(squad_queries(small, "xquad-1.json"))
     assert "hit@1" in list(at.dataframe[0].value["metric"])

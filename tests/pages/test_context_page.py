@@ -10,7 +10,7 @@ import pytest
 from rag.cli import main
 from rag.context import NO_SENTENCE
 from rag.settings import DEFAULT_COLLECTION
-from tests.pages.conftest import PDF, button, plain, search, start, texts, upload
+from tests.pages.conftest import PDF, button, plain, search, settled, start, texts, upload
 from ui import nav
 
 BUDGET = 400  # the second block's budget holds its number "1.1.N." and not one sentence
@@ -102,7 +102,7 @@ def test_a_cut_that_keeps_no_sentence_is_dropped_on_the_page_as_in_the_cli(app_e
     at.number_input(key="upload_overlap").set_value(0)
     at.file_uploader[0].set_value([("regeln.txt", numbered_rules(), "text/plain")])
     at.run()
-    button(at, "Ingest").click().run()
+    settled(button(at, "Ingest").click())
     at.switch_page(nav.SEARCH.path).run()
     search(at, "Regel Frist", top_k=6)
     at.switch_page(nav.CONTEXT.path).run()

@@ -14,6 +14,7 @@ from rag.chunking.chunker import ChunkSettings
 from rag.embeddings import get_embedder
 from rag.evaluation.querysets.squad import import_squad
 from rag.store.open import open_store
+from tests.pages.conftest import settled
 from tests.pages.test_evaluate_page import evaluate_page, plain, set_grid
 from ui import nav
 
@@ -77,7 +78,7 @@ def test_the_query_set_and_the_collection_come_back_after_the_sidebar(env):
     at.run()
     assert f"{EARLIER}: queries.jsonl on the collection 'xquad'." in " ".join(warnings(at)), warnings(at)
     next(b for b in at.button if b.label == "Run the sweep").click()
-    at.run()
+    settled(at)
     assert not [w for w in warnings(at) if EARLIER in w]
 
 
@@ -101,6 +102,6 @@ def test_uploaded_documents_come_back_after_the_sidebar(env):
     assert at.query_params["documents"] == kept and at.query_params["query_set"] == "queries.jsonl"
     assert not [w for w in warnings(at) if EARLIER in w], warnings(at)
     next(b for b in at.button if b.label == "Run the sweep").click()
-    at.run()
+    settled(at)
     assert not at.error and sorted(at.session_state["evaluate_result"].documents) == sorted(
         d.filename for d in documents)

@@ -15,7 +15,7 @@ from rag.chunking.chunker import ChunkSettings
 from rag.embeddings import get_embedder
 from rag.evaluation.querysets.squad import import_squad
 from rag.store.open import open_store
-from tests.pages.conftest import select, until
+from tests.pages.conftest import select, settled, until
 from ui import jobs, nav
 from ui.jobs.sweep import SweepJob
 from ui.state import result_key
@@ -50,7 +50,7 @@ def set_grid(at: AppTest, sizes: str, overlaps: str, ks: str, modes: list[str] |
     at.text_input(key="evaluate_overlaps").set_value(overlaps)
     at.text_input(key="evaluate_ks").set_value(ks)
     next(b for b in at.button if b.label == "Run the sweep").click()
-    at.run()
+    settled(at)
     assert not at.exception, at.exception
 
 

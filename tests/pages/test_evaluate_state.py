@@ -13,7 +13,7 @@ from rag.chunking.chunker import ChunkSettings
 from rag.embeddings import get_embedder
 from rag.evaluation.querysets.squad import import_squad
 from rag.store.open import open_store
-from tests.pages.conftest import ROOT, plain
+from tests.pages.conftest import ROOT, plain, settled
 from tests.pages.test_evaluate_page import (
     evaluate_page,
     newest_sweep,
@@ -128,7 +128,7 @@ def test_a_reload_keeps_the_uploaded_query_set_and_the_grid(env):
     assert fresh.multiselect(key="evaluate_modes").value == ["dense", "sparse"]
     assert any("Using mein_Satz.jsonl as uploaded earlier" in plain(c.value) for c in fresh.caption)
     next(b for b in fresh.button if b.label == "Run the sweep").click()
-    fresh.run()
+    settled(fresh)
     assert not fresh.exception and not fresh.error, fresh.exception or [e.value for e in fresh.error]
     assert not [i for i in fresh.info if plain(i.value).startswith("Choose a query set")]
     table = fresh.dataframe[0].value
@@ -233,7 +233,7 @@ def test_a_reload_keeps_the_uploaded_documents_and_each_can_be_removed(env):
     shown = [t.value for t in fresh.text]
     assert [s.split(" · ")[0] for s in shown if s.endswith((" KB", " bytes"))] == [*titles, "Notiz über Köln.txt"]
     next(b for b in fresh.button if b.label == "Run the sweep").click()
-    fresh.run()
+    settled(fresh)
     assert not fresh.exception and not fresh.error, fresh.exception or [e.value for e in fresh.error]
     assert not [i for i in fresh.info if plain(i.value).startswith("Choose a query set")]
     result = fresh.session_state["evaluate_result"]
@@ -244,7 +244,7 @@ def test_a_reload_keeps_the_uploaded_documents_and_each_can_be_removed(env):
     assert any("Using 2 documents as uploaded earlier" in plain(c.value) for c in fresh.caption)
     assert not (kept / "Notiz__ber_K_ln.txt").exists()
     next(b for b in fresh.button if b.label == "Run the sweep").click()
-    fresh.run()
+    settled(fresh)
     assert sorted(fresh.session_state["evaluate_result"].documents) == sorted(titles)
     for title in titles:
         fresh.button(key=f"evaluate_forget_{title.replace(' ', '_')}").click()

@@ -13,7 +13,7 @@ from rag.chunking.chunker import ChunkSettings
 from rag.embeddings import get_embedder
 from rag.evaluation.querysets.squad import import_squad
 from rag.store.open import open_store
-from tests.pages.conftest import plain
+from tests.pages.conftest import plain, settled
 from tests.pages.test_evaluate_page import evaluate_page, sample_articles, set_grid
 from ui.state import result_key
 
@@ -102,7 +102,7 @@ def test_use_this_configuration_aims_at_the_measured_collection_and_another_need
                      f"collection the sweep measured) and make {result.best().mode.label} search its default")
     sure.check().run()
     assert not at.button(key="apply_configuration").disabled
-    at.button(key="apply_configuration").click().run()  # the explicit choice is honoured
+    settled(at.button(key="apply_configuration").click())  # the explicit choice is honoured
     assert not at.error, [e.value for e in at.error]
     store = open_store(path=str(env / "qdrant"))
     assert store.collection_setting("handbuecher", "run") is not None

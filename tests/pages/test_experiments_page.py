@@ -16,6 +16,7 @@ from rag.evaluation.querysets.squad import import_squad, write_import
 from rag.runs.compare import compare_runs
 from rag.runs.db import RunLog
 from rag.store.open import open_store
+from tests.pages.conftest import settled
 from tests.pages.test_evaluate_page import sample_articles, set_grid
 from ui import nav
 from ui.state import result_key
@@ -61,7 +62,7 @@ def test_a_sweep_is_kept_and_a_chosen_row_becomes_the_collections_configuration(
         at.selectbox(key=result_key("apply_row", result)).set_value(row.label)
         at.text_input(key=result_key("apply_collection", result)).set_value(name).run()  # a new one: no confirmation
         at.button(key="apply_configuration").click()
-        at.run()
+        settled(at)
         assert not at.exception and not at.error, [e.value for e in at.error]
         assert f"re-chunked into '{name}'" in text(at) and "chosen by run 1" in text(at)
         store = open_store(path=str(env / "qdrant"))
@@ -139,7 +140,7 @@ def test_a_sweep_whose_run_cannot_be_kept_still_shows_its_result(env):
     at.text_input(key="evaluate_sizes").set_value("150")
     at.text_input(key="evaluate_overlaps").set_value("0")
     next(b for b in at.button if b.label == "Run the sweep").click()
-    at.run()
+    settled(at)
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert plain_first(at.success).startswith("Best by mrr@10")  # the result is there
     (warning,) = [w.value.replace("\\", "") for w in at.warning if "not kept" in w.value.replace("\\", "")]

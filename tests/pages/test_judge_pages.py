@@ -8,7 +8,7 @@ import json
 import pytest
 
 from rag.evaluation.judges.judging import query_set_path, read_query_file
-from tests.pages.conftest import PDF, plain, search, start, upload
+from tests.pages.conftest import PDF, plain, search, settled, start, upload
 from ui import nav
 
 QUERY = "Welche Schriftgröße verwendet die Klasse?"
@@ -64,7 +64,7 @@ def test_the_evaluate_page_shows_holes_beside_mrr_and_judges_a_rows_unjudged_hit
     at.text_input(key="evaluate_sizes").set_value("200")
     at.text_input(key="evaluate_overlaps").set_value("0")
     at.text_input(key="evaluate_ks").set_value("1,10")
-    button(at, "Run the sweep").click().run()
+    settled(button(at, "Run the sweep").click())
     assert not at.exception and not at.error, [e.value for e in at.error]
     frame = at.dataframe[0].value
     columns = list(frame.columns)
@@ -143,7 +143,7 @@ def test_search_and_evaluate_judge_into_one_file_of_the_collection(app_env, monk
     save_judgments(older, "Wie viele Zeichen braucht ein Administratorkonto?",
                    [Judgment("passwortrichtlinie.md", 0, 40, 1)])
     at = start()
-    button(at, "Load the 4 sample documents").click().run()
+    settled(button(at, "Load the 4 sample documents").click())
     search(at.switch_page(nav.SEARCH.path).run(), first)
     at.session_state["judge_hits"] = True
     at.run()
@@ -154,7 +154,7 @@ def test_search_and_evaluate_judge_into_one_file_of_the_collection(app_env, monk
     at.text_input(key="evaluate_sizes").set_value("350")  # the collection's own: searched as stored
     at.text_input(key="evaluate_overlaps").set_value("50")
     at.text_input(key="evaluate_ks").set_value("10")
-    button(at, "Run the sweep").click().run()
+    settled(button(at, "Run the sweep").click())
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert "Judgments go into documents.jsonl under the data root (the collection 'documents's file, as on Search)" in \
         " ".join(plain(c.value) for c in at.caption)

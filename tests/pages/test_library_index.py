@@ -9,7 +9,7 @@ import pytest
 
 from rag.store.open import open_store
 from tests.conftest import run
-from tests.pages.conftest import PDF, button, plain, start, texts, upload
+from tests.pages.conftest import PDF, button, plain, settled, start, texts, upload
 from ui import jobs, nav
 
 
@@ -57,7 +57,7 @@ def test_a_small_collection_says_from_which_size_it_is_indexed(app_env, shared_d
     at.switch_page(nav.LIBRARY.path).run()
     caption = index_caption(at)
     assert caption.startswith("Index: Exact search over") and "an HNSW index is built from 50,000 points on" in caption
-    button(at, "Build the index now").click().run()
+    settled(button(at, "Build the index now").click())
     assert not at.exception, at.exception
     assert "HNSW index over" in index_caption(at)
 
@@ -78,5 +78,5 @@ def test_a_failed_build_is_shown_and_not_queued_again_on_every_visit(app_env, sh
     at.run()
     assert [j.status for j in builds()] == ["failed"]  # due, but the Library does not retry by itself
     assert "Building the index failed" in plain(texts(at.error))
-    button(at, "Build the index now").click().run()
+    settled(button(at, "Build the index now").click())
     assert [j.status for j in builds()] == ["failed", "failed"]  # the button does

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rag.store.open import open_store
-from tests.pages.conftest import button, plain, results, select, start, texts, upload
+from tests.pages.conftest import button, plain, results, select, settled, start, texts, upload
 from ui import nav
 
 POLICY_V1 = "# Richtlinie\n\nPasswörter müssen zwölf Zeichen lang sein.\n"
@@ -17,7 +17,7 @@ def upload_text(at, name: str, text: str, keep: bool | None = None):
     at.run()
     if keep is not None:
         at.checkbox(key="keep_versions").set_value(keep).run()
-    button(at, "Ingest").click().run()
+    settled(button(at, "Ingest").click())
     assert not at.exception, at.exception
     return at
 
@@ -28,7 +28,7 @@ def test_upload_says_a_file_replaces_its_old_version_before_it_happens(app_env):
     at.run()
     assert "'policy.md' (1 chunk) is already in 'documents': ingesting replaces the old version" in plain(
         texts(at.warning))
-    button(at, "Ingest").click().run()
+    settled(button(at, "Ingest").click())
     assert results(at)["policy.md"]["status"] == "ingested"
     store = open_store(path=str(app_env / "qdrant"))
     (document,) = store.documents("documents")
@@ -106,7 +106,7 @@ def test_an_upload_over_the_limit_is_refused_by_its_size(app_env, monkeypatch):
     at.file_uploader[0].set_value([("gross.md", b"Wort " * 1000, "text/markdown"),
                                    ("klein.md", b"# Klein\n\nText.", "text/markdown")])
     at.run()
-    button(at, "Ingest").click().run()
+    settled(button(at, "Ingest").click())
     rows = results(at)
     assert rows["gross.md"]["status"] == "failed" and "; the limit is" in rows["gross.md"]["message"]
     assert rows["klein.md"]["status"] == "ingested"

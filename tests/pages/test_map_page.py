@@ -14,7 +14,7 @@ from rag.chunking.chunker import ChunkSettings
 from rag.embeddings import get_embedder
 from rag.reports.embedding_map import available_methods
 from rag.store.open import open_store
-from tests.pages.conftest import PDF, button, plain, search, start, texts, upload
+from tests.pages.conftest import PDF, button, plain, search, settled, start, texts, upload
 from ui import nav
 from ui.parts import embedding_map as map_parts
 
@@ -106,7 +106,7 @@ def test_clicking_a_point_shows_the_chunk_as_text(app_env):
     (folder / "evil.md").write_text("# Titel <b>x</b>\n<script>alert(1)</script> **fett** [link](http://x)\n",
                                     encoding="utf-8")
     at = start()
-    button(at, "Load the 1 sample documents").click().run()
+    settled(button(at, "Load the 1 sample documents").click())
     at = map_page(at)
     row = points(at).iloc[0]
     # chart data: Vega shows it as text (Markdown is read without inline tags, rag.documents.markdown; the script
@@ -138,7 +138,7 @@ def test_the_map_marks_hits_as_search_finds_them_splits_a_one_title_file_and_fit
     at = start()
     at.file_uploader[0].set_value([(long_name, f"# Betriebshandbuch\n\n{sections}".encode(), "text/markdown")])
     at.run()
-    button(at, "Ingest").click().run()
+    settled(button(at, "Ingest").click())
     at = map_page(at)
     assert not at.exception, at.exception
     assert at.selectbox(key="map_mode").value == "hybrid-convex"  # Search's default for this collection, not Dense

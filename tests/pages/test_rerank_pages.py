@@ -11,7 +11,7 @@ from rag.evaluation.sweeps.rerank_effect import effect_note, effect_words
 from rag.reports.evaluation_html import sweep_report
 from rag.store.open import open_store
 from tests.conftest import run
-from tests.pages.conftest import PDF, button, plain, search, start, upload
+from tests.pages.conftest import PDF, button, plain, search, settled, start, upload
 from tests.rerank.stand_in import RerankServer, overlap
 from ui import nav
 
@@ -84,7 +84,7 @@ def test_a_sweep_with_a_reranker_runs_each_mode_off_and_on_and_says_whether_it_h
     at.text_input(key="evaluate_ks").set_value("1,5")
     at.text_input(key="rerank_spec").set_value(f"tei:{server.url}")
     at.number_input(key="rerank_depth").set_value(20)
-    button(at, "Run the sweep").click().run()
+    settled(button(at, "Run the sweep").click())
     assert not at.exception and not at.error, [e.value for e in at.error]
     result = at.session_state["evaluate_result"]
     assert result.modes == ["dense", "dense+rerank"] and result.rerank["depth"] == 20

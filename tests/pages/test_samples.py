@@ -12,7 +12,7 @@ from rag.documents import samples
 from rag.evaluation.querysets.queries import load_query_set
 from rag.evaluation.sweeps.sweep import load_documents, prepare_queries
 from tests.documents.sample_pdf import PATH, sample_pdf_bytes
-from tests.pages.conftest import ROOT, button, plain, results, start, texts
+from tests.pages.conftest import ROOT, button, plain, results, settled, start, texts
 from ui import nav
 
 
@@ -22,7 +22,7 @@ def test_a_fresh_clone_loads_the_bundled_samples_and_evaluates_them(app_env, mon
     at = start()
     assert "4 sample files in" in texts(at.caption) and "rag/samples" in texts(at.caption)
     button(at, "Load the 4 sample documents").click()
-    at.run()
+    settled(at)
     assert not at.exception, at.exception
     rows = results(at)
     assert sorted(rows) == ["datensicherung.txt", "incident-response.pdf", "passwortrichtlinie.md",
@@ -36,7 +36,7 @@ def test_a_fresh_clone_loads_the_bundled_samples_and_evaluates_them(app_env, mon
     at.text_input(key="evaluate_sizes").set_value("350")
     at.text_input(key="evaluate_overlaps").set_value("50")
     next(b for b in at.button if b.label == "Run the sweep").click()
-    at.run()
+    settled(at)
     assert not at.exception, at.exception
     assert not at.error, [e.value for e in at.error]  # the spans hold: no "answer span(s) do not point"
     assert at.dataframe[0].value["chunk_size"].tolist() == [350]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from streamlit.testing.v1 import AppTest
 
-from tests.pages.conftest import APP, PDF, search, start, upload
+from tests.pages.conftest import APP, PDF, search, settled, start, upload
 from ui import nav
 
 QUERY = "Wo stehen die Seitenzahlen?"
@@ -74,7 +74,7 @@ def test_a_reload_with_the_controls_in_the_url_gives_each_widget_one_value(app_e
     at = start()
     at.file_uploader[0].set_value([("one.md", b"Eine Zeile Text", "text/markdown")])
     at.run()
-    next(b for b in at.button if b.label.startswith("Ingest")).click().run()
+    settled(next(b for b in at.button if b.label.startswith("Ingest")).click())
     said: list[str] = []
     handler = logging.Handler()
     handler.emit = lambda record: said.append(record.getMessage())

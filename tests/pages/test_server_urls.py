@@ -8,7 +8,7 @@ import socket
 import pytest
 
 from rag.http import RetryPolicy
-from tests.pages.conftest import button, start, texts
+from tests.pages.conftest import button, settled, start, texts
 from tests.test_url_rule import recorder
 
 PASSWORD = "pw-s3cret-4711"
@@ -32,7 +32,7 @@ def test_a_visitor_never_sees_the_password_of_an_embedding_server(down_url, monk
     text = "Die Kündigungsfrist beträgt drei Monate zum Quartalsende.".encode()
     at.file_uploader[0].set_value([("vertrag.txt", text, "text/plain")])
     at.run()
-    button(at, "Ingest").click().run()
+    settled(button(at, "Ingest").click())
     assert not at.exception, at.exception
     port = down_url.rsplit(":", 1)[1]
     assert f"127.0.0.1:{port}" in texts(at.error)  # the error is there, and names the server

@@ -9,6 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from rag.documents.loader import load_document
+from tests.pages.conftest import settled
 from ui import nav
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -77,7 +78,7 @@ def test_make_a_set_see_it_download_it_and_sweep_with_it(env, shared_data):
     at.text_input(key="evaluate_sizes").set_value("200")
     at.text_input(key="evaluate_overlaps").set_value("0")
     at.text_input(key="evaluate_ks").set_value("1,5")
-    button(at, "Run the sweep").click().run()
+    settled(button(at, "Run the sweep").click())
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert plain(at.success[0].value).startswith("Best by")
     assert "8 queries on 1 documents" in " ".join(plain(c.value) for c in at.caption)

@@ -5,7 +5,7 @@ marked as repeated and as text, and "model tok." counts what is shown."""
 from __future__ import annotations
 
 from rag.embeddings.fake import FakeEmbedder
-from tests.pages.conftest import button, plain, search, select, start, table, texts
+from tests.pages.conftest import button, plain, search, select, settled, start, table, texts
 from ui import nav
 
 HEADER = "| Datentyp | Format | Beschreibung |\n|---|---|---|"
@@ -18,7 +18,7 @@ def _ingested(chunk_size: int = 200):
     at.number_input(key="upload_chunk_size").set_value(chunk_size).run()
     at.file_uploader[0].set_value([("formate.md", MARKDOWN, "text/markdown")])
     at.run()
-    button(at, "Ingest").click().run()
+    settled(button(at, "Ingest").click())
     assert not at.exception, at.exception
     return at
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.pages.conftest import button, plain, start, texts, until
+from tests.pages.conftest import button, plain, settled, start, texts, until
 from ui import resources, settings
 
 
@@ -21,7 +21,7 @@ def test_the_sample_documents_are_loaded_with_the_settings_the_page_shows(app_en
     at.number_input(key="upload_child_size").set_value(48).run()
     at.number_input(key="upload_chunk_size").set_value(300).run()
     said = texts(at.caption)
-    button(at, "Load the 4 sample documents").click().run()
+    settled(button(at, "Load the 4 sample documents").click())
     assert not at.exception, at.exception
     info = next(c for c in _store().collections() if c.name == "documents")
     assert info.child_size == 48
@@ -33,7 +33,7 @@ def test_an_existing_collection_says_what_it_keeps_and_what_the_new_files_get(ap
     monkeypatch.delenv("RAG_SAMPLE_DIR")
     at = start()
     at.number_input(key="upload_child_size").set_value(48).run()
-    button(at, "Load the 4 sample documents").click().run()
+    settled(button(at, "Load the 4 sample documents").click())
     assert not at.exception, at.exception
 
     kept = [e for e in at.expander if "keeps its own" in plain(e.label)]
@@ -48,7 +48,7 @@ def test_an_existing_collection_says_what_it_keeps_and_what_the_new_files_get(ap
     assert "these files will be chunked 300 / 50 / structure" in note
     at.file_uploader[0].set_value([("notes.md", b"# Notes\n\nEin kurzer Absatz zum Testen.\n", "text/markdown")])
     at.run()
-    button(at, "Ingest").click().run()
+    settled(button(at, "Ingest").click())
     assert not at.exception, at.exception
     stored = {d.title: d.chunk_size for d in _store().documents("documents")}
     assert stored["notes.md"] == 300 and stored["retrieval-basics.md"] == 350

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from tests.pages.conftest import button, plain, start, texts
+from tests.pages.conftest import button, plain, settled, start, texts
 from ui import nav
 
 
@@ -13,7 +13,7 @@ def one_chunk_document(at):
     """Ingest a document of one word: one chunk of one token."""
     at.file_uploader[0].set_value([("one.md", b"Example", "text/markdown")])
     at.run()
-    button(at, "Ingest").click().run()
+    settled(button(at, "Ingest").click())
     at.switch_page(nav.CHUNKS.path).run()
     assert not at.exception, at.exception
     return at
@@ -125,7 +125,7 @@ def test_a_file_opened_later_with_its_password_counts_in_the_older_summary(app_e
     labels = [plain(e.label) for e in at.expander]
     assert any(label.startswith("Done: 1 of 3 files stored in 'documents'") for label in labels), labels
     at.main.text_input[-1].set_value("test")
-    button(at, "Open and ingest").click().run()
+    settled(button(at, "Open and ingest").click())
     assert not at.exception, at.exception
     older = [e for e in at.expander if "of 3 files" in plain(e.label)]
     assert len(older) == 1, [plain(e.label) for e in at.expander]
@@ -141,7 +141,7 @@ def test_once_every_file_is_stored_the_older_job_loses_its_warning_mark(app_env,
 
     at = upload(start(), shared_data, "pdfs/crazyones.pdf", "pdfs/encrypted-file.pdf")
     at.main.text_input[-1].set_value("test")
-    button(at, "Open and ingest").click().run()
+    settled(button(at, "Open and ingest").click())
     (older,) = [e for e in at.expander if "of 2 files" in plain(e.label)]
     assert plain(older.label).startswith("Done: 2 of 2 files stored")
     assert older.proto.icon == ":material/check_circle:"

@@ -82,6 +82,7 @@ def test_convex_and_weighted_rrf_search_explain_their_scores(xquad):
     store, fake, queries = xquad
     query = queries[0].text
     convex_hits = pipeline.search(query, "x", 8, store=store, embedder=fake, fusion="convex:w=0.6")
+    assert convex_hits
     assert all(h.score_kind == "convex" and 0 <= h.score <= 1 for h in convex_hits)
     assert [h.score for h in convex_hits] == sorted((h.score for h in convex_hits), reverse=True)
     assert all(h.dense_rank is not None or h.sparse_rank is not None for h in convex_hits)
@@ -91,7 +92,7 @@ def test_convex_and_weighted_rrf_search_explain_their_scores(xquad):
     weighted = pipeline.search(query, "x", 8, store=store, embedder=fake, fusion="rrf:w=0.9")
     assert weighted and all(h.score_kind == "rrf" for h in weighted)
     above = pipeline.search(query, "x", 8, 0.5, store=store, embedder=fake, fusion="convex")
-    assert all(h.score >= 0.5 for h in above)
+    assert above and all(h.score >= 0.5 for h in above)
 
 
 @pytest.mark.slow
