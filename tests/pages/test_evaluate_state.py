@@ -283,8 +283,8 @@ def test_a_collection_at_its_own_settings_is_searched_as_stored_and_the_page_say
     result = at.session_state["evaluate_result"]
     assert {r.collection for r in result.results} == {"documents"}
     notes = [plain(c.value) for c in at.caption]
-    assert "Searched 'documents' as stored at its own settings (300/30 child 128): no collection built, no chunk embedded, " \
-           "only the questions." in notes
+    assert ("Searched 'documents' as stored at its own settings (300/30 child 128): no collection built, no chunk "
+            "embedded, only the questions.") in notes
     set_grid(at, "200", "0", "1,3", modes=["dense"])
     assert "Not searched as stored: 'documents' is chunked 300/30, not 200/0; the sweep built its own." in [
         plain(c.value) for c in at.caption]
