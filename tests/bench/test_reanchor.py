@@ -5,11 +5,7 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from bench import reanchor
-from bench.modes import english_input
-from rag.evaluation.sweeps.sweep import prepare_queries
 
 TEXT = "Intro. Ross Ihaka and\nRobert Gentleman wrote R. Later: Ross Ihaka and Robert Gentleman again. ⟨wd⟩ end"
 
@@ -37,11 +33,3 @@ def test_the_file_is_rewritten_with_only_its_moved_spans_changed(tmp_path, capsy
     lines = [json.loads(line) for line in queries.read_text().splitlines()]
     assert lines == [rows[0] | {"answer_start": TEXT.index("wrote R")}, rows[1], rows[2]]
     assert "3 spans" not in capsys.readouterr().out  # 2 spans: the line without one is not counted
-
-
-def test_the_english_query_set_points_at_todays_text():
-    """`python -m bench.modes --english` checks these spans first; 31 of 116 failed after the move to pdfium."""
-    if not reanchor.ENGLISH_DOCUMENTS.is_dir():
-        pytest.skip("the English documents are not fetched: bash bench/data/english/fetch.sh bench/out/english")
-    documents, queries = english_input()
-    assert len(prepare_queries(queries, documents)) == 116  # raises QuerySetError naming each span that is off

@@ -99,16 +99,6 @@ def test_real_asvs_tables_repeat_their_header(shared_data):
         assert any(c.table_header.startswith("| # | Beschreibung") for c in chunks)
 
 
-def test_the_openapi_spec_in_markdown(shared_data):
-    """The issue's document (53 of 275 chunks with anchors, 11 without their header, one cut row on main)."""
-    found = sorted((shared_data / "markdown").glob("*[Oo]pen[Aa][Pp][Ii]*.md"))
-    if not found:
-        pytest.skip(f"no OpenAPI spec in {shared_data / 'markdown'}")
-    for path in found:
-        document = load_document(path.read_bytes(), path.name)
-        assert_clean(document)
-
-
 @st.composite
 def markdown_tables(draw) -> Document:
     """A Markdown document of prose paragraphs and pipe tables (cells of words, code, links, anchors)."""
