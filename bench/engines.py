@@ -60,7 +60,6 @@ import numpy as np, torch
 from rag.chunking.chunker import chunk_document
 from rag.documents.loader import load_document
 from rag.embeddings import e5, e5_torch
-from rag.embeddings.e5_file import dequantize, read_model
 from rag.embeddings.e5_onnx import OnnxE5
 paths, count, rounds = sys.argv[1].split(os.pathsep), int(sys.argv[2]), int(sys.argv[3])
 texts = []
@@ -71,48 +70,10 @@ threads = e5.embed_threads()
 words = e5.tokenizer()
 today, int8 = e5_torch.TorchE5(threads, tokenizer=words), OnnxE5(threads, tokenizer=words)
 
-from transformers import XLMRobertaConfig, XLMRobertaModel
-model = read_model(vocabulary=False)
-s, t = model.shape, model.tensors
-config = XLMRobertaConfig(vocab_size=s.vocabulary, hidden_size=s.hidden, num_hidden_layers=s.layers,
-                          num_attention_heads=s.heads, intermediate_size=s.ffn, max_position_embeddings=s.positions + 2,
-                          layer_norm_eps=s.eps, type_vocab_size=1, pad_token_id=words.vocabulary.pad, hidden_act="gelu",
-                          attn_implementation="sdpa")
-raw = XLMRobertaModel(config, add_pooling_layer=False).eval()
-def f32(name):
-    value = t[name]
-    value = dequantize(value) if value.dtype.names else np.asarray(value, np.float32)
-    return torch.from_numpy(np.ascontiguousarray(value))
-with torch.no_grad():
-    emb = raw.embeddings
-    emb.word_embeddings.weight.copy_(f32("emb.word").view(s.vocabulary, -1))
-    emb.position_embeddings.weight[2:].copy_(f32("emb.pos").view(s.positions, -1))
-    emb.token_type_embeddings.weight.copy_(f32("emb.type").view(-1, s.hidden)[:1])
-    emb.LayerNorm.weight.copy_(f32("emb.ln.w")); emb.LayerNorm.bias.copy_(f32("emb.ln.b"))
-    for n, layer in enumerate(raw.encoder.layer):
-        a = layer.attention
-        for mine, theirs in (("q", a.self.query), ("k", a.self.key), ("v", a.self.value), ("ao", a.output.dense),
-                             ("fi", layer.intermediate.dense), ("fo", layer.output.dense)):
-            theirs.weight.copy_(f32(f"l{n}.{mine}.w")); theirs.bias.copy_(f32(f"l{n}.{mine}.b"))
-        a.output.LayerNorm.weight.copy_(f32(f"l{n}.aln.w")); a.output.LayerNorm.bias.copy_(f32(f"l{n}.aln.b"))
-        layer.output.LayerNorm.weight.copy_(f32(f"l{n}.oln.w")); layer.output.LayerNorm.bias.copy_(f32(f"l{n}.oln.b"))
-del model, t
-ids = [[words.bos, *words.content_ids(text, False)[:510], words.eos] for text in texts]
-def raw_encode(batch=8):
-    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-    out = np.zeros((len(ids), s.hidden), np.float32)
-    for start in range(0, len(order), batch):
-        rows = order[start:start + batch]
-        length = max(len(ids[i]) for i in rows)
-        x = torch.full((len(rows), length), words.vocabulary.pad, dtype=torch.long)
-        mask = torch.zeros((len(rows), length), dtype=torch.long)
-        for r, i in enumerate(rows):
-            x[r, :len(ids[i])] = torch.tensor(ids[i]); mask[r, :len(ids[i])] = 1
-        with torch.inference_mode():
-            hidden = raw(input_ids=x, attention_mask=mask).last_hidden_state
-        means = (hidden * mask[:, :, None]).sum(1) / mask.sum(1, keepdim=True)
-        out[rows] = torch.nn.functional.normalize(means, dim=1).numpy()
-    return out
+from bench.raw_e5 import RawE5
+raw = RawE5(words)
+ids = raw.ids(texts)
+raw_encode = lambda: raw.encode(ids)
 runs = {"raw torch fp32": raw_encode, "today (torch fp32)": lambda: today.encode(texts),
         "int8 (onnxruntime)": lambda: int8.encode(texts)}
 vectors = {name: run() for name, run in runs.items()}  # warm-up, and the vectors compared below

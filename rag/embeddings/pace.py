@@ -250,8 +250,8 @@ BATCH_SECONDS = 1.0  # each later call holds what the embedder did in this long:
 
 def embed_chunks(texts: list[str], embedder: Embedder, progress: Callable[[int], None] | None = None, *,
                  pace: Pace | None = None, index: int = 0, clock: Callable[[], float] = time.perf_counter,
-                 cache: EmbeddingCache | None = None) -> np.ndarray:
-    """Return the float32 vectors of texts (in their order), in calls of about BATCH_SECONDS each.
+                 cache: EmbeddingCache | None = None, seconds: float | None = None) -> np.ndarray:
+    """Return the float32 vectors of texts (in their order), in calls of about `seconds` each (BATCH_SECONDS).
 
     Texts go to the model longest first, so each call holds texts of similar length and little padding.
     The first call holds FIRST_BATCH texts, each later one what the embedder did in BATCH_SECONDS before
@@ -275,7 +275,8 @@ def embed_chunks(texts: list[str], embedder: Embedder, progress: Callable[[int],
             if cached[0]:
                 report(0)
 
-    paced = Paced(embedder, pace, index, threading.Event(), report, clock, first=FIRST_BATCH, seconds=BATCH_SECONDS)
+    paced = Paced(embedder, pace, index, threading.Event(), report, clock, first=FIRST_BATCH,
+                  seconds=BATCH_SECONDS if seconds is None else seconds)
     vectors = np.zeros((len(texts), embedder.dimension), dtype=np.float32)
     ordered = [texts[i] for i in order]
     vectors[order] = cache.embed(ordered, paced, counted) if cache is not None else paced.embed_documents(ordered)
