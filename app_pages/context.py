@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from rag.context import CHAT_MAX_TOKENS, DEFAULT_OVERFLOW, GENERATION_MAX_TOKENS, OVERFLOWS, build_context
+from rag.retrieval import CHAT_MAX_TOKENS, DEFAULT_OVERFLOW, GENERATION_MAX_TOKENS, OVERFLOWS, build_context
 from ui import nav, state, workspace
 from ui.parts import context as parts
 from ui.parts import rerank as rerank_part

@@ -45,7 +45,7 @@ from rag.embeddings.cache import EmbeddingCache  # noqa: E402
 from rag.evaluation.metrics.metrics import parse_ks  # noqa: E402
 from rag.evaluation.metrics.modes import parse_mode  # noqa: E402
 from rag.evaluation.sweeps.sweep import SweepConfig, run_sweep  # noqa: E402
-from rag.store.fusion import DEFAULT_FUSION  # noqa: E402
+from rag.retrieval.fusion import DEFAULT_FUSION  # noqa: E402
 from rag.store.open import open_store  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

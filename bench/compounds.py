@@ -25,8 +25,8 @@ from rag.chunking.chunker import chunk_document
 from rag.evaluation.metrics.metrics import covered_unit, query_metrics
 from rag.evaluation.querysets.squad import import_squad, sweep_input
 from rag.evaluation.sweeps.sweep import prepare_queries
+from rag.retrieval.records import Hit
 from rag.store import keywords
-from rag.store.records import Hit
 
 ROOT = Path(__file__).resolve().parents[1]
 

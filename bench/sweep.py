@@ -37,9 +37,9 @@ from rag.evaluation.metrics.metrics import parse_ks  # noqa: E402 (imported afte
 from rag.evaluation.metrics.modes import parse_modes  # noqa: E402 (imported after the offline switches above)
 from rag.evaluation.querysets.squad import import_squad, sweep_input  # noqa: E402 (imported after the offline switches above)
 from rag.evaluation.sweeps.sweep import SweepResult, grid, parse_sizes, run_sweep  # noqa: E402 (imported after the offline switches above)
+from rag.retrieval.fusion import DEFAULT_FUSION  # noqa: E402 (imported after the offline switches above)
 from rag.settings import load as settings  # noqa: E402 (imported after the offline switches above)
 from rag.store.edge import EdgeClient  # noqa: E402 (imported after the offline switches above)
-from rag.store.fusion import DEFAULT_FUSION  # noqa: E402 (imported after the offline switches above)
 from rag.store.open import open_store  # noqa: E402 (imported after the offline switches above)
 
 ROOT = Path(__file__).resolve().parents[1]

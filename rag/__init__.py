@@ -25,7 +25,7 @@ _EXPORTS = {
     "rag.embeddings": ("DEFAULT_EMBEDDER", "get_embedder"),
     "rag.embeddings.base": ("Embedder",),
     "rag.store": ("DEFAULT_COLLECTION", "CollectionInfo", "DocumentInfo", "Hit", "Store", "open_store"),
-    "rag.context": ("CHAT_MAX_TOKENS", "GENERATION_MAX_TOKENS", "Context", "build_context"),
+    "rag.retrieval.context": ("CHAT_MAX_TOKENS", "GENERATION_MAX_TOKENS", "Context", "build_context"),
     "rag.ingested": ("IngestResult", "Progress"),
     "rag.pipeline": ("embedder_for", "ingest", "reingest", "retrieve", "search"),
     "rag.generation.prompts": ("Prompt", "build_prompt"),
@@ -54,7 +54,6 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # what type checkers and editors see; at run time the names load on first use
     from rag.chunking import DEFAULT_CHUNK_SIZE, DEFAULT_OVERLAP, Chunk, ChunkSettings, chunk_document
-    from rag.context import CHAT_MAX_TOKENS, GENERATION_MAX_TOKENS, Context, build_context
     from rag.documents import Document, Heading, Page, SourceFile, load_document
     from rag.embeddings import DEFAULT_EMBEDDER, get_embedder
     from rag.embeddings.base import Embedder
@@ -73,4 +72,5 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time the names l
     from rag.ingested import IngestResult, Progress
     from rag.pipeline import embedder_for, ingest, reingest, retrieve, search
     from rag.rerank import get_reranker
+    from rag.retrieval.context import CHAT_MAX_TOKENS, GENERATION_MAX_TOKENS, Context, build_context
     from rag.store import DEFAULT_COLLECTION, CollectionInfo, DocumentInfo, Hit, Store, open_store

@@ -11,7 +11,6 @@ import numpy as np
 
 from rag import chunking
 from rag.chunking import ChunkSettings, children, headers
-from rag.context import CHAT_MAX_TOKENS, DEFAULT_OVERFLOW, Context, build_context
 from rag.documents.loader import SourceFile, expected_size, load_document
 from rag.documents.model import Document
 from rag.embeddings import get_embedder
@@ -29,14 +28,15 @@ from rag.errors import (
 from rag.ingested import IngestResult, Progress, ProgressCallback
 from rag.rerank import DEFAULT_DEPTH as DEFAULT_RERANK_DEPTH
 from rag.rerank import Reranker, check_depth, rerank
+from rag.retrieval.context import CHAT_MAX_TOKENS, DEFAULT_OVERFLOW, Context, build_context
+from rag.retrieval.fusion import DEFAULT_FUSION
+from rag.retrieval.records import Hit
+from rag.retrieval.search import check_mode
 from rag.settings import DEFAULT_COLLECTION
 from rag.store.archive import DocumentArchive
 from rag.store.client import Store
-from rag.store.fusion import DEFAULT_FUSION
 from rag.store.open import open_store
 from rag.store.rebuild import document_from_chunks
-from rag.store.records import Hit
-from rag.store.search import check_mode
 from rag.urls import redact_urls
 
 log = logging.getLogger(__name__)
@@ -323,13 +323,13 @@ def search(
     """Return the top_k chunks of collection for query, best first, each hit's scores explained.
 
     mode "dense" ranks by cosine similarity of the embeddings, "sparse" by BM25 keyword score (no
-    embedding needed), "hybrid" fuses both lists (fusion: a spec of rag.store.fusion). None means the
+    embedding needed), "hybrid" fuses both lists (fusion: a spec of rag.retrieval.fusion). None means the
     collection's default: its saved mode (rag.runs.apply), else hybrid when it has keyword vectors, else
     dense; hybrid with its saved fusion, else DEFAULT_FUSION. score_threshold applies to the mode's own
     score. Tables of contents are left out unless include_toc. store: default open_store(). query_vector: the
     query's embedding when the caller has it (as embedder.embed_query gives it), so changing top_k or the mode
     embeds nothing again. depth: how many candidates of each list hybrid search fuses (default
-    rag.store.search.candidate_limit(top_k)).
+    rag.retrieval.search.candidate_limit(top_k)).
     reranker: the first rerank_depth hits (the threshold applied to the mode's score) are reordered by it and
     the first top_k returned, scored on the reranker's scale (rag.rerank.rerank).
     """
@@ -390,7 +390,7 @@ def retrieve(
     rerank_depth: int = DEFAULT_RERANK_DEPTH,
 ) -> Context:
     """Return the context an LLM would receive for query: search (in mode, reranked when a reranker is given),
-    then build_context under max_tokens (overflow: what happens to a chunk that does not fit, rag.context)."""
+    then build_context under max_tokens (overflow: what happens to a chunk that does not fit, rag.retrieval.context)."""
     hits = search(query, collection, top_k, score_threshold, document_ids, store=store, embedder=embedder,
                   mode=mode, fusion=fusion, include_toc=include_toc, reranker=reranker, rerank_depth=rerank_depth)
     return build_context(hits, max_tokens=max_tokens, label=label, separator=separator, overflow=overflow)

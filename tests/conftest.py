@@ -169,8 +169,8 @@ def make_foreign(client: QdrantClient) -> None:
 
 def legacy_collection(store: Store, embedder, collection: str = "c") -> None:
     """Create collection as RAG Lab did before Qdrant's BM25: its metadata names the rag-lab-1 analyzer."""
+    from rag.retrieval.records import vector_name as name_of
     from rag.store.client import META_KEY
-    from rag.store.records import vector_name as name_of
 
     store._create_collection(collection, embedder, name_of(embedder.model_id))
     meta = store.client.get_collection(collection).config.metadata

@@ -4,13 +4,14 @@ order, and no page, command or job reaching past a stage's public face.
 The layer order (lower may not import higher; equal layers may import each other, cycles aside):
 
     base        rag.errors, rag.settings, rag.urls, rag.http, rag.words, rag.extras: no stage of their own
-    documents < chunking < embeddings < store < rerank, context < generation
+    documents < chunking < embeddings < retrieval < store < rerank < generation
+                (retrieval is below the store: Store mixes in its search and hands out its records)
     pipeline    rag.pipeline, rag.ingested, and `rag` itself (its names load lazily from the stages)
     evaluation < reports < runs
     top         rag.cli, rag.__main__, ui, app_pages, app.py
 
 Every `import` and `from ... import` counts, at module level or inside a function or `if TYPE_CHECKING:` (a type a
-module names is a dependency of it). `from rag.store import fusion` is an import of the module rag.store.fusion.
+module names is a dependency of it). `from rag.store import edge` is an import of the module rag.store.edge.
 The package `__init__` a submodule import runs on the way is not counted: it is the face, not a dependency.
 Packages are compared twice: rag's stages (rag.store, rag.evaluation, ...) and every subpackage ("room", e.g.
 rag.evaluation.sweeps against rag.evaluation.funnel), where a face importing its own rooms is no cycle.
@@ -30,8 +31,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("rag.documents",),
     ("rag.chunking",),
     ("rag.embeddings",),
+    ("rag.retrieval",),
     ("rag.store",),
-    ("rag.rerank", "rag.context"),
+    ("rag.rerank",),
     ("rag.generation",),
     ("rag.pipeline", "rag.ingested", "rag"),
     ("rag.evaluation",),
@@ -41,8 +43,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 )
 WHOLE = ("rag", "app")  # layer entries that name one file, not a package of them
 # The stages whose modules are private behind their package __init__ (single-file stages are their own face).
-STAGES = ("rag.documents", "rag.chunking", "rag.embeddings", "rag.store", "rag.rerank", "rag.generation",
-          "rag.evaluation", "rag.reports", "rag.runs")
+STAGES = ("rag.documents", "rag.chunking", "rag.embeddings", "rag.retrieval", "rag.store", "rag.rerank",
+          "rag.generation", "rag.evaluation", "rag.reports", "rag.runs")
 # Callers that may use only the faces: the pages, the UI (with the jobs), the command line and app.py.
 FACE_USERS = ("ui", "app_pages", "app", "rag.cli", "rag.__main__")
 
@@ -108,7 +110,7 @@ def imports_of(name: str, path: Path, known: set[str], faces: dict[str, set[str]
         else:
             continue
         for target in targets:
-            while target and target not in known:  # `import rag.store.fusion.x` is not a thing; trim to a module
+            while target and target not in known:  # `import rag.store.edge.x` is not a thing; trim to a module
                 target = target.rpartition(".")[0]
             if target and target != name and (target, node.lineno) not in found:
                 found.append((target, node.lineno))

@@ -139,7 +139,7 @@ def test_the_checks_find_a_missing_path_and_a_missing_listed_module(tmp_path):
 
 def test_the_check_finds_a_name_that_does_not_exist():
     assert any(path.parent.name == "docs" for path in SOURCES), "docs/*.md are read too"
-    assert resolves("rag.store.fusion.RRF_K") and resolves("rag.chunking.toc")
+    assert resolves("rag.retrieval.fusion.RRF_K") and resolves("rag.chunking.toc")
     assert not resolves("rag.sparse") and not resolves("rag.store_search.MODES") and not resolves("rag.fusion")
 
 

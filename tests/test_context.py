@@ -1,4 +1,4 @@
-"""rag.context: exact token budget, headers, ordering, overlap trimming and duplicates."""
+"""rag.retrieval.context: exact token budget, headers, ordering, overlap trimming and duplicates."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rag.chunking import tokens
-from rag.context import (
+from rag.errors import InvalidSettingsError
+from rag.retrieval.context import (
     CHAT_MAX_TOKENS,
     GENERATION_MAX_TOKENS,
     NO_SENTENCE,
@@ -19,8 +20,7 @@ from rag.context import (
     build_context,
     header,
 )
-from rag.errors import InvalidSettingsError
-from rag.store.records import Hit
+from rag.retrieval.records import Hit
 
 SEPARATOR = "\n\n---\n\n"
 

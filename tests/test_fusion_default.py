@@ -45,8 +45,8 @@ def test_every_fusion_parameter_defaults_to_the_one_constant():
     defaults = fusion_defaults()
     walked = {"rag.evaluation.sweeps.sweep.evaluate_collection", "rag.evaluation.metrics.modes.SearchMode",
               "rag.evaluation.metrics.modes.parse_mode", "rag.evaluation.metrics.modes.parse_modes",
-              "rag.evaluation.comparisons.compare.parse_side", "rag.store.search.check_mode",
-              "rag.store.search.SearchMixin.search", "rag.store.search.SearchMixin.search_batch",
+              "rag.evaluation.comparisons.compare.parse_side", "rag.retrieval.search.check_mode",
+              "rag.retrieval.search.SearchMixin.search", "rag.retrieval.search.SearchMixin.search_batch",
               "rag.pipeline.search", "rag.reports.scores.score_distribution", "ui.workspace.SearchRun"}
     assert walked <= set(defaults), walked - set(defaults)  # the walk reached them
     other = {name: default for name, default in defaults.items() if default not in (DEFAULT_FUSION, None)}

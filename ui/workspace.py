@@ -89,7 +89,7 @@ class SearchRun:
     def same_ranking(self, query: str, document_ids: tuple[str, ...], mode: str, fusion: str, include_toc: bool,
                      version: int, rerank: tuple[str, int] = ("", 0)) -> bool:
         """Return whether a search with these settings ranks as this one did, so top_k and the threshold may
-        just cut this run's ranking again (a control cuts, never reorders: rag.store.search)."""
+        just cut this run's ranking again (a control cuts, never reorders: rag.retrieval.search)."""
         return (query, document_ids, mode, fusion, include_toc, version, rerank) == (
             self.query, self.document_ids, self.mode, self.fusion, self.include_toc, self.version, self.rerank)
 

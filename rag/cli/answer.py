@@ -24,9 +24,9 @@ from rag.cli.store_options import (
     store_of,
     store_options,
 )
-from rag.context import CHAT_MAX_TOKENS, GENERATION_MAX_TOKENS
 from rag.generation import LLM_SPECS, PRESETS, answer_with, get_llm, load_template
 from rag.rerank import describe
+from rag.retrieval import CHAT_MAX_TOKENS, GENERATION_MAX_TOKENS
 
 BUDGETS = {"chat": CHAT_MAX_TOKENS, "generation": GENERATION_MAX_TOKENS}
 

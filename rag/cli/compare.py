@@ -176,7 +176,8 @@ def register(commands: argparse._SubParsersAction) -> None:
                          help=f"side A; MODE one of {', '.join(MODE_NAMES)} (default dense)")
     compare.add_argument("--b", required=True, metavar="COLLECTION[:MODE]", help="side B, like --a")
     compare.add_argument("--fusion", type=fusion_option, default=DEFAULT_FUSION, metavar="SPEC",
-                         help=f"fusion of a side whose MODE is hybrid (default {DEFAULT_FUSION}; see rag.store.fusion)")
+                         help=f"fusion of a side whose MODE is hybrid (default {DEFAULT_FUSION}; "
+                              "see rag.retrieval.fusion)")
     compare.add_argument("--top-k", type=common.positive_int(1), default=10,
                          help="hits per side for QUERY (default 10)")
     compare.add_argument("--k", type=ks_option, default=DEFAULT_KS, metavar="K,K,...",

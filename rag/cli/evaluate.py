@@ -7,7 +7,7 @@
     python -m rag compare ...   (rag/cli/compare.py)
 
 --fusion SPEC: how hybrid fuses its two lists, e.g. convex:w=0.6, rrf, rrf:k=10:w=0.7 or dbsf; without it the
-collection's saved fusion, else convex (rag.store.fusion.DEFAULT_FUSION).
+collection's saved fusion, else convex (rag.retrieval.fusion.DEFAULT_FUSION).
 
 Results go to stdout (a table, or one JSON object with --json), progress and notes to stderr.
 """
@@ -35,7 +35,6 @@ from rag.cli.store_options import (
     store_of,
     store_options,
 )
-from rag.context import CHAT_MAX_TOKENS
 from rag.embeddings import EmbeddingCache, default_cache_dir
 from rag.errors import UsageError
 from rag.evaluation import (
@@ -61,6 +60,7 @@ from rag.evaluation import (
 )
 from rag.reports import evaluation_report
 from rag.rerank import DEFAULT_DEPTH, Reranker, describe, rerank
+from rag.retrieval import CHAT_MAX_TOKENS
 from rag.runs import keep_eval
 from rag.words import counted
 

@@ -23,10 +23,10 @@ from rag.cli.store_options import (
     store_of,
     store_options,
 )
-from rag.context import Context
 from rag.embeddings import engine_facts
 from rag.errors import DocumentNotFoundError
 from rag.rerank import SCORE_KIND, describe
+from rag.retrieval import Context
 from rag.runs import collection_defaults
 from rag.store import LANGUAGE_CHOICES, DocumentArchive, Hit, default_archive_dir
 from rag.words import counted

@@ -11,9 +11,9 @@ from collections.abc import Callable
 from rag import pipeline
 from rag.cli.chunk import common
 from rag.cli.rerank import add_rerank_options
-from rag.context import CHAT_MAX_TOKENS, DEFAULT_OVERFLOW, GENERATION_MAX_TOKENS, OVERFLOWS
 from rag.embeddings import EMBEDDER_SPECS
 from rag.errors import RagError
+from rag.retrieval import CHAT_MAX_TOKENS, DEFAULT_OVERFLOW, GENERATION_MAX_TOKENS, OVERFLOWS
 from rag.settings import load as load_settings
 from rag.store import DEFAULT_FUSION, MODES, Store, open_store, parse_fusion, reading_note, size_note
 
@@ -96,7 +96,7 @@ def add_query_options(parser: argparse.ArgumentParser, json_help: str) -> None:
 
 
 def fusion_option(text: str) -> str:
-    """Return a fusion spec after checking it (rag.store.fusion); a usage error names the valid forms."""
+    """Return a fusion spec after checking it (rag.retrieval.fusion); a usage error names the valid forms."""
     try:
         return parse_fusion(text).spec
     except RagError as error:

@@ -6,10 +6,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from rag.context import Context
 from rag.generation.citations import Citations, citations
 from rag.generation.llm import ChatModel
 from rag.generation.prompts import Prompt, Template, build_prompt, check_window
+from rag.retrieval.context import Context
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,8 @@ from pathlib import Path
 
 from rag import settings
 from rag.chunking import tokens
-from rag.context import Context
 from rag.errors import ContextWindowError, InvalidSettingsError
+from rag.retrieval.context import Context
 
 PRESETS = ("chat", "generation")
 ANSWER_RESERVE = 1024  # tokens kept free for the answer

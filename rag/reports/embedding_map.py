@@ -26,9 +26,9 @@ import numpy as np
 from rag import pipeline
 from rag.embeddings.base import Embedder
 from rag.errors import InvalidSettingsError, MissingPackageError, StoreError
+from rag.retrieval.fusion import DEFAULT_FUSION
+from rag.retrieval.records import Hit, hit_from_point, vector_name
 from rag.store.client import Store
-from rag.store.fusion import DEFAULT_FUSION
-from rag.store.records import Hit, hit_from_point, vector_name
 from rag.words import counted
 
 METHODS = ("pca", "tsne", "umap")

@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rag.rerank import SCORE_KIND as RERANK_SCORE
-from rag.store.fusion import RRF_K
+from rag.retrieval.fusion import RRF_K
+from rag.retrieval.records import Hit
 from rag.store.keywords import Analyzer
-from rag.store.records import Hit
 from rag.words import counted
 
 

@@ -24,9 +24,9 @@ from rag import pipeline
 from rag.embeddings.base import Embedder
 from rag.evaluation.metrics.metrics import Evaluation
 from rag.evaluation.metrics.modes import collection_info
+from rag.retrieval.fusion import DEFAULT_FUSION
+from rag.retrieval.search import candidate_limit
 from rag.store.client import Store
-from rag.store.fusion import DEFAULT_FUSION
-from rag.store.search import candidate_limit
 
 SCORE_CAP = 5000  # chunks scored at most: one search with this top_k
 

@@ -26,8 +26,8 @@ import httpx
 from rag.errors import InvalidSettingsError, UnknownRerankerError
 from rag.rerank import local
 from rag.rerank.api import SERVICES, TEI, ApiReranker
+from rag.retrieval.records import Hit
 from rag.settings import folder_inside_data_root
-from rag.store.records import Hit
 
 __all__ = ["DEFAULT_DEPTH", "RERANK_SPECS", "Reranker", "SCORE_KIND", "SERVICES", "TEI", "check_depth", "describe",
            "get_reranker", "rerank", "rerank_all"]

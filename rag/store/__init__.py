@@ -1,11 +1,14 @@
-"""Stage 4, store and search: Qdrant (embedded folder by default, or a server/cluster by URL).
+"""Stage 4, the store: Qdrant (embedded folder by default, or a server/cluster by URL).
 
 open       open_store: one cached Store per folder or URL     client     Store: collections, layout, upsert
 documents  list, plan and write documents                   versions   crash-safe generations; deleting documents
-search     dense, keyword and hybrid search                   fusion     how hybrid fuses the two lists
 keywords   Qdrant's BM25 vectors (stemmed, per language)      legacy_keywords  the analyzer of old collections
-records    Hit, CollectionInfo, DocumentInfo, point ids       archive    documents as read, kept by id
-rebuild    a stored document rebuilt from its chunks           reads      the folder's reads served to the CLI
+children   child points beside their parents, the fanout      indexing   the vector index of a collection
+archive    documents as read, kept by id                      rebuild    a stored document rebuilt from its chunks
+reads      the folder's reads served to the CLI
+
+Searching is the retrieval stage's (rag.retrieval): Store mixes in its SearchMixin (Store.search, search_batch,
+search_batch_modes) and hands out its records (Hit, CollectionInfo, DocumentInfo), re-exported here.
 
 Why Store is one class of mixins (documents, versions, search, indexing, children: one module each) and not
 composed of parts: every method needs the same client, lock, folder guard (`_guard`) and layout cache, so each
@@ -15,18 +18,18 @@ code by responsibility for the reader, while that state and its rules stay in on
 
 from __future__ import annotations
 
+from rag.retrieval.fusion import DEFAULT_FUSION, Fusion, parse_fusion
+from rag.retrieval.records import CollectionInfo, DocumentInfo, Hit
+from rag.retrieval.search import CANDIDATES, FUSIONS, MODES, candidate_limit
 from rag.settings import DEFAULT_COLLECTION
 from rag.store.archive import DocumentArchive, default_archive_dir
 from rag.store.client import SYSTEM_COLLECTION, Store
 from rag.store.edge.index import MIN_RECALL, IndexState
-from rag.store.fusion import DEFAULT_FUSION, Fusion, parse_fusion
 from rag.store.indexing import IndexCancelledError
 from rag.store.keywords import LANGUAGE_CHOICES, Analyzer
 from rag.store.open import close_stores, migrate_folder, open_store, reading_note, size_note
 from rag.store.reads import serve_reads
 from rag.store.rebuild import document_from_chunks
-from rag.store.records import CollectionInfo, DocumentInfo, Hit
-from rag.store.search import CANDIDATES, FUSIONS, MODES, candidate_limit
 
 __all__ = ["Analyzer", "CANDIDATES", "CollectionInfo", "DEFAULT_COLLECTION", "DEFAULT_FUSION", "DocumentArchive",
            "DocumentInfo", "FUSIONS", "Fusion", "Hit", "IndexCancelledError", "IndexState", "LANGUAGE_CHOICES",

@@ -1,4 +1,4 @@
-"""Parent–child retrieval, the store half: child points beside their parents, and hits folded back to parents.
+"""Parent–child retrieval, the store half: child points beside their parents, and the fanout searches read.
 
 Children live in the parent's collection, as points of their own (rag.chunking.children cuts them): the
 same dense vector (embedded with the document prompt) and BM25 keyword vector as a chunk, and a payload
@@ -9,11 +9,7 @@ registry update as its parent, is hidden and deleted with it (replace, delete, a
 kill -9), and no orphan child is ever searchable. Listings, counts and chunk reads leave children out.
 
 A collection with children (metadata "child_size" > 0) is searched over its chunks and their children
-together (WITH_PARENTS); each chunk is returned once, at the best score of itself and its children (max),
-in the order that best point reached. Measured against max over the children alone, the sum of the top 2
-children and the mean of the top 3 (bench/children_aggregation.py, docs/benchmarks.md "Parent–child retrieval"): the
-parent competing with its children ranked best. The max keeps a control a cut: the chunks' order is the
-order in which they first appear in one ranking, so a larger top_k only reads further down it. To find
+together (WITH_PARENTS); rag.retrieval.folding folds the ranking back into parents. To find
 top_k chunks the engine is asked for top_k x fanout points, fanout being 1 + the most children any chunk of
 the collection has (recorded at ingest, before the write is committed).
 """
@@ -21,7 +17,6 @@ the collection has (recorded at ingest, before the write is committed).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -33,14 +28,13 @@ from rag.chunking.chunker import Chunk
 from rag.documents.model import Document
 from rag.embeddings.base import Embedder
 from rag.errors import EmbedderMismatchError
+from rag.retrieval.records import Layout
 from rag.store.keywords import Analyzer
-from rag.store.records import ChildMatch, Layout, payload_int
 from rag.store.versions import REGISTRY_ID
 
 CHILD = "child"  # the flag of a child point (payload "flags")
 FANOUT_KEY = "child_fanout"  # registry: the most children one parent has
 IS_CHILD = models.FieldCondition(key="flags", match=models.MatchAny(any=[CHILD]))
-KEYS = ["document_id", "chunk_index", "parent_id", "child_index", "child_start", "child_end", "start", "end"]
 WITH_PARENTS = True  # a chunk competes with its children (measured: docs/benchmarks.md "Parent–child retrieval")
 _NAMESPACE = uuid.UUID("0b8e2f64-3c1d-5a7e-8f90-1d2c3b4a5e6f")
 
@@ -58,30 +52,6 @@ def child_point(child: Child, parent: models.PointStruct, vectors: dict[str, Any
     payload |= {"parent_id": str(parent.id), "child_index": child.child_index, "child_start": child.start,
                 "child_end": child.end, "flags": [*p.get("flags", []), CHILD]}
     return models.PointStruct(id=child_point_id(str(parent.id), child.child_index), vector=vectors, payload=payload)
-
-
-def parents(points: Sequence[Any], limit: int) -> tuple[list[Any], dict[str, ChildMatch]]:
-    """Return the first limit distinct parents of a ranking of children (and parents: WITH_PARENTS), each a copy
-    of its best point with the parent's id and that score, and, per parent id, the point that ranked it (a parent
-    that ranked itself: index None, its whole text as the span)."""
-    found: list[Any] = []
-    matches: dict[str, ChildMatch] = {}
-    for rank, point in enumerate(points, 1):
-        p = point.payload or {}
-        parent = str(p.get("parent_id") or point.id)
-        if parent in matches:
-            continue
-        if len(found) == limit:
-            break
-        if p.get("parent_id"):
-            matches[parent] = ChildMatch(payload_int(p.get("child_index")) or 0,
-                                         payload_int(p.get("child_start")) or 0, payload_int(p.get("child_end")) or 0,
-                                         point.score, rank)
-        else:  # the chunk itself scored above its children
-            length = (payload_int(p.get("end")) or 0) - (payload_int(p.get("start")) or 0)
-            matches[parent] = ChildMatch(None, 0, max(length, 0), point.score, rank)
-        found.append(point.model_copy(update={"id": parent}))
-    return found, matches
 
 
 class ChildrenMixin:

@@ -11,7 +11,7 @@ Keyword search: collections made here also get a sparse vector "bm25" with Qdran
 point stores the BM25 term-frequency weights of its chunk (rag.store.keywords) and the metadata records
 `"sparse": "bm25"` and the analyzer. Collections made before that (and foreign ones) have no such vector:
 dense search works as before, sparse and hybrid search raise SparseVectorsMissingError (re-ingest into a
-new collection). Searching is in rag.store.search.
+new collection). Searching is in rag.retrieval.search.
 
 `"chunk_headers"` (rag.chunking.headers) records whether chunks are embedded and keyword-indexed with their
 title and heading path; a collection without the record is indexed without, as before. `"child_size"`
@@ -45,6 +45,8 @@ from rag.errors import (
     StoreError,
     StoreUnavailableError,
 )
+from rag.retrieval.records import CollectionInfo, Layout, describe_vectors, mismatch_error, vector_name
+from rag.retrieval.search import SearchMixin
 from rag.store import keywords
 from rag.store.children import IS_CHILD, ChildrenMixin
 from rag.store.documents import DocumentsMixin
@@ -52,14 +54,6 @@ from rag.store.edge import EdgeClient
 from rag.store.edge.api import EdgeError
 from rag.store.indexing import IndexMixin
 from rag.store.keywords import Analyzer, analyzer_for
-from rag.store.records import (
-    CollectionInfo,
-    Layout,
-    describe_vectors,
-    mismatch_error,
-    vector_name,
-)
-from rag.store.search import SearchMixin
 from rag.store.versions import NOT_REGISTRY, VersionsMixin
 
 SYSTEM_COLLECTION = "system-docs"

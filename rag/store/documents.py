@@ -23,11 +23,11 @@ from rag.chunking.chunker import TOC, Chunk, ChunkSettings
 from rag.documents.model import Document
 from rag.embeddings.base import Embedder
 from rag.errors import ChunkNotFoundError, EmbedderMismatchError, StoreError
+from rag.retrieval.records import DocumentInfo, Hit, Layout, hit_from_point, payload_int, point_id
 from rag.store import children as family
 from rag.store import keywords
 from rag.store.children import IS_CHILD
 from rag.store.keywords import Analyzer
-from rag.store.records import DocumentInfo, Hit, Layout, hit_from_point, payload_int, point_id
 from rag.store.versions import HIDDEN, NOT_REGISTRY, RETIRED, WRITING, hidden_filter
 
 UPSERT_BATCH = 256
@@ -350,7 +350,7 @@ class DocumentsMixin:
         payload |= {"overlap": settings.overlap, "strategy": settings.strategy, "embedder": embedder.model_id}
         payload |= {"document_kind": document.kind, "document_pages": len(document.pages)}
         payload |= {"generation": generation, "ingested_at": stamp, "flags": list(chunk.flags)}
-        if chunk.table_header:  # the LLM context repeats it before the chunk (rag.context)
+        if chunk.table_header:  # the LLM context repeats it before the chunk (rag.retrieval.context)
             payload["table_header"] = chunk.table_header
         if language is not None:
             payload["language"] = language

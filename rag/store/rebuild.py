@@ -12,7 +12,7 @@ from pathlib import PurePath
 from rag.chunking.chunker import Chunk
 from rag.documents.loader import KINDS_BY_SUFFIX
 from rag.documents.model import PAGE_SEPARATOR, Document, Heading, Page
-from rag.store.records import Hit
+from rag.retrieval.records import Hit
 
 ChunkLike = Chunk | Hit
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from bench.paired import paired_table
 from rag.evaluation.metrics.metrics import evaluate
 from rag.evaluation.querysets.queries import Query
-from rag.store.records import Hit
+from rag.retrieval.records import Hit
 
 QUERIES = [Query(f"Frage {i}", ("a",), document_ids=(frozenset({"id-a"}),)) for i in range(12)]
 

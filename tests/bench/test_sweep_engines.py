@@ -13,7 +13,7 @@ from bench.sweep_engines import ENGINE_VARIABLE, metric_differences, parse_engin
 from rag.embeddings import get_embedder
 from rag.evaluation.metrics.modes import parse_modes
 from rag.evaluation.sweeps.sweep import SweepConfig
-from rag.store.fusion import DEFAULT_FUSION
+from rag.retrieval.fusion import DEFAULT_FUSION
 
 
 @pytest.fixture

@@ -14,13 +14,13 @@ from rag import pipeline
 from rag.chunking import tokens
 from rag.chunking.chunker import ChunkSettings, chunk_document
 from rag.chunking.tables import find_tables
-from rag.context import build_context
 from rag.documents.loader import SourceFile, load_document
 from rag.documents.model import Document
 from rag.embeddings.fake import FakeEmbedder
+from rag.retrieval.context import build_context
+from rag.retrieval.records import Hit
 from rag.store.open import open_store
 from rag.store.rebuild import document_from_chunks
-from rag.store.records import Hit
 from tests.chunking.test_chunking import check_invariants
 
 WORDS = "the API MUST SHOULD value object field server path operation request response schema string".split()

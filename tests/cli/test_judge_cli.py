@@ -10,7 +10,7 @@ import pytest
 
 from rag.evaluation import Query, unjudged_note
 from rag.evaluation.metrics.metrics import evaluate
-from rag.store.records import Hit
+from rag.retrieval.records import Hit
 from tests.conftest import run
 from ui.parts.judge_eval import hole_words
 

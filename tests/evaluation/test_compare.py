@@ -18,8 +18,8 @@ from rag.evaluation.metrics.metrics import evaluate
 from rag.evaluation.metrics.modes import SearchMode
 from rag.evaluation.querysets.queries import Query
 from rag.pipeline import SourceFile
+from rag.retrieval.records import Hit
 from rag.store.open import open_store
-from rag.store.records import Hit
 from tests.conftest import PARAGRAPHS, ingest_paragraphs, span_query
 
 

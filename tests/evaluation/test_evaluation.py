@@ -29,8 +29,8 @@ from rag.evaluation.metrics.metrics import (
 )
 from rag.evaluation.querysets.queries import Query, load_query_set, resolve_labels
 from rag.evaluation.sweeps.sweep import evaluate_collection
+from rag.retrieval.records import Hit
 from rag.store.open import open_store
-from rag.store.records import Hit
 from tests.conftest import PARAGRAPHS, span_query
 
 

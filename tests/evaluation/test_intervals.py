@@ -10,7 +10,7 @@ import pytest
 from rag.evaluation.metrics.intervals import bootstrap_intervals
 from rag.evaluation.metrics.metrics import evaluate
 from rag.evaluation.querysets.queries import Query
-from rag.store.records import Hit
+from rag.retrieval.records import Hit
 
 
 def hit(document: str, index: int = 0) -> Hit:

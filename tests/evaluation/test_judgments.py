@@ -15,7 +15,7 @@ from rag.evaluation.querysets import saving
 from rag.evaluation.querysets.judgments import Judgment
 from rag.evaluation.querysets.queries import Query, load_query_set
 from rag.evaluation.querysets.versions import query_set_hash, read_log
-from rag.store.records import Hit
+from rag.retrieval.records import Hit
 
 TEXT = "A" * 100 + "B" * 100 + "C" * 100 + "D" * 100  # four spans of 100 characters
 

@@ -93,7 +93,7 @@ def test_an_llm_that_answers_maybe_is_one_line_and_loses_nothing(two_chunkings, 
 
 def test_english_questions_get_an_english_prompt():
     from rag.evaluation.judges.llm_judge import judge_messages, parse_grade
-    from rag.store.records import Hit
+    from rag.retrieval.records import Hit
 
     hit = Hit(None, "The tower is 368 metres high.", "d", "d.md", "c", 0, (), None, None, 0, 29)
     assert judge_messages("How high is the tower?", hit)[0]["content"].startswith("You judge")

@@ -17,8 +17,8 @@ from rag.evaluation.querysets.queries import Query
 from rag.evaluation.sweeps.results import ConfigResult, SweepConfig, SweepResult
 from rag.evaluation.sweeps.sweep import run_sweep
 from rag.reports.evaluation_html import sweep_report
+from rag.retrieval.records import Hit
 from rag.store.open import open_store
-from rag.store.records import Hit
 
 
 def test_identical_values_are_tied_with_p_one():

@@ -6,7 +6,7 @@ import pytest
 
 from rag.errors import CollectionNotFoundError, SparseVectorsMissingError
 from rag.evaluation.metrics.modes import SearchMode, parse_mode, parse_modes, require_keywords
-from rag.store.fusion import DEFAULT_FUSION
+from rag.retrieval.fusion import DEFAULT_FUSION
 from rag.store.open import open_store
 from tests.conftest import fake_embedder, ingest, make_document, make_foreign, make_old
 

@@ -231,7 +231,7 @@ def make_old_sweep_collection(store, name: str, embedder, documents, config) -> 
     """Create a sweep collection the way RAG Lab did before keyword vectors (dense only), holding these chunks."""
     from qdrant_client import models
 
-    from rag.store.records import vector_name
+    from rag.retrieval.records import vector_name
 
     meta = {"rag_lab": {"embedder": embedder.model_id, "dimension": embedder.dimension,
                         "vector": vector_name(embedder.model_id)}}

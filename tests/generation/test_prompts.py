@@ -7,11 +7,11 @@ import json
 import pytest
 
 from rag.chunking import tokens
-from rag.context import build_context
 from rag.errors import ContextWindowError, InvalidSettingsError
 from rag.generation.citations import citations, cited_numbers
 from rag.generation.prompts import Template, build_prompt, check_window, context_window, load_template
-from rag.store.records import Hit
+from rag.retrieval.context import build_context
+from rag.retrieval.records import Hit
 
 
 def hit(text: str, score: float, doc: str = "a", title: str = "vertrag.pdf", index: int = 0) -> Hit:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import html
 
-from rag.store.search import SearchMixin
+from rag.retrieval.search import SearchMixin
 from tests.pages.conftest import PDF, search, start, texts, upload
 from ui import nav
 

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from rag.cli import main
-from rag.context import NO_SENTENCE
+from rag.retrieval.context import NO_SENTENCE
 from rag.settings import DEFAULT_COLLECTION
 from tests.pages.conftest import PDF, button, plain, search, settled, start, texts, upload
 from ui import nav

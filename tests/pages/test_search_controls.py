@@ -10,7 +10,7 @@ import pytest
 
 from rag import pipeline
 from rag.embeddings import get_embedder
-from rag.store.search import SearchMixin
+from rag.retrieval.search import SearchMixin
 from tests.pages.conftest import PDF, search, start, texts, upload
 from ui import nav
 

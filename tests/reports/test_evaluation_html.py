@@ -20,8 +20,8 @@ from rag.evaluation.querysets.queries import Query
 from rag.evaluation.querysets.squad import import_squad, write_import
 from rag.evaluation.sweeps.sweep import SweepConfig, run_sweep
 from rag.reports.evaluation_html import CSP, evaluation_report, sweep_report
+from rag.retrieval.records import Hit
 from rag.store.open import open_store
-from rag.store.records import Hit
 
 TITLE = "<img src=x onerror=alert(1)>.txt"  # a document title as hostile as a file name can make it
 QUERY = "</svg><script>alert(1)</script> Wer & was?"

@@ -14,8 +14,8 @@ from rag.documents import samples
 from rag.documents.loader import load_document
 from rag.reports import chunks as chunk_report
 from rag.reports import hits as hit_report
+from rag.retrieval.records import Hit
 from rag.store import rebuild
-from rag.store.records import Hit
 
 
 def hit(index: int, content: str = "text", *, score: float | None = None, document: str = "d1",

@@ -15,9 +15,9 @@ from rag.evaluation.querysets.queries import Query
 from rag.evaluation.querysets.squad import import_squad
 from rag.pipeline import SourceFile
 from rag.reports.scores import distribution_of, rank_rows, score_distribution, score_stats
+from rag.retrieval.records import Hit
+from rag.retrieval.search import CANDIDATES
 from rag.store.open import open_store
-from rag.store.records import Hit
-from rag.store.search import CANDIDATES
 from tests.conftest import PARAGRAPHS, fake_embedder, ingest, make_document, make_old
 
 SCORES = [0.5, 0.9, 0.1, 0.7, 0.3]  # sorted: 0.9 0.7 0.5 0.3 0.1

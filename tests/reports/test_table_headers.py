@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from rag import reports
 from rag.chunking import chunk_document
-from rag.context import build_context
 from rag.documents import load_document
+from rag.retrieval.context import build_context
 from rag.store import Hit
 
 HEADER = "| Datentyp | Format | Beschreibung |\n|---|---|---|"

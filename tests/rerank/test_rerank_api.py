@@ -14,7 +14,7 @@ from rag.errors import (
 )
 from rag.http import RetryPolicy
 from rag.rerank import SCORE_KIND, get_reranker, rerank
-from rag.store.records import Hit
+from rag.retrieval.records import Hit
 from tests.rerank.stand_in import RerankServer, overlap
 
 pytestmark = pytest.mark.timeout(60)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from rag.rerank import get_reranker, rerank
-from rag.store.records import Hit
+from rag.retrieval.records import Hit
 
 ROOT = Path(__file__).resolve().parents[2]
 TEXTS = ["Die Kündigungsfrist beträgt drei Monate.", "Das Wetter ist schön.", "Passwörter haben 12 Zeichen.",

@@ -22,10 +22,10 @@ import pytest
 from rag import pipeline
 from rag.chunking.chunker import ChunkSettings
 from rag.embeddings import get_embedder
+from rag.retrieval.records import DocumentInfo
 from rag.settings import load
 from rag.store.client import UPSERT_BATCH, Store
 from rag.store.open import open_store
-from rag.store.records import DocumentInfo
 from tests.store.test_crash_safety import PARAGRAPH, ROOT
 
 pytestmark = pytest.mark.crash  # kills a process mid-write: not in make test-fast

@@ -12,7 +12,7 @@ from rag.errors import InvalidSettingsError
 from rag.evaluation.querysets.queries import load_query_set
 from rag.evaluation.querysets.squad import import_squad, sweep_input
 from rag.evaluation.sweeps.fusion_tuning import WEIGHTS, tune_fusion
-from rag.store.fusion import DEFAULT_FUSION, Fusion, convex, parse_fusion, rrf
+from rag.retrieval.fusion import DEFAULT_FUSION, Fusion, convex, parse_fusion, rrf
 from rag.store.open import open_store
 from tests.conftest import run
 

@@ -11,9 +11,9 @@ import pytest
 
 from rag import pipeline
 from rag.errors import RagError, SparseVectorsMissingError, StoreError
+from rag.retrieval.search import candidate_limit
 from rag.store.client import Store
 from rag.store.open import open_store
-from rag.store.search import candidate_limit
 from tests.conftest import fake_embedder, ingest, make_document, make_foreign, make_old, store_texts
 
 # Dense order A, B, C, D, E (angles 0..80 degrees from the query); keyword order E, C, D (A and B lack the term).

@@ -13,8 +13,8 @@ from rag.chunking import ChunkSettings
 from rag.embeddings import get_embedder
 from rag.evaluation.querysets.squad import import_squad
 from rag.pipeline import SourceFile
+from rag.retrieval.search import CANDIDATES
 from rag.store.open import open_store
-from rag.store.search import CANDIDATES
 
 KS = (1, 3, 5, 10, 20, 50)
 SEARCHES = [("dense", "rrf"), ("sparse", "rrf"), *(("hybrid", f) for f in ("rrf", "rrf:k=10", "dbsf", "convex:w=0.6"))]

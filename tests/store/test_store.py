@@ -15,10 +15,10 @@ from qdrant_client import QdrantClient, models
 from rag.chunking.chunker import ChunkSettings
 from rag.embeddings.fake import FakeEmbedder
 from rag.errors import CollectionNotFoundError, EmbedderMismatchError, StoreError, StoreUnavailableError
+from rag.retrieval.records import Hit, hit_from_point, point_id, vector_name
 from rag.store import documents as store_documents
 from rag.store.client import Store
 from rag.store.open import open_store
-from rag.store.records import Hit, hit_from_point, point_id, vector_name
 from rag.store.versions import REGISTRY_ID
 from tests.conftest import TEXT, fake_embedder, ingest, make_chunks, make_document, make_foreign
 

@@ -10,7 +10,6 @@ import pandas as pd
 import streamlit as st
 
 from rag.chunking import count_tokens
-from rag.context import Context
 from rag.generation import (
     PRESETS,
     Answer,
@@ -21,6 +20,7 @@ from rag.generation import (
     question_language,
     template_for,
 )
+from rag.retrieval import Context
 from rag.store import Hit
 from ui import errors, render, settings, state
 from ui.render import md

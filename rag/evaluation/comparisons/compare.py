@@ -25,9 +25,9 @@ from rag.evaluation.metrics.metrics import Evaluation, QueryOutcome, outcome_met
 from rag.evaluation.metrics.modes import MODE_NAMES, SearchMode, parse_mode
 from rag.evaluation.metrics.paired import ALPHA, PairedDifference, paired_difference
 from rag.evaluation.querysets.queries import Query
+from rag.retrieval.fusion import DEFAULT_FUSION
+from rag.retrieval.records import Hit
 from rag.store.client import Store
-from rag.store.fusion import DEFAULT_FUSION
-from rag.store.records import Hit
 from rag.words import counted
 
 MIN_SHARED = 0.5  # share of the shorter span two hits must have in common to hold "the same text"

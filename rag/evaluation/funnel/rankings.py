@@ -16,9 +16,9 @@ from rag.embeddings.base import Embedder
 from rag.evaluation.metrics.metrics import covered_unit
 from rag.evaluation.metrics.modes import SearchMode
 from rag.evaluation.querysets.queries import Query
+from rag.retrieval.records import ChildMatch, Hit
+from rag.retrieval.search import CANDIDATES
 from rag.store.client import Store
-from rag.store.records import ChildMatch, Hit
-from rag.store.search import CANDIDATES
 
 Reranker = Callable[[str, Sequence[Hit]], Sequence["tuple[str, float] | Hit"]]
 
@@ -70,7 +70,7 @@ class Rankings:
 def search_rankings(store: Store, collection: str, texts: Sequence[str], vectors: np.ndarray | None,
                     embedder: Embedder | None, mode: SearchMode, reranker: Reranker | None = None,
                     rerank_depth: int = CANDIDATES, every_mode: str | None = None) -> list[Rankings]:
-    """Return each query's rankings, CANDIDATES deep, in one round trip (as rag.store.search searches them).
+    """Return each query's rankings, CANDIDATES deep, in one round trip (as rag.retrieval.search searches them).
 
     The lists mode searches; with every_mode (a fusion spec), every list the collection can give (dense with
     vectors, keyword with keyword vectors, fused with that fusion when both), so one chunk's ranks across modes.

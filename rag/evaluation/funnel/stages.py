@@ -1,6 +1,6 @@
 """Why was it missed? A question's relevant chunks through every stage of retrieval, and where the answer was lost.
 
-For each question the stages are, as searched (rag.store.search, CANDIDATES deep, the collection's fusion):
+For each question the stages are, as searched (rag.retrieval.search, CANDIDATES deep, the collection's fusion):
 
     dense       rank and cosine in the dense candidate list (null: not among its CANDIDATES); in a parent–child
                 collection each ranked stage also names the child that placed the chunk ("child": index, span,
@@ -8,7 +8,7 @@ For each question the stages are, as searched (rag.store.search, CANDIDATES deep
     keyword     rank and BM25 score in the keyword candidate list (null: not among them, or no keyword vectors)
     fused       rank and fused score in the hybrid ranking (null: not in it, or the mode does not fuse)
     reranked    rank and the reranker's own score (null unless a reranker is given, or the chunk was not reranked)
-    context     in the LLM context rag.context builds from the top k at the default budget, or why not
+    context     in the LLM context rag.retrieval.context builds from the top k at the default budget, or why not
                 ("not in the top k", "budget full", "over budget", "a cut would keep no sentence", "duplicate",
                 "overlaps source N", "cut")
     read_whole  whether the embedding model read the chunk in one pass (the Chunks page's rule,
@@ -40,16 +40,16 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from rag.chunking import headers
-from rag.context import CHAT_MAX_TOKENS, build_context
 from rag.embeddings.base import CUT_OFF, Embedder, reading
 from rag.evaluation.funnel.rankings import Placed, Rankings, Reranker, relevant_chunks, search_rankings
 from rag.evaluation.metrics.metrics import QueryOutcome, covered_unit
 from rag.evaluation.metrics.modes import SearchMode
 from rag.evaluation.querysets.queries import Query
+from rag.retrieval.context import CHAT_MAX_TOKENS, build_context
+from rag.retrieval.fusion import DEFAULT_FUSION
+from rag.retrieval.records import Hit
+from rag.retrieval.search import CANDIDATES
 from rag.store.client import Store
-from rag.store.fusion import DEFAULT_FUSION
-from rag.store.records import Hit
-from rag.store.search import CANDIDATES
 
 STAGES = ("dense", "keyword", "fused", "reranked", "context", "read_whole")
 RANKED = ("dense", "keyword", "fused", "reranked")
@@ -150,7 +150,7 @@ def read_of(chunk: Hit, embedder: Embedder | None) -> str | None:
 
 def context_of(hits: Sequence[Hit], max_tokens: int = CHAT_MAX_TOKENS) -> tuple[dict[str, str], list[Hit]]:
     """Return (chunk id -> "included" / "cut" / why it was left out, the pieces in the context) of the context
-    rag.context builds from hits at the default budget."""
+    rag.retrieval.context builds from hits at the default budget."""
     context = build_context(list(hits), max_tokens=max_tokens)
     status = {d.hit.chunk_id: d.reason for d in context.dropped}
     status |= {piece.chunk_id: "included" for piece in context.included}

@@ -11,7 +11,7 @@ from __future__ import annotations
 from rag.chunking.chunker import TOC
 from rag.evaluation.funnel.rankings import Placed
 from rag.evaluation.funnel.stages import Explanation
-from rag.store.search import CANDIDATES
+from rag.retrieval.search import CANDIDATES
 
 
 def absent_note(explanation: Explanation, stage: str) -> str:

@@ -21,7 +21,7 @@ from rag.evaluation.querysets.judgments import PERSON, Judgment, check_grade
 from rag.evaluation.querysets.queries import Query, load_query_set
 from rag.evaluation.querysets.saving import saving, write_atomic
 from rag.evaluation.querysets.versions import now, record_version
-from rag.store.records import Hit
+from rag.retrieval.records import Hit
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from rag.errors import LLMError
 from rag.evaluation.judges.judging import judgment_of, read_query_file, save_judgments
 from rag.evaluation.querysets.judgments import LLM_PREFIX
 from rag.generation.prompts import question_language
-from rag.store.records import Hit
+from rag.retrieval.records import Hit
 
 PASSAGE_CHARS = 4000  # of a chunk in the prompt: judges read what a context would hold, not whole books
 PROMPTS = {

@@ -36,7 +36,7 @@ from rag.errors import InvalidSettingsError
 from rag.evaluation.metrics.intervals import bootstrap_intervals
 from rag.evaluation.querysets.judgments import hit_grade, judged_at_k
 from rag.evaluation.querysets.queries import Query, squeezed
-from rag.store.records import Hit
+from rag.retrieval.records import Hit
 
 DEFAULT_KS = (1, 3, 5, 10)
 METRICS = ("hit", "recall", "precision", "mrr", "ndcg")

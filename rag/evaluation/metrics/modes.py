@@ -4,7 +4,7 @@ A SearchMode is the pair Store.search takes as `mode` and `fusion`. Written as t
 
     dense         embeddings (cosine)
     sparse        BM25 keywords
-    hybrid        both lists fused, with the default fusion (rag.store.fusion.DEFAULT_FUSION unless the caller
+    hybrid        both lists fused, with the default fusion (rag.retrieval.fusion.DEFAULT_FUSION unless the caller
                   says otherwise)
     hybrid-rrf    hybrid with reciprocal rank fusion
     hybrid-dbsf   hybrid with distribution-based score fusion
@@ -24,16 +24,16 @@ import numpy as np
 
 from rag.errors import InvalidSettingsError, RagError
 from rag.rerank import Reranker, rerank_all
+from rag.retrieval.fusion import DEFAULT_FUSION
+from rag.retrieval.records import CollectionInfo, Hit, SparseVectorsMissingError
+from rag.retrieval.search import FUSIONS, MODES, check_mode
 from rag.store.client import Store
-from rag.store.fusion import DEFAULT_FUSION
-from rag.store.records import CollectionInfo, Hit, SparseVectorsMissingError
-from rag.store.search import FUSIONS, MODES, check_mode
 
 
 @dataclass(frozen=True)
 class SearchMode:
-    mode: str = "dense"  # one of rag.store.search.MODES
-    fusion: str = DEFAULT_FUSION  # a fusion spec (rag.store.fusion), e.g. "convex:w=0.6"; unused by dense and sparse
+    mode: str = "dense"  # one of rag.retrieval.search.MODES
+    fusion: str = DEFAULT_FUSION  # a fusion spec (rag.retrieval.fusion), e.g. "convex:w=0.6"; not used by dense, sparse
     rerank: bool = False  # the mode's candidates reordered by the run's reranker (rag.rerank)
 
     def __post_init__(self) -> None:

@@ -2,7 +2,7 @@
 
 For every query the dense and the keyword candidate lists are fetched once (candidate_limit of the
 deepest k each, as hybrid search fetches them); each weight of the grid fuses them here with the convex
-combination (rag.store.fusion) and is scored. The weight reported is the best on all queries; the
+combination (rag.retrieval.fusion) and is scored. The weight reported is the best on all queries; the
 cross-validated metric is what choosing a weight this way earns on queries it was not chosen on: the
 queries are shuffled (seeded) into folds, each fold's weight is picked on the other folds and scored on
 it, and those scores are averaged. A large gap between the two says the set is too small to tune on.
@@ -22,10 +22,10 @@ from rag.evaluation.metrics.metrics import DEFAULT_KS, covered_unit, parse_ks, q
 from rag.evaluation.metrics.modes import SearchMode, require_keywords
 from rag.evaluation.querysets.queries import Query
 from rag.evaluation.sweeps.sweep import resolve_in_collection
+from rag.retrieval.fusion import Fusion, convex
+from rag.retrieval.records import Hit
+from rag.retrieval.search import candidate_limit
 from rag.store.client import Store
-from rag.store.fusion import Fusion, convex
-from rag.store.records import Hit
-from rag.store.search import candidate_limit
 
 WEIGHTS = tuple(round(0.1 * i, 1) for i in range(11))  # 0.0 = keywords only ... 1.0 = dense only
 DEFAULT_FOLDS = 5

@@ -54,9 +54,9 @@ from rag.evaluation.sweeps.sweep_collections import (
 from rag.evaluation.sweeps.sweep_grid import grid, parse_chunk_sizes, parse_grid, parse_overlaps, parse_sizes
 from rag.rerank import DEFAULT_DEPTH as DEFAULT_RERANK_DEPTH
 from rag.rerank import Reranker, check_depth, describe
+from rag.retrieval.records import Hit
 from rag.store.client import Store
 from rag.store.rebuild import document_from_chunks
-from rag.store.records import Hit
 from rag.words import counted
 
 __all__ = ["STAGES", "SWEEP_PREFIX", "ConfigResult", "SweepConfig", "SweepProgress", "SweepResult",

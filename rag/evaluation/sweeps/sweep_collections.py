@@ -21,9 +21,9 @@ from rag.documents.model import Document
 from rag.embeddings.base import Embedder
 from rag.embeddings.cache import EmbeddingCache, model_key, store_cache
 from rag.evaluation.sweeps.results import SweepConfig
+from rag.retrieval.records import vector_name
 from rag.store.client import Store
 from rag.store.rebuild import document_from_chunks
-from rag.store.records import vector_name
 
 SWEEP_PREFIX = "sweep-"
 

@@ -28,7 +28,7 @@ from rag.chunking import tokens
 from rag.errors import InvalidSettingsError
 
 if TYPE_CHECKING:
-    from rag.store.records import Hit
+    from rag.retrieval.records import Hit
 
 CHAT_MAX_TOKENS = 3000
 GENERATION_MAX_TOKENS = 5000

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from qdrant_client import models
 
 from rag.errors import InvalidSettingsError
-from rag.store.edge.equal_scores import in_order
+from rag.retrieval.equal_scores import in_order
 
 METHODS = ("rrf", "dbsf", "convex")
 DEFAULT_FUSION = "convex"  # w = 0.5: within 0.003 MRR@10 of the best weight on XQuAD-de and the English set
@@ -131,7 +131,7 @@ def convex(dense: Sequence[tuple[str, float]], keyword: Sequence[tuple[str, floa
 
 def _ordered(fused: dict[str, float], order: Mapping[str, tuple] | None) -> list[tuple[str, float]]:
     """Return (id, fused score) best first; scores within TOLERANCE count as equal and follow order[id], then id
-    (a convex fusion carries the last-digit noise of keyword scores: rag.store.edge.equal_scores)."""
+    (a convex fusion carries the last-digit noise of keyword scores: rag.retrieval.equal_scores)."""
     order = order or {}
     ranked = sorted(fused.items(), key=lambda item: -item[1])
     return in_order(ranked, lambda item: item[1], lambda item: (order.get(item[0], ()), item[0]), TOLERANCE)

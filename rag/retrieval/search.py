@@ -7,10 +7,10 @@
 - "hybrid": the dense and the keyword candidate lists, each `candidate_limit(top_k)` long, fused here with
   RRF (Qdrant's formula: score = sum of 1 / (k + position), position from 0, k = 2; optionally weighted) or a
   convex combination, or by the engine (one query with the two lists as prefetches) with DBSF (each list's
-  scores normalised by mean ± 3 standard deviations, then summed); rag.store.fusion. Hit.score is that fused
+  scores normalised by mean ± 3 standard deviations, then summed); rag.retrieval.fusion. Hit.score is that fused
   score, not a cosine (score_kind "rrf" / "dbsf" / "convex").
 
-Explanation: every hit carries its dense and sparse score and rank (see rag.store.records.Hit). For hybrid
+Explanation: every hit carries its dense and sparse score and rank (see rag.retrieval.records.Hit). For hybrid
 search the two candidate lists are the ones fused (for DBSF they are queried next to the fused query, in the
 same round trip and with the same vector, filter and limit as the prefetches), so ranks and scores are the
 ones the fusion saw. In dense or sparse mode only that mode's fields are filled.
@@ -26,26 +26,31 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from qdrant_client import models
 
 from rag.embeddings.base import Embedder
 from rag.errors import QueryError
-from rag.store.children import KEYS as CHILD_FIELDS
-from rag.store.children import parents as fold
-from rag.store.fusion import DEFAULT_FUSION, METHODS, Fusion, parse_fusion
-from rag.store.keywords import Analyzer
-from rag.store.records import Hit, Layout, hit_from_point, mismatch_error, payload_int, sparse_missing_error
+from rag.retrieval.folding import KEYS as CHILD_FIELDS
+from rag.retrieval.folding import parents as fold
+from rag.retrieval.fusion import DEFAULT_FUSION, METHODS, Fusion, parse_fusion
+from rag.retrieval.records import Hit, Layout, hit_from_point, mismatch_error, payload_int, sparse_missing_error
 
 MODES = ("dense", "sparse", "hybrid")
 # what a search asks the engine for: the fields that order equal scores; the whole payload of the points kept is read
 # once afterwards (Search._payloads)
 KEYS = models.PayloadSelectorInclude(include=["document_id", "chunk_index"])
 CHILD_KEYS = models.PayloadSelectorInclude(include=CHILD_FIELDS)
-FUSIONS = METHODS  # the fusion methods; a fusion is given as a spec, e.g. "convex:w=0.6" (rag.store.fusion)
+FUSIONS = METHODS  # the fusion methods; a fusion is given as a spec, e.g. "convex:w=0.6" (rag.retrieval.fusion)
 CANDIDATES = 50  # the depth every measured figure of docs/benchmarks.md used (top_k <= 10 then gave 50)
+
+
+class QueryAnalyzer(Protocol):
+    """What a keyword search needs of a collection's analyzer (the store's is rag.store.keywords.Analyzer)."""
+
+    def query_vector(self, text: str) -> tuple[list[int], list[float]]: ...
 
 
 def candidate_limit(top_k: int) -> int:
@@ -266,7 +271,7 @@ class SearchMixin:
     @staticmethod
     def _plan(
         mode: str, fusion: Fusion, layout: Layout, using: str | None, vector: Any, text: str | None, shared: dict,
-        analyzer: Analyzer | None = None, depth: int = CANDIDATES,
+        analyzer: QueryAnalyzer | None = None, depth: int = CANDIDATES,
     ) -> _Plan:
         """Return the requests for one query (dense/sparse lists for the explanation, final for the hits)."""
         plan = _Plan()

@@ -4,7 +4,7 @@ at least absolute for scores below 1), each run ordered by a key such as (docume
 Keyword scores of one chunk differ in their last float32 digit between two collections of the same chunks, and
 fusions carry that on; ordering such near-equal scores by a key that does not change between ingests (point ids
 do) ranks the same chunks alike every time. Used by the embedded engine's searches (rag.store.edge.ties) and by
-the fusions computed here (rag.store.fusion).
+the fusions computed here (rag.retrieval.fusion).
 """
 
 from __future__ import annotations
