@@ -38,16 +38,12 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from rag import pipeline  # noqa: E402 (imported after the offline switches above)
 from rag.chunking import ChunkSettings  # noqa: E402
-from rag.documents.loader import SourceFile  # noqa: E402
-from rag.embeddings import get_embedder  # noqa: E402
-from rag.embeddings.cache import EmbeddingCache, default_cache_dir  # noqa: E402
-from rag.evaluation.querysets.squad import import_squad, sweep_input  # noqa: E402
-from rag.evaluation.sweeps.sweep import SweepConfig, collection_documents, collection_name, run_sweep  # noqa: E402
-from rag.runs.apply import apply_configuration  # noqa: E402
-from rag.runs.records import sweep_row  # noqa: E402
-from rag.store.archive import DocumentArchive  # noqa: E402
-from rag.store.open import open_store  # noqa: E402
-from rag.store.rebuild import document_from_chunks  # noqa: E402
+from rag.documents import SourceFile  # noqa: E402
+from rag.embeddings import EmbeddingCache, default_cache_dir, get_embedder  # noqa: E402
+from rag.evaluation.querysets import import_squad, sweep_input  # noqa: E402
+from rag.evaluation.sweeps import SweepConfig, collection_documents, collection_name, run_sweep  # noqa: E402
+from rag.runs import apply_configuration, sweep_row  # noqa: E402
+from rag.store import DocumentArchive, document_from_chunks, open_store  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_SQUAD = ROOT.parent / "shared" / "data" / "xquad-de" / "xquad.de.dev.json"

@@ -39,14 +39,12 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 import bench.headers  # noqa: E402 (imported after the offline switches above)
 from bench.headers import load_set as plain_set  # noqa: E402
 from bench.paired import paired_table  # noqa: E402
-from rag.documents.loader import load_document  # noqa: E402
-from rag.embeddings import get_embedder  # noqa: E402
-from rag.embeddings.cache import EmbeddingCache  # noqa: E402
-from rag.evaluation.metrics.metrics import parse_ks  # noqa: E402
-from rag.evaluation.metrics.modes import parse_mode  # noqa: E402
-from rag.evaluation.sweeps.sweep import SweepConfig, run_sweep  # noqa: E402
-from rag.retrieval.fusion import DEFAULT_FUSION  # noqa: E402
-from rag.store.open import open_store  # noqa: E402
+from rag.documents import load_document  # noqa: E402
+from rag.embeddings import EmbeddingCache, get_embedder  # noqa: E402
+from rag.evaluation.metrics import parse_ks, parse_mode  # noqa: E402
+from rag.evaluation.sweeps import SweepConfig, run_sweep  # noqa: E402
+from rag.retrieval import DEFAULT_FUSION  # noqa: E402
+from rag.store import open_store  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 PROSE = ROOT / "bench" / "out" / "german.txt"

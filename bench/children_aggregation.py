@@ -25,19 +25,13 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 from qdrant_client import models  # noqa: E402
 
 import bench.headers  # noqa: E402 (imported after the offline switches above)
-import rag.retrieval.search as search_module  # noqa: E402
 from bench.headers import load_set  # noqa: E402
-from rag.embeddings import get_embedder  # noqa: E402
-from rag.embeddings.cache import EmbeddingCache  # noqa: E402
-from rag.evaluation.metrics.metrics import evaluate, parse_ks  # noqa: E402
-from rag.evaluation.metrics.modes import parse_mode, search_in_modes  # noqa: E402
-from rag.evaluation.metrics.paired import paired_difference  # noqa: E402
-from rag.evaluation.sweeps.sweep import SweepConfig, prepare_queries, run_sweep  # noqa: E402
-from rag.retrieval import folding  # noqa: E402
-from rag.retrieval.fusion import DEFAULT_FUSION  # noqa: E402
-from rag.store import children  # noqa: E402
-from rag.store.client import Store  # noqa: E402
-from rag.store.open import open_store  # noqa: E402
+from rag.embeddings import EmbeddingCache, get_embedder  # noqa: E402
+from rag.evaluation.metrics import evaluate, paired_difference, parse_ks, parse_mode, search_in_modes  # noqa: E402
+from rag.evaluation.sweeps import SweepConfig, prepare_queries, run_sweep  # noqa: E402
+from rag.retrieval import DEFAULT_FUSION, parents  # noqa: E402
+from rag.retrieval import search as search_module
+from rag.store import Store, children, open_store  # noqa: E402
 
 
 def top_children(reduce, take: int):
@@ -47,7 +41,7 @@ def top_children(reduce, take: int):
         for point in points:
             groups.setdefault(str((point.payload or {}).get("parent_id") or point.id), []).append(point)
         scored = sorted(groups.items(), key=lambda item: -reduce([p.score for p in item[1][:take]]))[:limit]
-        _, matches = folding.parents(points, len(groups))
+        _, matches = parents(points, len(groups))
         found = [group[0].model_copy(update={"id": parent, "score": reduce([p.score for p in group[:take]])})
                  for parent, group in scored]
         return found, {parent: matches[parent] for parent, _ in scored}

@@ -34,9 +34,8 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
-from rag.chunking import toc, tokens
-from rag.chunking.chunker import DEFAULT_CHUNK_SIZE, DEFAULT_OVERLAP, chunk_document
-from rag.documents.loader import load_document
+from rag.chunking import DEFAULT_CHUNK_SIZE, DEFAULT_OVERLAP, chunk_document, toc, tokens
+from rag.documents import load_document
 
 ROOT = Path(__file__).resolve().parents[1]
 

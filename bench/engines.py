@@ -43,13 +43,11 @@ import numpy as np  # noqa: E402
 import bench.headers  # noqa: E402 (imported after the offline switches above)
 from bench.headers import load_set  # noqa: E402
 from bench.paired import paired_table  # noqa: E402
-from rag.embeddings import get_embedder  # noqa: E402
-from rag.embeddings.cache import EmbeddingCache  # noqa: E402
-from rag.evaluation.metrics.metrics import parse_ks  # noqa: E402
-from rag.evaluation.metrics.modes import parse_mode  # noqa: E402
-from rag.evaluation.sweeps.sweep import SweepConfig, run_sweep  # noqa: E402
-from rag.retrieval.fusion import DEFAULT_FUSION  # noqa: E402
-from rag.store.open import open_store  # noqa: E402
+from rag.embeddings import EmbeddingCache, get_embedder  # noqa: E402
+from rag.evaluation.metrics import parse_ks, parse_mode  # noqa: E402
+from rag.evaluation.sweeps import SweepConfig, run_sweep  # noqa: E402
+from rag.retrieval import DEFAULT_FUSION  # noqa: E402
+from rag.store import open_store  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 ENGINES = ("local:fp32", "local")
@@ -165,7 +163,7 @@ def pipeline_times() -> list[str]:
     """Return the stage seconds of an ingest and a cold sweep by each engine, side by side."""
     from bench.ingest import default_pdf, ingest_once
     from bench.sweep_engines import stage_seconds
-    from rag.chunking.chunker import ChunkSettings
+    from rag.chunking import ChunkSettings
     from rag.evaluation import parse_grid, parse_modes
 
     pdf = default_pdf()

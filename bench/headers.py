@@ -23,14 +23,12 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from bench.modes import DEFAULT_SQUAD, english_input  # noqa: E402 (imported after the offline switches above)
 from bench.paired import paired_table  # noqa: E402
-from rag.embeddings import get_embedder  # noqa: E402
-from rag.embeddings.cache import EmbeddingCache  # noqa: E402
-from rag.evaluation.metrics.metrics import parse_ks  # noqa: E402
-from rag.evaluation.metrics.modes import parse_mode  # noqa: E402
-from rag.evaluation.querysets.squad import import_squad, sweep_input  # noqa: E402
-from rag.evaluation.sweeps.sweep import SweepConfig, run_sweep  # noqa: E402
-from rag.retrieval.fusion import DEFAULT_FUSION  # noqa: E402
-from rag.store.open import open_store  # noqa: E402
+from rag.embeddings import EmbeddingCache, get_embedder  # noqa: E402
+from rag.evaluation.metrics import parse_ks, parse_mode  # noqa: E402
+from rag.evaluation.querysets import import_squad, sweep_input  # noqa: E402
+from rag.evaluation.sweeps import SweepConfig, run_sweep  # noqa: E402
+from rag.retrieval import DEFAULT_FUSION  # noqa: E402
+from rag.store import open_store  # noqa: E402
 
 
 def load_set(name: str) -> tuple[list, list]:

@@ -15,9 +15,8 @@ import time
 from pathlib import Path
 
 from bench.chunking import corpus_path
-from rag.chunking import tokens
-from rag.chunking.chunker import chunk_document
-from rag.documents.loader import load_document
+from rag.chunking import chunk_document, tokens
+from rag.documents import load_document
 from rag.store import legacy_keywords as sparse
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -30,13 +30,12 @@ import time
 from pathlib import Path
 
 from rag import pipeline
-from rag.chunking.chunker import ChunkSettings, chunk_document
-from rag.documents.loader import load_document
-from rag.documents.pdf import read_pdf
+from rag.chunking import ChunkSettings, chunk_document
+from rag.documents import load_document, read_pdf
 from rag.embeddings import get_embedder
 from rag.errors import DocumentError
 from rag.ingested import STAGES
-from rag.store.open import open_store
+from rag.store import open_store
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "out"

@@ -36,16 +36,15 @@ def worker(paths: list[str], count: int, rounds: int, paces: list[float]) -> dic
     """Time the ways of embedding count chunks of paths (paced at each of paces seconds), rounds times; return the
     figures."""
     from bench.raw_e5 import RawE5
-    from rag.chunking.chunker import chunk_document
-    from rag.documents.loader import load_document
-    from rag.embeddings import e5, get_embedder
-    from rag.embeddings.pace import embed_chunks
+    from rag.chunking import chunk_document
+    from rag.documents import load_document
+    from rag.embeddings import embed_chunks, embed_threads, get_embedder, tokenizer
 
     texts = []
     for path in paths:
         texts += [c.content for c in chunk_document(load_document(Path(path).read_bytes(), Path(path).name))]
     texts = texts[:count]
-    raw, fp32, int8 = RawE5(e5.tokenizer()), get_embedder("local:fp32"), get_embedder("local")
+    raw, fp32, int8 = RawE5(tokenizer()), get_embedder("local:fp32"), get_embedder("local")
     ids = raw.ids(texts)
     calls: dict[str, list[int]] = {}
 
@@ -86,7 +85,7 @@ def worker(paths: list[str], count: int, rounds: int, paces: list[float]) -> dic
             began = time.perf_counter()
             runs[name]()
             seconds[name] += time.perf_counter() - began
-    return {"texts": len(texts), "rounds": rounds, "threads": e5.embed_threads(), "seconds": seconds,
+    return {"texts": len(texts), "rounds": rounds, "threads": embed_threads(), "seconds": seconds,
             "per_call": {name: sum(sizes) / len(sizes) for name, sizes in calls.items()}}
 
 

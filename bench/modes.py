@@ -25,16 +25,13 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from rag.documents.loader import SourceFile  # noqa: E402 (imported after the offline switches above)
-from rag.embeddings import get_embedder  # noqa: E402 (imported after the offline switches above)
-from rag.embeddings.cache import EmbeddingCache  # noqa: E402 (imported after the offline switches above)
-from rag.evaluation.comparisons.compare import compare_evaluations  # noqa: E402 (imported after the offline switches above)
-from rag.evaluation.metrics.metrics import parse_ks  # noqa: E402 (imported after the offline switches above)
-from rag.evaluation.metrics.modes import parse_modes  # noqa: E402 (imported after the offline switches above)
-from rag.evaluation.querysets.queries import load_query_set  # noqa: E402 (imported after the offline switches above)
-from rag.evaluation.querysets.squad import import_squad, sweep_input  # noqa: E402 (imported after the offline switches above)
-from rag.evaluation.sweeps.sweep import SweepConfig, SweepResult, load_documents, run_sweep  # noqa: E402 (imported after the offline switches above)
-from rag.store.open import open_store  # noqa: E402 (imported after the offline switches above)
+from rag.documents import SourceFile  # noqa: E402 (imported after the offline switches above)
+from rag.embeddings import EmbeddingCache, get_embedder  # noqa: E402 (imported after the offline switches above)
+from rag.evaluation.comparisons import compare_evaluations  # noqa: E402 (imported after the offline switches above)
+from rag.evaluation.metrics import parse_ks, parse_modes  # noqa: E402 (imported after the offline switches above)
+from rag.evaluation.querysets import import_squad, load_query_set, sweep_input  # noqa: E402 (imported after the offline switches above)
+from rag.evaluation.sweeps import SweepConfig, SweepResult, load_documents, run_sweep  # noqa: E402 (imported after the offline switches above)
+from rag.store import open_store  # noqa: E402 (imported after the offline switches above)
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rag.evaluation.metrics.metrics import Evaluation
-from rag.evaluation.metrics.paired import paired_difference
+from rag.evaluation.metrics import Evaluation, paired_difference
 
 UNRANKED = 99  # an answer not found ranks below every found one
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -16,14 +17,13 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from rag.embeddings.e5_file import dequantize, read_model  # noqa: E402
-from rag.embeddings.e5_tokens import Tokenizer  # noqa: E402
+from rag.embeddings import dequantize, read_model  # noqa: E402
 
 
 class RawE5:
     """The reference network; encode(ids) embeds token-id windows as the engines do."""
 
-    def __init__(self, words: Tokenizer):
+    def __init__(self, words: Any):  # rag.embeddings.tokenizer()'s
         from transformers import XLMRobertaConfig, XLMRobertaModel
 
         model = read_model(vocabulary=False)

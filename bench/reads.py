@@ -26,10 +26,10 @@ import time
 from pathlib import Path
 
 from rag import pipeline
-from rag.chunking.chunker import ChunkSettings
-from rag.documents.loader import SourceFile
+from rag.chunking import ChunkSettings
+from rag.documents import SourceFile
 from rag.embeddings import get_embedder
-from rag.store.open import open_store
+from rag.store import open_store
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_SQUAD = ROOT.parent / "shared" / "data" / "xquad-de" / "xquad.de.dev.json"

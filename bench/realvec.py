@@ -54,8 +54,8 @@ def corpus_text(path: Path = CORPUS) -> str:
 
 def chunk_texts(text: str, schedule=SCHEDULE) -> list[str]:
     """Return the distinct chunk texts of every (chunk_size, overlap) in schedule, in a fixed shuffled order."""
-    from rag.chunking.chunker import chunk_document
-    from rag.documents.model import Document, Page
+    from rag.chunking import chunk_document
+    from rag.documents import Document, Page
 
     document = Document("corpus", "german-corpus.txt", "text", (Page(1, text),), text)
     texts = dict.fromkeys(c.content for size, overlap in schedule for c in chunk_document(document, size, overlap))
@@ -64,7 +64,7 @@ def chunk_texts(text: str, schedule=SCHEDULE) -> list[str]:
 
 def question_texts(squad: Path = XQUAD) -> list[str]:
     """Return the distinct questions of a SQuAD-style file, in a fixed shuffled order."""
-    from rag.evaluation.querysets.squad import import_squad
+    from rag.evaluation.querysets import import_squad
 
     return _shuffled(list(dict.fromkeys(q["query"] for q in import_squad(squad.read_bytes(), str(squad)).queries)))
 

@@ -20,7 +20,7 @@ import re
 import sys
 from pathlib import Path
 
-from rag.documents.loader import load_document
+from rag.documents import load_document
 
 ROOT = Path(__file__).resolve().parents[1]
 ENGLISH_QUERIES = ROOT / "bench" / "data" / "english" / "queries.jsonl"

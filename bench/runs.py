@@ -18,13 +18,11 @@ import time
 from pathlib import Path
 
 from rag.embeddings import get_embedder
-from rag.evaluation.metrics.modes import parse_modes
-from rag.evaluation.querysets.squad import import_squad, sweep_input
-from rag.evaluation.sweeps.sweep import grid, parse_sizes, run_sweep
-from rag.runs.compare import compare_runs
-from rag.runs.db import RunLog
-from rag.runs.keep import keep_sweep
-from rag.store.open import open_store
+from rag.evaluation.metrics import parse_modes
+from rag.evaluation.querysets import import_squad, sweep_input
+from rag.evaluation.sweeps import grid, parse_sizes, run_sweep
+from rag.runs import RunLog, compare_runs, keep_sweep
+from rag.store import open_store
 
 DEFAULT_SQUAD = Path(__file__).resolve().parents[2] / "shared" / "data" / "xquad-de" / "xquad.de.dev.json"
 

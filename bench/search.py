@@ -104,8 +104,8 @@ def held_out(args: argparse.Namespace) -> np.ndarray:
 
 
 def fill(store, vectors: np.ndarray, texts: list[str], embedder: BenchEmbedder) -> None:
-    from rag.chunking.chunker import Chunk, ChunkSettings
-    from rag.documents.model import Document, Page
+    from rag.chunking import Chunk, ChunkSettings
+    from rag.documents import Document, Page
 
     for first in range(0, len(vectors), POINTS_PER_DOCUMENT):
         rows = range(first, min(first + POINTS_PER_DOCUMENT, len(vectors)))
@@ -145,7 +145,7 @@ def exact_top(vectors: np.ndarray, query: np.ndarray, k: int) -> set[tuple[str, 
 
 def store_rows(args: argparse.Namespace) -> list[dict]:
     """Open (or, for local, fill in memory) the store, then time every mode; rows without "points"/"engine"."""
-    from rag.store.open import open_store
+    from rag.store import open_store
 
     vectors, queries, texts, asked = data(args.size, args.queries, args.dim, args.vectors, args.bundle)
     embedder = BenchEmbedder(args.dim)
@@ -189,7 +189,7 @@ def store_rows(args: argparse.Namespace) -> list[dict]:
 
 def worker(args: argparse.Namespace) -> None:
     if args.engine == "fill":
-        from rag.store.open import open_store
+        from rag.store import open_store
 
         vectors, _, texts, _ = data(args.size, args.queries, args.dim, args.vectors, args.bundle)
         store = open_store(path=args.folder)

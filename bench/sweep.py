@@ -30,17 +30,13 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from bench.sweep_engines import EngineRun, engine_env, parse_engines, rows_agree, side_by_side, stage_seconds  # noqa: E402
 from rag.cli.evaluate import with_interval  # noqa: E402 (imported after the offline switches above)
-from rag.embeddings import get_embedder  # noqa: E402 (imported after the offline switches above)
-from rag.embeddings.cache import EmbeddingCache  # noqa: E402 (imported after the offline switches above)
-from rag.embeddings.e5 import embed_threads  # noqa: E402 (imported after the offline switches above)
-from rag.evaluation.metrics.metrics import parse_ks  # noqa: E402 (imported after the offline switches above)
-from rag.evaluation.metrics.modes import parse_modes  # noqa: E402 (imported after the offline switches above)
-from rag.evaluation.querysets.squad import import_squad, sweep_input  # noqa: E402 (imported after the offline switches above)
-from rag.evaluation.sweeps.sweep import SweepResult, grid, parse_sizes, run_sweep  # noqa: E402 (imported after the offline switches above)
-from rag.retrieval.fusion import DEFAULT_FUSION  # noqa: E402 (imported after the offline switches above)
+from rag.embeddings import EmbeddingCache, embed_threads, get_embedder  # noqa: E402 (imported after the offline switches above)
+from rag.evaluation.metrics import parse_ks, parse_modes  # noqa: E402 (imported after the offline switches above)
+from rag.evaluation.querysets import import_squad, sweep_input  # noqa: E402 (imported after the offline switches above)
+from rag.evaluation.sweeps import SweepResult, grid, parse_sizes, run_sweep  # noqa: E402 (imported after the offline switches above)
+from rag.retrieval import DEFAULT_FUSION  # noqa: E402 (imported after the offline switches above)
 from rag.settings import load as settings  # noqa: E402 (imported after the offline switches above)
-from rag.store.edge import EdgeClient  # noqa: E402 (imported after the offline switches above)
-from rag.store.open import open_store  # noqa: E402 (imported after the offline switches above)
+from rag.store import EdgeClient, open_store  # noqa: E402 (imported after the offline switches above)
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_SQUAD = ROOT.parent / "shared" / "data" / "xquad-de" / "xquad.de.dev.json"

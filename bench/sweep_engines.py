@@ -18,9 +18,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from rag.evaluation.sweeps.sweep import STAGES, SweepResult
+from rag.evaluation.sweeps import STAGES, SweepResult
 from rag.settings import QDRANT_ENGINES
-from rag.store.edge.ties import TOLERANCE
+from rag.store import TOLERANCE
 
 ENGINE_VARIABLE = "RAG_QDRANT_ENGINE"
 SEARCH_GOAL = 3.0  # issue 24: the cold sweep's searching at least 3x faster than the local mode's

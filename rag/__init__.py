@@ -55,8 +55,7 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # what type checkers and editors see; at run time the names load on first use
     from rag.chunking import DEFAULT_CHUNK_SIZE, DEFAULT_OVERLAP, Chunk, ChunkSettings, chunk_document
     from rag.documents import Document, Heading, Page, SourceFile, load_document
-    from rag.embeddings import DEFAULT_EMBEDDER, get_embedder
-    from rag.embeddings.base import Embedder
+    from rag.embeddings import DEFAULT_EMBEDDER, Embedder, get_embedder
     from rag.errors import (
         DocumentError,
         EmbeddingError,
@@ -66,11 +65,9 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time the names l
         RagError,
         StoreError,
     )
-    from rag.generation.answer import Answer, answer_with
-    from rag.generation.llm import get_llm
-    from rag.generation.prompts import Prompt, build_prompt
+    from rag.generation import Answer, Prompt, answer_with, build_prompt, get_llm
     from rag.ingested import IngestResult, Progress
     from rag.pipeline import embedder_for, ingest, reingest, retrieve, search
     from rag.rerank import get_reranker
-    from rag.retrieval.context import CHAT_MAX_TOKENS, GENERATION_MAX_TOKENS, Context, build_context
+    from rag.retrieval import CHAT_MAX_TOKENS, GENERATION_MAX_TOKENS, Context, build_context
     from rag.store import DEFAULT_COLLECTION, CollectionInfo, DocumentInfo, Hit, Store, open_store

@@ -11,12 +11,8 @@ import numpy as np
 
 from rag import chunking
 from rag.chunking import ChunkSettings, children, headers
-from rag.documents.loader import SourceFile, expected_size, load_document
-from rag.documents.model import Document
-from rag.embeddings import get_embedder
-from rag.embeddings.base import Embedder
-from rag.embeddings.cache import EmbeddingCache, store_cache
-from rag.embeddings.pace import Pace, embed_chunks
+from rag.documents import Document, SourceFile, expected_size, load_document
+from rag.embeddings import Embedder, EmbeddingCache, Pace, embed_chunks, get_embedder, store_cache
 from rag.errors import (
     DocumentError,
     EmbedderMismatchError,
@@ -28,15 +24,9 @@ from rag.errors import (
 from rag.ingested import IngestResult, Progress, ProgressCallback
 from rag.rerank import DEFAULT_DEPTH as DEFAULT_RERANK_DEPTH
 from rag.rerank import Reranker, check_depth, rerank
-from rag.retrieval.context import CHAT_MAX_TOKENS, DEFAULT_OVERFLOW, Context, build_context
-from rag.retrieval.fusion import DEFAULT_FUSION
-from rag.retrieval.records import Hit
-from rag.retrieval.search import check_mode
+from rag.retrieval import CHAT_MAX_TOKENS, DEFAULT_FUSION, DEFAULT_OVERFLOW, Context, Hit, build_context, check_mode
 from rag.settings import DEFAULT_COLLECTION
-from rag.store.archive import DocumentArchive
-from rag.store.client import Store
-from rag.store.open import open_store
-from rag.store.rebuild import document_from_chunks
+from rag.store import DocumentArchive, Store, document_from_chunks, open_store
 from rag.urls import redact_urls
 
 log = logging.getLogger(__name__)

@@ -1,5 +1,6 @@
 """The house holds: no import cycle (between files, or between rag's packages), no import running against the layer
-order, and no page, command or job reaching past a stage's public face.
+order or the evaluation rooms' order, and no module (of rag, bench or the app) reaching past the public face of
+another stage or room.
 
 The layer order (lower may not import higher; equal layers may import each other, cycles aside):
 
@@ -8,7 +9,12 @@ The layer order (lower may not import higher; equal layers may import each other
                 (retrieval is below the store: Store mixes in its search and hands out its records)
     pipeline    rag.pipeline, rag.ingested, and `rag` itself (its names load lazily from the stages)
     evaluation < reports < runs
-    top         rag.cli, rag.__main__, ui, app_pages, app.py
+    top         rag.cli, rag.__main__, ui, app_pages, app.py, bench
+
+The evaluation's rooms have an order of their own (ROOMS): querysets < metrics < funnel < sweeps < comparisons,
+judges, synthetic. A stage or room is entered through its face (its package __init__): a module of another one
+imports `from rag.store import Hit`, never `from rag.store.records import Hit`; inside a stage or room its modules
+import each other freely.
 
 Every `import` and `from ... import` counts, at module level or inside a function or `if TYPE_CHECKING:` (a type a
 module names is a dependency of it). `from rag.store import edge` is an import of the module rag.store.edge.
@@ -39,22 +45,28 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("rag.evaluation",),
     ("rag.reports",),
     ("rag.runs",),
-    ("rag.cli", "rag.__main__", "ui", "app_pages", "app"),
+    ("rag.cli", "rag.__main__", "ui", "app_pages", "app", "bench"),
+)
+ROOMS: tuple[tuple[str, ...], ...] = (  # the evaluation's rooms, lower first (a lower room may not import a higher)
+    ("rag.evaluation.querysets",),
+    ("rag.evaluation.metrics",),
+    ("rag.evaluation.funnel",),
+    ("rag.evaluation.sweeps",),
+    ("rag.evaluation.comparisons", "rag.evaluation.judges", "rag.evaluation.synthetic"),
 )
 WHOLE = ("rag", "app")  # layer entries that name one file, not a package of them
-# The stages whose modules are private behind their package __init__ (single-file stages are their own face).
+# The stages and rooms whose modules are private behind their package __init__ (single-file stages are their own
+# face): a module outside one imports only its face.
 STAGES = ("rag.documents", "rag.chunking", "rag.embeddings", "rag.retrieval", "rag.store", "rag.rerank",
-          "rag.generation", "rag.evaluation", "rag.reports", "rag.runs")
-# Callers that may use only the faces: the pages, the UI (with the jobs), the command line and app.py.
-FACE_USERS = ("ui", "app_pages", "app", "rag.cli", "rag.__main__")
+          "rag.generation", "rag.evaluation", "rag.reports", "rag.runs", *(room for rooms in ROOMS for room in rooms))
 
 
 @dataclass
 class Report:
     cycles: list[list[str]] = field(default_factory=list)  # files importing each other, round and round
     package_cycles: list[list[str]] = field(default_factory=list)  # the same between rag's packages
-    back_imports: list[str] = field(default_factory=list)  # "a -> b (line n)" where b's layer is above a's
-    private_imports: list[str] = field(default_factory=list)  # a face user importing a stage's private module
+    back_imports: list[str] = field(default_factory=list)  # "a -> b (line n)" where b's layer (or room) is above a's
+    private_imports: list[str] = field(default_factory=list)  # a module importing another stage's private module
 
     def lines(self) -> list[str]:
         """Return every violation as one line of text, grouped by kind."""
@@ -65,8 +77,9 @@ class Report:
 
 
 def modules_of(root: Path) -> dict[str, Path]:
-    """Return the dotted module name of every Python file of rag/, ui/, app_pages/ and app.py under root."""
-    paths = [*root.glob("rag/**/*.py"), *root.glob("ui/**/*.py"), *root.glob("app_pages/**/*.py"), root / "app.py"]
+    """Return the dotted module name of every Python file of rag/, ui/, app_pages/, bench/ and app.py under root."""
+    paths = [*root.glob("rag/**/*.py"), *root.glob("ui/**/*.py"), *root.glob("app_pages/**/*.py"),
+             *root.glob("bench/**/*.py"), root / "app.py"]
     found = {}
     for path in paths:
         if not path.exists():
@@ -117,10 +130,10 @@ def imports_of(name: str, path: Path, known: set[str], faces: dict[str, set[str]
     return found
 
 
-def layer_of(module: str) -> int | None:
-    """Return the index of a module's layer in LAYERS (the longest matching prefix decides), None if unplaced."""
+def layer_of(module: str, layers: tuple[tuple[str, ...], ...] = LAYERS) -> int | None:
+    """Return the index of a module's layer in layers (the longest matching prefix decides), None if unplaced."""
     best, best_length = None, -1
-    for index, prefixes in enumerate(LAYERS):
+    for index, prefixes in enumerate(layers):
         for prefix in prefixes:
             inside = module.startswith(prefix + ".") and prefix not in WHOLE  # `rag` holds every layer: it is one file
             if (module == prefix or inside) and len(prefix) > best_length:
@@ -128,14 +141,14 @@ def layer_of(module: str) -> int | None:
     return best
 
 
-def is_private(module: str) -> bool:
-    """Return whether a module sits inside a stage package, behind its __init__ (the package itself is public)."""
-    return any(module.startswith(stage + ".") for stage in STAGES)
-
-
-def is_face_user(module: str) -> bool:
-    """Return whether a module must import stages only through their faces."""
-    return any(module == user or module.startswith(user + ".") for user in FACE_USERS)
+def is_private(module: str, importer: str) -> bool:
+    """Return whether a module sits behind the face of a stage or room (the innermost one holding it) that the
+    importer is not part of (the package itself is its public face)."""
+    if module in STAGES:  # a room's face is public too: rag.evaluation.metrics
+        return False
+    holders = [stage for stage in STAGES if module.startswith(stage + ".")]
+    inner = max(holders, key=len, default=None)
+    return inner is not None and importer != inner and not importer.startswith(inner + ".")
 
 
 def cycles_in(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -210,7 +223,10 @@ def check(root: Path) -> Report:
                 report.back_imports.append(f"{name} -> {target} (line {line}): a module of no layer")
             elif there > here:
                 report.back_imports.append(f"{name} -> {target} (line {line})")
-            if is_face_user(name) and is_private(target):
+            here, there = layer_of(name, ROOMS), layer_of(target, ROOMS)
+            if here is not None and there is not None and there > here:
+                report.back_imports.append(f"{name} -> {target} (line {line}): a lower room imports a higher")
+            if is_private(target, name):
                 report.private_imports.append(f"{name} -> {target} (line {line})")
     report.cycles = cycles_in(graph)
     report.package_cycles = cycles_in(packages) + [c for c in cycles_in(rooms) if c not in cycles_in(packages)]

@@ -18,9 +18,10 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from rag.chunking import headers, tokens
+import rag.chunking.headers as headers
+import rag.chunking.tokens as tokens
 from rag.chunking.chunker import Chunk
-from rag.documents.model import Document
+from rag.documents import Document
 from rag.errors import InvalidSettingsError
 
 META_KEY = "child_size"  # in the collection's RAG Lab metadata: tokens per child, 0 = no children

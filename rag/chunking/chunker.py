@@ -6,10 +6,10 @@ import bisect
 import re
 from dataclasses import dataclass
 
-from rag.chunking import tokens
+import rag.chunking.tokens as tokens
 from rag.chunking.tables import Tables
 from rag.chunking.toc import toc_flags
-from rag.documents.model import Document
+from rag.documents import Document
 from rag.errors import InvalidSettingsError
 
 STRATEGIES = ("structure", "tokens")

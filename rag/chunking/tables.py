@@ -18,7 +18,7 @@ import bisect
 import re
 from dataclasses import dataclass
 
-from rag.chunking import tokens
+import rag.chunking.tokens as tokens
 
 _DELIMITER = re.compile(r" {0,3}\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*")
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")

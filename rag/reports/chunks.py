@@ -11,13 +11,11 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rag.chunking import tokens
-from rag.chunking.chunker import MIN_CHUNK_SIZE, Chunk
-from rag.embeddings.base import CUT_OFF as CUT_OFF  # the embedder's rule for a chunk over its limit, shown here
-from rag.embeddings.base import WINDOWED as WINDOWED
-from rag.embeddings.base import overflow_flag as overflow_flag
-from rag.store import Hit
-from rag.store.rebuild import ChunkLike, walk_sections
+from rag.chunking import MIN_CHUNK_SIZE, Chunk, tokens
+from rag.embeddings import CUT_OFF as CUT_OFF  # the embedder's rule for a chunk over its limit, shown here
+from rag.embeddings import WINDOWED as WINDOWED
+from rag.embeddings import overflow_flag as overflow_flag
+from rag.store import ChunkLike, Hit, walk_sections
 
 TINY_SHARE = 0.05  # a chunk under 5 % of chunk_size is "tiny": a stray heading or a page footer
 TINY_MIN_TOKENS = 10

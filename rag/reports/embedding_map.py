@@ -24,11 +24,10 @@ from typing import Any
 import numpy as np
 
 from rag import pipeline
-from rag.embeddings.base import Embedder
+from rag.embeddings import Embedder
 from rag.errors import InvalidSettingsError, MissingPackageError, StoreError
-from rag.retrieval.fusion import DEFAULT_FUSION
-from rag.retrieval.records import Hit, hit_from_point, vector_name
-from rag.store.client import Store
+from rag.retrieval import DEFAULT_FUSION, Hit, hit_from_point, vector_name
+from rag.store import Store
 from rag.words import counted
 
 METHODS = ("pca", "tsne", "umap")

@@ -12,13 +12,28 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from rag.errors import InvalidSettingsError
-from rag.evaluation.funnel.stages import RANKED
-from rag.evaluation.metrics.intervals import RESAMPLES
-from rag.evaluation.metrics.metrics import COVERAGE, METRICS, MOSTLY_UNJUDGED, Evaluation, QueryOutcome, unjudged_note
-from rag.evaluation.metrics.paired import ALPHA, PairedDifference
-from rag.evaluation.sweeps.rerank_effect import effect_note, effect_words
-from rag.evaluation.sweeps.results import ConfigResult, Standing, SweepResult
-from rag.evaluation.sweeps.sweep_funnel import WHY, missed_rows, summary_words
+from rag.evaluation.funnel import RANKED
+from rag.evaluation.metrics import (
+    ALPHA,
+    COVERAGE,
+    METRICS,
+    MOSTLY_UNJUDGED,
+    RESAMPLES,
+    Evaluation,
+    PairedDifference,
+    QueryOutcome,
+    unjudged_note,
+)
+from rag.evaluation.sweeps import (
+    WHY,
+    ConfigResult,
+    Standing,
+    SweepResult,
+    effect_note,
+    effect_words,
+    missed_rows,
+    summary_words,
+)
 from rag.reports.evaluation_page import render
 from rag.reports.svg import PALETTE, Estimate, Series, dot_chart, line_chart
 

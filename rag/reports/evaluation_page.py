@@ -11,7 +11,7 @@ from functools import lru_cache
 
 import jinja2
 
-from rag.evaluation.metrics.paired import format_p
+from rag.evaluation.metrics import format_p
 
 STYLE = """
 :root { color-scheme: light; }

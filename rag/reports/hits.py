@@ -8,9 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rag.rerank import SCORE_KIND as RERANK_SCORE
-from rag.retrieval.fusion import RRF_K
-from rag.retrieval.records import Hit
-from rag.store.keywords import Analyzer
+from rag.retrieval import RRF_K, Hit
+from rag.store import Analyzer
 from rag.words import counted
 
 

@@ -21,12 +21,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from rag import pipeline
-from rag.embeddings.base import Embedder
-from rag.evaluation.metrics.metrics import Evaluation
-from rag.evaluation.metrics.modes import collection_info
-from rag.retrieval.fusion import DEFAULT_FUSION
-from rag.retrieval.search import candidate_limit
-from rag.store.client import Store
+from rag.embeddings import Embedder
+from rag.evaluation.metrics import Evaluation, collection_info
+from rag.retrieval import DEFAULT_FUSION, candidate_limit
+from rag.store import Store
 
 SCORE_CAP = 5000  # chunks scored at most: one search with this top_k
 

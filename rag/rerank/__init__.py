@@ -26,7 +26,7 @@ import httpx
 from rag.errors import InvalidSettingsError, UnknownRerankerError
 from rag.rerank import local
 from rag.rerank.api import SERVICES, TEI, ApiReranker
-from rag.retrieval.records import Hit
+from rag.retrieval import Hit
 from rag.settings import folder_inside_data_root
 
 __all__ = ["DEFAULT_DEPTH", "RERANK_SPECS", "Reranker", "SCORE_KIND", "SERVICES", "TEI", "check_depth", "describe",

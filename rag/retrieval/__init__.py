@@ -7,6 +7,8 @@ records       Hit (a chunk found, its score explained), the collection's Layout,
 equal_scores  scores that count as equal, ordered by a key that does not change between ingests
 context       hits -> the LLM's context under a token budget, with its sources
 
+search is a public namespace too (a benchmark swaps its fold of children into parents).
+
 The store mixes SearchMixin into Store (Store.search, search_batch, search_batch_modes) and hands out the records
 defined here, so this stage sits below rag.store in the import order, though after it in the data flow: it never
 imports the store, and reaches the engine only through the Store it is mixed into (its client, lock and layout).
@@ -14,6 +16,7 @@ imports the store, and reaches the engine only through the Store it is mixed int
 
 from __future__ import annotations
 
+from rag.retrieval import search
 from rag.retrieval.context import (
     CHAT_MAX_TOKENS,
     DEFAULT_OVERFLOW,
@@ -24,7 +27,7 @@ from rag.retrieval.context import (
     Source,
     build_context,
 )
-from rag.retrieval.equal_scores import in_order
+from rag.retrieval.equal_scores import close, in_order
 from rag.retrieval.folding import parents
 from rag.retrieval.fusion import DEFAULT_FUSION, RRF_K, Fusion, convex, parse_fusion, rrf
 from rag.retrieval.records import (
@@ -33,7 +36,9 @@ from rag.retrieval.records import (
     DocumentInfo,
     Hit,
     Layout,
+    describe_vectors,
     hit_from_point,
+    mismatch_error,
     payload_int,
     point_id,
     vector_name,
@@ -41,7 +46,7 @@ from rag.retrieval.records import (
 from rag.retrieval.search import CANDIDATES, FUSIONS, MODES, SearchMixin, candidate_limit, check_mode
 
 __all__ = ["CANDIDATES", "CHAT_MAX_TOKENS", "ChildMatch", "CollectionInfo", "Context", "DEFAULT_FUSION",
-           "DEFAULT_OVERFLOW", "DocumentInfo", "Dropped", "FUSIONS", "Fusion", "GENERATION_MAX_TOKENS", "Hit",
-           "Layout", "MODES", "OVERFLOWS", "RRF_K", "SearchMixin", "Source", "build_context", "candidate_limit",
-           "check_mode", "convex", "hit_from_point", "in_order", "parents", "parse_fusion",
-           "payload_int", "point_id", "rrf", "vector_name"]
+           "DEFAULT_OVERFLOW", "DocumentInfo", "Dropped", "FUSIONS", "Fusion", "GENERATION_MAX_TOKENS", "Hit", "Layout",
+           "MODES", "OVERFLOWS", "RRF_K", "SearchMixin", "Source", "build_context", "candidate_limit", "check_mode",
+           "close", "convex", "describe_vectors", "hit_from_point", "in_order", "mismatch_error", "parents",
+           "parse_fusion", "payload_int", "point_id", "rrf", "search", "vector_name"]

@@ -14,8 +14,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from rag.chunking import headers
-from rag.chunking.chunker import ChunkSettings
+from rag.chunking import ChunkSettings, headers
 from rag.errors import EmbedderMismatchError, SparseVectorsMissingError
 
 _POINT_NAMESPACE = uuid.UUID("6f1d9c2e-6a0b-5c1e-9d4f-2b7a8e3c5d10")

@@ -31,7 +31,7 @@ from typing import Any, Protocol
 import numpy as np
 from qdrant_client import models
 
-from rag.embeddings.base import Embedder
+from rag.embeddings import Embedder
 from rag.errors import QueryError
 from rag.retrieval.folding import KEYS as CHILD_FIELDS
 from rag.retrieval.folding import parents as fold

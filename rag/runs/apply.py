@@ -15,11 +15,9 @@ from dataclasses import dataclass, field
 
 from rag import pipeline
 from rag.chunking import ChunkSettings
-from rag.documents.model import Document
-from rag.embeddings.base import Embedder
-from rag.embeddings.cache import EmbeddingCache
-from rag.store.archive import DocumentArchive
-from rag.store.client import Store
+from rag.documents import Document
+from rag.embeddings import Embedder, EmbeddingCache
+from rag.store import DocumentArchive, Store
 
 DEFAULT_KEYS = ("mode", "fusion", "rerank", "run")  # the collection settings a chosen configuration writes
 

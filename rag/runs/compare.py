@@ -14,10 +14,9 @@ from pathlib import Path
 import numpy as np
 
 from rag.errors import QuerySetError, RunNotFoundError
-from rag.evaluation.comparisons.compare import EvaluationComparison, QueryDelta
-from rag.evaluation.metrics.metrics import quality
-from rag.evaluation.metrics.paired import paired_difference
-from rag.evaluation.querysets.versions import diff_versions, diff_words
+from rag.evaluation.comparisons import EvaluationComparison, QueryDelta
+from rag.evaluation.metrics import paired_difference, quality
+from rag.evaluation.querysets import diff_versions, diff_words
 from rag.runs.db import RunLog
 from rag.runs.export import RUN_ID, read_export
 from rag.words import counted

@@ -20,7 +20,7 @@ from pathlib import Path
 from rag.errors import RunNotFoundError, RunsDatabaseError
 from rag.runs.records import upgrade, upgrade_outcome
 from rag.settings import load, runs_file
-from rag.store.client import Store
+from rag.store import Store
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS runs (id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, "

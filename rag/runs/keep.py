@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rag.embeddings.base import Embedder
-from rag.evaluation.metrics.metrics import Evaluation
-from rag.evaluation.querysets.queries import Query
-from rag.evaluation.sweeps.results import SweepResult
-from rag.reports.evaluation_html import evaluation_report, sweep_report
+from rag.embeddings import Embedder
+from rag.evaluation.metrics import Evaluation
+from rag.evaluation.querysets import Query
+from rag.evaluation.sweeps import SweepResult
+from rag.reports import evaluation_report, sweep_report
 from rag.runs.db import RunLog, runs_path_of
 from rag.runs.records import eval_run, sweep_run
-from rag.store.client import Store
+from rag.store import Store
 
 Kept = tuple[int | None, str | None]  # (run id, None) or (None, one warning line)
 

@@ -14,11 +14,9 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from rag.evaluation.metrics.metrics import Evaluation
-from rag.evaluation.querysets.queries import Query
-from rag.evaluation.querysets.versions import query_set_hash, version_of
-from rag.evaluation.sweeps.results import ConfigResult, SweepResult
-from rag.evaluation.sweeps.sweep_collections import is_sweep_collection
+from rag.evaluation.metrics import Evaluation
+from rag.evaluation.querysets import Query, query_set_hash, version_of
+from rag.evaluation.sweeps import ConfigResult, SweepResult, is_sweep_collection
 
 __all__ = ["eval_run", "outcomes_of", "query_set_hash", "sweep_row", "sweep_run", "upgrade", "upgrade_outcome"]
 

@@ -16,7 +16,7 @@ import re
 import tempfile
 from pathlib import Path
 
-from rag.documents.model import PAGE_SEPARATOR, Document, Heading, Page
+from rag.documents import PAGE_SEPARATOR, Document, Heading, Page
 from rag.errors import StoreError
 from rag.settings import archive_folder
 

@@ -22,13 +22,11 @@ from typing import Any
 import numpy as np
 from qdrant_client import models
 
-from rag.chunking import headers
-from rag.chunking.children import Child
-from rag.chunking.chunker import Chunk
-from rag.documents.model import Document
-from rag.embeddings.base import Embedder
+from rag.chunking import Child, Chunk, headers
+from rag.documents import Document
+from rag.embeddings import Embedder
 from rag.errors import EmbedderMismatchError
-from rag.retrieval.records import Layout
+from rag.retrieval import Layout
 from rag.store.keywords import Analyzer
 from rag.store.versions import REGISTRY_ID
 

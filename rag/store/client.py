@@ -35,8 +35,9 @@ import pydantic
 from qdrant_client import QdrantClient, models
 from qdrant_client.http.exceptions import ApiException, UnexpectedResponse
 
+import rag.store.keywords as keywords
 from rag.chunking import children, headers
-from rag.embeddings.base import Embedder
+from rag.embeddings import Embedder
 from rag.errors import (
     CollectionNotFoundError,
     EmbedderMismatchError,
@@ -45,9 +46,7 @@ from rag.errors import (
     StoreError,
     StoreUnavailableError,
 )
-from rag.retrieval.records import CollectionInfo, Layout, describe_vectors, mismatch_error, vector_name
-from rag.retrieval.search import SearchMixin
-from rag.store import keywords
+from rag.retrieval import CollectionInfo, Layout, SearchMixin, describe_vectors, mismatch_error, vector_name
 from rag.store.children import IS_CHILD, ChildrenMixin
 from rag.store.documents import DocumentsMixin
 from rag.store.edge import EdgeClient

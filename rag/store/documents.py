@@ -17,15 +17,13 @@ from typing import Any
 import numpy as np
 from qdrant_client import models
 
-from rag.chunking import headers
-from rag.chunking.children import Child
-from rag.chunking.chunker import TOC, Chunk, ChunkSettings
-from rag.documents.model import Document
-from rag.embeddings.base import Embedder
+import rag.store.children as family
+import rag.store.keywords as keywords
+from rag.chunking import TOC, Child, Chunk, ChunkSettings, headers
+from rag.documents import Document
+from rag.embeddings import Embedder
 from rag.errors import ChunkNotFoundError, EmbedderMismatchError, StoreError
-from rag.retrieval.records import DocumentInfo, Hit, Layout, hit_from_point, payload_int, point_id
-from rag.store import children as family
-from rag.store import keywords
+from rag.retrieval import DocumentInfo, Hit, Layout, hit_from_point, payload_int, point_id
 from rag.store.children import IS_CHILD
 from rag.store.keywords import Analyzer
 from rag.store.versions import HIDDEN, NOT_REGISTRY, RETIRED, WRITING, hidden_filter

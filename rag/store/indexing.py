@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from rag.embeddings.base import Embedder
+from rag.embeddings import Embedder
 from rag.errors import StoreError
 from rag.settings import load
 from rag.store.edge import EdgeClient

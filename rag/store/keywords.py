@@ -26,8 +26,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import rag.store.legacy_keywords as sparse
+from rag.documents import detect_language
 from rag.errors import InvalidSettingsError
-from rag.store import legacy_keywords as sparse
 
 ANALYZER = "qdrant-bm25"  # recorded in the collection metadata, with "language"
 LANGUAGE_CHOICES = ("auto", "de", "en", "none")
@@ -37,11 +38,6 @@ _EDGE_LANGUAGES = {"de": "german", "en": "english", "none": "english"}
 _WORD = re.compile(r"[^\W_]+")
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)+")
 _QUERY_WORD = re.compile(r"\d+(?:[.,]\d+)+|[^\W_]+")  # the words a query is shown as matching by
-_MARKERS = {
-    "de": frozenset("der die das und ist nicht mit von zu den des auf für im eine ein sich auch werden wird".split()),
-    "en": frozenset("the and of to is in that for with as on are be this by it from or which".split()),
-}
-SAMPLE_CHARS = 20_000  # enough text to tell German from English
 
 
 def check_language(language: str) -> str:
@@ -49,15 +45,6 @@ def check_language(language: str) -> str:
     if language not in LANGUAGE_CHOICES:
         raise InvalidSettingsError(f"Unknown keyword language '{language}'. Use one of: {', '.join(LANGUAGE_CHOICES)}.")
     return language
-
-
-def detect_language(text: str) -> str:
-    """Return "de" or "en" by which language's stop words the text uses more, "none" when it uses neither."""
-    words = Counter(w.casefold() for w in _WORD.findall(text[:SAMPLE_CHARS]))
-    hits = {language: sum(words[w] for w in markers) for language, markers in _MARKERS.items()}
-    if not any(hits.values()):
-        return "none"
-    return "en" if hits["en"] > hits["de"] else "de"
 
 
 def _model(language: str) -> Any:

@@ -9,10 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import PurePath
 
-from rag.chunking.chunker import Chunk
-from rag.documents.loader import KINDS_BY_SUFFIX
-from rag.documents.model import PAGE_SEPARATOR, Document, Heading, Page
-from rag.retrieval.records import Hit
+from rag.chunking import Chunk
+from rag.documents import KINDS_BY_SUFFIX, PAGE_SEPARATOR, Document, Heading, Page
+from rag.retrieval import Hit
 
 ChunkLike = Chunk | Hit
 

@@ -18,16 +18,23 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from rag import pipeline
-from rag.embeddings.base import Embedder
-from rag.embeddings.cache import EmbeddingCache
+from rag.embeddings import Embedder, EmbeddingCache
 from rag.errors import InvalidSettingsError, QuerySetError
-from rag.evaluation.metrics.metrics import Evaluation, QueryOutcome, outcome_metrics, quality
-from rag.evaluation.metrics.modes import MODE_NAMES, SearchMode, parse_mode
-from rag.evaluation.metrics.paired import ALPHA, PairedDifference, paired_difference
-from rag.evaluation.querysets.queries import Query
-from rag.retrieval.fusion import DEFAULT_FUSION
-from rag.retrieval.records import Hit
-from rag.store.client import Store
+from rag.evaluation.metrics import (
+    ALPHA,
+    MODE_NAMES,
+    Evaluation,
+    PairedDifference,
+    QueryOutcome,
+    SearchMode,
+    outcome_metrics,
+    paired_difference,
+    parse_mode,
+    quality,
+)
+from rag.evaluation.querysets import Query
+from rag.retrieval import DEFAULT_FUSION, Hit
+from rag.store import Store
 from rag.words import counted
 
 MIN_SHARED = 0.5  # share of the shorter span two hits must have in common to hold "the same text"
@@ -260,9 +267,7 @@ def compare_query_set(
     embedders: Sequence[Embedder | None], cache: EmbeddingCache | None = None,
 ) -> EvaluationComparison:
     """Return both sides' evaluations of queries, compared (RagError when a label or span does not fit)."""
-    from rag.evaluation.sweeps.sweep import (
-        evaluate_collection,  # sweep builds on this package's modules: import when used
-    )
+    from rag.evaluation.sweeps import evaluate_collection
 
     evaluations = [evaluate_collection(queries, side.collection, embedder, store=store, cache=cache, ks=ks,
                                        mode=side.mode) for side, embedder in zip(sides, embedders, strict=True)]

@@ -18,7 +18,7 @@ from xml.etree import ElementTree
 
 import numpy as np
 
-from rag.evaluation.metrics.paired import EXACT_UP_TO, PairedDifference, p_words, paired_difference
+from rag.evaluation.metrics import EXACT_UP_TO, PairedDifference, p_words, paired_difference
 from rag.words import counted
 
 

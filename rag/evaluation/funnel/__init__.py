@@ -2,3 +2,25 @@
 
 stages  a question's funnel, lost_at, misses per stage   rankings  where each chunk ranked at each stage
 """
+
+from __future__ import annotations
+
+from rag.evaluation.funnel.rankings import Rankings, relevant_chunks
+from rag.evaluation.funnel.stages import (
+           CANDIDATES,
+           RANKED,
+           STAGES,
+           ChunkStages,
+           Explanation,
+           Funnel,
+           FunnelSummary,
+           evaluation_funnels,
+           explain_chunk,
+           query_rankings,
+           summarize,
+)
+from rag.evaluation.funnel.verdicts import absent_note, verdict
+
+__all__ = ["CANDIDATES", "ChunkStages", "Explanation", "Funnel", "FunnelSummary", "RANKED", "Rankings", "STAGES",
+           "absent_note", "evaluation_funnels", "explain_chunk", "query_rankings", "relevant_chunks", "summarize",
+           "verdict"]

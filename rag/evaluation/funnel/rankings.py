@@ -12,13 +12,11 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from rag.embeddings.base import Embedder
-from rag.evaluation.metrics.metrics import covered_unit
-from rag.evaluation.metrics.modes import SearchMode
-from rag.evaluation.querysets.queries import Query
-from rag.retrieval.records import ChildMatch, Hit
-from rag.retrieval.search import CANDIDATES
-from rag.store.client import Store
+from rag.embeddings import Embedder
+from rag.evaluation.metrics import SearchMode, covered_unit
+from rag.evaluation.querysets import Query
+from rag.retrieval import CANDIDATES, ChildMatch, Hit
+from rag.store import Store
 
 Reranker = Callable[[str, Sequence[Hit]], Sequence["tuple[str, float] | Hit"]]
 

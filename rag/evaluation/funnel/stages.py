@@ -40,16 +40,12 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from rag.chunking import headers
-from rag.embeddings.base import CUT_OFF, Embedder, reading
+from rag.embeddings import CUT_OFF, Embedder, reading
 from rag.evaluation.funnel.rankings import Placed, Rankings, Reranker, relevant_chunks, search_rankings
-from rag.evaluation.metrics.metrics import QueryOutcome, covered_unit
-from rag.evaluation.metrics.modes import SearchMode
-from rag.evaluation.querysets.queries import Query
-from rag.retrieval.context import CHAT_MAX_TOKENS, build_context
-from rag.retrieval.fusion import DEFAULT_FUSION
-from rag.retrieval.records import Hit
-from rag.retrieval.search import CANDIDATES
-from rag.store.client import Store
+from rag.evaluation.metrics import QueryOutcome, SearchMode, covered_unit
+from rag.evaluation.querysets import Query
+from rag.retrieval import CANDIDATES, CHAT_MAX_TOKENS, DEFAULT_FUSION, Hit, build_context
+from rag.store import Store
 
 STAGES = ("dense", "keyword", "fused", "reranked", "context", "read_whole")
 RANKED = ("dense", "keyword", "fused", "reranked")

@@ -8,10 +8,10 @@ query word matches it), and the dense list ranked it #21 of 21".
 
 from __future__ import annotations
 
-from rag.chunking.chunker import TOC
+from rag.chunking import TOC
 from rag.evaluation.funnel.rankings import Placed
 from rag.evaluation.funnel.stages import Explanation
-from rag.retrieval.search import CANDIDATES
+from rag.retrieval import CANDIDATES
 
 
 def absent_note(explanation: Explanation, stage: str) -> str:

@@ -13,8 +13,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rag.evaluation.querysets.judgments import GRADES
-from rag.evaluation.querysets.queries import Query
+from rag.evaluation.querysets import GRADES, Query
 
 
 @dataclass(frozen=True)

@@ -17,11 +17,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rag.errors import QuerySetError
-from rag.evaluation.querysets.judgments import PERSON, Judgment, check_grade
-from rag.evaluation.querysets.queries import Query, load_query_set
-from rag.evaluation.querysets.saving import saving, write_atomic
-from rag.evaluation.querysets.versions import now, record_version
-from rag.retrieval.records import Hit
+from rag.evaluation.querysets import (
+    PERSON,
+    Judgment,
+    Query,
+    check_grade,
+    load_query_set,
+    now,
+    record_version,
+    saving,
+    write_atomic,
+)
+from rag.retrieval import Hit
 
 
 @dataclass(frozen=True)

@@ -19,9 +19,9 @@ from pathlib import Path
 
 from rag.errors import LLMError
 from rag.evaluation.judges.judging import judgment_of, read_query_file, save_judgments
-from rag.evaluation.querysets.judgments import LLM_PREFIX
-from rag.generation.prompts import question_language
-from rag.retrieval.records import Hit
+from rag.evaluation.querysets import LLM_PREFIX
+from rag.generation import question_language
+from rag.retrieval import Hit
 
 PASSAGE_CHARS = 4000  # of a chunk in the prompt: judges read what a context would hold, not whole books
 PROMPTS = {

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rag.evaluation.judges.judging import query_set_path, read_query_file, save_judgments
-from rag.evaluation.querysets.judgments import Judgment
+from rag.evaluation.querysets import Judgment
 
 
 def judgments_path(root: str | Path, collection: str | None, query_set: str = "") -> Path:

@@ -34,9 +34,8 @@ import numpy as np
 
 from rag.errors import InvalidSettingsError
 from rag.evaluation.metrics.intervals import bootstrap_intervals
-from rag.evaluation.querysets.judgments import hit_grade, judged_at_k
-from rag.evaluation.querysets.queries import Query, squeezed
-from rag.retrieval.records import Hit
+from rag.evaluation.querysets import Query, hit_grade, judged_at_k, squeezed
+from rag.retrieval import Hit
 
 DEFAULT_KS = (1, 3, 5, 10)
 METRICS = ("hit", "recall", "precision", "mrr", "ndcg")

@@ -22,12 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from rag.errors import InvalidSettingsError, RagError
+from rag.errors import InvalidSettingsError, RagError, SparseVectorsMissingError
 from rag.rerank import Reranker, rerank_all
-from rag.retrieval.fusion import DEFAULT_FUSION
-from rag.retrieval.records import CollectionInfo, Hit, SparseVectorsMissingError
-from rag.retrieval.search import FUSIONS, MODES, check_mode
-from rag.store.client import Store
+from rag.retrieval import DEFAULT_FUSION, FUSIONS, MODES, CollectionInfo, Hit, check_mode
+from rag.store import Store
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from rag.documents.loader import check_size
+from rag.documents import check_size
 from rag.errors import DocumentError
 from rag.evaluation.querysets.kept_sets import safe_name, write_whole
 

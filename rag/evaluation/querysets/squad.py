@@ -15,9 +15,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rag.documents.loader import load_document
-from rag.documents.model import Document
-from rag.documents.text import clean_plain_text
+from rag.documents import Document, clean_plain_text, load_document
 from rag.errors import InvalidSettingsError, QuerySetError
 from rag.evaluation.querysets.queries import Query
 from rag.words import counted

@@ -22,7 +22,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import replace
 from typing import Generic, TypeVar
 
-from rag.embeddings.pace import Pace, Stop
+from rag.embeddings import Pace, Stop
 from rag.evaluation.sweeps.results import SweepProgress
 
 T = TypeVar("T")

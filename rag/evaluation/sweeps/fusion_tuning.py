@@ -15,17 +15,13 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rag.embeddings.base import Embedder
-from rag.embeddings.cache import EmbeddingCache
+from rag.embeddings import Embedder, EmbeddingCache
 from rag.errors import QuerySetError
-from rag.evaluation.metrics.metrics import DEFAULT_KS, covered_unit, parse_ks, query_metrics
-from rag.evaluation.metrics.modes import SearchMode, require_keywords
-from rag.evaluation.querysets.queries import Query
+from rag.evaluation.metrics import DEFAULT_KS, SearchMode, covered_unit, parse_ks, query_metrics, require_keywords
+from rag.evaluation.querysets import Query
 from rag.evaluation.sweeps.sweep import resolve_in_collection
-from rag.retrieval.fusion import Fusion, convex
-from rag.retrieval.records import Hit
-from rag.retrieval.search import candidate_limit
-from rag.store.client import Store
+from rag.retrieval import Fusion, Hit, candidate_limit, convex
+from rag.store import Store
 
 WEIGHTS = tuple(round(0.1 * i, 1) for i in range(11))  # 0.0 = keywords only ... 1.0 = dense only
 DEFAULT_FOLDS = 5

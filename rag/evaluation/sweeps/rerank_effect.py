@@ -12,9 +12,7 @@ from collections.abc import Hashable
 from dataclasses import replace
 from typing import Any, Protocol
 
-from rag.evaluation.metrics.metrics import Evaluation
-from rag.evaluation.metrics.modes import SearchMode
-from rag.evaluation.metrics.paired import PairedDifference, paired_difference
+from rag.evaluation.metrics import Evaluation, PairedDifference, SearchMode, paired_difference
 
 
 class Row(Protocol):

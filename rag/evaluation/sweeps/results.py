@@ -12,16 +12,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from rag.chunking.chunker import ChunkSettings
-from rag.embeddings.pace import time_left
-from rag.evaluation.metrics.metrics import Evaluation
-from rag.evaluation.metrics.modes import SearchMode
-from rag.evaluation.metrics.paired import ALPHA, PairedDifference, p_words, paired_difference
+from rag.chunking import ChunkSettings
+from rag.embeddings import time_left
+from rag.evaluation.metrics import ALPHA, Evaluation, PairedDifference, SearchMode, p_words, paired_difference
 from rag.evaluation.sweeps.rerank_effect import Pair, effect_json, effect_words, rerank_pairs
 from rag.words import counted
 
 if TYPE_CHECKING:  # rag.evaluation.funnel.stages searches through rag.evaluation.sweeps.sweep, which makes these rows
-    from rag.evaluation.funnel.stages import Funnel, FunnelSummary
+    from rag.evaluation.funnel import Funnel, FunnelSummary
 
 STAGES = ("chunking", "embedding", "indexing", "searching")  # the time split of every configuration
 

@@ -27,17 +27,23 @@ from pathlib import Path
 import numpy as np
 
 from rag import pipeline
-from rag.chunking.chunker import Chunk, chunk_document
-from rag.documents.loader import SourceFile, load_document
-from rag.documents.model import Document
-from rag.embeddings.base import Embedder
-from rag.embeddings.cache import EmbeddingCache
-from rag.embeddings.pace import BATCH_SECONDS, FIRST_BATCH, Pace, Paced, Stop
+from rag.chunking import Chunk, chunk_document
+from rag.documents import Document, SourceFile, load_document
+from rag.embeddings import BATCH_SECONDS, FIRST_BATCH, Embedder, EmbeddingCache, Pace, Paced, Stop
 from rag.errors import InvalidSettingsError, QueryError
-from rag.evaluation.funnel.rankings import relevant_chunks  # in __all__: the Evaluate page's missed questions
-from rag.evaluation.metrics.metrics import DEFAULT_KS, Evaluation, evaluate, parse_ks
-from rag.evaluation.metrics.modes import SearchMode, parse_mode, parse_modes, require_keywords, search_in_modes
-from rag.evaluation.querysets.queries import Query, check_spans, resolve_labels
+from rag.evaluation.funnel import relevant_chunks  # in __all__: the Evaluate page's missed questions
+from rag.evaluation.metrics import (
+    DEFAULT_KS,
+    Evaluation,
+    SearchMode,
+    evaluate,
+    parse_ks,
+    parse_mode,
+    parse_modes,
+    require_keywords,
+    search_in_modes,
+)
+from rag.evaluation.querysets import Query, check_spans, resolve_labels
 from rag.evaluation.sweeps.ahead import Ahead, Relay
 from rag.evaluation.sweeps.results import STAGES, ConfigResult, SweepConfig, SweepProgress, SweepResult
 from rag.evaluation.sweeps.sweep_collections import (
@@ -54,9 +60,8 @@ from rag.evaluation.sweeps.sweep_collections import (
 from rag.evaluation.sweeps.sweep_grid import grid, parse_chunk_sizes, parse_grid, parse_overlaps, parse_sizes
 from rag.rerank import DEFAULT_DEPTH as DEFAULT_RERANK_DEPTH
 from rag.rerank import Reranker, check_depth, describe
-from rag.retrieval.records import Hit
-from rag.store.client import Store
-from rag.store.rebuild import document_from_chunks
+from rag.retrieval import Hit
+from rag.store import Store, document_from_chunks
 from rag.words import counted
 
 __all__ = ["STAGES", "SWEEP_PREFIX", "ConfigResult", "SweepConfig", "SweepProgress", "SweepResult",

@@ -15,15 +15,12 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from rag.chunking import children, headers
-from rag.chunking.chunker import Chunk
-from rag.documents.model import Document
-from rag.embeddings.base import Embedder
-from rag.embeddings.cache import EmbeddingCache, model_key, store_cache
+from rag.chunking import Chunk, children, headers
+from rag.documents import Document
+from rag.embeddings import Embedder, EmbeddingCache, model_key, store_cache
 from rag.evaluation.sweeps.results import SweepConfig
-from rag.retrieval.records import vector_name
-from rag.store.client import Store
-from rag.store.rebuild import document_from_chunks
+from rag.retrieval import vector_name
+from rag.store import Store, document_from_chunks
 
 SWEEP_PREFIX = "sweep-"
 

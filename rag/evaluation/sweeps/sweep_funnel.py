@@ -11,13 +11,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import partial
 
-from rag.embeddings.base import Embedder
-from rag.embeddings.cache import EmbeddingCache
-from rag.evaluation.funnel.stages import CANDIDATES, RANKED, Funnel, FunnelSummary, evaluation_funnels, summarize
+from rag.embeddings import Embedder, EmbeddingCache
+from rag.evaluation.funnel import CANDIDATES, RANKED, Funnel, FunnelSummary, evaluation_funnels, summarize
 from rag.evaluation.sweeps.results import ConfigResult, SweepResult
 from rag.rerank import DEFAULT_DEPTH, Reranker, rerank
-from rag.retrieval.context import CHAT_MAX_TOKENS
-from rag.store.client import Store
+from rag.retrieval import CHAT_MAX_TOKENS
+from rag.store import Store
 
 WHY = {  # what losing a question at each stage means, in the words of the page and the report
     "dense": "in neither list's top k, and the dense list ranked it worse (or alone searched)",

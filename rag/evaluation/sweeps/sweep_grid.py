@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from rag.chunking.chunker import MIN_CHUNK_SIZE, STRATEGIES
+from rag.chunking import MIN_CHUNK_SIZE, STRATEGIES
 from rag.errors import InvalidSettingsError
 from rag.evaluation.sweeps.results import SweepConfig
 

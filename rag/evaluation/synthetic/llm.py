@@ -8,7 +8,7 @@ caller skips that passage and goes on. A failing server raises its LLMError leaf
 
 Language: the question is asked for in the passage's language, and a question in another one is rejected
 (WRONG_LANGUAGE), so German documents get German questions. Both are told by the rule keyword search uses to
-tell a document's language (rag.store.keywords.detect_language: which language's stop words it uses more); a
+tell a document's language (rag.documents.detect_language: which language's stop words it uses more); a
 passage with neither language's stop words takes the document's, and a question with neither (too short to
 tell) is kept.
 """
@@ -19,9 +19,9 @@ import json
 import re
 from dataclasses import dataclass
 
-from rag.evaluation.querysets.queries import squeezed
-from rag.generation.llm import ChatModel
-from rag.store.keywords import detect_language
+from rag.documents import detect_language
+from rag.evaluation.querysets import squeezed
+from rag.generation import ChatModel
 
 MAX_ANSWER_SHARE = 0.9  # an "answer" that is nearly the whole passage pins down nothing
 LANGUAGE_NAMES = {"de": "German", "en": "English"}

@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from rag.documents.model import Document
+from rag.documents import Document
 
 MIN_CHARS, MAX_CHARS = 40, 350
 MIN_WORDS = 6

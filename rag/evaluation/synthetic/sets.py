@@ -31,13 +31,12 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from rag.documents.model import Document
+from rag.documents import Document, detect_language
 from rag.errors import InvalidSettingsError, SyntheticQueriesError
 from rag.evaluation.synthetic.llm import WRONG_LANGUAGE, Asked, ask
 from rag.evaluation.synthetic.rewrite import Vocabulary, rewrite
 from rag.evaluation.synthetic.sentences import Sentence, SentencePool, sentence_pools
-from rag.generation.llm import ChatModel
-from rag.store.keywords import detect_language
+from rag.generation import ChatModel
 from rag.words import counted
 
 DEFAULT_COUNT = 50

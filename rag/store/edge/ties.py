@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 from qdrant_client import models
 
-from rag.retrieval.equal_scores import close, in_order
+from rag.retrieval import close, in_order
 
 MARGIN = 1  # points asked for beyond a search's limit: one tied with the last says the run may go on
 KEY_FIELDS = ["document_id", "chunk_index"]
