@@ -143,13 +143,7 @@ class EdgeClient:
             return json.load(f)
 
     def get_collection(self, name: str) -> CollectionView:
-        config = self._config(name)
-        vectors: Any = {k: models.VectorParams(**v) for k, v in config["vectors"].items()}
-        if config.get("unnamed"):
-            vectors = vectors[""]
-        sparse = {k: models.SparseVectorParams(modifier=models.Modifier.IDF if v.get("modifier") == "idf" else None)
-                  for k, v in config["sparse"].items()}
-        return CollectionView(_Config(_Params(vectors, sparse), config.get("metadata")))
+        return collection_view(self._config(name))
 
     def create_collection(self, collection_name: str, vectors_config: Any = None,
                           sparse_vectors_config: dict | None = None, metadata: dict | None = None, **_: Any) -> bool:
@@ -358,6 +352,16 @@ class EdgeClient:
         """Return whether searches of a collection may go through its HNSW graph: its measured recall is good enough
         (rag.store.edge.index.trusted)."""
         return trusted(self._config(name).get("index") or {})
+
+
+def collection_view(config: dict) -> CollectionView:
+    """Return what get_collection gives for a collection.json (also read through another process: rag.store.reads)."""
+    vectors: Any = {k: models.VectorParams(**v) for k, v in config["vectors"].items()}
+    if config.get("unnamed"):
+        vectors = vectors[""]
+    sparse = {k: models.SparseVectorParams(modifier=models.Modifier.IDF if v.get("modifier") == "idf" else None)
+              for k, v in config["sparse"].items()}
+    return CollectionView(_Config(_Params(vectors, sparse), config.get("metadata")))
 
 
 def _finish_swap(folder: str) -> None:
