@@ -30,7 +30,6 @@ import os
 import secrets
 import threading
 import time
-import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -39,6 +38,7 @@ from qdrant_client import models
 from qdrant_client.http import models as rest
 
 from rag.errors import StoreUnavailableError
+from rag.files import write_atomic
 from rag.settings import timeout
 from rag.store.client import Store
 from rag.store.edge import EdgeClient, wire
@@ -166,11 +166,7 @@ class ReadServer(ThreadingHTTPServer):
         """Write the endpoint file, readable by this user only, renamed into place whole."""
         data = {"pid": os.getpid(), "port": self.port, "token": self.token,
                 "since": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-        temporary = os.path.join(self.folder, f".{ENDPOINT_FILE}.{uuid.uuid4().hex}.tmp")
-        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(descriptor, "w", encoding="utf-8") as f:
-            json.dump(data, f)
-        os.replace(temporary, os.path.join(self.folder, ENDPOINT_FILE))
+        write_atomic(os.path.join(self.folder, ENDPOINT_FILE), json.dumps(data), mode=0o600)
 
     def stop(self) -> None:
         """Stop serving and remove the endpoint file if it is still this server's."""

@@ -35,6 +35,7 @@ from urllib.parse import quote
 from qdrant_client import models
 from qdrant_client.http import models as rest
 
+from rag.files import write_atomic
 from rag.store.edge import api, leftovers, space, ties
 from rag.store.edge import child as build_child
 from rag.store.edge.index import trusted
@@ -385,10 +386,5 @@ def _ids(points: Any) -> list[Any]:
 
 
 def _write_json(path: str, data: dict) -> None:
-    """Write a JSON file atomically (a temporary file, fsynced, renamed over the old one)."""
-    temporary = f"{path}.{uuid.uuid4().hex}.tmp"
-    with open(temporary, "w", encoding="utf-8") as f:
-        json.dump(data, f, ensure_ascii=False)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(temporary, path)
+    """Write a JSON file whole (rag.files.write_atomic)."""
+    write_atomic(path, json.dumps(data, ensure_ascii=False))
