@@ -23,7 +23,7 @@ from rag.store.edge import EdgeClient
 from rag.store.edge.migrate import MigrationFailed, finish, has_local_format, migrate
 from rag.store.reads import ReadClient, shown, writes_elsewhere
 from rag.urls import endpoint, redact_urls
-from rag.words import counted
+from rag.words import counted, plural
 
 LARGE_LOCAL_COLLECTION = 20_000  # points above which the embedded engine gets slow (qdrant-client's own figure)
 # qdrant-client warns about that on every load and upsert, in its words; rag says it once, with what to do
@@ -210,8 +210,8 @@ def size_note(store: Store, infos: list | None = None) -> str | None:
     large = [c for c in (infos if infos is not None else store.collections()) if c.points > LARGE_LOCAL_COLLECTION]
     if not large:
         return None
-    names = ", ".join(f"'{c.name}' ({c.points:,} chunks)" for c in large)
-    return (f"{names} {'is' if len(large) == 1 else 'are'} large for the embedded Qdrant engine, which compares "
+    names = ", ".join(f"'{c.name}' ({counted(c.points, 'chunk')})" for c in large)
+    return (f"{names} {plural(len(large), 'is', 'are')} large for the embedded Qdrant engine, which compares "
             f"every chunk on each search (slow above {LARGE_LOCAL_COLLECTION:,}). Run a Qdrant server and set "
             "QDRANT_URL for collections this size.")
 

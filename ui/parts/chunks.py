@@ -15,7 +15,7 @@ from rag.reports import ChunkReport, FlagSummary
 from rag.store import DocumentInfo, Hit
 from ui import errors, jobs, nav, render, resources, state
 from ui.parts import chunk_text
-from ui.render import counted, md
+from ui.render import counted, md, plural
 from ui.workspace import Workspace
 
 MAX_SHOWN_CHUNKS = 40  # the document view renders at most this many chunks at once
@@ -147,7 +147,7 @@ def document_view(document: Document, chunks: Sequence[Hit | Chunk], embedder: E
                     lead = len(chunk_report.model_text(chunk)) - len(chunk.content)
                     unread[chunk.chunk_index or 0] = start + max(offset - lead, 0)
     if unread:
-        are = "is" if len(unread) == 1 else "are"
+        are = plural(len(unread), "is", "are")
         st.caption(f"{counted(len(unread), 'shown chunk')} {are} longer than {md(embedder.model_id)} reads: the "
                    "struck-through text is never embedded, so dense search cannot find it there.")
     st.html(render.legend_html())

@@ -38,7 +38,7 @@ from rag.evaluation.synthetic.rewrite import Vocabulary, rewrite
 from rag.evaluation.synthetic.sentences import Sentence, SentencePool, sentence_pools
 from rag.generation.llm import ChatModel
 from rag.store.keywords import detect_language
-from rag.words import counted
+from rag.words import counted, plural
 
 DEFAULT_COUNT = 50
 SENTENCE = "sentence"
@@ -102,7 +102,7 @@ class SyntheticSet:
         wrong = [q for q in self.queries if not _holds(texts.get(q.document_id), q.answer_start, q.answer)]
         if wrong:  # never happens unless this module has a bug; an unverified line is never written
             raise SyntheticQueriesError(f"{counted(len(wrong), 'synthetic answer span')} "
-                                        f"{'does' if len(wrong) == 1 else 'do'} not match their document's text "
+                                        f"{plural(len(wrong), 'does', 'do')} not match their document's text "
                                         f"(first: {wrong[0].document} at {wrong[0].answer_start}); nothing written.")
         return "".join(json.dumps(q.line(), ensure_ascii=False) + "\n" for q in self.queries)
 
