@@ -3,7 +3,8 @@ order, and no page, command or job reaching past a stage's public face.
 
 The layer order (lower may not import higher; equal layers may import each other, cycles aside):
 
-    base        rag.errors, rag.settings, rag.urls, rag.http, rag.words, rag.extras, rag.files: no stage of their own
+    base        rag.errors, rag.settings, rag.urls, rag.http, rag.words, rag.extras, rag.files, rag.providers: no stage
+                of their own
     documents < chunking < embeddings < store < rerank, context < generation
     pipeline    rag.pipeline, rag.ingested, and `rag` itself (its names load lazily from the stages)
     evaluation < reports < runs
@@ -24,7 +25,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-BASE = ("rag.errors", "rag.settings", "rag.urls", "rag.http", "rag.words", "rag.extras", "rag.files")
+BASE = ("rag.errors", "rag.settings", "rag.urls", "rag.http", "rag.words", "rag.extras", "rag.files", "rag.providers")
 LAYERS: tuple[tuple[str, ...], ...] = (
     BASE,
     ("rag.documents",),
