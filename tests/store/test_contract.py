@@ -112,3 +112,16 @@ def test_reading_holds_the_stores_lock_and_gives_its_client(store: Store) -> Non
         assert taken == [False]
     assert store._lock.acquire(blocking=False)
     store._lock.release()
+
+
+def test_store_tells_the_clients_apart_by_the_contract(tmp_path: Path) -> None:
+    """Store asks isinstance(client, IndexReads) for the index and writes only through a StoreClient."""
+    local, edge = QdrantClient(location=":memory:"), EdgeClient(str(tmp_path / "edge"), temporary=True)
+    reader = ReadClient(str(tmp_path / "edge"), ENDPOINT)
+    try:
+        assert [isinstance(c, StoreClient) for c in (local, edge, reader)] == [True, True, False]
+        assert [isinstance(c, IndexReads) for c in (local, edge, reader)] == [False, True, True]
+        assert Store(local, "memory", local=True).index_state("c") is None  # its own engine: no index to show
+    finally:
+        for client in (local, edge, reader):
+            client.close()
