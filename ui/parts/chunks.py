@@ -46,9 +46,8 @@ def flags_banner(summary: FlagSummary, embedder: Embedder, chunk_size: int | Non
     if summary.no_heading:
         notes.append(f"{summary.no_heading} without a heading")
     if summary.toc_cut:
-        notes.append(f"{summary.toc_cut} table of contents over the model's limit (not searched, so it does not "
-                     "matter)" if summary.toc_cut == 1 else f"{summary.toc_cut} tables of contents over the model's "
-                     "limit (not searched, so they do not matter)")
+        notes.append(f"{counted(summary.toc_cut, 'table of contents', 'tables of contents')} over the model's limit "
+                     f"(not searched, so {plural(summary.toc_cut, 'it does', 'they do')} not matter)")
     flagged = f"Flagged: {', '.join(notes)}. " if notes else ""
     st.caption(flagged + token_units(embedder))
 
