@@ -7,7 +7,7 @@ import streamlit as st
 
 from ui import errors, nav, resources, state, workspace
 from ui.parts import library as parts
-from ui.render import counted, md
+from ui.render import counted, md, plural
 
 ws = workspace.current()
 st.title("Library")
@@ -22,7 +22,7 @@ parts.defaults(ws)
 index = parts.index(ws)
 incomplete = [d for d in documents if not d.complete]
 if incomplete:
-    were = "was" if len(incomplete) == 1 else "were"
+    were = plural(len(incomplete), "was", "were")
     st.warning(f"{counted(len(incomplete), 'document')} {were} not stored completely (an ingest was interrupted, "
                "or is still running elsewhere): searches do not see those chunks. Select one to delete what was left "
                "or to ingest it again.", icon=":material/report:")

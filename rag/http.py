@@ -32,7 +32,7 @@ import httpx
 from rag.errors import RagError
 from rag.settings import display_url, redact_key
 from rag.urls import redact_urls
-from rag.words import shorten
+from rag.words import counted, shorten
 
 T = TypeVar("T")
 NOT_RETRIED_TIMEOUTS = (httpx.ReadTimeout, httpx.WriteTimeout)
@@ -180,7 +180,7 @@ class Edge:
                 if received:
                     raise self.errors.unavailable(self._broke_off(received, reason)) from exc
                 if last:
-                    tries = f"{attempts} attempt{'s' if attempts > 1 else ''}"
+                    tries = counted(attempts, "attempt")
                     raise self.errors.unavailable(f"Could not reach {self.where()} ({reason}; {tries}). "
                                                   f"{self.hint}") from exc
                 self.retry.sleep(self.retry.wait(attempt))

@@ -4,7 +4,8 @@ another stage or room.
 
 The layer order (lower may not import higher; equal layers may import each other, cycles aside):
 
-    base        rag.errors, rag.settings, rag.urls, rag.http, rag.words, rag.extras: no stage of their own
+    base        rag.errors, rag.settings, rag.urls, rag.http, rag.words, rag.extras, rag.files, rag.providers: no
+                stage of their own
     documents < chunking < embeddings < retrieval < store < rerank < generation
                 (retrieval is below the store: Store mixes in its search and hands out its records)
     pipeline    rag.pipeline, rag.ingested, and `rag` itself (its names load lazily from the stages)
@@ -31,7 +32,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-BASE = ("rag.errors", "rag.settings", "rag.urls", "rag.http", "rag.words", "rag.extras")
+BASE = ("rag.errors", "rag.settings", "rag.urls", "rag.http", "rag.words", "rag.extras", "rag.files", "rag.providers")
 LAYERS: tuple[tuple[str, ...], ...] = (
     BASE,
     ("rag.documents",),

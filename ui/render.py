@@ -41,6 +41,7 @@ def md_lines(text: str) -> str:
 
 
 counted = words.counted  # "1 document", "3 documents": one rule for the pages and rag's own messages
+plural = words.plural  # "is" / "are" after a count, the same rule
 
 
 HEADING_TAIL_HELP = "the end of the heading path (… stands for the levels above it); the chunk itself shows all of it"

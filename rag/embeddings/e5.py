@@ -40,6 +40,7 @@ from rag.embeddings.base import E5
 from rag.embeddings.e5_file import read_model
 from rag.embeddings.e5_tokens import Tokenizer
 from rag.errors import InvalidSettingsError
+from rag.words import plural
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +113,7 @@ def tokenizer() -> Tokenizer:
 def int8_missing() -> str:
     """Return why the int8 engine cannot run here ("" when onnxruntime is installed): cheap, nothing is imported."""
     missing = [name for name in ("onnxruntime", "onnx") if importlib.util.find_spec(name) is None]
-    return f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not installed" if missing else ""
+    return f"{' and '.join(missing)} {plural(len(missing), 'is', 'are')} not installed" if missing else ""
 
 
 def default_precision() -> str:

@@ -29,6 +29,7 @@ from rag.errors import (
     UnknownLLMError,
 )
 from rag.http import Edge, Errors, RetryPolicy, says_context_too_long
+from rag.providers import Registry
 from rag.settings import (
     OPENAI,
     configured_key,
@@ -41,7 +42,6 @@ from rag.settings import (
 )
 from rag.words import shorten
 
-LLM_SPECS = ("ollama:<model>", "openai:<model>")
 ERRORS = Errors(LLMError, LLMUnavailableError, LLMAuthError)
 _SSE_FIELDS = ("event", "id", "retry")
 
@@ -214,16 +214,28 @@ class OpenAIChat(ChatModel):
         return f"Check the name after 'openai:'; {display_url(self.base_url)}/models lists the server's models."
 
 
+def _ollama(model: str, client: httpx.Client | None = None, host: str | None = None, **_: Any) -> ChatModel:
+    return OllamaChat(model, host=host, client=client)
+
+
+def _openai(model: str, client: httpx.Client | None = None, base_url: str | None = None, api_key: str | None = None,
+            **_: Any) -> ChatModel:
+    return OpenAIChat(model, base_url=base_url, api_key=api_key, client=client)
+
+
+LLMS: Registry[ChatModel] = Registry("LLM", UnknownLLMError, "ollama:llama3.1")  # the one rule: rag.providers
+LLMS.register("ollama", _ollama, ("ollama:<model>",), "a model name", "ollama:llama3.1")
+LLMS.register("openai", _openai, ("openai:<model>",), "a model name", "openai:gpt-4o-mini")
+
+
 def get_llm(spec: str | None, *, client: httpx.Client | None = None, host: str | None = None,
             base_url: str | None = None, api_key: str | None = None) -> ChatModel:
     """Return the chat model for a spec (default $RAG_LLM): "ollama:<model>" or "openai:<model>"."""
     spec = (spec or load().llm).strip()
-    provider, _, model = spec.partition(":")
     if not spec:
         raise UnknownLLMError("No LLM is configured. Give --llm ollama:<model> or openai:<model> (or set RAG_LLM), "
                               "e.g. ollama:llama3.1 with OLLAMA_HOST, or openai:gpt-4o-mini with OPENAI_API_KEY.")
-    if provider not in ("ollama", "openai") or not model.strip():
-        raise UnknownLLMError(f"Unknown LLM '{spec}'. Use one of: {', '.join(LLM_SPECS)}, e.g. ollama:llama3.1.")
-    if provider == "ollama":
-        return OllamaChat(model.strip(), host=host, client=client)
-    return OpenAIChat(model.strip(), base_url=base_url, api_key=api_key, client=client)
+    return LLMS.make(spec, client=client, host=host, base_url=base_url, api_key=api_key)
+
+
+LLM_SPECS = tuple(form for provider in LLMS.providers.values() for form in provider.forms)

@@ -16,7 +16,7 @@ scale named by `reranker.scale`) and its place and score before reranking in `re
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -24,6 +24,7 @@ from typing import Any, Protocol
 import httpx
 
 from rag.errors import InvalidSettingsError, UnknownRerankerError
+from rag.providers import Registry
 from rag.rerank import local
 from rag.rerank.api import SERVICES, TEI, ApiReranker
 from rag.retrieval import Hit
@@ -35,9 +36,6 @@ __all__ = ["DEFAULT_DEPTH", "RERANK_SPECS", "Reranker", "SCORE_KIND", "SERVICES"
 DEFAULT_DEPTH = 30  # candidates a reranker reads per query: a cross-encoder pass costs about one embedding each
 MAX_DEPTH = 1000
 SCORE_KIND = "rerank"
-RERANK_SPECS = "tei:<url>, cohere:<model>, jina:<model>, local:<path>"
-_EXAMPLES = {"tei": "tei:http://localhost:8080", "cohere": "cohere:rerank-v3.5",
-             "jina": "jina:jina-reranker-v2-base-multilingual", "local": "local:data/models/my-cross-encoder"}
 
 
 class Reranker(Protocol):
@@ -49,6 +47,27 @@ class Reranker(Protocol):
     def close(self) -> None: ...
 
 
+def _local(argument: str, client: httpx.Client | None = None, root: Path | None = None, **_: Any) -> Reranker:
+    folder = folder_inside_data_root(argument, root) if root is not None else Path(argument)
+    return local.CrossEncoderReranker(local.folder(str(folder)))
+
+
+def _server(dialect: str) -> Callable[..., Reranker]:
+    def make(argument: str, client: httpx.Client | None = None, root: Path | None = None, **options: Any) -> Reranker:
+        return ApiReranker(dialect, argument, client=client, **options)
+
+    return make
+
+
+RERANKERS: Registry[Reranker] = Registry("reranker", UnknownRerankerError, "tei:http://localhost:8080")
+RERANKERS.register("tei", _server("tei"), ("tei:<url>",), "a server URL", "tei:http://localhost:8080")
+RERANKERS.register("cohere", _server("cohere"), ("cohere:<model>",), "a model name", "cohere:rerank-v3.5")
+RERANKERS.register("jina", _server("jina"), ("jina:<model>",), "a model name",
+                   "jina:jina-reranker-v2-base-multilingual")
+RERANKERS.register("local", _local, ("local:<path>",), "a folder", "local:data/models/my-cross-encoder")
+RERANK_SPECS = RERANKERS.forms
+
+
 def get_reranker(spec: str, *, client: httpx.Client | None = None, root: Path | None = None,
                  **options: Any) -> Reranker:
     """Return the reranker of a spec (see the module); UnknownRerankerError saying the valid forms.
@@ -57,18 +76,7 @@ def get_reranker(spec: str, *, client: httpx.Client | None = None, root: Path | 
     every model folder typed in the browser (rag.settings.folder_inside_data_root). client and options
     (retry, seconds, api_key, base_url) go to the server client; tests pass a client.
     """
-    text = (spec or "").strip()
-    dialect, _, argument = text.partition(":")
-    dialect, argument = dialect.strip().lower(), argument.strip()
-    if dialect not in _EXAMPLES:
-        raise UnknownRerankerError(f"Unknown reranker '{text}'. Use one of: {RERANK_SPECS}, e.g. {_EXAMPLES['tei']}.")
-    if not argument:
-        what = {"tei": "a server URL", "local": "a folder"}.get(dialect, "a model name")
-        raise UnknownRerankerError(f"The reranker '{dialect}' needs {what}, e.g. {_EXAMPLES[dialect]}.")
-    if dialect == "local":
-        folder = folder_inside_data_root(argument, root) if root is not None else Path(argument)
-        return local.CrossEncoderReranker(local.folder(str(folder)))
-    return ApiReranker(dialect, argument, client=client, **options)
+    return RERANKERS.make(spec or "", client=client, root=root, **options)
 
 
 def describe(reranker: Reranker | None, depth: int) -> dict | None:

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import errno
 import json
-import os
 import re
-import tempfile
 from pathlib import Path
 
 from rag.documents import PAGE_SEPARATOR, Document, Heading, Page
 from rag.errors import StoreError
+from rag.files import write_atomic
 from rag.settings import archive_folder
 
 _DOCUMENT_ID = re.compile(r"[0-9a-f]{64}")
@@ -50,16 +49,10 @@ class DocumentArchive:
                 "pages": [page.text for page in document.pages], "empty_pages": list(document.empty_pages),
                 "headings": [[h.title, h.level, h.start, h.source] for h in document.headings],
                 "notes": list(document.notes)}
-        handle = None
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
-            with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=self.folder, suffix=".tmp",
-                                             delete=False) as handle:
-                json.dump(data, handle, ensure_ascii=False)
-            os.replace(handle.name, path)
+            write_atomic(path, json.dumps(data, ensure_ascii=False), mode=0o600)  # the document: this user only
         except OSError as error:
-            if handle is not None:  # a half-written copy (a full disk) is not left behind
-                Path(handle.name).unlink(missing_ok=True)
             if error.errno == errno.ENOSPC:
                 raise StoreError(f"The disk holding the document archive {self.folder} is full. Free disk space, "
                                  "then try again.") from error

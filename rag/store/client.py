@@ -32,7 +32,7 @@ from typing import Any
 
 import httpx
 import pydantic
-from qdrant_client import QdrantClient, models
+from qdrant_client import models
 from qdrant_client.http.exceptions import ApiException, UnexpectedResponse
 
 import rag.store.keywords as keywords
@@ -48,6 +48,7 @@ from rag.errors import (
 )
 from rag.retrieval import CollectionInfo, Layout, SearchMixin, describe_vectors, mismatch_error, vector_name
 from rag.store.children import IS_CHILD, ChildrenMixin
+from rag.store.contract import WRITE_CALLS, StoreClient, StoreReads
 from rag.store.documents import DocumentsMixin
 from rag.store.edge import EdgeClient
 from rag.store.edge.api import EdgeError
@@ -75,9 +76,10 @@ def timed_out(error: BaseException) -> bool:
 
 
 class Store(DocumentsMixin, VersionsMixin, SearchMixin, IndexMixin, ChildrenMixin):
-    """One Qdrant client (embedded folder, memory or server) and the operations RAG Lab needs."""
+    """One Qdrant client (embedded folder, memory or server) and the operations RAG Lab needs; the client is a
+    StoreClient, or a StoreReads that only reads (rag.store.contract)."""
 
-    def __init__(self, client: QdrantClient, location: str, local: bool,
+    def __init__(self, client: StoreClient | StoreReads, location: str, local: bool,
                  on_close: Callable[[Store], None] | None = None):
         self.client, self.location, self.local = client, location, local
         self._on_close = on_close  # rag.store.open drops the store from its cache
@@ -92,6 +94,13 @@ class Store(DocumentsMixin, VersionsMixin, SearchMixin, IndexMixin, ChildrenMixi
         if self._on_close is not None:
             self._on_close(self)
         self.client.close()
+
+    @contextmanager
+    def reading(self) -> Iterator[StoreReads]:
+        """Yield the client for reads made on it directly (another process's: rag.store.reads) under the lock the
+        Store's own reads and writes take; its errors pass unchanged."""
+        with self._lock:
+            yield self.client
 
     @contextmanager
     def _guard(self, action: str, hold: bool = True) -> Iterator[None]:
@@ -122,6 +131,10 @@ class Store(DocumentsMixin, VersionsMixin, SearchMixin, IndexMixin, ChildrenMixi
             if self.local:
                 raise self._disk_error(action, e) from e
             raise StoreError(f"Qdrant at {self.location} failed {action}: {e}") from e
+        except AttributeError as e:  # a write on a client that only reads: the one line saying where writes go
+            if e.obj is not self.client or e.name not in WRITE_CALLS or not hasattr(e.obj, "refusal"):
+                raise
+            raise StoreUnavailableError(e.obj.refusal) from None
         except (ValueError, RuntimeError) as e:
             if not engine_refusal(e):
                 raise  # ours, or the engine's for a cause no user can fix: a bug, shown as one

@@ -17,8 +17,9 @@ from collections.abc import Callable
 import numpy as np
 
 from rag.embeddings import Embedder
-from rag.errors import StoreError
+from rag.errors import StoreError, StoreUnavailableError
 from rag.settings import load
+from rag.store.contract import IndexReads
 from rag.store.edge import EdgeClient
 from rag.store.edge import index as edge_index
 from rag.store.edge.index import IndexBuildError, IndexCancelled, IndexState
@@ -36,7 +37,7 @@ class IndexMixin:
 
     def index_state(self, collection: str) -> IndexState | None:
         """Return a collection's index state; None on a server (which indexes by itself) or the old local engine."""
-        if not isinstance(self.client, EdgeClient):
+        if not isinstance(self.client, IndexReads):  # Qdrant Edge's index, here or read through its holder
             return None
         self._layout(collection)  # CollectionNotFoundError
         with self._guard(f"reading the index of '{collection}'"):
@@ -57,6 +58,8 @@ class IndexMixin:
         embedded as queries by embedder, else (neither given) with stored chunk vectors, which overstate it.
         """
         if not isinstance(self.client, EdgeClient):
+            if refusal := getattr(self.client, "refusal", None):  # a folder another process holds
+                raise StoreUnavailableError(refusal)
             raise StoreError(f"Qdrant at {self.location} builds its HNSW index itself; there is nothing to build here.")
         layout = self._layout(collection)
         if questions is None and embedder is not None:

@@ -18,11 +18,12 @@ from rag.errors import InvalidSettingsError, StoreError, StoreUnavailableError
 from rag.settings import QDRANT, check_url, configured_key, configured_url, display_url, load, timeout
 from rag.store import reads
 from rag.store.client import Store, invalid_reply, not_qdrant, timed_out
+from rag.store.contract import IndexReads
 from rag.store.edge import EdgeClient
 from rag.store.edge.migrate import MigrationFailed, finish, has_local_format, migrate
-from rag.store.edge.remote import RemoteReads, shown, writes_elsewhere
+from rag.store.reads import ReadClient, shown, writes_elsewhere
 from rag.urls import endpoint, redact_urls
-from rag.words import counted
+from rag.words import counted, plural
 
 LARGE_LOCAL_COLLECTION = 20_000  # points above which the embedded engine gets slow (qdrant-client's own figure)
 # qdrant-client warns about that on every load and upsert, in its words; rag says it once, with what to do
@@ -67,7 +68,7 @@ def open_store(path: str | None = None, url: str | None = None, api_key: str | N
         if key in _STORES:
             return _STORES[key]
         store = _connect_server(url, api_key) if url else _open_folder(path, read_only)
-        if not isinstance(store.client, RemoteReads):
+        if not isinstance(store.client, ReadClient):
             _STORES[key] = store
         return store
 
@@ -84,7 +85,7 @@ def _open_folder(path: str, read_only: bool = False) -> Store:
             raise StoreUnavailableError(f"The Qdrant folder {path} cannot be opened: {e}.") from e
         holder = reads.endpoint(path) if engine == "edge" else None
         if holder is not None and read_only:
-            return Store(RemoteReads(path, holder), path, local=True)
+            return Store(ReadClient(path, holder), path, local=True)
         if holder is not None:
             raise StoreUnavailableError(writes_elsewhere(path, holder["pid"])) from e
         raise StoreUnavailableError(
@@ -204,20 +205,20 @@ def _reason(error: Exception) -> str:
 def size_note(store: Store, infos: list | None = None) -> str | None:
     """Return a note when qdrant-client's local mode holds a collection too large for it (else None; Qdrant Edge
     searches 100,000 chunks at numpy speed)."""
-    if not store.local or isinstance(store.client, EdgeClient):
+    if not store.local or isinstance(store.client, IndexReads):  # Qdrant Edge, here or through the app
         return None
     large = [c for c in (infos if infos is not None else store.collections()) if c.points > LARGE_LOCAL_COLLECTION]
     if not large:
         return None
-    names = ", ".join(f"'{c.name}' ({c.points:,} chunks)" for c in large)
-    return (f"{names} {'is' if len(large) == 1 else 'are'} large for the embedded Qdrant engine, which compares "
+    names = ", ".join(f"'{c.name}' ({counted(c.points, 'chunk')})" for c in large)
+    return (f"{names} {plural(len(large), 'is', 'are')} large for the embedded Qdrant engine, which compares "
             f"every chunk on each search (slow above {LARGE_LOCAL_COLLECTION:,}). Run a Qdrant server and set "
             "QDRANT_URL for collections this size.")
 
 
 def reading_note(store: Store) -> str | None:
     """Return the note of a store read through the process that holds its folder (else None)."""
-    if not isinstance(store.client, RemoteReads):
+    if not isinstance(store.client, ReadClient):
         return None
     return (f"reading through the app that holds {shown(store.location)} (pid {store.client.pid}); writes stay "
             "with it")

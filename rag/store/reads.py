@@ -1,17 +1,22 @@
-"""Reads of an embedded folder for other processes: the process holding it serves them on loopback.
+"""Reads of an embedded folder for other processes: the process holding it serves them on loopback (ReadServer),
+another process reads through it (ReadClient).
 
 Qdrant Edge opens a shard in one process only (its write-ahead log is locked, and rag locks the folder's .lock
 around it), and has no read-only open. So the process that holds a folder (the app: ui/resources.py) calls
 serve_reads(store): a small HTTP server on 127.0.0.1, on a port the system picks, answers the read methods of
-its EdgeClient (READS) under the Store's lock, as its own pages read, and nothing else. It writes
+its EdgeClient (READS) under the Store's lock (Store.reading), as its own pages read, and nothing else. It writes
 `<folder>/reads.json` (pid, port, token; mode 0600, renamed into place) and removes it when it stops. A CLI that
-finds the folder locked reads through it (rag.store.edge.remote.RemoteReads); writes stay with the holder.
+finds the folder locked reads through it: rag.store.open gives its Store a ReadClient, which has exactly the
+methods READS allows (and the two reads Store makes of them, get_collections and get_collection) and no write
+method at all (Store answers a write with the one line writes_elsewhere: rag.store.contract).
 
 A request must come to 127.0.0.1:<port> itself (Host header: no DNS rebinding), carry the token as a Bearer key,
 and carry no Origin or Sec-Fetch-Mode header (a browser's page, e.g. the app's own, can never be the caller).
 Arguments and answers are JSON (rag.store.edge.wire), never pickles. A connection that sends nothing for
 READ_TIMEOUT_S is closed, at most MAX_CONNECTIONS are served at once (one more is answered 503 and closed), and a
-malformed request (a Content-Length that is no number, a body nested too deep) is answered 400.
+malformed request (a Content-Length that is no number, a body nested too deep) is answered 400. A read through the
+holder sees what the holder's own reads see (an ingest becomes visible whole, at its commit: rag.store.versions),
+and its answer equals the holder's page's.
 """
 
 from __future__ import annotations
@@ -25,12 +30,19 @@ import os
 import secrets
 import threading
 import time
-import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import httpx
+from qdrant_client import models
+from qdrant_client.http import models as rest
+
+from rag.errors import StoreUnavailableError
+from rag.files import write_atomic
+from rag.settings import timeout
 from rag.store.client import Store
 from rag.store.edge import EdgeClient, wire
+from rag.store.edge.client import CollectionView, collection_view
 
 ENDPOINT_FILE = "reads.json"
 PATH = "/read"
@@ -145,8 +157,8 @@ class ReadServer(ThreadingHTTPServer):
     def read(self, method: str, args: list, kwargs: dict) -> Any:
         """Run one read of the store's client under the Store's lock (the engine is not thread-safe); return it
         encoded."""
-        with self.store._lock:  # the lock the Store's own reads and writes take (Store._guard)
-            answer = getattr(self.store.client, method)(*args, **kwargs)
+        with self.store.reading() as client:
+            answer = getattr(client, method)(*args, **kwargs)
         convert = READS[method]
         return wire.encode(convert(answer) if convert else answer)
 
@@ -154,11 +166,7 @@ class ReadServer(ThreadingHTTPServer):
         """Write the endpoint file, readable by this user only, renamed into place whole."""
         data = {"pid": os.getpid(), "port": self.port, "token": self.token,
                 "since": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-        temporary = os.path.join(self.folder, f".{ENDPOINT_FILE}.{uuid.uuid4().hex}.tmp")
-        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(descriptor, "w", encoding="utf-8") as f:
-            json.dump(data, f)
-        os.replace(temporary, os.path.join(self.folder, ENDPOINT_FILE))
+        write_atomic(os.path.join(self.folder, ENDPOINT_FILE), json.dumps(data), mode=0o600)
 
     def stop(self) -> None:
         """Stop serving and remove the endpoint file if it is still this server's."""
@@ -230,3 +238,90 @@ def stop_all() -> None:
     """Stop every read server of this process (at exit)."""
     for server in list(_SERVERS.values()):
         server.stop()
+
+
+def shown(folder: str) -> str:
+    """Return folder as the user would write it: ./data/qdrant below the working folder, else absolute."""
+    relative = os.path.relpath(folder)
+    return folder if relative.startswith("..") else f"./{relative}" if relative != "." else "."
+
+
+def writes_elsewhere(folder: str, pid: int) -> str:
+    """Return the one line a write gets while another process serves the folder."""
+    return (f"The store {shown(folder)} is open in the app (pid {pid}); writes go through the app or stop it first: "
+            "ingest, delete and index on its pages, or stop it (Ctrl+C where it runs) and run this command again.")
+
+
+class ReadClient:
+    """The reads of a folder that the process at endpoint serves (see module): READS, get_collections and
+    get_collection made of them, close; no other method (rag.store.contract.StoreReads and IndexReads)."""
+
+    def __init__(self, path: str, endpoint: dict):  # no lock taken: the holder has the folder
+        self.path, self.pid, self.since = path, endpoint["pid"], endpoint.get("since")
+        self.refusal = writes_elsewhere(path, self.pid)  # what Store answers a write with
+        self._http = httpx.Client(base_url=f"http://127.0.0.1:{endpoint['port']}", trust_env=False,
+                                  headers={"Authorization": f"Bearer {endpoint['token']}"},
+                                  timeout=timeout("RAG_QDRANT_TIMEOUT"))
+
+    def close(self) -> None:
+        self._http.close()
+
+    def _call(self, method: str, *args: Any) -> Any:
+        """Return the holder's answer to one read; its error raised again; StoreUnavailableError if it is gone."""
+        request = {"method": method, "args": wire.encode(args), "kwargs": {}}
+        try:
+            try:
+                response = self._http.post(PATH, json=request)
+            except httpx.RemoteProtocolError:  # the holder closed the idle connection as this read went out
+                response = self._http.post(PATH, json=request)  # a read: asking again is safe
+            body = response.json()
+        except (httpx.HTTPError, ValueError) as e:
+            raise StoreUnavailableError(
+                f"The app holding the store {shown(self.path)} (pid {self.pid}) did not answer a read "
+                f"({type(e).__name__}); try again, or stop the app and run the command alone.") from e
+        if response.status_code != 200:
+            raise StoreUnavailableError(f"The app holding the store {shown(self.path)} (pid {self.pid}) refused a "
+                                        f"read ({response.status_code}: {body.get('error')}).")
+        if "error" in body:
+            raise wire.ERRORS.get(body.get("kind"), RuntimeError)(body["error"])
+        return wire.decode(body["result"])
+
+    # ---- READS, one method each ----
+
+    def collection_names(self) -> list[str]:
+        return self._call("collection_names")
+
+    def collection_exists(self, collection_name: str) -> bool:
+        return self._call("collection_exists", collection_name)
+
+    def collection_config(self, name: str) -> dict:
+        return self._call("collection_config", name)
+
+    def index_state(self, collection_name: str) -> dict[str, Any]:
+        return self._call("index_state", collection_name)
+
+    def retrieve(self, collection_name: str, ids: list[Any], with_payload: Any = True,
+                 with_vectors: Any = False) -> list[models.Record]:
+        return self._call("retrieve", collection_name, list(ids), with_payload, with_vectors)
+
+    def scroll(self, collection_name: str, scroll_filter: Any = None, limit: int = 10, offset: Any = None,
+               with_payload: Any = True, with_vectors: Any = False) -> tuple[list[models.Record], Any]:
+        records, following = self._call("scroll", collection_name, scroll_filter, limit, offset, with_payload,
+                                        with_vectors)
+        return records, following
+
+    def count(self, collection_name: str, count_filter: Any = None, exact: bool = True) -> models.CountResult:
+        return self._call("count", collection_name, count_filter)  # the holder counts exactly
+
+    def query_batch_points(self, collection_name: str, requests: list[Any]) -> list[rest.QueryResponse]:
+        answers = self._call("query_batch_points", collection_name, list(requests))
+        return [rest.QueryResponse.model_construct(points=points) for points in answers]
+
+    # ---- what Store reads, made of READS ----
+
+    def get_collections(self) -> models.CollectionsResponse:
+        return models.CollectionsResponse(collections=[models.CollectionDescription(name=n)
+                                                       for n in self.collection_names()])
+
+    def get_collection(self, collection_name: str) -> CollectionView:
+        return collection_view(self.collection_config(collection_name))

@@ -176,10 +176,16 @@ def test_an_error_line_in_the_stream_stops_with_its_message():
         llm.complete(MESSAGES)
 
 
-@pytest.mark.parametrize("spec", ["", "claude:opus", "ollama:", "openai"])
+@pytest.mark.parametrize("spec", ["", "claude:opus"])
 def test_a_missing_or_malformed_spec_says_the_valid_forms(spec, monkeypatch):
     monkeypatch.delenv("RAG_LLM", raising=False)
     with pytest.raises(UnknownLLMError, match="ollama:"):
+        get_llm(spec)
+
+
+@pytest.mark.parametrize(("spec", "example"), [("ollama:", "ollama:llama3.1"), ("openai", "openai:gpt-4o-mini")])
+def test_a_spec_without_its_model_says_it_needs_one(spec, example):
+    with pytest.raises(UnknownLLMError, match=f"needs a model name, e.g. {example}"):
         get_llm(spec)
 
 

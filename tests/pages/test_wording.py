@@ -173,3 +173,25 @@ def test_no_text_the_app_or_the_cli_shows_writes_a_plural_in_parentheses():
                                  root / "app.py"])
              for line, text in written_texts(path) if plural.search(re.sub(r"{{.*?}}|http\(s\)", "", text))]
     assert not found, "\n".join(found)
+
+
+def test_no_text_picks_its_word_or_verb_by_a_count_of_one_by_hand():
+    """`'s' if n > 1 else ''`, `"is" if n == 1 else "are"`, `'page' if n == 1 else 'pages'`: rag.words.counted and
+    rag.words.plural (ui.render's) say them, one rule."""
+    import ast
+    from pathlib import Path
+
+    def one_word(node: ast.expr) -> bool:
+        return isinstance(node, ast.Constant) and isinstance(node.value, str) and " " not in node.value.strip()
+
+    def by_one(test: ast.expr) -> bool:
+        return isinstance(test, ast.Compare) and any(isinstance(side, ast.Constant) and side.value == 1
+                                                     for side in [test.left, *test.comparators])
+
+    root = Path(__file__).resolve().parents[2]
+    paths = sorted([*root.glob("rag/**/*.py"), *root.glob("ui/**/*.py"), *root.glob("app_pages/*.py"), root / "app.py"])
+    found = [f"{path.relative_to(root)}:{node.lineno}: {ast.unparse(node)}" for path in paths
+             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+             if isinstance(node, ast.IfExp) and by_one(node.test) and one_word(node.body) and one_word(node.orelse)]
+    assert len(paths) > 100, "the scan reads no code: it is broken"
+    assert not found, "\n".join(found)

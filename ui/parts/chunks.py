@@ -15,7 +15,7 @@ from rag.reports import ChunkReport, FlagSummary
 from rag.store import DocumentInfo, Hit
 from ui import errors, jobs, nav, render, resources, state
 from ui.parts import chunk_text
-from ui.render import counted, md
+from ui.render import counted, md, plural
 from ui.workspace import Workspace
 
 MAX_SHOWN_CHUNKS = 40  # the document view renders at most this many chunks at once
@@ -46,9 +46,8 @@ def flags_banner(summary: FlagSummary, embedder: Embedder, chunk_size: int | Non
     if summary.no_heading:
         notes.append(f"{summary.no_heading} without a heading")
     if summary.toc_cut:
-        notes.append(f"{summary.toc_cut} table of contents over the model's limit (not searched, so it does not "
-                     "matter)" if summary.toc_cut == 1 else f"{summary.toc_cut} tables of contents over the model's "
-                     "limit (not searched, so they do not matter)")
+        notes.append(f"{counted(summary.toc_cut, 'table of contents', 'tables of contents')} over the model's limit "
+                     f"(not searched, so {plural(summary.toc_cut, 'it does', 'they do')} not matter)")
     flagged = f"Flagged: {', '.join(notes)}. " if notes else ""
     st.caption(flagged + token_units(embedder))
 
@@ -147,7 +146,7 @@ def document_view(document: Document, chunks: Sequence[Hit | Chunk], embedder: E
                     lead = len(chunk_report.model_text(chunk)) - len(chunk.content)
                     unread[chunk.chunk_index or 0] = start + max(offset - lead, 0)
     if unread:
-        are = "is" if len(unread) == 1 else "are"
+        are = plural(len(unread), "is", "are")
         st.caption(f"{counted(len(unread), 'shown chunk')} {are} longer than {md(embedder.model_id)} reads: the "
                    "struck-through text is never embedded, so dense search cannot find it there.")
     st.html(render.legend_html())

@@ -161,7 +161,7 @@ def caption(emap: EmbeddingMap, data: pd.DataFrame, colour_by: str, mode_label: 
         parts.append(f"the two axes explain {explained_shares(emap.explained)[2]} of the variance, so near on the map "
                      "is only roughly near in the embedding")
     groups = data[colour_by].nunique()
-    parts.append(f"colour: {groups} {COLOUR_FIELDS[colour_by]}{'s' if groups != 1 else ''}"
+    parts.append(f"colour: {counted(groups, COLOUR_FIELDS[colour_by])}"
                  + (f", {MAX_COLOURS} colours × {len(SHAPES)} shapes" if groups > MAX_COLOURS else "")
                  + (f" (the rarest past {MAX_GROUPS - 1} in grey)" if groups > MAX_GROUPS else ""))
     if emap.query:

@@ -41,7 +41,7 @@ from ui.parts import evaluate_inputs as inputs
 from ui.parts import funnel as funnel_part
 from ui.parts import rerank as rerank_part
 from ui.parts.judge_eval import hole_words
-from ui.render import EMPTY_CELL, counted, md
+from ui.render import EMPTY_CELL, counted, md, plural
 from ui.workspace import Workspace
 
 RESULT = "evaluate_result"  # the last SweepResult of this session
@@ -212,7 +212,7 @@ def answer_ranks(result: SweepResult) -> None:
     st.altair_chart(charts.rank_chart(row, threshold), width="stretch")
     st.caption(f"Dots: the score of each query's first relevant chunk, coloured by its rank; grey ticks: the "
                f"query's top score (the gap is what the answer lost to it). {missing} of {len(ranked)} queries had "
-               f"no relevant chunk within the top {row.evaluation.ks[-1]} and {'is' if missing == 1 else 'are'} not "
+               f"no relevant chunk within the top {row.evaluation.ks[-1]} and {plural(missing, 'is', 'are')} not "
                "drawn"
                + (f"; the threshold would cut {below} found answers." if threshold is not None else "."))
 
@@ -228,7 +228,8 @@ def failures(ws: Workspace, result: SweepResult) -> None:
                         key=state.result_key("evaluate_failure_k", result))
     chosen = configs[label]
     missed = chosen.evaluation.failures(k)
-    st.caption(f"{len(missed)} of {result.queries} queries {'has' if len(missed) == 1 else 'have'} no relevant chunk "
+    has = plural(len(missed), "has", "have")
+    st.caption(f"{len(missed)} of {counted(result.queries, 'query', 'queries')} {has} no relevant chunk "
                f"in the top {k}. Rank and score "
                f"are the first relevant chunk's, when it came within the top {result.ks[-1]}.")
     if not missed:

@@ -29,7 +29,7 @@ from rag.generation import LLM_SPECS, get_llm
 from rag.settings import data_root
 from ui import errors, state
 from ui.parts import judge
-from ui.render import counted, md
+from ui.render import counted, md, plural
 
 SHOWN = 10  # unjudged hits listed at a time for a person to judge
 WHO = ("You", "An LLM")
@@ -76,7 +76,7 @@ def section(result: SweepResult, name: str) -> None:
         pending = _unjudged(row, k, path)
     if report.failed:
         return
-    st.caption(f"{counted(len(pending), 'hit')} of the top {k} {'carries' if len(pending) == 1 else 'carry'} no "
+    st.caption(f"{counted(len(pending), 'hit')} of the top {k} {plural(len(pending), 'carries', 'carry')} no "
                f"judgment ({md(hole_words(row.evaluation, k))}). "
                f"Judgments go into {md(path.name)} under the data root"
                + (f" (the collection '{md(result.collection)}'s file, as on Search)" if result.collection else "")

@@ -15,6 +15,7 @@ import streamlit as st
 
 from rag.errors import InvalidSettingsError
 from rag.evaluation import SearchMode, SweepResult, effect_note, effect_words
+from rag.providers import split_spec
 from rag.rerank import DEFAULT_DEPTH, MAX_DEPTH, RERANK_SPECS, SCORE_KIND, SERVICES, TEI, Reranker, get_reranker
 from rag.settings import check_url, display_url, same_url
 from rag.store import Hit
@@ -81,11 +82,10 @@ def reranker(spec: str) -> Reranker | None:
     """Return the reranker of spec (None for ""); a RagError saying what to do when it cannot be made."""
     if not spec.strip():
         return None
-    dialect = spec.strip().partition(":")[0].strip().lower()
+    dialect, url = split_spec(spec)
     service = SERVICES.get(dialect)
     where = settings._source(service) if service else {}  # noqa: SLF001 (where its URL and key are configured)
     names = (service.url_variable, service.key_variable or "") if service else ()
-    url = spec.strip().partition(":")[2].strip()
     url = check_url(url, "The TEI URL in tei:<url>", default_scheme=True) if dialect == "tei" and url else url
     if dialect == "tei" and not settings.ui_settings_allowed() and not same_url(url, where.get(TEI.url_variable)):
         raise InvalidSettingsError(f"The reranker server '{display_url(url)}' is not the operator's: a server typed "

@@ -10,7 +10,7 @@ from rag.embeddings import Embedder
 from rag.reports import SCORE_NAMES, SCORE_SHORT, ScoreDistribution, distribution_of, score_distribution
 from rag.store import CANDIDATES, Store, candidate_limit
 from ui import errors, resources
-from ui.render import counted, md
+from ui.render import counted, md, plural
 from ui.workspace import SearchRun, Workspace
 
 HEIGHT = 220
@@ -132,7 +132,7 @@ def summary(dist: ScoreDistribution) -> str:
     else:
         parts.append(f"top_k = {dist.top_k} is more than the {counted(scored, 'scored chunk')}")
     if dist.threshold is not None:
-        reach = "reaches" if dist.above_threshold == 1 else "reach"
+        reach = plural(dist.above_threshold, "reaches", "reach")
         parts.append(f"{counted(dist.above_threshold, 'chunk')} {reach} the threshold {dist.threshold:.3g}")
     parts.append(f"the search returns {dist.kept}")
     if dist.stats:

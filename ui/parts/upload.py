@@ -15,7 +15,7 @@ from rag.errors import DocumentError, RagError
 from rag.ingested import IngestResult, Progress
 from ui import errors, jobs, nav, resources, state
 from ui.parts import upload_settings
-from ui.render import counted, md
+from ui.render import counted, md, plural
 from ui.workspace import Workspace
 
 STAGE_WORDS = {"extract": "reading text", "chunk": "chunking", "embed": "embedding", "store": "storing"}
@@ -76,7 +76,7 @@ def replacement_notice(workspace: Workspace, collection: str, names: Sequence[st
     if keep:
         st.info(f"{listed} stay in '{md(collection)}'; the new files are added next to them.")
     else:
-        st.warning(f"{listed} {'is' if len(same) == 1 else 'are'} already in '{md(collection)}': ingesting replaces "
+        st.warning(f"{listed} {plural(len(same), 'is', 'are')} already in '{md(collection)}': ingesting replaces "
                    "the old version once the new one is stored whole.", icon=":material/sync:")
     return keep
 

@@ -35,7 +35,7 @@ from rag.evaluation.metrics import (
 from rag.evaluation.querysets import Query
 from rag.retrieval import DEFAULT_FUSION, Hit
 from rag.store import Store
-from rag.words import counted
+from rag.words import counted, plural
 
 MIN_SHARED = 0.5  # share of the shorter span two hits must have in common to hold "the same text"
 
@@ -93,7 +93,7 @@ class HitComparison:
         shared = self.shared_a
         up = sum(r.shift < 0 for r in shared)
         down = sum(r.shift > 0 for r in shared)
-        return (f"{len(shared)} of A's {counted(len(self.a), 'hit')} {'is' if len(shared) == 1 else 'are'} also among "
+        return (f"{len(shared)} of A's {counted(len(self.a), 'hit')} {plural(len(shared), 'is', 'are')} also among "
                 f"B's {len(self.b)} "
                 f"({up} ranked higher in B, {down} lower, {len(shared) - up - down} at the same rank); "
                 f"{len(self.only_a)} only in A, {len(self.only_b)} only in B.")
@@ -243,8 +243,7 @@ def document_difference(store: Store, a: str, b: str, shown: int = 3) -> str:
     def listed(only: dict[str, str], name: str) -> str:
         titles = sorted(only.values())
         more = f" and {len(titles) - shown} more" if len(titles) > shown else ""
-        count = "1 document" if len(titles) == 1 else f"{len(titles)} documents"
-        return f"{count} only in '{name}' ({', '.join(titles[:shown])}{more})"
+        return f"{counted(len(titles), 'document')} only in '{name}' ({', '.join(titles[:shown])}{more})"
 
     parts = [listed({i: t for i, t in docs.items() if i not in other}, name)
              for docs, other, name in ((documents[0], documents[1], a), (documents[1], documents[0], b))

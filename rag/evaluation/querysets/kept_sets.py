@@ -4,10 +4,10 @@ inside that folder, whatever name the upload had."""
 
 from __future__ import annotations
 
-import os
 import re
-import tempfile
 from pathlib import Path
+
+from rag.files import write_atomic
 
 FOLDER = "query-sets"
 SUFFIXES = (".jsonl", ".csv", ".json")
@@ -31,18 +31,9 @@ def keep_query_set(root: str | Path, name: str, data: bytes) -> Path:
 
 
 def write_whole(folder: Path, name: str, data: bytes) -> Path:
-    """Write data as folder/name, whole or not at all (a temporary file renamed), and return its path."""
+    """Write data as folder/name, whole or not at all (rag.files.write_atomic), and return its path."""
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / name
-    handle, temporary = tempfile.mkstemp(dir=folder, prefix=".upload-")
-    try:
-        with os.fdopen(handle, "wb") as file:
-            file.write(data)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    return path
+    return write_atomic(folder / name, data, mode=0o600)  # the upload: this user only, as before
 
 
 def kept_query_set(root: str | Path, name: str) -> Path | None:

@@ -22,7 +22,7 @@ from pathlib import PurePath
 
 from rag.errors import QuerySetError
 from rag.evaluation.querysets.judgments import Judgment, effective, parse_judgments
-from rag.words import counted
+from rag.words import counted, plural
 
 CSV_LIST_SEPARATOR = "|"
 
@@ -177,12 +177,12 @@ def resolve_labels(queries: Sequence[Query], documents: Iterable[tuple[str, str]
             if label not in ids_by_label:
                 missing.setdefault(label, []).append(query.line)
     if missing:
-        shown = "; ".join(f"'{label}' (line{'s' if len(lines) > 1 else ''} {_lines(lines)})"
+        shown = "; ".join(f"'{label}' ({plural(len(lines), 'line')} {_lines(lines)})"
                           for label, lines in list(missing.items())[:5])
         more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
         titles = sorted({t for t, ids in ids_by_label.items() if t not in ids}) or ["nothing"]
         raise QuerySetError(
-            f"{counted(len(missing), 'document')} named in the query set {'is' if len(missing) == 1 else 'are'} "
+            f"{counted(len(missing), 'document')} named in the query set {plural(len(missing), 'is', 'are')} "
             f"not in {where}: {shown}{more}. "
             f"It holds: {', '.join(titles[:10])}{' …' if len(titles) > 10 else ''}. "
             "Add those documents, or fix the titles in the query set."

@@ -11,9 +11,10 @@ file (it would wait for itself). Readers take no lock: a file is only ever repla
 Inside the lock no other writer of this query set is alive, so its temporary files (`.NAME.*.tmp`) are leftovers
 of a writer that was killed: `saving` removes them before the new write.
 
-write_atomic writes a temporary file in the same folder, fsyncs it and renames it over the file: a killed writer
-leaves the old file whole. A symlinked query set is written at the link's target (the link stays), and the new
-file keeps the old one's permission bits (a new file gets the umask's, as any file the user creates).
+write_atomic writes through rag.files.write_atomic (a temporary file in the same folder, fsynced, renamed over the
+file): a killed writer leaves the old file whole. A symlinked query set is written at the link's target (the link
+stays), and the new file keeps the old one's permission bits (a new file gets the umask's, as any file the user
+creates).
 """
 
 from __future__ import annotations
@@ -21,12 +22,11 @@ from __future__ import annotations
 import fcntl
 import os
 import re
-import secrets
-import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from rag import files
 from rag.errors import QuerySetError
 
 
@@ -80,25 +80,7 @@ def write_atomic(path: str | Path, content: str) -> None:
                             f"({content[error.start:error.end]!r}). The query set is unchanged.") from None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
-        handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies
-        try:
-            with os.fdopen(handle, "wb") as file:
-                _keep_mode(path, file.fileno())
-                file.write(data)
-                file.flush()
-                os.fsync(file.fileno())
-            os.replace(temporary, path)
-        except BaseException:
-            temporary.unlink(missing_ok=True)
-            raise
+        files.write_atomic(path, data)
     except OSError as error:
         raise QuerySetError(f"Cannot write {path}: {error.strerror or error}. The query set is unchanged.") from None
 
-
-def _keep_mode(path: Path, descriptor: int) -> None:
-    try:
-        mode = stat.S_IMODE(os.stat(path).st_mode)
-    except FileNotFoundError:
-        return
-    os.fchmod(descriptor, mode)

@@ -18,7 +18,7 @@ from pathlib import Path
 from rag.documents import Document, clean_plain_text, load_document
 from rag.errors import InvalidSettingsError, QuerySetError
 from rag.evaluation.querysets.queries import Query
-from rag.words import counted
+from rag.words import counted, plural
 
 PARAGRAPH_SEPARATOR = "\n\n"
 QUERIES_FILE = "queries.jsonl"
@@ -104,7 +104,7 @@ def _add_article(result: SquadImport, article: dict, taken: set[str], source: st
     result.queries.extend(lines)
     if skipped:
         result.notes.append(f"'{title}': {counted(skipped, 'question')} without an answer found in the text "
-                            f"{'was' if skipped == 1 else 'were'} left out.")
+                            f"{plural(skipped, 'was', 'were')} left out.")
 
 
 def _query_line(qa: object, context: str, cleaned: str, base: int, filename: str) -> dict | None:

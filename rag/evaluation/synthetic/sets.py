@@ -37,7 +37,7 @@ from rag.evaluation.synthetic.llm import WRONG_LANGUAGE, Asked, ask
 from rag.evaluation.synthetic.rewrite import Vocabulary, rewrite
 from rag.evaluation.synthetic.sentences import Sentence, SentencePool, sentence_pools
 from rag.generation import ChatModel
-from rag.words import counted
+from rag.words import counted, plural
 
 DEFAULT_COUNT = 50
 SENTENCE = "sentence"
@@ -101,7 +101,7 @@ class SyntheticSet:
         wrong = [q for q in self.queries if not _holds(texts.get(q.document_id), q.answer_start, q.answer)]
         if wrong:  # never happens unless this module has a bug; an unverified line is never written
             raise SyntheticQueriesError(f"{counted(len(wrong), 'synthetic answer span')} "
-                                        f"{'does' if len(wrong) == 1 else 'do'} not match their document's text "
+                                        f"{plural(len(wrong), 'does', 'do')} not match their document's text "
                                         f"(first: {wrong[0].document} at {wrong[0].answer_start}); nothing written.")
         return "".join(json.dumps(q.line(), ensure_ascii=False) + "\n" for q in self.queries)
 

@@ -35,6 +35,7 @@ from urllib.parse import quote
 from qdrant_client import models
 from qdrant_client.http import models as rest
 
+from rag.files import write_atomic
 from rag.store.edge import api, leftovers, space, ties
 from rag.store.edge import child as build_child
 from rag.store.edge.index import trusted
@@ -143,13 +144,7 @@ class EdgeClient:
             return json.load(f)
 
     def get_collection(self, name: str) -> CollectionView:
-        config = self._config(name)
-        vectors: Any = {k: models.VectorParams(**v) for k, v in config["vectors"].items()}
-        if config.get("unnamed"):
-            vectors = vectors[""]
-        sparse = {k: models.SparseVectorParams(modifier=models.Modifier.IDF if v.get("modifier") == "idf" else None)
-                  for k, v in config["sparse"].items()}
-        return CollectionView(_Config(_Params(vectors, sparse), config.get("metadata")))
+        return collection_view(self._config(name))
 
     def create_collection(self, collection_name: str, vectors_config: Any = None,
                           sparse_vectors_config: dict | None = None, metadata: dict | None = None, **_: Any) -> bool:
@@ -360,6 +355,16 @@ class EdgeClient:
         return trusted(self._config(name).get("index") or {})
 
 
+def collection_view(config: dict) -> CollectionView:
+    """Return what get_collection gives for a collection.json (also read through another process: rag.store.reads)."""
+    vectors: Any = {k: models.VectorParams(**v) for k, v in config["vectors"].items()}
+    if config.get("unnamed"):
+        vectors = vectors[""]
+    sparse = {k: models.SparseVectorParams(modifier=models.Modifier.IDF if v.get("modifier") == "idf" else None)
+              for k, v in config["sparse"].items()}
+    return CollectionView(_Config(_Params(vectors, sparse), config.get("metadata")))
+
+
 def _finish_swap(folder: str) -> None:
     """Finish what a process killed inside replace_shard left: between its two renames the collection has no shard
     but the old one beside it (put back: collection.json still describes it); after them, only the old one to remove."""
@@ -381,10 +386,5 @@ def _ids(points: Any) -> list[Any]:
 
 
 def _write_json(path: str, data: dict) -> None:
-    """Write a JSON file atomically (a temporary file, fsynced, renamed over the old one)."""
-    temporary = f"{path}.{uuid.uuid4().hex}.tmp"
-    with open(temporary, "w", encoding="utf-8") as f:
-        json.dump(data, f, ensure_ascii=False)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(temporary, path)
+    """Write a JSON file whole (rag.files.write_atomic)."""
+    write_atomic(path, json.dumps(data, ensure_ascii=False))

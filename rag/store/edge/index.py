@@ -39,7 +39,7 @@ from qdrant_client import models
 from rag.errors import Cancelled
 from rag.store.edge import api
 from rag.store.edge import child as build_child
-from rag.words import counted
+from rag.words import counted, plural
 
 MIN_POINTS = 50_000  # chunks from which a collection is indexed (docs/benchmarks.md, "indexed from 50,000 chunks on")
 MIN_RECALL = 0.98  # searches use the graph only at this measured recall@10 or better
@@ -127,7 +127,7 @@ class IndexState:
             return f"An HNSW index was built ({measured}), but its recall is below {MIN_RECALL}: searches stay exact."
         left = self.points - self.indexed
         newer = "newer point" if self.children else "newer chunk"
-        rest = (f"; {counted(left, newer)} {'is' if left == 1 else 'are'} compared one by one until the "
+        rest = (f"; {counted(left, newer)} {plural(left, 'is', 'are')} compared one by one until the "
                 "next build" if left > 0 else "")
         if self.vacuum_pending:
             rest += ("; deleted chunks still count in the keyword (BM25) statistics until the next build, which "

@@ -5,7 +5,7 @@ open, so these belong to no live writer (an index build's `.index-*` copy has it
 
     <folder>/.migrating-*/                            the staging folder of a killed move (rag.store.edge.migrate)
     <folder>/.reads.json.*.tmp                        an endpoint file not yet renamed into place (rag.store.reads)
-    <folder>/edge/<name>/collection.json.*.tmp        a collection.json not yet renamed into place (a killed delete
+    <folder>/edge/<name>/.collection.json.*.tmp       a collection.json not yet renamed into place (a killed delete
                                                       or index record in an indexed collection)
     <folder>/edge/<name>/shard/temp_segments/segment_builder_*
                                                       a segment the engine was building when a vacuum (after a delete
@@ -22,6 +22,8 @@ import logging
 import os
 import shutil
 
+from rag.files import TEMPORARY
+
 logger = logging.getLogger(__name__)
 
 EDGE_DIR, CONFIG_FILE, SHARD_DIR = "edge", "collection.json", "shard"  # as rag.store.edge.client lays them out
@@ -32,13 +34,13 @@ STAGING = ".migrating-*"
 def sweep(path: str) -> list[str]:
     """Remove the leftovers of killed processes listed in the module from the folder at path (its lock held); return
     the paths removed, each logged."""
-    found = _matching(path, [STAGING, ".reads.json.*.tmp"])
+    found = _matching(path, [STAGING, TEMPORARY.format(name="reads.json")])
     root = os.path.join(path, EDGE_DIR)
     for name in _entries(root):
         if name.startswith("."):
             continue  # staging, deleted and index folders: EdgeClient decides about those
         folder = os.path.join(root, name)
-        found += _matching(folder, [f"{CONFIG_FILE}.*.tmp"])
+        found += _matching(folder, [TEMPORARY.format(name=CONFIG_FILE), f"{CONFIG_FILE}.*.tmp"])  # and as before
         found += _matching(os.path.join(folder, SHARD_DIR, TEMP_SEGMENTS), ["segment_builder_*"])
     for leftover in found:
         if os.path.isdir(leftover) and not os.path.islink(leftover):

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 from qdrant_client import QdrantClient, models
 
+from rag.files import write_atomic
 from rag.store.edge.client import EDGE_DIR, EdgeClient
 
 OLD_META = "meta.json"
@@ -163,12 +164,7 @@ def _marker(backup: str) -> dict | None:
 
 def _write_marker(backup: str, data: dict) -> None:
     """Write the backup's marker whole (fsynced, renamed into place): it is the last thing a finished copy writes."""
-    temporary = os.path.join(backup, f".{MARKER}.tmp")
-    with open(temporary, "w", encoding="utf-8") as f:
-        json.dump(data, f)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(temporary, os.path.join(backup, MARKER))
+    write_atomic(os.path.join(backup, MARKER), json.dumps(data))
 
 
 def _copy_collections(source: str, staging: str) -> list[Moved]:

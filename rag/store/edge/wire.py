@@ -1,4 +1,4 @@
-"""The JSON that reads of an embedded store travel in between two processes (rag.store.reads, rag.store.edge.remote).
+"""The JSON that reads of an embedded store travel in between two processes (rag.store.reads: server and client).
 
 Plain JSON values pass as they are; qdrant-client models as {"$model": class name, "value": their JSON}, rebuilt
 with the class of that name in qdrant_client.models only (never an import or a pickle: the server decodes what a
