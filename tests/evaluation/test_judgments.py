@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from rag import files
 from rag.errors import QuerySetError
 from rag.evaluation.judges.judging import judgment_of, read_query_file, save_judgments
 from rag.evaluation.metrics.metrics import evaluate
-from rag.evaluation.querysets import saving
 from rag.evaluation.querysets.judgments import Judgment
 from rag.evaluation.querysets.queries import Query, load_query_set
 from rag.evaluation.querysets.versions import query_set_hash, read_log
@@ -113,7 +113,7 @@ def test_a_failed_write_leaves_the_old_file_whole(tmp_path, monkeypatch):
     def killed(*args):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(saving.os, "replace", killed)
+    monkeypatch.setattr(files.os, "replace", killed)  # the one atomic writer (rag.files) renames last
     with pytest.raises(QuerySetError, match="No space left on device. The query set is unchanged"):
         save_judgments(path, "Q?", [judgment_of(hit(100, 200), 1)])
     assert path.read_bytes() == before
