@@ -26,7 +26,7 @@ def test_two_embedders_are_rows_of_one_sweep(tmp_path: Path):
                 "--mode", "dense", "--embedder", "fake:32,fake:64", "--no-cache").stdout
     header = table.splitlines()[0]
     assert "embedder" in header and "fake:32" in table and "fake:64" in table
-    assert "60/0 dense fake:" in table  # the standing names the row with its embedder
+    assert "60/0 child 128 dense fake:" in table  # the standing names the row with its embedder
 
 
 @pytest.mark.slow

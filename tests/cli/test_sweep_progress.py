@@ -37,6 +37,6 @@ def test_sweep_command_reports_the_time_left(shared_data, tmp_path, capsys):
     searching = [line for line in err if ": searching" in line]
     assert len(searching) == 2 and all(" left" in line.split(" · ")[-1] for line in searching)  # modes together
     assert "queries, dense, sparse" in searching[0]
-    assert err[-3].startswith("[2/2] chunk_size 200, overlap 0: done · a few seconds left")
+    assert err[-3].startswith("[2/2] chunk_size 200, overlap 0, child_size 128: done · a few seconds left")
     assert err[-2].startswith("tracing the misses of 4 rows")  # every row's funnel (rag.evaluation.funnel)
     assert err[-1].startswith("kept as run 1")  # then where the run was kept

@@ -176,8 +176,9 @@ def test_search_modes_are_a_sweep_dimension(env):
     # where the answer ranked: one row (configuration and mode) at a time, with a threshold line
     result = at.session_state["evaluate_result"]
     rows = at.selectbox(key=result_key("evaluate_rank_config", result)).options
-    assert len(rows) == 6 and "chunk_size 200, overlap 0, sparse search" in [plain(r) for r in rows]
-    at.selectbox(key=result_key("evaluate_rank_config", result)).set_value("chunk_size 200, overlap 0, sparse search")
+    assert len(rows) == 6 and "chunk_size 200, overlap 0, child_size 128, sparse search" in [plain(r) for r in rows]
+    at.selectbox(key=result_key("evaluate_rank_config", result)).set_value(
+        "chunk_size 200, overlap 0, child_size 128, sparse search")
     at.number_input(key=result_key("evaluate_threshold", result)).set_value(5.0)
     at.run()
     assert not at.exception, at.exception
@@ -257,7 +258,7 @@ def test_a_sweep_goes_on_after_a_click_and_a_new_session_shows_its_progress_then
     assert job.status == "running" and not job.cancel_requested
     head, bars = live(at, job)
     assert "Running: sweep of 2 configurations × 1 mode, " in head and ", 0 of 2 done" in head
-    assert bars == [job.text] and bars[0].startswith("chunk_size 100, overlap 0: embedding 0/")
+    assert bars == [job.text] and bars[0].startswith("chunk_size 100, overlap 0, child_size 128: embedding 0/")
     assert bars[0].endswith(" left")  # the time left (rag.embeddings.pace)
     fresh = evaluate_page()  # a reload or a second tab: a new session
     assert "evaluate_result" not in fresh.session_state and not fresh.dataframe
