@@ -88,7 +88,8 @@ def ingest(
         job = _Job(collection, settings, embedder, store, report, keep_versions, archive, language, pace, index,
                    headed, sizes, cache, kids)
         results.append(job.run(file.name, lambda f=file, r=report: load_document(
-            f.read(), f.name, password=f.password, pages_read=lambda done, pages: r("extract", done, pages))))
+            f.read(), f.name, password=f.password, pages_read=lambda done, pages: r("extract", done, pages),
+            boxes=True)))
         results[-1].notes += tuple(cache.take_notices())  # a damaged cache file set aside: said with the file
         pace.reused(index)  # nothing of it is left to do (also when it failed or was skipped before its plan)
         pace.plan_rest(sizes, index)
