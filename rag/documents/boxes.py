@@ -25,7 +25,9 @@ from typing import Any
 import numpy as np
 
 _BLANK = np.array([chr(c).isspace() for c in range(0x3002)])  # whitespace by code point; none above U+3000
-_DIGITS = 2  # decimals of a coordinate in JSON: 1/100 pt
+_DIGITS = 2  # decimals of a coordinate: 1/100 pt
+_SCALE = 10 ** _DIGITS
+_new, _set = object.__new__, object.__setattr__
 
 
 @dataclass(frozen=True)
@@ -69,15 +71,7 @@ class PageWords:
     starts: np.ndarray  # int32, ascending
     ends: np.ndarray  # int32
     first: np.ndarray  # int32, len(starts) + 1
-    rects: np.ndarray  # float64, (n, 4), rounded to _DIGITS
-
-    def span_rects(self, start: int, end: int) -> np.ndarray:
-        """Return the rectangles of the words that overlap text[start:end], in text order."""
-        lo = int(np.searchsorted(self.ends, start, side="right"))
-        hi = int(np.searchsorted(self.starts, end, side="left"))
-        if hi <= lo:
-            return self.rects[:0]
-        return self.rects[self.first[lo]:self.first[hi]]
+    rects: np.ndarray  # int32, (n, 4): hundredths of a point (a third of the float64 bytes to send from the child)
 
     def span_lines(self, start: int, end: int, page: int) -> list[Box]:
         """Return the boxes of text[start:end] on this page (its number): one per line fragment."""
@@ -87,10 +81,11 @@ class PageWords:
         if b <= a:
             return []
         starts = np.concatenate(([0], np.flatnonzero(self.breaks[a + 1:b]) + 1))
-        low = np.minimum.reduceat(self.rects[a:b], starts).tolist()
-        high = np.maximum.reduceat(self.rects[a:b], starts).tolist()
+        low = (np.minimum.reduceat(self.rects[a:b], starts) / _SCALE).tolist()
+        high = (np.maximum.reduceat(self.rects[a:b], starts) / _SCALE).tolist()
         boxes = []
-        for x, y in zip(low, high, strict=True):  # Box(...) without its __init__: see _box
+        for x, y in zip(low, high, strict=True):  # a frozen dataclass's __init__ sets each field through
+            # object.__setattr__, and a document's chunks have tens of thousands of boxes: set all at once
             box = _new(Box)
             _set(box, "__dict__", {"page": page, "left": x[0], "bottom": x[1], "right": y[2], "top": y[3]})
             boxes.append(box)
@@ -98,8 +93,8 @@ class PageWords:
 
     @functools.cached_property
     def breaks(self) -> np.ndarray:
-        """Return, per rectangle, whether it begins a line fragment after the one before (line_fragments)."""
-        return np.concatenate([[True], ~_joins(self.rects)])
+        """Return, per rectangle, whether it begins a line fragment after the one before (_joins)."""
+        return np.concatenate([[True], ~_joins(self.rects.astype(np.float64))])
 
 
 # ---- at read time: the words of a page, from pdfium (the caller holds pdfium's lock) ---------------------------
@@ -139,7 +134,7 @@ def page_words(textpage: Any, raw: str, text: str, to_raw: np.ndarray) -> PageWo
     first = np.zeros(len(numbers) + 1, dtype=np.int32)
     np.cumsum(numbers, out=first[1:])
     return PageWords(bounds[:, 0].copy(), bounds[:, 1].copy(), first,
-                     np.round(rects[:row, [0, 3, 2, 1]], _DIGITS))  # -> left, bottom, right, top
+                     np.round(rects[:row, [0, 3, 2, 1]] * _SCALE).astype(np.int32))  # -> left, bottom, right, top
 
 
 @functools.cache
@@ -202,23 +197,12 @@ def document_boxes(words: Sequence[PageWords | None], page_starts: Sequence[int]
     return found
 
 
-def line_fragments(rects: np.ndarray) -> list[tuple[float, float, float, float]]:
-    """Return rects (words' rectangles in reading order) joined into one rectangle per line fragment."""
-    if not len(rects):
-        return []
-    rects = rects.astype(np.float64)
-    starts = np.flatnonzero(np.concatenate([[True], ~_joins(rects)]))
-    joined = np.stack([np.minimum.reduceat(rects[:, 0], starts), np.minimum.reduceat(rects[:, 1], starts),
-                       np.maximum.reduceat(rects[:, 2], starts), np.maximum.reduceat(rects[:, 3], starts)], axis=1)
-    return [tuple(row) for row in np.round(joined, _DIGITS).tolist()]
-
-
 def _joins(rects: np.ndarray) -> np.ndarray:
     """Return, for each rectangle after the first, whether it continues the line of the one before.
 
     It does when both are on one line and close: across (their middles differ by at most half the taller's
-    height, the gap is under 1.2 line heights) or, for text running up or down the page, along (their widths
-    overlap by half, both taller than wide). A column's gap, a table's cell, the next line start a new fragment.
+    height, the gap is under 1.2 line heights) or, for text running up or down the page, along (the same, turned:
+    one taller than wide, the other too or short). A column's gap, a table's cell, the next line start a new one.
     """
     before, after = rects[:-1], rects[1:]
     heights, widths = rects[:, 3] - rects[:, 1], rects[:, 2] - rects[:, 0]
@@ -227,20 +211,15 @@ def _joins(rects: np.ndarray) -> np.ndarray:
     same_line = (np.abs(middles[1:] - middles[:-1]) <= 0.5 * line) & (line > 0)
     gap = after[:, 0] - before[:, 2]
     joins = same_line & (gap >= -line) & (gap <= 1.2 * line)
-    along = np.minimum(before[:, 2], after[:, 2]) - np.maximum(before[:, 0], after[:, 0])
     upright = (heights > widths) & (widths > 0)  # a word of text running up or down the page
     column = np.maximum(widths[:-1], widths[1:])
+    sizes = np.maximum(widths, heights)
+    # two upright words, or one and a short word beside it ("in" after "Spandau" turned: wider than tall)
+    turned = ((upright[:-1] & upright[1:]) | (upright[:-1] & (sizes[1:] <= 1.5 * widths[:-1]))
+              | (upright[1:] & (sizes[:-1] <= 1.5 * widths[1:])))
+    centres = (rects[:, 0] + rects[:, 2]) / 2
     rise = np.maximum(after[:, 1] - before[:, 3], before[:, 1] - after[:, 3])  # up the page, or down
-    return joins | (~same_line & upright[:-1] & upright[1:] & (along >= 0.5 * np.minimum(widths[:-1], widths[1:]))
+    return joins | (~same_line & turned & (np.abs(centres[1:] - centres[:-1]) <= 0.5 * column)
                     & (rise >= -column) & (rise <= 1.2 * column))
 
 
-_new, _set = object.__new__, object.__setattr__
-
-
-def _box(page: int, left: float, bottom: float, right: float, top: float) -> Box:
-    """Return Box(page, left, bottom, right, top) without its __init__: a frozen dataclass sets each field through
-    object.__setattr__, and a document's chunks have tens of thousands of boxes."""
-    box = _new(Box)
-    box.__dict__.update(page=page, left=left, bottom=bottom, right=right, top=top)
-    return box
