@@ -92,7 +92,7 @@ def search_times(store, collection: str, vectors, texts: list[str], embedder, mo
     times = []
     for vector, text in zip(vectors, texts, strict=True):
         clock = time.perf_counter()
-        store.search(collection, vector, embedder, top_k=10, mode=mode.mode, fusion=mode.fusion, query_text=text)
+        store.search(collection, vector, embedder, mode.request(10), query_text=text)
         times.append(1000 * (time.perf_counter() - clock))
     return times
 

@@ -60,7 +60,7 @@ from rag.evaluation import (
 )
 from rag.reports import evaluation_report
 from rag.rerank import DEFAULT_DEPTH, Reranker, describe, rerank
-from rag.retrieval import CHAT_MAX_TOKENS
+from rag.retrieval import CHAT_MAX_TOKENS, SearchRequest
 from rag.runs import keep_eval
 from rag.words import counted
 
@@ -96,7 +96,8 @@ def run_eval(args: argparse.Namespace) -> int:
     if args.tune_fusion:
         return run_tune_fusion(args, queries, store)
     started = time.perf_counter()
-    mode = SearchMode(*pipeline.search_defaults(store, args.collection, args.mode, args.fusion))
+    searched = pipeline.search_defaults(store, args.collection, SearchRequest(mode=args.mode, fusion=args.fusion))
+    mode = SearchMode(searched.mode, searched.fusion)
     embedder = embedder_of(args, store, args.collection) if mode.needs_vectors else None
     reranker = reranker_of(args, store, args.collection)
     mode = replace(mode, rerank=reranker is not None)
@@ -138,10 +139,9 @@ def funnels_of(evaluation: Evaluation, collection: str, embedder, store, cache: 
     reranker's stage when the evaluation reranked."""
     queries = [o.query for o in evaluation.per_query]
     vectors = cache.embed([q.text for q in queries], embedder, query=True) if mode.needs_vectors else None
-    return evaluation_funnels(queries, collection, embedder, store=store, vectors=vectors, mode=mode,
-                              k=failure_k(evaluation.ks), outcomes=evaluation.per_query,
-                              reranker=reranker and partial(rerank, reranker=reranker, depth=rerank_depth),
-                              rerank_depth=rerank_depth)
+    return evaluation_funnels(queries, collection, embedder, mode.request(failure_k(evaluation.ks), rerank_depth),
+                              store=store, vectors=vectors, outcomes=evaluation.per_query,
+                              reranker=reranker and partial(rerank, reranker=reranker, depth=rerank_depth))
 
 
 def print_funnel(summary: FunnelSummary) -> None:

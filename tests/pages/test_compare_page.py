@@ -17,6 +17,7 @@ from rag.evaluation.comparisons.compare import compare_evaluations, compare_hits
 from rag.evaluation.metrics.paired import format_p
 from rag.evaluation.querysets.queries import load_query_set
 from rag.evaluation.sweeps.sweep import evaluate_collection
+from rag.retrieval import SearchRequest
 from rag.store.open import open_store
 from tests.pages.conftest import JOB_TIMEOUT, PDF, button, plain, select, settled, start, texts, until, upload
 from ui import jobs, nav
@@ -63,8 +64,10 @@ def test_one_query_dense_against_hybrid_side_by_side(app_env, shared_data):
     assert at.selectbox(key="compare_b_mode").value == "hybrid-convex"  # the default B: the same collection, hybrid
     run_query(at)
     store, embedder = store_of(at), get_embedder("fake")
-    expected = compare_hits(pipeline.search(QUERY, "documents", 10, store=store, embedder=embedder, mode="dense"),
-                            pipeline.search(QUERY, "documents", 10, store=store, embedder=embedder, mode="hybrid"))
+    expected = compare_hits(pipeline.search(QUERY, "documents", SearchRequest(top_k=10, mode="dense"), store=store,
+                                            embedder=embedder),
+                            pipeline.search(QUERY, "documents", SearchRequest(top_k=10, mode="hybrid"), store=store,
+                                            embedder=embedder))
     side_a, side_b = (d.value for d in at.dataframe)
     assert list(side_a["#"]) == list(range(1, 11)) and list(side_b["#"]) == list(range(1, 11))
     assert (side_a["found"] == "only A").sum() == len(expected.only_a)

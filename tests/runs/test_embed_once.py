@@ -11,6 +11,7 @@ from rag.embeddings import pace
 from rag.embeddings.cache import EmbeddingCache, default_cache_dir, store_cache
 from rag.embeddings.fake import FakeEmbedder
 from rag.evaluation.sweeps.sweep import SweepConfig, collection_documents, run_sweep
+from rag.retrieval import SearchRequest
 from rag.runs.records import sweep_row
 from rag.store.archive import DocumentArchive
 from rag.store.open import open_store
@@ -38,7 +39,7 @@ def test_use_this_configuration_embeds_nothing_the_sweep_embedded(xquad, tmp_pat
     assert job.status == "done", job.error
     assert embedder.documents == []  # the sweep's 350/0 chunks come from the cache
     assert sum(r.chunks for r in job.result.results) == result.best().chunks
-    hits = pipeline.search(queries[0].text, "chosen", 3, store=store, embedder=embedder)
+    hits = pipeline.search(queries[0].text, "chosen", SearchRequest(top_k=3), store=store, embedder=embedder)
     assert hits and hits[0].score > 0.0  # the vectors were stored, not left empty
 
 

@@ -256,8 +256,8 @@ def compare_query(
     query: str, sides: Sequence[Side], top_k: int, *, store: Store, embedders: Sequence[Embedder | None]
 ) -> HitComparison:
     """Return the top_k hits of query on both sides, compared (embedders: each side's, None for keyword search)."""
-    results = [pipeline.search(query, side.collection, top_k, store=store, embedder=embedder, mode=side.mode.mode,
-                               fusion=side.mode.fusion) for side, embedder in zip(sides, embedders, strict=True)]
+    results = [pipeline.search(query, side.collection, side.mode.request(top_k), store=store, embedder=embedder)
+               for side, embedder in zip(sides, embedders, strict=True)]
     return compare_hits(*results)
 
 

@@ -20,7 +20,7 @@ from rag.errors import QuerySetError
 from rag.evaluation.metrics import DEFAULT_KS, SearchMode, covered_unit, parse_ks, query_metrics, require_keywords
 from rag.evaluation.querysets import Query
 from rag.evaluation.sweeps.sweep import resolve_in_collection
-from rag.retrieval import Fusion, Hit, candidate_limit, convex
+from rag.retrieval import Fusion, Hit, SearchRequest, candidate_limit, convex
 from rag.store import Store
 
 WEIGHTS = tuple(round(0.1 * i, 1) for i in range(11))  # 0.0 = keywords only ... 1.0 = dense only
@@ -71,8 +71,9 @@ def tune_fusion(
     vectors = cache.embed([q.text for q in queries], embedder, query=True)
     depth = candidate_limit(ks[-1])
     texts = [q.text for q in queries]
-    dense = store.search_batch(collection, vectors, embedder, depth, mode="dense", query_texts=texts)
-    keyword = store.search_batch(collection, None, None, depth, mode="sparse", query_texts=texts)
+    dense, keyword = store.search_many(collection, [SearchRequest(mode="dense", top_k=depth),
+                                                    SearchRequest(mode="sparse", top_k=depth)], vectors, embedder,
+                                       query_texts=texts)
     per_query = {w: [_score(q, d, k, w, ks, metric) for q, d, k in zip(queries, dense, keyword, strict=True)]
                  for w in weights}
     by_weight = {w: statistics.fmean(values) for w, values in per_query.items()}

@@ -11,7 +11,7 @@ once per model; the queries are embedded once per run. With embed_ahead (the def
 the next configuration's chunks are embedded on a background thread while this one is indexed and searched
 (rag.evaluation.sweeps.ahead). Each configuration's collection is searched in every mode (dense, sparse,
 hybrid-rrf, hybrid-dbsf, hybrid-convex: modes are query-time only) at the largest k, in one round trip whose
-modes share the candidate lists (Store.search_batch_modes), and each mode is scored by rag.evaluation as a
+modes share the candidate lists (Store.search_many), and each mode is scored by rag.evaluation as a
 row of its own (rag.evaluation.sweeps.results).
 """
 
@@ -60,7 +60,7 @@ from rag.evaluation.sweeps.sweep_collections import (
 from rag.evaluation.sweeps.sweep_grid import grid, parse_chunk_sizes, parse_grid, parse_overlaps, parse_sizes
 from rag.rerank import DEFAULT_DEPTH as DEFAULT_RERANK_DEPTH
 from rag.rerank import Reranker, check_depth, describe
-from rag.retrieval import Hit
+from rag.retrieval import Hit, SearchRequest
 from rag.store import Store, document_from_chunks
 from rag.words import counted
 
@@ -112,7 +112,7 @@ def evaluate_collection(
     SparseVectorsMissingError (before anything is embedded) when a keyword mode meets a collection without
     keyword vectors: it has to be re-ingested.
     """
-    fusion = pipeline.search_defaults(store, collection, "hybrid", fusion)[1]
+    fusion = pipeline.search_defaults(store, collection, SearchRequest("hybrid", fusion)).fusion
     ks, cache, mode = parse_ks(ks), cache if cache is not None else EmbeddingCache(), _mode(mode, fusion)
     mode = replace(mode, rerank=reranker is not None)
     require_keywords(store, collection, [mode])
@@ -148,8 +148,8 @@ def _mode(mode: str | SearchMode, fusion: str) -> SearchMode:
 def search_queries(store: Store, collection: str, queries: Sequence[Query], vectors: np.ndarray | None,
                    embedder: Embedder | None, top_k: int, mode: SearchMode) -> list[list[Hit]]:
     """Return the top_k hits of each query in one mode, one batch request (vectors may be None for sparse)."""
-    return store.search_batch(collection, vectors if mode.needs_vectors else None, embedder, top_k,
-                              mode=mode.mode, fusion=mode.fusion, query_texts=[q.text for q in queries])
+    return store.search_batch(collection, vectors if mode.needs_vectors else None, embedder, mode.request(top_k),
+                              query_texts=[q.text for q in queries])
 
 
 QUERY_SET_SUFFIXES = (".jsonl", ".csv", ".json")
@@ -349,7 +349,7 @@ def _search_modes(plan: _Plan, queries, query_vectors, embedder, store, ks, mode
                   ) -> list[ConfigResult]:
     """Return one row per mode: search the built collection in every mode at the largest k, then score each.
 
-    The modes share one round trip (Store.search_batch_modes: dense and sparse are the first k of hybrid's
+    The modes share one round trip (Store.search_many: dense and sparse are the first k of hybrid's
     candidate lists); the first mode's row carries its seconds, every row its own scoring.
     """
     label, rows = plan.config.label, []
