@@ -65,7 +65,8 @@ def test_an_evaluation_without_a_fusion_ranks_as_rag_search_does(samples):
     store, embedder, queries = samples
     for saved in (None, "rrf"):  # rag.search takes a collection's saved fusion, else DEFAULT_FUSION
         store.save_collection_setting("samples", "fusion", saved)
-        evaluation = evaluate_collection(queries, "samples", embedder, store=store, ks=(10,), mode="hybrid")
+        evaluation = evaluate_collection(queries, "samples", embedder, SearchRequest(mode="hybrid"), store=store,
+                                         ks=(10,))
         for outcome in evaluation.per_query:
             hits = rag.search(outcome.query.text, "samples", SearchRequest(top_k=10, mode="hybrid"), store=store,
                               embedder=embedder)

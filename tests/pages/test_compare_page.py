@@ -128,8 +128,8 @@ def test_a_query_set_shows_metric_deltas_and_per_query_changes(app_env, shared_d
     assert not at.exception, at.exception
     store, embedder, queries = store_of(at), get_embedder("fake"), load_query_set(data, "fragen.jsonl")
     expected = compare_evaluations(
-        evaluate_collection(queries, "documents", embedder, store=store, ks=[1, 5], mode="dense"),
-        evaluate_collection(queries, "documents", embedder, store=store, ks=[1, 5], mode="hybrid"))
+        evaluate_collection(queries, "documents", embedder, SearchRequest(mode="dense"), store=store, ks=[1, 5]),
+        evaluate_collection(queries, "documents", embedder, SearchRequest(mode="hybrid"), store=store, ks=[1, 5]))
     table = at.dataframe[0].value.set_index("metric")
     assert list(table.index) == ["hit@1", "hit@5", "recall@5", "precision@5", "mrr@5", "ndcg@5"]
     for key in table.index:

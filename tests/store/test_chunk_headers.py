@@ -14,7 +14,7 @@ from rag.documents.loader import SourceFile
 from rag.embeddings.fake import FakeEmbedder
 from rag.errors import InvalidSettingsError
 from rag.evaluation.querysets.queries import load_query_set
-from rag.evaluation.sweeps.sweep import grid, load_documents, run_sweep
+from rag.evaluation.sweeps.sweep import Sweep, grid, load_documents, run_sweep
 from rag.retrieval import SearchRequest
 from rag.store.client import META_KEY
 from tests.conftest import run
@@ -114,7 +114,7 @@ def test_sweep_compares_headers_off_and_on_in_two_collections(store):
     configs, _ = grid([60], [0], chunk_headers=[False, True])
     assert [c.short for c in configs] == ["60/0", "60/0 +headers"]
     queries = load_query_set(json.dumps({"query": "Ziervogel Ratgeber", "document": FILE.name}), "q.jsonl")
-    result = run_sweep(load_documents([FILE]), queries, configs, embedder, store=store, modes=["sparse"])
+    result = run_sweep(Sweep(load_documents([FILE]), queries, configs, modes=["sparse"]), embedder, store=store)
     off, on = result.results
     assert off.collection != on.collection and "-hdr-" in on.collection
     assert store.chunk_headers(on.collection) is True and store.chunk_headers(off.collection) is False

@@ -268,6 +268,6 @@ def compare_query_set(
     """Return both sides' evaluations of queries, compared (RagError when a label or span does not fit)."""
     from rag.evaluation.sweeps import evaluate_collection
 
-    evaluations = [evaluate_collection(queries, side.collection, embedder, store=store, cache=cache, ks=ks,
-                                       mode=side.mode) for side, embedder in zip(sides, embedders, strict=True)]
+    evaluations = [evaluate_collection(queries, side.collection, embedder, side.mode.request(max(ks)), store=store,
+                                       cache=cache, ks=ks) for side, embedder in zip(sides, embedders, strict=True)]
     return compare_evaluations(*evaluations)

@@ -25,6 +25,7 @@ from rag.store import Store
 
 WEIGHTS = tuple(round(0.1 * i, 1) for i in range(11))  # 0.0 = keywords only ... 1.0 = dense only
 DEFAULT_FOLDS = 5
+SEED = 0  # the queries' shuffle into folds: the same tuning twice gives the same folds
 
 
 @dataclass(frozen=True)
@@ -56,11 +57,10 @@ def tune_fusion(
     cache: EmbeddingCache | None = None,
     ks: Sequence[int] = DEFAULT_KS,
     metric: str | None = None,
-    folds: int = DEFAULT_FOLDS,
-    seed: int = 0,
-    weights: Sequence[float] = WEIGHTS,
 ) -> FusionTuning:
-    """Return the convex fusion weight that retrieves best on queries, and its cross-validated metric."""
+    """Return the convex fusion weight of WEIGHTS that retrieves best on queries, and its metric cross-validated
+    over DEFAULT_FOLDS folds (the queries shuffled by SEED)."""
+    folds, weights = DEFAULT_FOLDS, WEIGHTS
     ks = parse_ks(ks)
     metric = metric or f"mrr@{ks[-1]}"
     require_keywords(store, collection, [SearchMode("hybrid")])
@@ -78,7 +78,7 @@ def tune_fusion(
                  for w in weights}
     by_weight = {w: statistics.fmean(values) for w, values in per_query.items()}
     order = list(range(len(queries)))
-    random.Random(seed).shuffle(order)
+    random.Random(SEED).shuffle(order)
     chosen, held_out = [], []
     for fold in range(folds):
         test = set(order[fold::folds])
