@@ -26,6 +26,7 @@ from pathlib import Path
 from rag.chunking import Chunk, chunk_document
 from rag.documents import load_document
 from rag.documents.pdf import clean_pdf_text
+from rag.errors import RagError
 
 _WORD = re.compile(r"\w+")
 _HYPHEN = re.compile("[\ufffe\x02]$", re.MULTILINE)  # pdfium's mark of a hyphen at a line's end (\x02: bounded text)
@@ -121,9 +122,19 @@ def main(argv: list[str] | None = None) -> int:
                   f"{100 * (boxed_all / plain_all - 1):+.0f}")
     if not args.speed_only:
         print("\nfile | chunks with boxes | median recall | median precision | lowest recall")
+        medians = []
         for path in args.files:
-            n, recall, precision, lowest = file_quality(path)
+            try:
+                n, recall, precision, lowest = file_quality(path)
+            except RagError as error:  # a scan without text, a damaged file: nothing to place
+                print(f"{path.name} | - ({error})")
+                continue
             print(f"{path.name} | {n} | {recall:.3f} | {precision:.3f} | {lowest:.3f}")
+            if n:
+                medians.append((recall, precision))
+        met = sum(r >= 0.95 and p >= 0.85 for r, p in medians)
+        print(f"\n{met} of {len(medians)} files reach median recall >= 0.95 and precision >= 0.85; "
+              f"lowest medians {min(r for r, _ in medians):.3f} / {min(p for _, p in medians):.3f}" if medians else "")
     print(f"\nload after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0
 
