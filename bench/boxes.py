@@ -24,8 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rag.chunking import Chunk, chunk_document
-from rag.documents import load_document
-from rag.documents.pdf import clean_pdf_text
+from rag.documents import clean_pdf_text, load_document
 from rag.errors import RagError
 
 _WORD = re.compile(r"\w+")

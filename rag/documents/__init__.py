@@ -23,10 +23,10 @@ from rag.documents.loader import (
     span_boxes,
 )
 from rag.documents.model import PAGE_SEPARATOR, Document, Heading, Page
-from rag.documents.pdf import read_pdf
+from rag.documents.pdf import clean_pdf_text, read_pdf
 from rag.documents.samples import BUNDLED, SAMPLE_SUFFIXES, sample_files, sample_paths
 from rag.documents.text import clean_plain_text
 
 __all__ = ["BUNDLED", "Box", "Document", "Heading", "KINDS_BY_SUFFIX", "PAGE_SEPARATOR", "Page", "SAMPLE_SUFFIXES",
-           "SourceFile", "boxes_from_payload", "check_size", "clean_plain_text", "detect_language", "expected_size",
-           "load_document", "read_file", "read_pdf", "sample_files", "sample_paths", "span_boxes"]
+           "SourceFile", "boxes_from_payload", "check_size", "clean_pdf_text", "clean_plain_text", "detect_language",
+           "expected_size", "load_document", "read_file", "read_pdf", "sample_files", "sample_paths", "span_boxes"]
