@@ -42,6 +42,7 @@ from rag.documents import SourceFile  # noqa: E402
 from rag.embeddings import EmbeddingCache, default_cache_dir, get_embedder  # noqa: E402
 from rag.evaluation.querysets import import_squad, sweep_input  # noqa: E402
 from rag.evaluation.sweeps import Sweep, SweepConfig, collection_documents, collection_name, run_sweep  # noqa: E402
+from rag.ingested import IngestOptions
 from rag.runs import apply_configuration, sweep_row  # noqa: E402
 from rag.store import DocumentArchive, document_from_chunks, open_store  # noqa: E402
 
@@ -114,7 +115,8 @@ def main() -> int:
         return cache.misses
 
     files = [SourceFile(d.title, d.text.encode()) for d in documents]
-    ingested = pipeline.ingest(files, "mine", ChunkSettings(350, 50), embedder, store=store, cache=EmbeddingCache())
+    ingested = pipeline.ingest(files, "mine", ChunkSettings(350, 50), embedder, store=store,
+                               options=IngestOptions(cache=EmbeddingCache()))
     config = SweepConfig(350, 50)
     name = collection_name([d.id for d in collection_documents(store, "mine", EmbeddingCache())], config,
                            embedder.model_id)

@@ -28,7 +28,7 @@ _EXPORTS = {
     "rag.store": ("DEFAULT_COLLECTION", "CollectionInfo", "DocumentInfo", "Hit", "Store", "open_store"),
     "rag.retrieval.context": ("CHAT_MAX_TOKENS", "GENERATION_MAX_TOKENS", "Context", "build_context"),
     "rag.retrieval.request": ("SearchRequest",),
-    "rag.ingested": ("IngestResult", "Progress"),
+    "rag.ingested": ("IngestOptions", "IngestResult", "Progress", "Watch"),
     "rag.pipeline": ("embedder_for", "ingest", "reingest", "retrieve", "search"),
     "rag.generation.prompts": ("Prompt", "build_prompt"),
     "rag.generation.llm": ("get_llm",),
@@ -68,7 +68,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time the names l
         StoreError,
     )
     from rag.generation import Answer, Prompt, answer_with, build_prompt, get_llm
-    from rag.ingested import IngestResult, Progress
+    from rag.ingested import IngestOptions, IngestResult, Progress, Watch
     from rag.pipeline import embedder_for, ingest, reingest, retrieve, search
     from rag.rerank import get_reranker
     from rag.retrieval import CHAT_MAX_TOKENS, GENERATION_MAX_TOKENS, Context, SearchRequest, build_context

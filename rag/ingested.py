@@ -1,9 +1,14 @@
-"""What an ingest tells while it runs and when it ends: Progress events and one IngestResult per file."""
+"""What an ingest is asked and what it tells: IngestOptions and Watch going in, Progress events while it runs and
+one IngestResult per file when it ends."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rag.embeddings import EmbeddingCache
 
 STAGES = ("extract", "chunk", "embed", "store")
 
@@ -57,3 +62,31 @@ class IngestResult:
 
 
 ProgressCallback = Callable[[Progress], None]
+
+
+@dataclass(frozen=True)
+class IngestOptions:
+    """How an ingest or re-ingest writes: the options a new collection is made with (an existing one keeps its own),
+    whether a file of the same name replaces its document, and the embedding cache to reuse."""
+
+    language: str | None = None  # keyword analysis: "auto" (detected per document), "de", "en", "none"; None: auto
+    chunk_headers: bool | None = None  # embed and index each chunk with its title and heading path; None: default
+    child_size: int | None = None  # tokens per child (parent-child search); 0: off, None: the default
+    keep_versions: bool = False  # a file whose name is in the collection is added beside it, not replacing it
+    cache: EmbeddingCache | None = None  # None: the store's (rag.embeddings.store_cache), shared with evaluations
+
+
+@dataclass(frozen=True)
+class Watch:
+    """How the caller follows a long job: where its progress goes and how it asks it to stop."""
+
+    progress: ProgressCallback | None = None  # called on the job's thread with each Progress
+    cancel: Callable[[], bool] | None = None  # asked before each file and embedding batch; True: stop there
+
+    def report(self, progress: Progress) -> None:
+        if self.progress is not None:
+            self.progress(progress)
+
+    @property
+    def cancelled(self) -> bool:
+        return self.cancel is not None and self.cancel()

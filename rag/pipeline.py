@@ -5,7 +5,8 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
+from functools import partial
 
 import numpy as np
 
@@ -21,7 +22,7 @@ from rag.errors import (
     QueryError,
     RagError,
 )
-from rag.ingested import IngestResult, Progress, ProgressCallback
+from rag.ingested import IngestOptions, IngestResult, Progress, Watch
 from rag.rerank import Reranker, check_depth, rerank
 from rag.retrieval import (
     CHAT_MAX_TOKENS,
@@ -34,7 +35,7 @@ from rag.retrieval import (
     build_context,
 )
 from rag.settings import DEFAULT_COLLECTION
-from rag.store import DocumentArchive, Store, document_from_chunks, open_store
+from rag.store import DocumentArchive, DocumentInfo, Store, document_from_chunks, open_store
 from rag.urls import redact_urls
 
 log = logging.getLogger(__name__)
@@ -47,61 +48,33 @@ def ingest(
     embedder: Embedder | None = None,
     *,
     store: Store | None = None,
-    progress: ProgressCallback | None = None,
-    keep_versions: bool = False,
+    options: IngestOptions = IngestOptions(),  # noqa: B008 (frozen dataclass)
     archive: DocumentArchive | None = None,
-    language: str | None = None,
-    cancel: Callable[[], bool] | None = None,
-    chunk_headers: bool | None = None,
-    child_size: int | None = None,
-    cache: EmbeddingCache | None = None,
+    watch: Watch = Watch(),  # noqa: B008 (frozen dataclass)
 ) -> list[IngestResult]:
     """Return one result per file; a bad file is reported and the others go on.
 
     A file is written only after it was read, chunked and embedded in full, and becomes searchable whole
     or not at all (see Store.upsert_document). A file whose name is already in the collection replaces
-    that document unless keep_versions; the same content under another name is skipped (never renamed);
+    that document unless options.keep_versions; the same content under another name is skipped (never renamed);
     the same file with the same settings is left as it is. The embedder is checked against the collection
     before anything is embedded. archive, when given, keeps each document for re-ingesting later.
-    language: keyword analysis of a new collection, "auto" (default: detected per document), "de", "en" or
-    "none" (rag.store.keywords); an existing collection keeps its own. store: default open_store() (RAG_QDRANT_PATH /
-    QDRANT_URL, else ./data/qdrant). cancel: asked before each file and embedding batch; once it says True, the
-    file at hand and every later one end as IngestCancelled, never inside the store stage (a file is stored
-    whole or not at all). chunk_headers: embed and keyword-index the chunks of a new collection with their
-    title and heading path (rag.chunking.headers; None = the default); an existing collection keeps its own.
-    child_size: tokens per child of a new collection (parent–child search, rag.chunking.children; 0 = off, None =
-    the default); an existing collection keeps its own.
-    cache: the embedding cache (default: the store's, rag.embeddings.cache.store_cache, which sweeps and
-    evaluations share), so a chunk text embedded once with this model and prompt is never embedded again.
+    options (IngestOptions): a new collection's keyword analysis (language: "auto", the default, detects it per
+    document; "de", "en" or "none", rag.store.keywords), chunk headers (embed and keyword-index the chunks with
+    their title and heading path, rag.chunking.headers) and child size (tokens per child, parent–child search,
+    rag.chunking.children; 0 = off); an existing collection keeps its own. options.cache: the embedding cache
+    (default: the store's, which sweeps and evaluations share), so a chunk text embedded once with this model and
+    prompt is never embedded again. store: default open_store() (RAG_QDRANT_PATH / QDRANT_URL, else ./data/qdrant).
+    watch.cancel: asked before each file and embedding batch; once it says True, the file at hand and every later
+    one end as IngestCancelled, never inside the store stage (a file is stored whole or not at all).
     """
-    chunking.validate_settings(settings)
-    store = store if store is not None else open_store()
     files = list(files)
-    embedder = embedder or embedder_for(store, collection)
-    store.check_writable(collection, embedder, language, chunk_headers, child_size)
-    headed = store.chunk_headers(collection, chunk_headers)
-    kids = store.child_size(collection, child_size)
-    cache = cache if cache is not None else store_cache(store)
-    pace = Pace([(0, 0)] * len(files), [0] * len(files), [])  # a file's work is planned once it is chunked, every
-    sizes = [expected_size(f) for f in files]  # other's by its pages or bytes meanwhile: the time left covers them all
-    pace.plan_rest(sizes, -1)
-    results = []
-    for index, file in enumerate(files):
-        def report(stage: str, done: int = 0, total: int = 1, children: int = 0, i=index, f=file) -> None:
-            if cancel is not None and stage in ("extract", "chunk", "embed") and cancel():
-                raise IngestCancelled(f"'{f.name}' was cancelled before it was stored: nothing of it is searchable.")
-            if progress:
-                progress(Progress(i, len(files), f.name, stage, done, total, pace.seconds_left(), children))
-
-        job = _Job(collection, settings, embedder, store, report, keep_versions, archive, language, pace, index,
-                   headed, sizes, cache, kids)
-        results.append(job.run(file.name, lambda f=file, r=report: load_document(
-            f.read(), f.name, password=f.password, pages_read=lambda done, pages: r("extract", done, pages),
-            boxes=True)))
-        results[-1].notes += tuple(cache.take_notices())  # a damaged cache file set aside: said with the file
-        pace.reused(index)  # nothing of it is left to do (also when it failed or was skipped before its plan)
-        pace.plan_rest(sizes, index)
-    return results
+    setup = _Setup.of(store, collection, settings, embedder, options, archive)
+    sizes = [expected_size(f) for f in files]  # a file's work is planned once it is chunked, every other's by its
+    return setup.run([f.name for f in files], sizes, [  # pages or bytes meanwhile: the time left covers them all
+        lambda report, f=file: load_document(f.read(), f.name, password=f.password, boxes=True,
+                                             pages_read=lambda done, pages: report("extract", done, pages))
+        for file in files], watch, "")
 
 
 def reingest(
@@ -113,78 +86,98 @@ def reingest(
     store: Store,
     archive: DocumentArchive,
     source: str | None = None,
-    progress: ProgressCallback | None = None,
-    cancel: Callable[[], bool] | None = None,
-    chunk_headers: bool | None = None,
-    child_size: int | None = None,
-    cache: EmbeddingCache | None = None,
+    options: IngestOptions = IngestOptions(),  # noqa: B008 (frozen dataclass)
+    watch: Watch = Watch(),  # noqa: B008 (frozen dataclass)
 ) -> list[IngestResult]:
     """Return one result per document: chunked again with settings and written to collection.
 
     The text comes from the archive; a document ingested before the archive existed is rebuilt from its
-    stored chunks in `source` (default: collection), which is exact for the text the chunks cover. cancel,
-    chunk_headers, child_size, cache: as for ingest (only chunk texts the cache lacks are embedded).
+    stored chunks in `source` (default: collection), which is exact for the text the chunks cover. options
+    (chunk headers, child size, cache) and watch: as for ingest (only chunk texts the cache lacks are embedded).
     """
-    chunking.validate_settings(settings)
     ids = list(document_ids)
-    embedder = embedder or embedder_for(store, collection)
-    store.check_writable(collection, embedder, chunk_headers=chunk_headers, child_size=child_size)
-    headed = store.chunk_headers(collection, chunk_headers)
-    kids = store.child_size(collection, child_size)
-    cache = cache if cache is not None else store_cache(store)
-    titles = {d.document_id: d for d in store.documents(source or collection)} if store.has_collection(
-        source or collection) else {}
-    pace = Pace([(0, 0)] * len(ids), [0] * len(ids), [])
-    sizes = [("chunks", float(titles[i].chunks if i in titles else 0)) for i in ids]  # until each is chunked again
-    pace.plan_rest(sizes, -1)
-    results = []
-    for index, document_id in enumerate(ids):
-        info = titles.get(document_id)
-        title = info.title if info else document_id[:12]
+    source = source or collection
+    setup = _Setup.of(store, collection, settings, embedder, replace(options, language=None, keep_versions=False),
+                      archive)
+    titles = {d.document_id: d for d in store.documents(source)} if store.has_collection(source) else {}
+    infos = [titles.get(i) for i in ids]
 
-        def report(stage: str, done: int = 0, total: int = 1, children: int = 0, i=index, t=title) -> None:
-            if cancel is not None and stage in ("extract", "chunk", "embed") and cancel():
-                raise IngestCancelled(f"'{t}' was cancelled before it was stored: nothing of this re-ingest "
-                                      "was written.")
-            if progress:
-                progress(Progress(i, len(ids), t, stage, done, total, pace.seconds_left(), children))
+    def read(report: Callable[..., None], i: str, info: DocumentInfo | None) -> Document:
+        saved = archive.load(i)
+        if saved is not None:
+            return saved
+        if info is None or not info.complete:
+            raise DocumentError(
+                f"'{info.title if info else i}' was not kept in the document archive and its stored "
+                "chunks are incomplete: upload the file again.")
+        return document_from_chunks(i, info.title, store.document_chunks(source, i))
 
-        def read(i=document_id, info=info) -> Document:
-            saved = archive.load(i)
-            if saved is not None:
-                return saved
-            if info is None or not info.complete:
-                raise DocumentError(
-                    f"'{info.title if info else i}' was not kept in the document archive and its stored "
-                    "chunks are incomplete: upload the file again.")
-            return document_from_chunks(i, info.title, store.document_chunks(source or collection, i))
+    sizes = [("chunks", float(info.chunks if info else 0)) for info in infos]  # until each is chunked again
+    return setup.run([info.title if info else i[:12] for i, info in zip(ids, infos, strict=True)], sizes,
+                     [partial(read, i=i, info=info) for i, info in zip(ids, infos, strict=True)], watch,
+                     " of this re-ingest")
 
-        job = _Job(collection, settings, embedder, store, report, False, archive, None, pace, index, headed, sizes,
-                   cache, kids)
-        results.append(job.run(title, read))
-        results[-1].notes += tuple(cache.take_notices())
-        pace.reused(index)
-    return results
+
+@dataclass(frozen=True)
+class _Setup:
+    """What ingest and reingest share: the checked collection, its embedder, chunk headers, child size and cache,
+    and the loop that takes each item through a _Job with progress, time left and cancel."""
+
+    collection: str
+    settings: ChunkSettings
+    embedder: Embedder
+    store: Store
+    options: IngestOptions
+    archive: DocumentArchive | None
+    chunk_headers: bool
+    child_size: int
+    cache: EmbeddingCache
+
+    @classmethod
+    def of(cls, store: Store | None, collection: str, settings: ChunkSettings, embedder: Embedder | None,
+           options: IngestOptions, archive: DocumentArchive | None) -> _Setup:
+        """Return the setup after checking settings, and the embedder against the collection (nothing embedded);
+        store None: open_store()."""
+        chunking.validate_settings(settings)
+        store = store if store is not None else open_store()
+        embedder = embedder or embedder_for(store, collection)
+        store.check_writable(collection, embedder, options.language, options.chunk_headers, options.child_size)
+        return cls(collection, settings, embedder, store, options, archive,
+                   store.chunk_headers(collection, options.chunk_headers),
+                   store.child_size(collection, options.child_size),
+                   options.cache if options.cache is not None else store_cache(store))
+
+    def run(self, names: list[str], sizes: list[tuple[str, float]], reads: list[Callable[..., Document]],
+            watch: Watch, cancelled: str) -> list[IngestResult]:
+        """Return one result per item (its name, planned size and reader); cancelled: what a cancel left unwritten
+        besides the item (" of this re-ingest")."""
+        pace = Pace([(0, 0)] * len(names), [0] * len(names), [])
+        pace.plan_rest(sizes, -1)
+        results = []
+        for index, (name, read) in enumerate(zip(names, reads, strict=True)):
+            def report(stage: str, done: int = 0, total: int = 1, children: int = 0, i=index, n=name) -> None:
+                if stage in ("extract", "chunk", "embed") and watch.cancelled:
+                    raise IngestCancelled(f"'{n}' was cancelled before it was stored: nothing{cancelled or ' of it'} "
+                                          f"{'was written' if cancelled else 'is searchable'}.")
+                watch.report(Progress(i, len(names), n, stage, done, total, pace.seconds_left(), children))
+
+            job = _Job(self, report, pace, index, sizes)
+            results.append(job.run(name, partial(read, report)))
+            results[-1].notes += tuple(self.cache.take_notices())  # a damaged cache file set aside: said with it
+            pace.reused(index)  # nothing of it is left to do (also when it failed or was skipped before its plan)
+            pace.plan_rest(sizes, index)
+        return results
 
 
 @dataclass
 class _Job:
     """One file or saved document through extract, chunk, embed and store, with progress and timings."""
 
-    collection: str
-    settings: ChunkSettings
-    embedder: Embedder
-    store: Store
+    setup: _Setup  # the collection, settings, embedder, store, options, archive, headers, child size and cache
     report: Callable[..., None]
-    keep_versions: bool
-    archive: DocumentArchive | None
-    language: str | None = None
-    pace: Pace = field(default_factory=lambda: Pace([(0, 0)], [0], []))  # the ingest's: each file's work, rates
+    pace: Pace  # the ingest's: each file's work, rates
     index: int = 0  # this file's place in the ingest (its configuration in pace)
-    chunk_headers: bool = False  # embed each chunk as its title and heading path, then its text
     sizes: Sequence[tuple[str, float]] = ()  # every file's (unit, amount) in pace: the later ones are planned again
-    cache: EmbeddingCache | None = None  # only the chunk texts it lacks are embedded (None: every one)
-    child_size: int = 0  # tokens per child (rag.chunking.children); 0: no children
 
     def run(self, name: str, read: Callable[[], Document]) -> IngestResult:
         result = IngestResult(name)
@@ -194,35 +187,37 @@ class _Job:
             self.report(stage)
             document = read()
             self._describe(result, document)
-            if self.archive is not None:
-                self.archive.save(document)
+            if self.setup.archive is not None:
+                self.setup.archive.save(document)
             if self._planned_skip(result, document):
                 self.report("done", result.chunks, result.chunks)
                 result.seconds = time.perf_counter() - started
                 return result
             stage = _lap(result, stage, "chunk", started)
             self.report(stage)
-            settings = self.settings
+            settings = self.setup.settings
             chunks = chunking.chunk_document(document, settings.chunk_size, settings.overlap, settings.strategy)
             stage = _lap(result, stage, "embed", started)
-            texts = [headers.indexed_text(c.model_text, document.title, c.heading_path, self.chunk_headers)
+            texts = [headers.indexed_text(c.model_text, document.title, c.heading_path, self.setup.chunk_headers)
                      for c in chunks]
-            kids = children.children_of(chunks, self.child_size)
-            texts += children.indexed_texts(document, chunks, kids, self.chunk_headers)
+            kids = children.children_of(chunks, self.setup.child_size)
+            texts += children.indexed_texts(document, chunks, kids, self.setup.chunk_headers)
             born = len(texts) - len(chunks)  # the children among the texts: progress names them apart
             self.pace.plan(self.index, len(texts), sum(map(len, texts)), sum(map(len, texts)))
             if self.sizes:  # the characters per page or byte of this file: the files after it are planned by it
                 self.pace.plan_rest(self.sizes, self.index)
             self.report(stage, 0, len(texts), born)  # said before the first batch: it may wait for the model to load
-            vectors = embed_chunks(texts, self.embedder, lambda done: self.report("embed", done, len(texts), born),
-                                   pace=self.pace, index=self.index, cache=self.cache)
+            setup = self.setup
+            vectors = embed_chunks(texts, setup.embedder, lambda done: self.report("embed", done, len(texts), born),
+                                   pace=self.pace, index=self.index, cache=setup.cache)
             stage = _lap(result, stage, "store", started)
             self.report(stage, 0, len(texts), born)
-            result.chunks = self.store.upsert_document(
-                self.collection, document, chunks, vectors[: len(chunks)], settings, self.embedder,
-                keep_versions=self.keep_versions, progress=lambda done, total: self.report("store", done, total, born),
-                language=self.language, chunk_headers=self.chunk_headers, child_size=self.child_size,
-                kids=kids if self.child_size else None, kid_vectors=vectors[len(chunks):],
+            result.chunks = setup.store.upsert_document(
+                setup.collection, document, chunks, vectors[: len(chunks)], settings, setup.embedder,
+                keep_versions=setup.options.keep_versions,
+                progress=lambda done, total: self.report("store", done, total, born),
+                language=setup.options.language, chunk_headers=setup.chunk_headers, child_size=setup.child_size,
+                kids=kids if setup.child_size else None, kid_vectors=vectors[len(chunks):],
             )
             _lap(result, stage, "done", started)
             self.pace.indexed(self.index, result.stage_seconds["store"])
@@ -249,22 +244,23 @@ class _Job:
 
     def _planned_skip(self, result: IngestResult, document: Document) -> bool:
         """Return True (result filled in) when the document is not to be written; note what it replaces."""
-        plan = self.store.plan_ingest(self.collection, document, self.settings, self.keep_versions)
+        store, collection = self.setup.store, self.setup.collection
+        plan = store.plan_ingest(collection, document, self.setup.settings, self.setup.options.keep_versions)
         if plan.duplicate_of is not None:
             result.skipped = True
             result.error = (f"'{document.title}' has the same content as '{plan.duplicate_of}', which is already in "
-                            f"'{self.collection}'; nothing was stored. Delete '{plan.duplicate_of}' first to keep it "
+                            f"'{collection}'; nothing was stored. Delete '{plan.duplicate_of}' first to keep it "
                             "under the new name.")
             return True
         if plan.unchanged:
-            existing = next(d for d in self.store.documents(self.collection) if d.document_id == document.id)
+            existing = next(d for d in store.documents(collection) if d.document_id == document.id)
             result.ok, result.unchanged, result.chunks = True, True, existing.chunks
-            result.notes += (f"Already in '{self.collection}' with these settings: nothing was embedded again.",)
+            result.notes += (f"Already in '{collection}' with these settings: nothing was embedded again.",)
             return True
         others = [d.title for d in plan.replaces if d.document_id != document.id]
         if others:
             result.replaced = tuple(others)
-            result.notes += (f"Replaces the earlier version of '{document.title}' in '{self.collection}' "
+            result.notes += (f"Replaces the earlier version of '{document.title}' in '{self.setup.collection}' "
                              f"({sum(d.chunks for d in plan.replaces if d.document_id != document.id)} chunks).",)
         return False
 

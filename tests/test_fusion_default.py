@@ -44,7 +44,7 @@ def fusion_defaults() -> dict[str, object]:
 
 def test_every_fusion_parameter_defaults_to_the_one_constant():
     defaults = fusion_defaults()
-    walked = {"rag.evaluation.sweeps.sweep.evaluate_collection", "rag.evaluation.metrics.modes.SearchMode",
+    walked = {"rag.evaluation.metrics.modes.SearchMode",
               "rag.evaluation.metrics.modes.parse_mode", "rag.evaluation.metrics.modes.parse_modes",
               "rag.evaluation.comparisons.compare.parse_side", "rag.retrieval.search.check_mode",
               "rag.retrieval.request.SearchRequest"}

@@ -14,6 +14,7 @@ from rag.chunking.chunker import ChunkSettings
 from rag.documents.loader import SourceFile, expected_size
 from rag.embeddings import get_embedder
 from rag.embeddings.pace import CHARS_PER, Pace
+from rag.ingested import IngestOptions, Watch
 from rag.store.children import IS_CHILD
 from tests.conftest import make_pdf
 
@@ -43,8 +44,9 @@ def test_a_files_counts_never_pass_its_total_which_is_its_chunk_count_from_the_s
     pdf = make_pdf([[f"Abschnitt {p}.{n}: Die Frist beträgt drei Monate." for n in range(30)] for p in range(4)])
     files = [text_file("kurz.txt", 20), SourceFile("lang.pdf", pdf), text_file("mittel.md", 200)]
     events = []
-    results = pipeline.ingest(files, "c", ChunkSettings(60, 10), Steady(), store=store, progress=events.append,
-                              child_size=0)  # chunks only: with children, embed counts chunks and children
+    results = pipeline.ingest(files, "c", ChunkSettings(60, 10), Steady(), store=store,  # chunks only: with children,
+                              options=IngestOptions(child_size=0),  # embed counts chunks and children
+                              watch=Watch(progress=events.append))
     assert all(r.ok for r in results)
     for index, result in enumerate(results):
         mine = [e for e in events if e.file_index == index]
@@ -59,8 +61,8 @@ def test_a_files_counts_never_pass_its_total_which_is_its_chunk_count_from_the_s
 def test_the_time_left_covers_every_queued_file_from_the_first_estimate_on(store):
     files = [text_file(f"teil-{n}.txt", 120) for n in range(5)]  # about 13,000 characters each
     events: list[tuple[float, pipeline.Progress]] = []
-    pipeline.ingest(files, "c", ChunkSettings(80, 10), Steady(), store=store, child_size=0,
-                    progress=lambda e: events.append((time.perf_counter(), e)))
+    pipeline.ingest(files, "c", ChunkSettings(80, 10), Steady(), store=store, options=IngestOptions(child_size=0),
+                    watch=Watch(progress=lambda e: events.append((time.perf_counter(), e))))
     end = time.perf_counter()
     first = next((at, e) for at, e in events if e.seconds_left)
     assert first[1].file_index == 0  # estimated while the first file embeds
@@ -88,7 +90,7 @@ def test_a_pdf_not_read_yet_is_planned_by_its_pages_a_text_file_by_its_bytes():
 def test_with_children_a_files_counts_name_its_chunks_and_children_apart(store):
     events = []
     [result] = pipeline.ingest([text_file("lang.txt", 60)], "c", ChunkSettings(120, 0), get_embedder("fake:16"),
-                               store=store, progress=events.append, child_size=32)
+                               store=store, options=IngestOptions(child_size=32), watch=Watch(progress=events.append))
     assert result.ok
     kids = store.client.count("c", count_filter=models.Filter(must=[IS_CHILD]), exact=True).count
     assert kids > result.chunks > 1  # each chunk of 120 tokens has several children of 32

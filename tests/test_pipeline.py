@@ -14,6 +14,7 @@ from rag.chunking.chunker import ChunkSettings
 from rag.documents.loader import SourceFile
 from rag.embeddings import get_embedder, pace
 from rag.errors import EmbedderMismatchError, EmbeddingError, IngestCancelled, RagError
+from rag.ingested import Watch
 from rag.retrieval import SearchRequest
 
 
@@ -55,8 +56,8 @@ def test_encrypted_pdf_retried_with_its_password(shared_data, store, fake):
 
 def test_progress_reports_every_stage_with_counts(shared_data, store, fake):
     events = []
-    pipeline.ingest([source(shared_data, "markdown/asvs-de-V2-Authentication.md")], "c", ChunkSettings(100, 10),
-                    fake, store=store, progress=events.append)
+    pipeline.ingest([source(shared_data, "markdown/asvs-de-V2-Authentication.md")], "c", ChunkSettings(100, 10), fake,
+                    store=store, watch=Watch(progress=events.append))
     stages = [e.stage for e in events]
     assert stages[0] == "extract" and stages[-1] == "done"
     assert [s for s in dict.fromkeys(stages)] == ["extract", "chunk", "embed", "store", "done"]
@@ -206,8 +207,8 @@ def test_cancel_during_embedding_starts_no_other_call_and_stores_nothing(store):
     asked = []
     slow = Slow(per_text=0.0, on_call=lambda n: n == 2 and asked.append(True))
     text = "# Frist\n\n" + "".join(f"Die Kündigungsfrist {i} beträgt drei Monate zum Quartal. " for i in range(200))
-    (result,) = pipeline.ingest([SourceFile("frist.md", text.encode())], "c", ChunkSettings(100, 10), slow,
-                                store=store, cancel=lambda: bool(asked))
+    (result,) = pipeline.ingest([SourceFile("frist.md", text.encode())], "c", ChunkSettings(100, 10), slow, store=store,
+                                watch=Watch(cancel=lambda: bool(asked)))
     assert result.error_type == "IngestCancelled" and len(slow.calls) == 2
     assert not store.has_collection("c") or store.documents("c") == []
 
@@ -215,7 +216,7 @@ def test_cancel_during_embedding_starts_no_other_call_and_stores_nothing(store):
 def test_ingest_progress_estimates_the_time_left_once_a_batch_was_timed(shared_data, store, fake):
     events = []
     files = [source(shared_data, "markdown/asvs-de-V2-Authentication.md"), source(shared_data, "pdfs/crazyones.pdf")]
-    pipeline.ingest(files, "c", ChunkSettings(100, 10), fake, store=store, progress=events.append)
+    pipeline.ingest(files, "c", ChunkSettings(100, 10), fake, store=store, watch=Watch(progress=events.append))
     first = [e for e in events if e.file_index == 0]
     assert first[0].stage == "extract" and first[0].seconds_left is None  # nothing measured yet
     embedding = [e for e in first if e.stage == "embed" and 0 < e.done < e.total]  # at the end: the store, unmeasured

@@ -27,6 +27,7 @@ from rag.cli.store_options import (
 from rag.documents import boxes_from_payload
 from rag.embeddings import engine_facts
 from rag.errors import DocumentNotFoundError
+from rag.ingested import IngestOptions, Watch
 from rag.rerank import SCORE_KIND, describe
 from rag.retrieval import Context
 from rag.runs import collection_defaults
@@ -60,10 +61,10 @@ def run_ingest(args: argparse.Namespace) -> int:
     store = store_of(args)
     embedder = embedder_of(args, store, args.collection)
     archive = DocumentArchive(default_archive_dir(store.location, store.local))
-    results = pipeline.ingest(files, args.collection, settings, embedder, store=store, progress=IngestProgress(),
-                              keep_versions=args.keep_versions, archive=archive, language=args.language,
-                              chunk_headers=None if args.chunk_headers is None else args.chunk_headers == "on",
-                              child_size=args.child_size)
+    options = IngestOptions(language=args.language, child_size=args.child_size, keep_versions=args.keep_versions,
+                            chunk_headers=None if args.chunk_headers is None else args.chunk_headers == "on")
+    results = pipeline.ingest(files, args.collection, settings, embedder, store=store, archive=archive,
+                              options=options, watch=Watch(progress=IngestProgress()))
     failed = [r for r in results if not r.ok and not r.skipped]
     for result in results:
         if result.error:

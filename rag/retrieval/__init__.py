@@ -44,7 +44,7 @@ from rag.retrieval.records import (
     point_id,
     vector_name,
 )
-from rag.retrieval.request import DEFAULT_REQUEST, RERANK_DEPTH, SearchRequest
+from rag.retrieval.request import DEFAULT_REQUEST, RERANK_DEPTH, SearchRequest, requests_for
 from rag.retrieval.search import CANDIDATES, FUSIONS, MODES, SearchMixin, candidate_limit, check_mode
 
 __all__ = ["CANDIDATES", "CHAT_MAX_TOKENS", "ChildMatch", "CollectionInfo", "Context", "DEFAULT_FUSION",
@@ -52,4 +52,4 @@ __all__ = ["CANDIDATES", "CHAT_MAX_TOKENS", "ChildMatch", "CollectionInfo", "Con
            "GENERATION_MAX_TOKENS", "Hit", "Layout", "MODES", "OVERFLOWS", "RERANK_DEPTH", "RRF_K", "SearchMixin",
            "SearchRequest", "Source", "build_context", "candidate_limit", "check_mode", "close", "convex",
            "describe_vectors", "hit_from_point", "in_order", "mismatch_error", "parents", "parse_fusion",
-           "payload_int", "point_id", "rrf", "search", "vector_name"]
+           "payload_int", "point_id", "requests_for", "rrf", "search", "vector_name"]

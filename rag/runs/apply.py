@@ -10,13 +10,14 @@ user does not say otherwise (pipeline.search_defaults). Other documents of the c
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from rag import pipeline
 from rag.chunking import ChunkSettings
 from rag.documents import Document
 from rag.embeddings import Embedder, EmbeddingCache
+from rag.ingested import IngestOptions, Watch
 from rag.store import DocumentArchive, Store
 
 DEFAULT_KEYS = ("mode", "fusion", "rerank", "run")  # the collection settings a chosen configuration writes
@@ -55,8 +56,7 @@ def row_settings(row: dict) -> ChunkSettings:
 
 def apply_configuration(
     row: dict, collection: str, embedder: Embedder, *, store: Store, archive: DocumentArchive,
-    run_id: int | None = None, documents: Sequence[Document] | None = None,
-    progress: pipeline.ProgressCallback | None = None, cancel: Callable[[], bool] | None = None,
+    run_id: int | None = None, documents: Sequence[Document] | None = None, watch: Watch = Watch(),  # noqa: B008
     cache: EmbeddingCache | None = None,
 ) -> Applied:
     """Return how a sweep row was made the collection's configuration (see the module docstring).
@@ -75,9 +75,9 @@ def apply_configuration(
     else:
         ids = [d.document_id for d in store.documents(row["collection"])]
     results = pipeline.reingest(ids, collection, settings, embedder, store=store, archive=archive,
-                                source=row["collection"], progress=progress, cancel=cancel,
-                                chunk_headers=row.get("chunk_headers"), child_size=row.get("child_size"),
-                                cache=cache)
+                                source=row["collection"], options=IngestOptions(
+                                    chunk_headers=row.get("chunk_headers"), child_size=row.get("child_size"),
+                                    cache=cache), watch=watch)
     applied = Applied(collection, results)
     if applied.failed:
         return applied

@@ -17,6 +17,7 @@ from rag.chunking.tables import find_tables
 from rag.documents.loader import SourceFile, load_document
 from rag.documents.model import Document
 from rag.embeddings.fake import FakeEmbedder
+from rag.ingested import IngestOptions
 from rag.retrieval.context import build_context
 from rag.retrieval.records import Hit
 from rag.store.open import open_store
@@ -156,8 +157,9 @@ def test_a_stored_markdown_table_reaches_the_embedder_the_context_and_a_rechunk_
     shows it, and the document rebuilt from its chunks (live tuning, sweeps on a collection) is Markdown again."""
     store, embedder = open_store(":memory:"), RecordingEmbedder()
     data = openapi_like(objects=3, rows=30).encode()
+    # the chunks alone reach the embedder (children: tests/store/test_children.py)
     pipeline.ingest([SourceFile("openapi.md", data)], "c", ChunkSettings(200, 20), embedder, store=store,
-                    child_size=0)  # the chunks alone reach the embedder (children: tests/store/test_children.py)
+                    options=IngestOptions(child_size=0))
     original = chunk_document(load_document(data, "openapi.md"), 200, 20)
     continued = [c for c in original if c.table_header]
     assert continued and sorted(embedder.texts) == sorted(c.model_text for c in original)  # batched by length

@@ -184,14 +184,14 @@ def test_cli_chunk_json_and_search_json_carry_boxes(shared_data, tmp_path, capsy
 
 
 def test_children_of_a_pdf_chunk_get_their_boxes_in_the_parents_payload(shared_data, store):
-    from rag import pipeline
+    from rag import IngestOptions, pipeline
     from rag.chunking import ChunkSettings
     from rag.documents import SourceFile
     from rag.embeddings import get_embedder
 
     data = read_shared(shared_data, "pdfs/hausarbeit-jura.pdf")
     pipeline.ingest([SourceFile("h.pdf", data)], "kids", ChunkSettings(200, 20), get_embedder("fake:32"),
-                    store=store, child_size=32)
+                    store=store, options=IngestOptions(child_size=32))
     document = load_document(data, "h.pdf", boxes=True)
     hits = store.document_chunks("kids", document.id)
     with_children = [h for h in hits if h.payload.get("child_boxes")]

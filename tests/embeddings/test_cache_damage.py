@@ -15,6 +15,7 @@ from rag.chunking import ChunkSettings
 from rag.documents.loader import SourceFile
 from rag.embeddings.cache import EmbeddingCache, cache_model, text_digest
 from rag.errors import EmbeddingError
+from rag.ingested import IngestOptions
 from rag.store.open import open_store
 from tests.conftest import fake_embedder, run
 
@@ -52,7 +53,7 @@ def test_a_damaged_cache_is_set_aside_and_rebuilt_and_the_ingest_goes_on(tmp_pat
     store = open_store(":memory:")
     try:
         (result,) = pipeline.ingest([SourceFile("vertrag.md", DOCUMENT.encode())], "c", ChunkSettings(40, 0),
-                                    fake_embedder(), store=store, cache=EmbeddingCache(folder))
+                                    fake_embedder(), store=store, options=IngestOptions(cache=EmbeddingCache(folder)))
         assert result.ok and result.chunks > 0, result.error
         (aside,) = folder.glob("embeddings.sqlite.damaged-*")
         (note,) = result.notes

@@ -10,6 +10,7 @@ from rag.chunking import ChunkSettings
 from rag.documents.loader import SourceFile
 from rag.embeddings.cache import EmbeddingCache
 from rag.evaluation.sweeps.sweep import Sweep, SweepConfig, collection_documents, evaluate_collection, run_sweep
+from rag.ingested import IngestOptions
 from rag.retrieval import SearchRequest
 from rag.runs.records import sweep_run
 from rag.store.open import open_store
@@ -23,8 +24,8 @@ def mine(xquad, tmp_path):
     documents, _ = xquad
     store, embedder = open_store(path=str(tmp_path / "qdrant")), Counting()
     files = [SourceFile(d.title, d.text.encode()) for d in documents]
-    pipeline.ingest(files, "mine", ChunkSettings(350, 50), embedder, store=store, cache=EmbeddingCache(),
-                    child_size=0)  # as SweepConfig(350, 50): no children
+    pipeline.ingest(files, "mine", ChunkSettings(350, 50), embedder, store=store,
+                    options=IngestOptions(cache=EmbeddingCache(), child_size=0))  # as SweepConfig(350, 50): no children
     read = collection_documents(store, "mine", EmbeddingCache())  # its vectors go to a cache thrown away
     embedder.documents.clear()
     return store, embedder, read

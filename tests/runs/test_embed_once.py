@@ -11,6 +11,7 @@ from rag.embeddings import pace
 from rag.embeddings.cache import EmbeddingCache, default_cache_dir, store_cache
 from rag.embeddings.fake import FakeEmbedder
 from rag.evaluation.sweeps.sweep import Sweep, SweepConfig, collection_documents, run_sweep
+from rag.ingested import IngestOptions
 from rag.retrieval import SearchRequest
 from rag.runs.records import sweep_row
 from rag.store.archive import DocumentArchive
@@ -47,7 +48,8 @@ def test_a_one_configuration_evaluation_of_a_collection_embeds_only_the_question
     documents, queries = xquad
     store, embedder = folder_store(tmp_path), Counting()
     files = [SourceFile(d.title, d.text.encode()) for d in documents]
-    ingested = pipeline.ingest(files, "mine", ChunkSettings(350, 50), embedder, store=store, child_size=0)
+    ingested = pipeline.ingest(files, "mine", ChunkSettings(350, 50), embedder, store=store,
+                               options=IngestOptions(child_size=0))
     assert len(embedder.documents) == sum(r.chunks for r in ingested)
     embedder.documents.clear()
     cache = EmbeddingCache(default_cache_dir(store))  # the Evaluate page's sweep over "A collection"
@@ -94,7 +96,8 @@ def test_a_collection_ingested_without_the_cache_is_evaluated_embedding_only_the
     documents, queries = xquad
     store, embedder = folder_store(tmp_path), Counting()
     files = [SourceFile(d.title, d.text.encode()) for d in documents]
-    pipeline.ingest(files, "old", ChunkSettings(350, 50), embedder, store=store, cache=EmbeddingCache())  # as before
+    pipeline.ingest(files, "old", ChunkSettings(350, 50), embedder, store=store,
+                    options=IngestOptions(cache=EmbeddingCache()))  # as before
     embedder.documents.clear()
     cache = EmbeddingCache(default_cache_dir(store))  # the Evaluate page's sweep over "A collection"
     run_sweep(Sweep(collection_documents(store, "old"), queries, [SweepConfig(350, 50)]), embedder, store=store,
@@ -109,8 +112,8 @@ def test_stored_vectors_of_a_collection_with_chunk_headers_are_kept_under_their_
     documents, queries = xquad
     store, embedder = folder_store(tmp_path), Counting()
     files = [SourceFile(d.title, d.text.encode()) for d in documents]
-    pipeline.ingest(files, "headed", ChunkSettings(350, 50), embedder, store=store, cache=EmbeddingCache(),
-                    chunk_headers=True)
+    pipeline.ingest(files, "headed", ChunkSettings(350, 50), embedder, store=store,
+                    options=IngestOptions(cache=EmbeddingCache(), chunk_headers=True))
     embedder.documents.clear()
     cache = EmbeddingCache(default_cache_dir(store))
     run_sweep(Sweep(collection_documents(store, "headed"), queries, [SweepConfig(350, 50, "structure", True)]),

@@ -17,6 +17,7 @@ from rag.chunking.chunker import ChunkSettings
 from rag.documents.loader import SourceFile
 from rag.embeddings.fake import FakeEmbedder
 from rag.errors import InvalidSettingsError
+from rag.ingested import IngestOptions
 from rag.retrieval import SearchRequest
 from rag.store.children import IS_CHILD
 from rag.store.open import open_store
@@ -70,7 +71,8 @@ def test_child_size_is_checked():
 
 def test_a_chunk_that_fits_in_one_child_has_none(store):
     embedder = FakeEmbedder(32)
-    [result] = pipeline.ingest([FILE], "pc", ChunkSettings(60, 0), embedder, store=store, child_size=30)
+    [result] = pipeline.ingest([FILE], "pc", ChunkSettings(60, 0), embedder, store=store,
+                               options=IngestOptions(child_size=30))
     chunks = store.document_chunks("pc", result.document_id)
     small = [c for c in chunks if tokens.count(c.content) <= 30]
     big = [c for c in chunks if tokens.count(c.content) > 30]
@@ -86,7 +88,7 @@ def test_a_chunk_that_fits_in_one_child_has_none(store):
 
 def test_a_hybrid_hit_found_through_a_child_shows_the_ranks_that_were_fused(store):
     embedder = FakeEmbedder(32)
-    pipeline.ingest([FILE], "pc", ChunkSettings(60, 0), embedder, store=store, child_size=12)
+    pipeline.ingest([FILE], "pc", ChunkSettings(60, 0), embedder, store=store, options=IngestOptions(child_size=12))
     hits = pipeline.search(QUERY, "pc", SearchRequest(top_k=6, mode="hybrid", fusion="rrf"), store=store,
                            embedder=embedder)
     through_children = [h for h in hits if h.child is not None and h.child.index is not None]
@@ -99,7 +101,8 @@ def test_a_hybrid_hit_found_through_a_child_shows_the_ranks_that_were_fused(stor
 @pytest.mark.parametrize(("mode", "fusion"), MODES)
 def test_one_parent_per_hit_with_its_best_child_inside_it(store, mode, fusion):
     embedder = FakeEmbedder(32)
-    [result] = pipeline.ingest([FILE], "pc", ChunkSettings(60, 0), embedder, store=store, child_size=12)
+    [result] = pipeline.ingest([FILE], "pc", ChunkSettings(60, 0), embedder, store=store,
+                               options=IngestOptions(child_size=12))
     assert result.ok and result.chunks == len(store.document_chunks("pc", result.document_id))
     hits = pipeline.search(QUERY, "pc", SearchRequest(top_k=5, mode=mode, fusion=fusion), store=store,
                            embedder=embedder)
@@ -122,7 +125,8 @@ def test_one_parent_per_hit_with_its_best_child_inside_it(store, mode, fusion):
 
 def test_children_are_deleted_and_replaced_with_their_parents(store):
     embedder = FakeEmbedder(32)
-    [first] = pipeline.ingest([FILE], "pc", ChunkSettings(60, 0), embedder, store=store, child_size=12)
+    [first] = pipeline.ingest([FILE], "pc", ChunkSettings(60, 0), embedder, store=store,
+                              options=IngestOptions(child_size=12))
     kids = [p for p in every_point(store, "pc") if "child" in (p.payload or {}).get("flags", [])]
     assert len(kids) > first.chunks
     [again] = pipeline.ingest([FILE], "pc", ChunkSettings(40, 0), embedder, store=store)  # replaced: other settings
@@ -138,18 +142,20 @@ def test_children_are_deleted_and_replaced_with_their_parents(store):
 
 def test_a_collection_keeps_its_child_size(store):
     embedder = FakeEmbedder(32)
-    pipeline.ingest([FILE], "pc", ChunkSettings(60, 0), embedder, store=store, child_size=12)
+    pipeline.ingest([FILE], "pc", ChunkSettings(60, 0), embedder, store=store, options=IngestOptions(child_size=12))
     assert store.collections()[0].child_size == 12 and store.collections()[0].points == store.documents("pc")[0].chunks
     other = SourceFile("zwei.md", b"# Zwei\n\nEin anderer Text ueber Wellensittiche.\n")
     [result] = pipeline.ingest([other], "pc", ChunkSettings(60, 0), embedder, store=store)  # None: the collection's
     assert result.ok
     with pytest.raises(InvalidSettingsError, match="child size 12"):
-        pipeline.ingest([other], "pc", ChunkSettings(60, 0), embedder, store=store, child_size=32)
+        pipeline.ingest([other], "pc", ChunkSettings(60, 0), embedder, store=store,
+                        options=IngestOptions(child_size=32))
 
 
 def test_a_collection_without_children_is_searched_as_before(store):
     embedder = FakeEmbedder(32)
-    pipeline.ingest([FILE], "plain", ChunkSettings(60, 0), embedder, store=store, child_size=0)  # off (default 128)
+    pipeline.ingest([FILE], "plain", ChunkSettings(60, 0), embedder, store=store,
+                    options=IngestOptions(child_size=0))  # off (default 128)
     layout = store._layout("plain")
     assert layout.child_size == 0 and "child_size" not in layout.meta
     assert store.search_filter(layout, None) is None or IS_CHILD not in (store.search_filter(layout, None).must or [])
@@ -203,7 +209,7 @@ def test_why_not_this_one_names_the_child_that_placed_the_chunk(store):
     from rag.evaluation.metrics.modes import SearchMode
 
     embedder = FakeEmbedder(32)
-    pipeline.ingest([FILE], "pc", ChunkSettings(60, 0), embedder, store=store, child_size=12)
+    pipeline.ingest([FILE], "pc", ChunkSettings(60, 0), embedder, store=store, options=IngestOptions(child_size=12))
     [hit] = pipeline.search(QUERY, "pc", SearchRequest(top_k=1, mode="hybrid", fusion="convex"), store=store,
                             embedder=embedder)
     explained = explain_chunk(QUERY, hit, "pc", SearchMode("hybrid", "convex").request(3), store=store,

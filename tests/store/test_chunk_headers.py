@@ -15,6 +15,7 @@ from rag.embeddings.fake import FakeEmbedder
 from rag.errors import InvalidSettingsError
 from rag.evaluation.querysets.queries import load_query_set
 from rag.evaluation.sweeps.sweep import Sweep, grid, load_documents, run_sweep
+from rag.ingested import IngestOptions
 from rag.retrieval import SearchRequest
 from rag.store.client import META_KEY
 from tests.conftest import run
@@ -51,7 +52,8 @@ def test_header_is_title_without_extension_then_heading_path():
 
 def test_header_reaches_the_embedder_and_bm25_but_not_the_content(store):
     embedder = RecordingEmbedder()
-    [result] = pipeline.ingest([FILE], "headed", ChunkSettings(60, 0), embedder, store=store, chunk_headers=True)
+    [result] = pipeline.ingest([FILE], "headed", ChunkSettings(60, 0), embedder, store=store,
+                               options=IngestOptions(chunk_headers=True))
     assert result.ok and result.chunks >= 3
     chunks = store.document_chunks("headed", result.document_id)
     expected = [headers.indexed_text(c.content, c.document_title, c.heading_path, True) for c in chunks]
@@ -71,7 +73,8 @@ def test_header_reaches_the_embedder_and_bm25_but_not_the_content(store):
 
 def test_without_headers_the_title_is_not_indexed(store):
     embedder = RecordingEmbedder()
-    [result] = pipeline.ingest([FILE], "plain", ChunkSettings(60, 0), embedder, store=store, chunk_headers=False)
+    [result] = pipeline.ingest([FILE], "plain", ChunkSettings(60, 0), embedder, store=store,
+                               options=IngestOptions(chunk_headers=False))
     assert sorted(embedder.seen) == sorted(c.content for c in store.document_chunks("plain", result.document_id))
     assert pipeline.search("Ratgeber", "plain", SearchRequest(top_k=50, mode="sparse"), store=store) == []
     assert store.collection_meta("plain")[headers.META_KEY] is False
@@ -79,7 +82,8 @@ def test_without_headers_the_title_is_not_indexed(store):
 
 def test_the_setting_is_recorded_and_later_ingests_keep_it(store):
     embedder = RecordingEmbedder()
-    pipeline.ingest([FILE], "headed", ChunkSettings(60, 0), embedder, store=store, chunk_headers=True)
+    pipeline.ingest([FILE], "headed", ChunkSettings(60, 0), embedder, store=store,
+                    options=IngestOptions(chunk_headers=True))
     assert store.collection_meta("headed")[headers.META_KEY] is True
     assert [c.chunk_headers for c in store.collections()] == [True]
     embedder.seen.clear()
@@ -90,7 +94,8 @@ def test_the_setting_is_recorded_and_later_ingests_keep_it(store):
     found = pipeline.search("Wellensittiche", "headed", SearchRequest(mode="sparse"), store=store)
     assert found[0].document_title == other.name
     with pytest.raises(InvalidSettingsError, match="chunk headers on"):
-        pipeline.ingest([other], "headed", ChunkSettings(60, 0), embedder, store=store, chunk_headers=False)
+        pipeline.ingest([other], "headed", ChunkSettings(60, 0), embedder, store=store,
+                        options=IngestOptions(chunk_headers=False))
 
 
 def test_a_collection_without_the_record_is_indexed_as_before(store):

@@ -11,8 +11,7 @@ import pytest
 
 from rag import pipeline
 from rag.errors import RagError, SparseVectorsMissingError, StoreError
-from rag.retrieval import SearchRequest
-from rag.retrieval.request import requests_for
+from rag.retrieval import SearchRequest, requests_for
 from rag.retrieval.search import candidate_limit
 from rag.store.client import Store
 from rag.store.open import open_store

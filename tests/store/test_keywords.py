@@ -9,6 +9,7 @@ import mmh3
 import pytest
 from py_rust_stemmers import SnowballStemmer
 
+from rag.ingested import IngestOptions
 from rag.retrieval import SearchRequest
 from rag.store import keywords
 from rag.store.keywords import Analyzer, analyzer_for, detect_language
@@ -123,11 +124,11 @@ def test_a_collection_keeps_its_language_and_refuses_another(tmp_path):
 
     store, embedder = open_store(":memory:"), fake_embedder(16)
     pipeline.ingest([pipeline.SourceFile("a.md", GERMAN.encode())], "c", embedder=embedder, store=store,
-                    language="de")
+                    options=IngestOptions(language="de"))
     assert store.collection_meta("c")["language"] == "de"
     with pytest.raises(InvalidSettingsError, match="cannot switch to 'en'"):  # before anything is embedded
         pipeline.ingest([pipeline.SourceFile("b.md", b"Noch ein Text.")], "c", embedder=embedder, store=store,
-                        language="en")
+                        options=IngestOptions(language="en"))
     with pytest.raises(InvalidSettingsError, match="Unknown keyword language"):
         keywords.check_language("fr")
 

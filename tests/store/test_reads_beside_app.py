@@ -19,6 +19,7 @@ from rag import pipeline
 from rag.chunking.chunker import ChunkSettings
 from rag.documents.loader import SourceFile
 from rag.embeddings import get_embedder
+from rag.ingested import IngestOptions
 from rag.retrieval import SearchRequest
 from rag.store.edge import wire
 from rag.store.open import open_store
@@ -44,7 +45,7 @@ def write_version(store, version: int) -> int:
     """Ingest version `version` of TITLE (replacing the other one); return its chunk count."""
     data = version_text(version).encode("utf-8")
     (result,) = pipeline.ingest([SourceFile(TITLE, data)], "c", SETTINGS, get_embedder("fake"), store=store,
-                                child_size=0)  # points = chunks
+                                options=IngestOptions(child_size=0))  # points = chunks
     assert result.ok, result.error
     return result.chunks
 

@@ -13,8 +13,7 @@ from rag.chunking import ChunkSettings
 from rag.embeddings import get_embedder
 from rag.evaluation.querysets.squad import import_squad
 from rag.pipeline import SourceFile
-from rag.retrieval import SearchRequest
-from rag.retrieval.request import requests_for
+from rag.retrieval import SearchRequest, requests_for
 from rag.retrieval.search import CANDIDATES
 from rag.store.open import open_store
 

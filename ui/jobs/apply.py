@@ -11,6 +11,7 @@ from typing import ClassVar
 from rag import pipeline
 from rag.embeddings import Embedder
 from rag.errors import IngestCancelled
+from rag.ingested import Watch
 from rag.runs import Applied, apply_configuration
 from rag.store import DocumentArchive, Store
 from ui.jobs.base import QueuedJob
@@ -55,8 +56,8 @@ class ApplyJob(QueuedJob):
     def work(self) -> None:
         """Re-ingest and save the defaults; a cancelled or failed document ends the job so (the defaults unsaved)."""
         self.result = apply_configuration(self.row, self.collection, self.embedder, store=self.store,
-                                          archive=self.archive, run_id=self.run_id, progress=self._progress,
-                                          cancel=lambda: self.cancel_requested)
+                                          archive=self.archive, run_id=self.run_id,
+                                          watch=Watch(self._progress, lambda: self.cancel_requested))
         cancelled = any(r.error_type == IngestCancelled.__name__ for r in self.result.failed)
         self.status = "cancelled" if cancelled else "failed" if self.result.failed else "done"
         self.error = self.result.summary() if self.status == "failed" else None

@@ -16,6 +16,7 @@ from rag.chunking import ChunkSettings
 from rag.documents import SourceFile
 from rag.embeddings import Embedder, time_left
 from rag.errors import RagError
+from rag.ingested import IngestOptions, Watch
 from rag.store import DocumentArchive, Store
 from rag.words import counted
 from ui.jobs.base import failure
@@ -212,13 +213,13 @@ class JobQueue:
             if job.document_ids:
                 job.results = pipeline.reingest(job.document_ids, job.collection, job.settings, job.embedder,
                                                 store=job.store, archive=job.archive, source=job.source,
-                                                progress=on_progress, cancel=lambda: job.cancel_requested)
+                                                watch=Watch(progress=on_progress, cancel=lambda: job.cancel_requested))
             else:
-                job.results = pipeline.ingest(job.files, job.collection, job.settings, job.embedder,
-                                              store=job.store, progress=on_progress,
-                                              keep_versions=job.keep_versions, archive=job.archive,
-                                              language=job.language, cancel=lambda: job.cancel_requested,
-                                              chunk_headers=job.chunk_headers, child_size=job.child_size)
+                job.results = pipeline.ingest(job.files, job.collection, job.settings, job.embedder, store=job.store,
+                                              archive=job.archive,
+                                              options=IngestOptions(job.language, job.chunk_headers, job.child_size,
+                                                                    job.keep_versions),
+                                              watch=Watch(progress=on_progress, cancel=lambda: job.cancel_requested))
             job.status = "cancelled" if job.cancel_requested else "done"
         except Exception as error:
             job.status, job.error = "failed", failure(error, "ingest", job.id)
