@@ -170,9 +170,13 @@ def _char_indices(textpage: Any, raw: str) -> np.ndarray:
     codes = np.frombuffer(raw.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
     wide = (codes > 0xFFFF).astype(np.int32)
     units = (np.cumsum(wide) - wide + np.arange(len(raw), dtype=np.int32)).astype(np.int32)
-    if len(raw) + int(wide.sum()) == pdfium.FPDFText_CountChars(textpage.raw):
+    count = pdfium.FPDFText_CountChars(textpage.raw)
+    if len(raw) + int(wide.sum()) == count:
         return units
-    looked = np.fromiter((pdfium.FPDFText_GetCharIndexFromTextIndex(textpage.raw, u) for u in units.tolist()),
+    # get_text_range leaves out characters pdfium keeps out of its text at the page's start: find the first one in
+    first = next((t for c in range(count) if (t := pdfium.FPDFText_GetTextIndexFromCharIndex(textpage.raw, c)) >= 0),
+                 0)
+    looked = np.fromiter((pdfium.FPDFText_GetCharIndexFromTextIndex(textpage.raw, first + u) for u in units.tolist()),
                          dtype=np.int32, count=len(raw))
     return np.maximum.accumulate(np.maximum(looked, 0)) if len(looked) else looked
 

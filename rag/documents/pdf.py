@@ -248,23 +248,37 @@ def _pdfium_page(document: Any, index: int, fallback: _Fallback, boxes: bool = F
     return clean_pdf_text(raw.replace(_PDFIUM_HYPHEN, "-\n"), index + 1), None
 
 
-def pdfium_page_words(document: Any, index: int, fonts: _Fallback) -> tuple[str, PageWords]:
+def pdfium_page_words(document: Any, index: int, fonts: _Fallback) -> tuple[str, PageWords | None]:
     """Return page index's clean text (as _pdfium_page's) and its words' rectangles; the caller holds the lock."""
     page = document[index]
     try:
         textpage = page.get_textpage()
         try:
             raw = textpage.get_text_range()
-            text = MappedText(bracketed := symbol_brackets(textpage, raw))  # as long as raw: one map for both
-            text.edit(repairs(bracketed, lambda at: fonts.letters(index + 1, font_at(textpage, at, bracketed[at]),
-                                                                  bracketed[at])))
-            text.replace(_PDFIUM_HYPHEN, "-\n")
-            clean(text, index + 1)
-            return text.text, page_words(textpage, raw, text.text, text.map)
+            bracketed = symbol_brackets(textpage, raw)  # as long as raw: one map for both
+            edits = repairs(bracketed, lambda at: fonts.letters(index + 1, font_at(textpage, at, bracketed[at]),
+                                                                bracketed[at]))
+            try:
+                return _words_of(textpage, raw, MappedText(bracketed), edits, index + 1)
+            except MemoryError:
+                raise
+            except Exception:  # noqa: BLE001 - the page keeps the text a read without boxes gives it, and no boxes
+                return _words_of(None, raw, Text(bracketed), edits, index + 1)
         finally:
             textpage.close()
     finally:
         page.close()
+
+
+def _words_of(textpage: Any, raw: str, text: Text, edits: list[tuple[int, str]], number: int
+              ) -> tuple[str, PageWords | None]:
+    """Return the clean text of a page's raw text with repairs' edits, and its words when textpage is given."""
+    text.edit(edits)
+    text.replace(_PDFIUM_HYPHEN, "-\n")
+    clean(text, number)
+    if textpage is None or not isinstance(text, MappedText):
+        return text.text, None
+    return text.text, page_words(textpage, raw, text.text, text.map)
 
 
 def pdfium_page_text(document: Any, index: int, fonts: _Fallback | None = None) -> str:

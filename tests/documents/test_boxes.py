@@ -201,3 +201,26 @@ def test_children_of_a_pdf_chunk_get_their_boxes_in_the_parents_payload(shared_d
         assert all(group for group in hit.payload["child_boxes"])
         pages = {b["page"] for group in hit.payload["child_boxes"] for b in group}
         assert pages <= set(range(hit.page_start, hit.page_end + 1))
+
+
+def test_a_page_whose_words_fail_keeps_its_text_and_has_no_boxes(shared_data, monkeypatch):
+    from rag.documents import pdf
+
+    data = read_shared(shared_data, "pdfs/pdflatex-outline.pdf")
+    words = pdf.page_words
+
+    def fails_on_page_2(textpage, raw, text, to_raw):
+        if text.startswith("1 Foo") and not fails_on_page_2.seen:
+            fails_on_page_2.seen = True
+            raise ValueError("no rectangles")
+        return words(textpage, raw, text, to_raw)
+
+    fails_on_page_2.seen = False
+    monkeypatch.setattr(pdf, "page_words", fails_on_page_2)
+    monkeypatch.setattr(pdf.bounded, "ISOLATED", False)  # read here, where the patch is
+    document = load_document(data, "o.pdf", boxes=True)
+    assert fails_on_page_2.seen and document.pages == load_document(data, "o.pdf").pages
+    missing = [page.number for page in document.pages if page.words is None]
+    assert len(missing) == 1 and document.has_boxes
+    start = document.page_starts[missing[0] - 1]
+    assert document.span_boxes([(start, start + len(document.pages[missing[0] - 1].text))]) == [[]]
