@@ -5,8 +5,9 @@ pdf         pdfium: pages, outline, passwords  headings   Markdown `#`, numbered
 pypdf_text  pypdf, pdfium's fallback           ligatures  glyph codes pdfium left, named by the fonts
 loader      load_document, SourceFile, limits  samples    the sample files of a folder
 expansion   RAG_MAX_CHARS, counted while read  bounded    a PDF read in a child of bounded memory and time
-language    detect_language: German, English or neither      boxes      Box: where a span's text is on its pages
-textmap     clean text that keeps where each character came from (pdfium's characters)
+language    detect_language: German, English or neither
+boxes       Box: where a span of a PDF's text is on its pages (one rectangle per line fragment), span_boxes
+textmap     clean text that keeps, per character, where in pdfium's text it came from
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 While a page is read (rag.documents.pdf, in the reading child) its clean text keeps, per character, the index of
 pdfium's character it came from (rag.documents.textmap), through ligatures, hyphenation and whitespace cleaning.
-Each word of the clean text then gets its rectangles from pdfium in one call (FPDFText_CountRects over the word's
-characters, GetRect for each: pdfium unions the character boxes in C; a word split by a line break gets two).
+Each word of the clean text then gets its rectangles from pdfium (FPDFText_CountRects over the word's characters,
+GetRect for each: pdfium unions the character boxes in C; a word split by a line break gets two).
 A page keeps them as a PageWords: numpy arrays of word spans and rectangles, a few dozen bytes a word. The boxes of
 any span (a chunk, a child, a judgment's evidence) are then its words' rectangles joined along each line: no
 pdfium, no second read. Measured in bench/boxes.py (docs/benchmarks.md, "Boxes").
