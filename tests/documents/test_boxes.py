@@ -224,3 +224,21 @@ def test_a_page_whose_words_fail_keeps_its_text_and_has_no_boxes(shared_data, mo
     assert len(missing) == 1 and document.has_boxes
     start = document.page_starts[missing[0] - 1]
     assert document.span_boxes([(start, start + len(document.pages[missing[0] - 1].text))]) == [[]]
+
+
+def test_chunks_ingested_before_boxes_have_none(shared_data, store):
+    from rag import pipeline
+    from rag.chunking import ChunkSettings
+    from rag.cli.store import hit_json
+    from rag.documents import SourceFile
+    from rag.embeddings import get_embedder
+
+    data = read_shared(shared_data, "pdfs/crazyones.pdf")
+    pipeline.ingest([SourceFile("c.pdf", data)], "old", ChunkSettings(100, 10), get_embedder("fake:32"), store=store)
+    document_id = load_document(data, "c.pdf").id
+    assert all(hit_json(h)["boxes"] for h in store.document_chunks("old", document_id))
+    ids = [h.chunk_id for h in store.document_chunks("old", document_id)]
+    store.client.delete_payload("old", keys=["boxes"], points=ids, wait=True)  # as chunks were before boxes
+    hits = store.document_chunks("old", document_id)
+    assert hits and all("boxes" not in h.payload and hit_json(h)["boxes"] == [] for h in hits)
+    assert all(boxes_from_payload(h.payload) == [] for h in hits)
