@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import streamlit as st
 
-from rag.retrieval import CHAT_MAX_TOKENS, DEFAULT_OVERFLOW, GENERATION_MAX_TOKENS, OVERFLOWS, build_context
+from rag.retrieval import (
+    CHAT_MAX_TOKENS,
+    DEFAULT_OVERFLOW,
+    GENERATION_MAX_TOKENS,
+    OVERFLOWS,
+    RERANK_DEPTH,
+    build_context,
+)
 from ui import nav, state, workspace
 from ui.parts import context as parts
 from ui.parts import rerank as rerank_part
@@ -30,8 +37,9 @@ if not run.outcome.hits:
 
 rerank = rerank_part.control(ws=ws)
 if rerank != run.rerank:  # the same search, reranked (or no longer): the context is built from its hits
-    again = search_part.run_search(ws, run.query, run.top_k, run.threshold if not rerank[0] else None,
-                                   run.document_ids, run.mode, run.fusion, run.include_toc, rerank)
+    request = run.request.replace(score_threshold=run.threshold if not rerank[0] else None,
+                                  rerank_depth=rerank[1] if rerank[0] else RERANK_DEPTH)
+    again = search_part.run_search(ws, run.query, request, rerank)
     if again is None:
         st.stop()
     state.put(state.SEARCH, again)

@@ -12,7 +12,7 @@ from bench.sweep import sweep_engine
 from bench.sweep_engines import ENGINE_VARIABLE, metric_differences, parse_engines, rows_agree, side_by_side
 from rag.embeddings import get_embedder
 from rag.evaluation.metrics.modes import parse_modes
-from rag.evaluation.sweeps.sweep import SweepConfig
+from rag.evaluation.sweeps.sweep import Sweep, SweepConfig
 from rag.retrieval.fusion import DEFAULT_FUSION
 
 
@@ -22,8 +22,8 @@ def engines(xquad, tmp_path, monkeypatch):
     monkeypatch.setenv(ENGINE_VARIABLE, "local")
     documents, queries = xquad
     configs = [SweepConfig(120, 0), SweepConfig(300, 30)]
-    runs = [sweep_engine(engine, str(tmp_path / engine), ["ahead"], documents, queries, configs,
-                         get_embedder("fake:32"), ks=[1, 5], modes=parse_modes("dense,sparse,hybrid", DEFAULT_FUSION))
+    sweep = Sweep(documents, queries, configs, ks=[1, 5], modes=parse_modes("dense,sparse,hybrid", DEFAULT_FUSION))
+    runs = [sweep_engine(engine, str(tmp_path / engine), ["ahead"], sweep, get_embedder("fake:32"))
             for engine in ("edge", "local")]
     assert os.environ[ENGINE_VARIABLE] == "local"  # set for each run, then restored
     return runs

@@ -183,10 +183,11 @@ import importlib.util
 real = importlib.util.find_spec
 importlib.util.find_spec = lambda name, *a: None if name.split(".")[0] in ("onnxruntime", "onnx") else real(name, *a)
 from rag import pipeline
+from rag.retrieval import SearchRequest
 from rag.store.open import open_store
 store = open_store(path=sys.argv[1])
 embedder = pipeline.embedder_for(store, "documents")
-hits = pipeline.search(sys.argv[2], "documents", top_k=3, store=store, embedder=embedder, mode="dense")
+hits = pipeline.search(sys.argv[2], "documents", SearchRequest("dense", top_k=3), store=store, embedder=embedder)
 print(embedder.model_id)
 print(embedder.engine_note or "-")
 print(hits[0].chunk_id)
