@@ -19,6 +19,7 @@ import re
 import threading
 import unicodedata
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
 from rag.documents import bounded
@@ -139,6 +140,11 @@ def _new_lock() -> None:
 
 
 os.register_at_fork(after_in_child=_new_lock)
+
+
+def pdfium_lock() -> AbstractContextManager:
+    """Return the lock every call into pdfium holds (a page drawn in rag.documents.render holds it too)."""
+    return _LOCK
 
 
 def _read_pdfium(data: bytes, name: str, password: str | None, max_pages: int, max_chars: int, progress: PagesRead
