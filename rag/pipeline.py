@@ -87,8 +87,16 @@ def ingest(
 
         job = _Job(collection, settings, embedder, store, report, keep_versions, archive, language, pace, index,
                    headed, sizes, cache, kids)
-        results.append(job.run(file.name, lambda f=file, r=report: load_document(
-            f.read(), f.name, password=f.password, pages_read=lambda done, pages: r("extract", done, pages))))
+        source: dict[str, bytes] = {}
+
+        def read(f=file, r=report, s=source) -> Document:
+            s["data"] = f.read()
+            return load_document(s["data"], f.name, password=f.password,
+                                 pages_read=lambda done, pages: r("extract", done, pages))
+
+        keep = None if archive is None else (
+            lambda document, f=file, s=source: archive.keep_original(document, s["data"], f.password))
+        results.append(job.run(file.name, read, keep))
         results[-1].notes += tuple(cache.take_notices())  # a damaged cache file set aside: said with the file
         pace.reused(index)  # nothing of it is left to do (also when it failed or was skipped before its plan)
         pace.plan_rest(sizes, index)
@@ -177,7 +185,10 @@ class _Job:
     cache: EmbeddingCache | None = None  # only the chunk texts it lacks are embedded (None: every one)
     child_size: int = 0  # tokens per child (rag.chunking.children); 0: no children
 
-    def run(self, name: str, read: Callable[[], Document]) -> IngestResult:
+    def run(self, name: str, read: Callable[[], Document], keep: Callable[[Document], None] | None = None
+            ) -> IngestResult:
+        """Return the result of reading, chunking, embedding and storing one document; keep(document), when given,
+        runs once the document is in the collection (stored, or found unchanged): its file is kept for its pages."""
         result = IngestResult(name)
         started = time.perf_counter()
         stage = "extract"
@@ -188,6 +199,7 @@ class _Job:
             if self.archive is not None:
                 self.archive.save(document)
             if self._planned_skip(result, document):
+                _keep(keep, document, result)
                 self.report("done", result.chunks, result.chunks)
                 result.seconds = time.perf_counter() - started
                 return result
@@ -218,6 +230,7 @@ class _Job:
             _lap(result, stage, "done", started)
             self.pace.indexed(self.index, result.stage_seconds["store"])
             result.ok = True
+            _keep(keep, document, result)
             self.report("done", len(chunks), len(chunks))
         except RagError as error:
             result.error, result.error_type = redact_urls(str(error)), type(error).__name__
@@ -258,6 +271,16 @@ class _Job:
             result.notes += (f"Replaces the earlier version of '{document.title}' in '{self.collection}' "
                              f"({sum(d.chunks for d in plan.replaces if d.document_id != document.id)} chunks).",)
         return False
+
+
+def _keep(keep: Callable[[Document], None] | None, document: Document, result: IngestResult) -> None:
+    """Keep the document's file when it is in the collection; a file that cannot be kept is a note, not a failure."""
+    if keep is None or not result.ok:
+        return
+    try:
+        keep(document)
+    except RagError as error:
+        result.notes += (f"{error} Its pages cannot be drawn until then.",)
 
 
 def _lap(result: IngestResult, stage: str, next_stage: str, started: float) -> str:

@@ -6,17 +6,21 @@ pypdf_text  pypdf, pdfium's fallback           ligatures  glyph codes pdfium lef
 loader      load_document, SourceFile, limits  samples    the sample files of a folder
 expansion   RAG_MAX_CHARS, counted while read  bounded    a PDF read in a child of bounded memory and time
 language    detect_language: German, English or neither
+boxes       Box: where text lies on a page     render     a page drawn as PNG with boxes marked
 """
 
 from __future__ import annotations
 
+from rag.documents.boxes import Box, span_boxes
 from rag.documents.language import detect_language
 from rag.documents.loader import KINDS_BY_SUFFIX, SourceFile, check_size, expected_size, load_document, read_file
 from rag.documents.model import PAGE_SEPARATOR, Document, Heading, Page
 from rag.documents.pdf import read_pdf
+from rag.documents.render import CHUNK, COLOUR_NAMES, MATCH, Mark, page_count, render_page, unlocked_copy
 from rag.documents.samples import BUNDLED, SAMPLE_SUFFIXES, sample_files, sample_paths
 from rag.documents.text import clean_plain_text
 
-__all__ = ["BUNDLED", "Document", "Heading", "KINDS_BY_SUFFIX", "PAGE_SEPARATOR", "Page", "SAMPLE_SUFFIXES",
-           "SourceFile", "check_size", "clean_plain_text", "detect_language", "expected_size", "load_document",
-           "read_file", "read_pdf", "sample_files", "sample_paths"]
+__all__ = ["BUNDLED", "Box", "CHUNK", "COLOUR_NAMES", "Document", "Heading", "KINDS_BY_SUFFIX", "MATCH", "Mark",
+           "PAGE_SEPARATOR", "Page", "SAMPLE_SUFFIXES", "SourceFile", "check_size", "clean_plain_text",
+           "detect_language", "expected_size", "load_document", "page_count", "read_file", "read_pdf", "render_page",
+           "sample_files", "sample_paths", "span_boxes", "unlocked_copy"]
