@@ -16,11 +16,20 @@ from rag.documents.language import detect_language
 from rag.documents.loader import KINDS_BY_SUFFIX, SourceFile, check_size, expected_size, load_document, read_file
 from rag.documents.model import PAGE_SEPARATOR, Document, Heading, Page
 from rag.documents.pdf import read_pdf
-from rag.documents.render import CHUNK, COLOUR_NAMES, MATCH, Mark, page_count, render_page, unlocked_copy
+from rag.documents.render import (
+    CHUNK,
+    COLOUR_NAMES,
+    MATCH,
+    Mark,
+    page_count,
+    render_page,
+    stack_pngs,
+    unlocked_copy,
+)
 from rag.documents.samples import BUNDLED, SAMPLE_SUFFIXES, sample_files, sample_paths
 from rag.documents.text import clean_plain_text
 
 __all__ = ["BUNDLED", "Box", "CHUNK", "COLOUR_NAMES", "Document", "Heading", "KINDS_BY_SUFFIX", "MATCH", "Mark",
            "PAGE_SEPARATOR", "Page", "SAMPLE_SUFFIXES", "SourceFile", "check_size", "clean_plain_text",
            "detect_language", "expected_size", "load_document", "page_count", "read_file", "read_pdf", "render_page",
-           "sample_files", "sample_paths", "span_boxes", "unlocked_copy"]
+           "sample_files", "sample_paths", "span_boxes", "stack_pngs", "unlocked_copy"]

@@ -202,3 +202,19 @@ def _remember(cache: OrderedDict, key: Any, value: Any, keep: int) -> None:
     cache.move_to_end(key)
     while len(cache) > keep:
         cache.popitem(last=False)
+
+
+def stack_pngs(pngs: Sequence[bytes], gap: int = 16) -> bytes:
+    """Return one PNG of the pages stacked top to bottom, gap grey pixels between them (a single page as it is)."""
+    from PIL import Image
+
+    if len(pngs) == 1:
+        return pngs[0]
+    images = [Image.open(io.BytesIO(png)).convert("RGB") for png in pngs]
+    stacked = Image.new("RGB", (max(i.width for i in images), sum(i.height for i in images) + gap * (len(images) - 1)),
+                        (200, 200, 200))
+    top = 0
+    for image in images:
+        stacked.paste(image, (0, top))
+        top += image.height + gap
+    return _png(stacked)

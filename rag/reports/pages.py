@@ -1,0 +1,105 @@
+"""What "Show on page" draws: a hit's, a chunk's, an answer's or a judgment's evidence's pages, with the text marked.
+
+A PDF's pages are drawn from the file kept at ingest (rag.store.DocumentArchive.original) with the chunk's boxes from
+its payload (amber) and a span's boxes (red: the child that ranked a hit, a question's answer, a judgment's evidence),
+found in the file the same way the chunk's were (rag.documents.span_boxes). A document stored before boxes or files
+were kept, or whose file is gone, gives NoPageImageError: one line saying to ingest it again.
+
+Text and Markdown have no pages to draw: marked_text gives their text as plain text with the span between
+MARK_OPEN and MARK_CLOSE, for the app to show as text (never as Markdown or HTML).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rag.documents import CHUNK, COLOUR_NAMES, MATCH, Box, Mark, render_page, span_boxes
+from rag.errors import NoPageImageError
+from rag.store import DocumentArchive, Hit
+
+MARK_OPEN, MARK_CLOSE = "⟦", "⟧"
+AROUND = 400  # characters of text shown before and after a marked span of a long document
+Span = tuple[int, int]
+
+
+@dataclass(frozen=True)
+class PagePicture:
+    """One drawn page: its number, the PNG, and what its colours mean."""
+
+    page: int
+    png: bytes
+    caption: str
+
+
+def is_pdf(hit: Hit) -> bool:
+    """Return whether the hit's document is a PDF (its pages can be drawn), else text to mark (marked_text)."""
+    return hit.payload.get("document_kind") == "pdf"
+
+
+def chunk_boxes(hit: Hit) -> tuple[Box, ...]:
+    """Return the boxes the chunk's payload carries; NoPageImageError when it was stored before boxes were kept."""
+    boxes = hit.payload.get("boxes")
+    if not isinstance(boxes, list):
+        raise NoPageImageError(f"No page image is available for '{hit.document_title}' until the document is "
+                               "re-ingested: it was stored before RAG Lab kept where its text lies. Upload it again.")
+    return tuple(Box.from_dict(b) for b in boxes)
+
+
+def child_span(hit: Hit) -> Span | None:
+    """Return the document span of the child that ranked the hit (None: no child, or the chunk itself ranked it)."""
+    if hit.child is None or hit.child.index is None or hit.start is None:
+        return None
+    return hit.start + hit.child.start, hit.start + hit.child.end
+
+
+def hit_pages(archive: DocumentArchive, hit: Hit, width: int) -> list[PagePicture]:
+    """Return the pages of a hit's chunk with its boxes marked, and the child that ranked it in the other colour."""
+    span = child_span(hit)
+    return draw_pages(archive, hit.document_id, hit.document_title, width, chunk_boxes(hit),
+                      [span] if span else [], "the matched child")
+
+
+def draw_pages(archive: DocumentArchive, document_id: str, title: str, width: int, boxes: Sequence[Box] = (),
+               spans: Sequence[Span] = (), span_name: str = "the span", pages: Sequence[int] = ()
+               ) -> list[PagePicture]:
+    """Return the pages that hold boxes or a span's text (or pages, when given), boxes amber and spans red.
+
+    NoPageImageError when the document's file is not kept, or a page is past its end.
+    """
+    data = archive.original(document_id, title)
+    found = _span_boxes(str(archive.folder), document_id, tuple(spans)) if spans else ()
+    marked = [Mark(CHUNK, tuple(boxes)), Mark(MATCH, tuple(b for group in found for b in group))]
+    numbers = sorted(set(pages) or {b.page for m in marked for b in m.boxes})
+    if not numbers:
+        raise NoPageImageError(f"'{title}' has no text of this chunk on a page (an empty or scanned page): there is "
+                               "nothing to mark. Choose another chunk.")
+    legend = "; ".join(part for part, present in (
+        (f"{COLOUR_NAMES[CHUNK]}: the chunk", bool(boxes)), (f"{COLOUR_NAMES[MATCH]}: {span_name}", bool(spans)))
+        if present)
+    return [PagePicture(n, render_page(data, n, width, marked, key=document_id, name=title),
+                        f"Page {n} of {title}" + (f" ({legend})" if legend else "")) for n in numbers]
+
+
+@functools.lru_cache(maxsize=64)
+def _span_boxes(folder: str, document_id: str, spans: tuple[Span, ...]) -> tuple[tuple[Box, ...], ...]:
+    """Return the boxes of each span of a kept file (cached: the file is read whole to find them)."""
+    data = DocumentArchive(folder).original(document_id)
+    return tuple(tuple(group) for group in span_boxes(data, list(spans)))
+
+
+def marked_text(text: str, spans: Sequence[Span], around: int = AROUND) -> str:
+    """Return text with each span between MARK_OPEN and MARK_CLOSE, cut to `around` characters about the spans
+    ("…" where text is left out); plain text, to show with st.text or st.code."""
+    spans = sorted((max(0, s), min(len(text), e)) for s, e in spans if e > s)
+    if not spans:
+        return text
+    first, last = max(0, spans[0][0] - around), min(len(text), spans[-1][1] + around)
+    parts, at = ["…" if first else ""], first
+    for start, end in spans:
+        start = max(start, at)
+        parts += [text[at:start], MARK_OPEN, text[start:end], MARK_CLOSE]
+        at = max(at, end)
+    parts += [text[at:last], "…" if last < len(text) else ""]
+    return "".join(parts)
