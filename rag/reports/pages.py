@@ -5,8 +5,9 @@ its payload (amber) and a span's boxes (red: the child that ranked a hit, a ques
 found in the file the same way the chunk's were (rag.documents.span_boxes). A document stored before boxes or files
 were kept, or whose file is gone, gives NoPageImageError: one line saying to ingest it again.
 
-Text and Markdown have no pages to draw: marked_text gives their text as plain text with the span between
-MARK_OPEN and MARK_CLOSE, for the app to show as text (never as Markdown or HTML).
+Text and Markdown have no pages to draw: marked_text gives their text as plain text with the chunk between
+CHUNK_OPEN and CHUNK_CLOSE and the child, answer or evidence between MARK_OPEN and MARK_CLOSE, for the app to show
+as text (never as Markdown or HTML).
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from rag.documents import CHUNK, COLOUR_NAMES, MATCH, Box, Mark, render_page, sp
 from rag.errors import NoPageImageError
 from rag.store import DocumentArchive, Hit
 
-MARK_OPEN, MARK_CLOSE = "⟦", "⟧"
+CHUNK_OPEN, CHUNK_CLOSE = "⟦", "⟧"  # the chunk in a text shown as text
+MARK_OPEN, MARK_CLOSE = "»", "«"  # the child, answer or evidence inside it
 AROUND = 400  # characters of text shown before and after a marked span of a long document
 Span = tuple[int, int]
 
@@ -89,17 +91,35 @@ def _span_boxes(folder: str, document_id: str, spans: tuple[Span, ...]) -> tuple
     return tuple(tuple(group) for group in span_boxes(data, list(spans)))
 
 
-def marked_text(text: str, spans: Sequence[Span], around: int = AROUND) -> str:
-    """Return text with each span between MARK_OPEN and MARK_CLOSE, cut to `around` characters about the spans
-    ("…" where text is left out); plain text, to show with st.text or st.code."""
-    spans = sorted((max(0, s), min(len(text), e)) for s, e in spans if e > s)
-    if not spans:
+def marked_text(text: str, chunks: Sequence[Span] = (), matches: Sequence[Span] = (), around: int = AROUND) -> str:
+    """Return text with each chunk span between CHUNK_OPEN and CHUNK_CLOSE and each match span (a child, an answer,
+    evidence) between MARK_OPEN and MARK_CLOSE, cut to `around` characters about them ("…" where text is left out);
+    plain text, to show with st.text or st.code, never as Markdown."""
+    marks = [(max(0, s), min(len(text), e), kind) for kind, spans in ((0, chunks), (1, matches)) for s, e in spans
+             if e > s and s < len(text)]
+    if not marks:
         return text
-    first, last = max(0, spans[0][0] - around), min(len(text), spans[-1][1] + around)
+    first = max(0, min(s for s, _, _ in marks) - around)
+    last = min(len(text), max(e for _, e, _ in marks) + around)
+    # (position, order, marker): at one position closes come before opens, a chunk opens before a match inside it
+    # and closes after it
+    events = sorted([(s, 2 + kind, (CHUNK_OPEN, MARK_OPEN)[kind]) for s, _, kind in marks]
+                    + [(e, 1 - kind, (CHUNK_CLOSE, MARK_CLOSE)[kind]) for _, e, kind in marks])
     parts, at = ["…" if first else ""], first
-    for start, end in spans:
-        start = max(start, at)
-        parts += [text[at:start], MARK_OPEN, text[start:end], MARK_CLOSE]
-        at = max(at, end)
+    for position, _, marker in events:
+        parts += [text[at:position], marker]
+        at = position
     parts += [text[at:last], "…" if last < len(text) else ""]
     return "".join(parts)
+
+
+def text_marked(archive: DocumentArchive, hit: Hit, matches: Sequence[Span] = ()) -> str:
+    """Return the text about a Text or Markdown hit with its chunk and the match spans marked (marked_text): from the
+    document kept at ingest, else the chunk's own content (offsets as in the document)."""
+    saved = archive.load(hit.document_id)
+    chunk = [(hit.start, hit.end)] if hit.start is not None and hit.end is not None else []
+    if saved is not None:
+        return marked_text(saved.text, chunk, matches)
+    start = hit.start or 0
+    inside = [(s - start, e - start) for s, e in matches]
+    return marked_text(hit.content, [(0, len(hit.content))] if chunk else [], inside)
