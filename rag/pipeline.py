@@ -92,7 +92,7 @@ def ingest(
         def read(f=file, r=report, s=source) -> Document:
             s["data"] = f.read()
             return load_document(s["data"], f.name, password=f.password,
-                                 pages_read=lambda done, pages: r("extract", done, pages))
+                                 pages_read=lambda done, pages: r("extract", done, pages), boxes=True)
 
         keep = None if archive is None else (
             lambda document, f=file, s=source: archive.keep_original(document, s["data"], f.password))

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import bisect
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import rag.chunking.tokens as tokens
 from rag.chunking.tables import Tables
 from rag.chunking.toc import toc_flags
-from rag.documents import Document
+from rag.documents import Box, Document
 from rag.errors import InvalidSettingsError
 
 STRATEGIES = ("structure", "tokens")
@@ -40,6 +40,8 @@ class Chunk:
     end: int
     flags: tuple[str, ...] = ()  # "toc": a table of contents (rag.chunking.toc), kept visible, left out of searches
     table_header: str = ""  # Markdown: the header rows of the table the chunk continues (rag.chunking.tables)
+    # a PDF read with boxes: where the content is on its pages, one Box per line fragment (rag.documents.boxes)
+    boxes: tuple[Box, ...] = field(default=(), compare=False)
 
     @property
     def model_text(self) -> str:
@@ -91,6 +93,7 @@ def _chunks(document: Document, spans: list[Span], tables: Tables | None = None)
     paged = document.kind == "pdf" or len(document.pages) > 1  # text and Markdown: one "page", no page numbers
     page_starts, numbers = document.page_starts, [page.number for page in document.pages]
     tables_of_contents = toc_flags(text, [(a, b) for a, b, _ in spans])
+    boxes = document.span_boxes([(a, b) for a, b, _ in spans]) if document.has_boxes else None
     chunks = []
     for i, (a, b, n) in enumerate(spans):
         anchor = _path_anchor(text, a, b, heading_starts) if a in heading_starts else a
@@ -104,7 +107,8 @@ def _chunks(document: Document, spans: list[Span], tables: Tables | None = None)
         chunk.__dict__.update(document_id=document_id, chunk_index=i, content=text[a:b], token_count=n,
                               heading_path=paths[k][1] if k >= 0 else (), page_start=page_start, page_end=page_end,
                               start=a, end=b, flags=_TOC_FLAGS if tables_of_contents[i] else (),
-                              table_header=tables.header_at(a) if tables else "")  # fmt: skip
+                              table_header=tables.header_at(a) if tables else "",
+                              boxes=tuple(boxes[i]) if boxes else ())  # fmt: skip
         chunks.append(chunk)
     return chunks
 

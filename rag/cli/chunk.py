@@ -33,7 +33,7 @@ def run_chunk(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     if long_file:
         common.progress(f"{args.file}: reading {len(data) / 1e6:.1f} MB …")
-    document = load_document(data, Path(args.file).name, password=args.password)
+    document = load_document(data, Path(args.file).name, password=args.password, boxes=True)
     if long_file:
         common.progress(f"{args.file}: {counted(len(document.pages), 'page')}, {len(document.text):,} characters; "
                         f"chunking …")
@@ -87,4 +87,5 @@ def chunk_json(chunk: chunking.Chunk) -> dict:
         "start": chunk.start,
         "end": chunk.end,
         "table_header": chunk.table_header,  # Markdown: the header rows the model reads before content
+        "boxes": [box.as_dict() for box in chunk.boxes],  # a PDF's: 1-based page, PDF points, one per line fragment
     }

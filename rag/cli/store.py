@@ -23,6 +23,7 @@ from rag.cli.store_options import (
     store_of,
     store_options,
 )
+from rag.documents import boxes_from_payload
 from rag.embeddings import engine_facts
 from rag.errors import DocumentNotFoundError
 from rag.rerank import SCORE_KIND, describe
@@ -102,6 +103,7 @@ def hit_json(hit: Hit, mode: str = "dense") -> dict:
         "page_end": hit.page_end,
         "content": hit.content,
         "chunk_id": hit.chunk_id, **({"child": hit.child.to_json()} if hit.child else {}),  # parent–child only
+        "boxes": [box.as_dict() for box in boxes_from_payload(hit.payload)],  # [] for text, or ingested before
     } | ({"retrieved_rank": hit.retrieved_rank, "retrieved_score": hit.retrieved_score}
          if hit.score_kind == SCORE_KIND else {})
 

@@ -5,15 +5,24 @@ pdf         pdfium: pages, outline, passwords  headings   Markdown `#`, numbered
 pypdf_text  pypdf, pdfium's fallback           ligatures  glyph codes pdfium left, named by the fonts
 loader      load_document, SourceFile, limits  samples    the sample files of a folder
 expansion   RAG_MAX_CHARS, counted while read  bounded    a PDF read in a child of bounded memory and time
-language    detect_language: German, English or neither
-boxes       Box: where text lies on a page     render     a page drawn as PNG with boxes marked
+language    detect_language: German, English or neither      boxes      Box: where a span's text is on its pages
+textmap     clean text that keeps where each character came from (pdfium's characters)
+render      a page drawn as PNG with boxes marked
 """
 
 from __future__ import annotations
 
-from rag.documents.boxes import Box, span_boxes
+from rag.documents.boxes import Box, boxes_from_payload
 from rag.documents.language import detect_language
-from rag.documents.loader import KINDS_BY_SUFFIX, SourceFile, check_size, expected_size, load_document, read_file
+from rag.documents.loader import (
+    KINDS_BY_SUFFIX,
+    SourceFile,
+    check_size,
+    expected_size,
+    load_document,
+    read_file,
+    span_boxes,
+)
 from rag.documents.model import PAGE_SEPARATOR, Document, Heading, Page
 from rag.documents.pdf import read_pdf
 from rag.documents.render import (
@@ -30,6 +39,6 @@ from rag.documents.samples import BUNDLED, SAMPLE_SUFFIXES, sample_files, sample
 from rag.documents.text import clean_plain_text
 
 __all__ = ["BUNDLED", "Box", "CHUNK", "COLOUR_NAMES", "Document", "Heading", "KINDS_BY_SUFFIX", "MATCH", "Mark",
-           "PAGE_SEPARATOR", "Page", "SAMPLE_SUFFIXES", "SourceFile", "check_size", "clean_plain_text",
-           "detect_language", "expected_size", "load_document", "page_count", "read_file", "read_pdf", "render_page",
-           "sample_files", "sample_paths", "span_boxes", "stack_pngs", "unlocked_copy"]
+           "PAGE_SEPARATOR", "Page", "SAMPLE_SUFFIXES", "SourceFile", "boxes_from_payload", "check_size",
+           "clean_plain_text", "detect_language", "expected_size", "load_document", "page_count", "read_file",
+           "read_pdf", "render_page", "sample_files", "sample_paths", "span_boxes", "stack_pngs", "unlocked_copy"]

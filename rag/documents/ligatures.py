@@ -31,13 +31,21 @@ def repair(text: str, letters_at: Letters) -> str:
     letters_at is asked only on a page where a code touches a letter (a word like "er\x1bndet"): most pages
     have no code, and stray codes alone (a math table's symbols) are not worth reading the fonts for.
     """
-    if not _CODE.search(text) or not _CODE_BY_LETTER.search(text):
+    edits = repairs(text, letters_at)
+    if not edits:
         return text
     chars = list(text)
-    for match in _CODE.finditer(text):
-        if (letters := letters_at(match.start())) and letters.isalpha():
-            chars[match.start()] = letters
+    for at, letters in edits:
+        chars[at] = letters
     return "".join(chars)
+
+
+def repairs(text: str, letters_at: Letters) -> list[tuple[int, str]]:
+    """Return repair's changes: (index of a control code, the letters that replace it), ascending."""
+    if not _CODE.search(text) or not _CODE_BY_LETTER.search(text):
+        return []
+    return [(match.start(), letters) for match in _CODE.finditer(text)
+            if (letters := letters_at(match.start())) and letters.isalpha()]
 
 
 def glyph_letters(name: str) -> str | None:

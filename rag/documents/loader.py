@@ -7,6 +7,7 @@ import stat
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePath
 
+from rag.documents.boxes import Box
 from rag.documents.expansion import too_large
 from rag.documents.headings import find_headings
 from rag.documents.markdown import clean_markdown
@@ -78,6 +79,7 @@ def load_document(
     pdf_engine: str = "pdfium",
     pages_read: PagesRead | None = None,
     max_chars: int | None = None,
+    boxes: bool = False,
 ) -> Document:
     """Return the Document read from a file's bytes; raise a DocumentError subclass for a bad file.
 
@@ -85,6 +87,8 @@ def load_document(
     pages / 20 million characters; a PDF's characters are counted while it is read, in a child process of bounded
     memory (rag.documents.expansion, rag.documents.bounded). pdf_engine "pypdf" reads a PDF with pypdf alone (for
     comparison); pages_read(done, pages) is told how far the reading of a long PDF is, and what it raises stops it.
+    boxes: a PDF's pages keep their words' rectangles, so that document.span_boxes(spans) can place any text
+    (rag.documents.boxes; it costs the read about a third more).
     """
     name = PurePath(filename or "").name or "document"
     max_bytes, max_pages = _limits(max_bytes, max_pages)
@@ -93,7 +97,7 @@ def load_document(
     kind = _detect_kind(data, name)
     if kind == "pdf":
         pages, empty, outline, notes = read_pdf(data, name, password, max_pages, engine=pdf_engine,
-                                                 progress=pages_read, max_chars=max_chars)
+                                                 progress=pages_read, max_chars=max_chars, boxes=boxes)
     else:
         text, notes = decode_text(data, name)
         text = clean_plain_text(text)
@@ -121,6 +125,14 @@ def load_document(
             "and are not used as headings."
         )
     return replace(document, headings=headings, notes=tuple(notes))
+
+
+def span_boxes(data: bytes, spans: list[tuple[int, int]], *, password: str | None = None, filename: str = "document.pdf"
+               ) -> list[list[Box]]:
+    """Return the boxes of each span (offsets of the Document.text load_document reads from data, as chunks and
+    judgments' evidence spans use them) on a PDF's pages: one per line fragment. [] for each span of a file that is
+    not a PDF; a DocumentError for one that cannot be read (e.g. the wrong password)."""
+    return load_document(data, filename, password, boxes=True).span_boxes(spans)
 
 
 def check_size(size: int, name: str, max_bytes: int | None = None) -> None:

@@ -6,6 +6,8 @@ import bisect
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from rag.documents.boxes import Box, PageWords, document_boxes
+
 PAGE_SEPARATOR = "\n\n"
 SUPPORTED = "PDF (.pdf), text (.txt) and Markdown (.md, .markdown)"
 
@@ -14,6 +16,8 @@ SUPPORTED = "PDF (.pdf), text (.txt) and Markdown (.md, .markdown)"
 class Page:
     number: int  # 1-based
     text: str
+    # a PDF page read with boxes: its words' rectangles (rag.documents.boxes); None otherwise, and where pypdf read it
+    words: PageWords | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -50,3 +54,16 @@ class Document:
         """Return the 1-based number of the page that holds character `offset` of `text`."""
         index = bisect.bisect_right(self.page_starts, offset) - 1
         return self.pages[max(index, 0)].number
+
+    @property
+    def has_boxes(self) -> bool:
+        """Return whether the document was read with its words' rectangles (a PDF, load_document(boxes=True))."""
+        return any(page.words is not None for page in self.pages)
+
+    def span_boxes(self, spans: list[tuple[int, int]]) -> list[list[Box]]:
+        """Return the boxes of each span of text (one per line fragment; rag.documents.boxes); [] for each when the
+        document has no boxes (text, Markdown, or a PDF read without them)."""
+        if not self.has_boxes:
+            return [[] for _ in spans]
+        return document_boxes([page.words for page in self.pages], self.page_starts,
+                              [len(page.text) for page in self.pages], spans)

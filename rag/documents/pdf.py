@@ -17,16 +17,17 @@ import functools
 import os
 import re
 import threading
-import unicodedata
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any
 
 from rag.documents import bounded
+from rag.documents.boxes import PageWords, page_words
 from rag.documents.expansion import TextBudget
-from rag.documents.ligatures import FontGlyphs, font_at, repair, symbol_brackets
+from rag.documents.ligatures import FontGlyphs, font_at, repair, repairs, symbol_brackets
 from rag.documents.model import Page
 from rag.documents.text import BLANK_LINES, CONTROL_CHARS, INVISIBLE_IN_WORDS, SURROGATES
+from rag.documents.textmap import MappedText, Text
 from rag.errors import CorruptDocumentError, DocumentError, DocumentTooLargeError, EmptyDocumentError, NoTextLayerError
 from rag.words import counted, plural
 
@@ -43,6 +44,7 @@ _HYPHEN_BREAK = re.compile(r"[-\u2010](?<=[^\W\d_][-\u2010])\n(?=([^\W_]+))")  #
 _SUSPENDED = frozenset({"und", "oder", "bzw", "sowie", "bis", "als", "and", "or", "nor", "to"})
 _PDFIUM_HYPHEN = "\ufffe"  # pdfium's mark for a hyphen at a line end; the line break itself it leaves out
 Outline = list[tuple[str, int, int]]
+PageRead = tuple["str | None", "PageWords | None"]  # a page's clean text (None: unreadable) and its words
 PagesRead = Callable[[int, int], None]  # (pages read, pages): may raise to stop the read
 READERS = ("pypdfium2", "pypdf.filters", "rag.documents.pypdf_text")  # imported once, not in every read's child
 
@@ -52,20 +54,44 @@ def clean_pdf_text(raw: str, page_number: int = 0) -> str:
 
     Line breaks inside paragraphs stay; a trailing line that is just the page number goes.
     """
-    text = unicodedata.normalize("NFKC", SURROGATES.sub("", raw))
-    text = _GLYPH_NAMES.sub(lambda m: m.group(1).replace("_", ""), text)
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
-    text = _CONTROL_BREAK.sub("\n", _CONTROL.sub("", text))  # = .translate(CONTROL_CHARS), 10x faster on German
-    if "\t" in text or "  " in text:  # most pages have no run of blanks: the pattern's scan is saved
-        text = _SPACES.sub(" ", text)
-    text = _LINE_EDGE_SPACE.sub("\n", text)
-    text = _INVISIBLE.sub("", _SOFT_HYPHEN_BREAK.sub("", text))
-    text = _HYPHEN_BREAK.sub(_join_hyphenated, text)
-    text = BLANK_LINES.sub("\n\n", text).strip()
-    last_break = text.rfind("\n")
-    if page_number and text[last_break + 1 :] == str(page_number):
-        text = text[:last_break].rstrip() if last_break >= 0 else ""
+    text = Text(raw)
+    clean(text, page_number)
+    return text.text
+
+
+def clean_mapped(raw: str, page_number: int = 0) -> MappedText:
+    """Return clean_pdf_text's text of raw with, for each of its characters, the index in raw it came from."""
+    text = MappedText(raw)
+    clean(text, page_number)
     return text
+
+
+def clean(text: Text, page_number: int = 0) -> None:
+    """Clean a page's text in place (clean_pdf_text); on a MappedText the map follows every step."""
+    text.sub(SURROGATES, "")
+    text.nfkc()
+    text.sub(_GLYPH_NAMES, _glyph_letters)
+    text.replace("\r\n", "\n")
+    text.replace("\r", "\n")
+    text.sub(_CONTROL, "")
+    text.same_length_sub(_CONTROL_BREAK, "\n")  # = .translate(CONTROL_CHARS), 10x faster on German
+    if "\t" in text.text or "  " in text.text:  # most pages have no run of blanks: the pattern's scan is saved
+        text.sub(_SPACES, " ")
+    text.sub(_LINE_EDGE_SPACE, "\n")
+    text.sub(_SOFT_HYPHEN_BREAK, "")
+    text.sub(_INVISIBLE, "")
+    text.sub(_HYPHEN_BREAK, _join_hyphenated)
+    text.sub(BLANK_LINES, "\n\n")
+    stripped = text.text.lstrip()
+    start = len(text.text) - len(stripped)
+    text.cut(start, start + len(stripped.rstrip()))
+    last_break = text.text.rfind("\n")
+    if page_number and text.text[last_break + 1 :] == str(page_number):
+        text.cut(0, len(text.text[:last_break].rstrip()) if last_break >= 0 else 0)
+
+
+def _glyph_letters(match: re.Match[str]) -> str:
+    return match.group(1).replace("_", "")
 
 
 def _join_hyphenated(match: re.Match[str]) -> str:
@@ -78,7 +104,7 @@ def _join_hyphenated(match: re.Match[str]) -> str:
 
 def read_pdf(
     data: bytes, name: str, password: str | None, max_pages: int, *, engine: str = "pdfium",
-    progress: PagesRead | None = None, max_chars: int | None = None,
+    progress: PagesRead | None = None, max_chars: int | None = None, boxes: bool = False,
 ) -> tuple[list[Page], list[int], Outline, list[str]]:
     """Return (every page, numbers of pages without text, outline, notes) of a PDF's bytes.
 
@@ -86,31 +112,33 @@ def read_pdf(
     PROGRESS_PAGES pages; what it raises ends the read. The read runs in a child process that may use
     memory_limit(len(data), max_chars) bytes (rag.documents.bounded); DocumentTooLargeError when the text
     expands to more than max_chars characters (default RAG_MAX_CHARS; rag.documents.expansion) or the child
-    runs out of memory or time.
+    runs out of memory or time. boxes: each page pdfium reads carries its words' rectangles (Page.words,
+    rag.documents.boxes).
     """
     if max_chars is None:
         from rag.settings import limit
 
         max_chars = int(limit("RAG_MAX_CHARS"))
-    read = functools.partial(_read, data, name, password, max_pages, max_chars, engine)
+    read = functools.partial(_read, data, name, password, max_pages, max_chars, engine, boxes=boxes)
     return bounded.run(read, name, bounded.memory_limit(len(data), max_chars), _LOCK, progress, READERS)
 
 
 def _read(data: bytes, name: str, password: str | None, max_pages: int, max_chars: int, engine: str,
-          progress: PagesRead) -> tuple[list[Page], list[int], Outline, list[str]]:
+          progress: PagesRead, boxes: bool = False) -> tuple[list[Page], list[int], Outline, list[str]]:
     """Return read_pdf's result, read in this process."""
     from rag.documents import pypdf_text
 
     with pypdf_text.library_messages() as messages:
-        read = _read_pdfium(data, name, password, max_pages, max_chars, progress) if engine == "pdfium" else None
+        read = (_read_pdfium(data, name, password, max_pages, max_chars, progress, boxes) if engine == "pdfium"
+                else None)
         if read is None:
             read = _read_pypdf(data, name, password, max_pages, max_chars, progress)
         texts, outline = read
     pages, empty, failed = [], [], []
-    for number, text in enumerate(texts, 1):
+    for number, (text, words) in enumerate(texts, 1):
         if text is None:
             failed.append(number)
-        pages.append(Page(number, text or ""))  # empty pages stay, so pages[i].number == i + 1
+        pages.append(Page(number, text or "", words))  # empty pages stay, so pages[i].number == i + 1
         if not text:
             empty.append(number)
     notes = _page_notes(name, len(texts), pages, empty, failed) + pypdf_text.library_note(messages)
@@ -147,9 +175,10 @@ def pdfium_lock() -> AbstractContextManager:
     return _LOCK
 
 
-def _read_pdfium(data: bytes, name: str, password: str | None, max_pages: int, max_chars: int, progress: PagesRead
-                 ) -> tuple[list[str | None], Outline] | None:
-    """Return (page texts, None for an unreadable page; raw outline), or None when pdfium cannot read the file."""
+def _read_pdfium(data: bytes, name: str, password: str | None, max_pages: int, max_chars: int, progress: PagesRead,
+                 boxes: bool = False) -> tuple[list[PageRead], Outline] | None:
+    """Return (per page: its text, None when unreadable, and its words when asked; raw outline), or None when
+    pdfium cannot read the file."""
     try:
         import pypdfium2
     except ImportError:  # no wheel for this platform: pypdf reads everything
@@ -167,8 +196,8 @@ def _read_pdfium(data: bytes, name: str, password: str | None, max_pages: int, m
                 if index % PROGRESS_PAGES == 0:
                     progress(index, count)
                 budget.check_page(index + 1)  # before pdfium spends ~260 bytes a character on it
-                texts.append(_pdfium_page(document, index, fallback))
-                budget.add(index + 1, texts[-1])
+                texts.append(_pdfium_page(document, index, fallback, boxes))
+                budget.add(index + 1, texts[-1][0])
             return texts, _pdfium_outline(document)
         finally:
             document.close()
@@ -213,13 +242,35 @@ def _open_pdfium(pypdfium2: Any, data: bytes, name: str, password: str | None) -
     raise password_error(name, password)
 
 
-def _pdfium_page(document: Any, index: int, fallback: _Fallback) -> str | None:
-    """Return page index's clean text: pdfium's, its glyph codes named by the fonts; pypdf's when pdfium fails."""
+def _pdfium_page(document: Any, index: int, fallback: _Fallback, boxes: bool = False) -> PageRead:
+    """Return page index's clean text: pdfium's, its glyph codes named by the fonts; pypdf's when pdfium fails;
+    with boxes, pdfium's words and their rectangles too (None where pypdf read the page)."""
     try:
+        if boxes:
+            return pdfium_page_words(document, index, fallback)
         raw = pdfium_page_text(document, index, fallback)
     except Exception:  # one broken page must not cost the others
-        return fallback.page_text(index + 1)
-    return clean_pdf_text(raw.replace(_PDFIUM_HYPHEN, "-\n"), index + 1)
+        return fallback.page_text(index + 1), None
+    return clean_pdf_text(raw.replace(_PDFIUM_HYPHEN, "-\n"), index + 1), None
+
+
+def pdfium_page_words(document: Any, index: int, fonts: _Fallback) -> tuple[str, PageWords]:
+    """Return page index's clean text (as _pdfium_page's) and its words' rectangles; the caller holds the lock."""
+    page = document[index]
+    try:
+        textpage = page.get_textpage()
+        try:
+            raw = textpage.get_text_range()
+            text = MappedText(bracketed := symbol_brackets(textpage, raw))  # as long as raw: one map for both
+            text.edit(repairs(bracketed, lambda at: fonts.letters(index + 1, font_at(textpage, at, bracketed[at]),
+                                                                  bracketed[at])))
+            text.replace(_PDFIUM_HYPHEN, "-\n")
+            clean(text, index + 1)
+            return text.text, page_words(textpage, raw, text.text, text.map)
+        finally:
+            textpage.close()
+    finally:
+        page.close()
 
 
 def pdfium_page_text(document: Any, index: int, fonts: _Fallback | None = None) -> str:
@@ -301,24 +352,24 @@ class _Fallback:
 
 
 def _read_pypdf(data: bytes, name: str, password: str | None, max_pages: int, max_chars: int, progress: PagesRead
-                ) -> tuple[list[str | None], Outline]:
+                ) -> tuple[list[PageRead], Outline]:
     """Return (page texts, None for an unreadable page; raw outline) as pypdf reads them; raise for a bad file."""
     from rag.documents import pypdf_text
 
     reader = pypdf_text.open_pdf(data, name, password)
     count = pypdf_text.page_count(reader, name)
     _check_count(name, count, max_pages)
-    texts: list[str | None] = []
+    texts: list[PageRead] = []
     budget = TextBudget(name, max_chars, lambda: reader)
     for number in range(1, count + 1):
         if number % PROGRESS_PAGES == 1:
             progress(number - 1, count)
         budget.check_page(number)
         try:
-            texts.append(clean_pdf_text(pypdf_text.raw_page_text(reader, number), number))
+            texts.append((clean_pdf_text(pypdf_text.raw_page_text(reader, number), number), None))
         except Exception:  # one broken page must not cost the others: it is reported as unreadable
-            texts.append(None)
-        budget.add(number, texts[-1])
+            texts.append((None, None))
+        budget.add(number, texts[-1][0])
     return texts, pypdf_text.outline(reader)
 
 

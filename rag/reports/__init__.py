@@ -51,6 +51,7 @@ from rag.reports.pages import (
     MARK_CLOSE,
     MARK_OPEN,
     PagePicture,
+    child_boxes,
     child_span,
     chunk_boxes,
     draw_pages,
@@ -63,9 +64,9 @@ from rag.reports.scores import ScoreDistribution, distribution_of, rank_rows, sc
 
 __all__ = ["CHUNK_CLOSE", "CHUNK_OPEN", "CUT_OFF", "ChunkReport", "DEFAULT_SAMPLE", "EmbeddingMap", "FlagSummary",
            "MARK_CLOSE", "MARK_OPEN", "PagePicture", "SCORE_NAMES", "SCORE_SHORT", "ScoreDistribution",
-           "SearchOutcome", "Segment", "WINDOWED", "apply_threshold", "available_methods", "child_span", "chunk_boxes",
-           "chunk_reports", "chunk_stats", "distribution_of", "draw_pages", "embedding_map", "evaluation_report",
-           "explanation", "flag_summary", "heading_tree", "hit_pages", "is_pdf", "keywords", "marked_text",
-           "model_text", "neighbours", "overflow_flag", "overlap_spans", "rank_rows", "rrf_sum", "score_distribution",
-           "score_kind", "score_name", "segments", "source_scores", "sweep_report", "table_header",
-           "table_header_source", "text_marked", "threshold_scale", "tiny_limit", "unread_start"]
+           "SearchOutcome", "Segment", "WINDOWED", "apply_threshold", "available_methods", "child_boxes", "child_span",
+           "chunk_boxes", "chunk_reports", "chunk_stats", "distribution_of", "draw_pages", "embedding_map",
+           "evaluation_report", "explanation", "flag_summary", "heading_tree", "hit_pages", "is_pdf", "keywords",
+           "marked_text", "model_text", "neighbours", "overflow_flag", "overlap_spans", "rank_rows", "rrf_sum",
+           "score_distribution", "score_kind", "score_name", "segments", "source_scores", "sweep_report",
+           "table_header", "table_header_source", "text_marked", "threshold_scale", "tiny_limit", "unread_start"]

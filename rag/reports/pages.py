@@ -16,7 +16,7 @@ import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rag.documents import CHUNK, COLOUR_NAMES, MATCH, Box, Mark, render_page, span_boxes
+from rag.documents import CHUNK, COLOUR_NAMES, MATCH, Box, Document, Mark, load_document, render_page
 from rag.errors import NoPageImageError
 from rag.store import DocumentArchive, Hit
 
@@ -56,39 +56,59 @@ def child_span(hit: Hit) -> Span | None:
     return hit.start + hit.child.start, hit.start + hit.child.end
 
 
+def child_boxes(hit: Hit) -> tuple[Box, ...] | None:
+    """Return the boxes of the child that ranked the hit, as its parent's payload keeps them ("child_boxes", by
+    child index); None when there is no such child or the payload does not keep them."""
+    kept = hit.payload.get("child_boxes")
+    if hit.child is None or hit.child.index is None or not isinstance(kept, list) or hit.child.index >= len(kept):
+        return None
+    return tuple(Box.from_dict(b) for b in kept[hit.child.index])
+
+
 def hit_pages(archive: DocumentArchive, hit: Hit, width: int) -> list[PagePicture]:
-    """Return the pages of a hit's chunk with its boxes marked, and the child that ranked it in the other colour."""
+    """Return the pages of a hit's chunk with its boxes marked, and the child that ranked it in the other colour
+    (its boxes from the payload: the file is not read again)."""
+    boxes, kid = chunk_boxes(hit), child_boxes(hit)
     span = child_span(hit)
-    return draw_pages(archive, hit.document_id, hit.document_title, width, chunk_boxes(hit),
-                      [span] if span else [], "the matched child")
+    if kid is not None:
+        return draw_pages(archive, hit.document_id, hit.document_title, width, boxes, (), "the matched child", kid)
+    return draw_pages(archive, hit.document_id, hit.document_title, width, boxes, [span] if span else [],
+                      "the matched child")
 
 
 def draw_pages(archive: DocumentArchive, document_id: str, title: str, width: int, boxes: Sequence[Box] = (),
-               spans: Sequence[Span] = (), span_name: str = "the span", pages: Sequence[int] = ()
+               spans: Sequence[Span] = (), span_name: str = "the span", span_boxes: Sequence[Box] = ()
                ) -> list[PagePicture]:
-    """Return the pages that hold boxes or a span's text (or pages, when given), boxes amber and spans red.
+    """Return the pages that hold boxes or a span's text, boxes amber and spans red (spans: offsets of the
+    document's text, placed by reading the kept file; span_boxes: already placed).
 
     NoPageImageError when the document's file is not kept, or a page is past its end.
     """
     data = archive.original(document_id, title)
-    found = _span_boxes(str(archive.folder), document_id, tuple(spans)) if spans else ()
-    marked = [Mark(CHUNK, tuple(boxes)), Mark(MATCH, tuple(b for group in found for b in group))]
-    numbers = sorted(set(pages) or {b.page for m in marked for b in m.boxes})
+    found = [*span_boxes, *(b for group in _span_boxes(str(archive.folder), document_id, tuple(spans)) for b in group)
+             ] if spans else list(span_boxes)
+    marked = [Mark(CHUNK, tuple(boxes)), Mark(MATCH, tuple(found))]
+    numbers = sorted({b.page for m in marked for b in m.boxes})
     if not numbers:
         raise NoPageImageError(f"'{title}' has no text of this chunk on a page (an empty or scanned page): there is "
                                "nothing to mark. Choose another chunk.")
     legend = "; ".join(part for part, present in (
-        (f"{COLOUR_NAMES[CHUNK]}: the chunk", bool(boxes)), (f"{COLOUR_NAMES[MATCH]}: {span_name}", bool(spans)))
+        (f"{COLOUR_NAMES[CHUNK]}: the chunk", bool(boxes)), (f"{COLOUR_NAMES[MATCH]}: {span_name}", bool(found)))
         if present)
     return [PagePicture(n, render_page(data, n, width, marked, key=document_id, name=title),
                         f"Page {n} of {title}" + (f" ({legend})" if legend else "")) for n in numbers]
 
 
-@functools.lru_cache(maxsize=64)
-def _span_boxes(folder: str, document_id: str, spans: tuple[Span, ...]) -> tuple[tuple[Box, ...], ...]:
-    """Return the boxes of each span of a kept file (cached: the file is read whole to find them)."""
-    data = DocumentArchive(folder).original(document_id)
-    return tuple(tuple(group) for group in span_boxes(data, list(spans)))
+def _span_boxes(folder: str, document_id: str, spans: tuple[Span, ...]) -> list[list[Box]]:
+    """Return the boxes of each span of a kept file's text."""
+    return _boxed(folder, document_id).span_boxes(list(spans))
+
+
+@functools.lru_cache(maxsize=4)
+def _boxed(folder: str, document_id: str) -> Document:
+    """Return the kept file read with its words' rectangles: read once (the whole file), then any span is placed
+    without reading it again."""
+    return load_document(DocumentArchive(folder).original(document_id), f"{document_id}.pdf", boxes=True)
 
 
 def marked_text(text: str, chunks: Sequence[Span] = (), matches: Sequence[Span] = (), around: int = AROUND) -> str:

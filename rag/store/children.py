@@ -52,6 +52,18 @@ def child_point(child: Child, parent: models.PointStruct, vectors: dict[str, Any
     return models.PointStruct(id=child_point_id(str(parent.id), child.child_index), vector=vectors, payload=payload)
 
 
+def add_child_boxes(parents: list[models.PointStruct], chunks: list[Chunk], kids: list[list[Child]],
+                    document: Document) -> None:
+    """Give each parent point of a PDF read with boxes the boxes of its children, by child_index ("child_boxes"),
+    so that a hit's matched child (Hit.child.index) can be shown without reading the file again."""
+    if not document.has_boxes:
+        return
+    for parent, chunk, children in zip(parents, chunks, kids, strict=True):
+        if children and parent.payload is not None:
+            spans = [(chunk.start + child.start, chunk.start + child.end) for child in children]
+            parent.payload["child_boxes"] = [[box.as_dict() for box in boxes] for boxes in document.span_boxes(spans)]
+
+
 class ChildrenMixin:
     """The children half of Store: child points, their count, and the fanout searches read (needs _registry_payload,
     _mark, _layout, _guard)."""

@@ -286,6 +286,7 @@ class DocumentsMixin:
         parents = len(points)
         if kids:
             per_parent = self._kid_points(points, kids, kid_vectors, document, layout, analyzer, doc_language)
+            family.add_child_boxes(points, chunks, kids, document)
             points = [p for parent, group in zip(points, per_parent, strict=True) for p in (parent, *group)]
             self._raise_fanout(collection, max(map(len, kids)))  # before the commit: searches must fetch enough
         self._write_points(collection, points, generation, document.title, progress)
@@ -352,6 +353,7 @@ class DocumentsMixin:
         payload |= {"overlap": settings.overlap, "strategy": settings.strategy, "embedder": embedder.model_id}
         payload |= {"document_kind": document.kind, "document_pages": len(document.pages)}
         payload |= {"generation": generation, "ingested_at": stamp, "flags": list(chunk.flags)}
+        payload["boxes"] = [box.as_dict() for box in chunk.boxes]  # a PDF's: where the text is on its pages
         if chunk.table_header:  # the LLM context repeats it before the chunk (rag.retrieval.context)
             payload["table_header"] = chunk.table_header
         if language is not None:

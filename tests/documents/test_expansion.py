@@ -155,7 +155,7 @@ def test_a_normal_pdf_is_read_in_a_child_with_the_text_of_a_read_in_this_process
     password = "test" if "encrypted" in relative else None
     here = pdf._read(data, "a.pdf", password, 5000, 20_000_000, "pdfium", lambda done, pages: None)
     read = pdf._read
-    monkeypatch.setattr(pdf, "_read", lambda *args: (*read(*args)[:3], [f"pid {os.getpid()}"]))
+    monkeypatch.setattr(pdf, "_read", lambda *args, **kw: (*read(*args, **kw)[:3], [f"pid {os.getpid()}"]))
     progress: list[tuple[int, int]] = []
     pages, empty, outline, notes = pdf.read_pdf(data, "a.pdf", password, 5000, progress=lambda *p: progress.append(p))
     assert notes != [f"pid {os.getpid()}"] and notes[0].startswith("pid "), "read in another process"
