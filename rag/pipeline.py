@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -151,7 +151,7 @@ def reingest(
         def read(i=document_id, info=info) -> Document:
             saved = archive.load(i)
             if saved is not None:
-                return saved
+                return _with_boxes(saved, archive)
             if info is None or not info.complete:
                 raise DocumentError(
                     f"'{info.title if info else i}' was not kept in the document archive and its stored "
@@ -271,6 +271,19 @@ class _Job:
             result.notes += (f"Replaces the earlier version of '{document.title}' in '{self.collection}' "
                              f"({sum(d.chunks for d in plan.replaces if d.document_id != document.id)} chunks).",)
         return False
+
+
+def _with_boxes(saved: Document, archive: DocumentArchive) -> Document:
+    """Return a saved PDF with its words' rectangles read from its kept file (so its chunks carry boxes again), when
+    the file gives the same text; else the saved document as it is (its chunks then carry no boxes)."""
+    path = archive.original_path(saved.id) if saved.kind == "pdf" else None
+    if path is None or not path.exists():
+        return saved
+    try:
+        read = load_document(archive.original(saved.id, saved.title), saved.title, boxes=True)
+    except RagError:
+        return saved
+    return replace(saved, pages=read.pages) if read.text == saved.text else saved
 
 
 def _keep(keep: Callable[[Document], None] | None, document: Document, result: IngestResult) -> None:

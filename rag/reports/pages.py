@@ -90,8 +90,9 @@ def draw_pages(archive: DocumentArchive, document_id: str, title: str, width: in
     marked = [Mark(CHUNK, tuple(boxes)), Mark(MATCH, tuple(found))]
     numbers = sorted({b.page for m in marked for b in m.boxes})
     if not numbers:
-        raise NoPageImageError(f"'{title}' has no text of this chunk on a page (an empty or scanned page): there is "
-                               "nothing to mark. Choose another chunk.")
+        raise NoPageImageError(f"No page image is available for this chunk of '{title}' until the document is "
+                               "re-ingested: the chunk was stored without where its text lies (or its page has no text "
+                               "layer).")
     legend = "; ".join(part for part, present in (
         (f"{COLOUR_NAMES[CHUNK]}: the chunk", bool(boxes)), (f"{COLOUR_NAMES[MATCH]}: {span_name}", bool(found)))
         if present)

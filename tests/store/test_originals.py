@@ -11,7 +11,7 @@ from rag.chunking import ChunkSettings
 from rag.documents import SourceFile, page_count
 from rag.embeddings import get_embedder
 from rag.errors import NoPageImageError
-from rag.reports import chunk_boxes
+from rag.reports import chunk_boxes, draw_pages
 from rag.store import DocumentArchive, delete_collection, delete_document
 
 SETTINGS = ChunkSettings(200, 0)
@@ -81,3 +81,23 @@ def test_a_chunk_stored_without_boxes_says_to_ingest_again(store):
         chunk_boxes(hit)
     message = str(raised.value)
     assert "\n" not in message and "until the document is re-ingested" in message
+
+
+def test_a_re_ingest_reads_the_boxes_from_the_kept_file(store, tmp_path, shared_data):
+    """Re-chunking reads the saved text; the kept file gives its words' rectangles again, so the new chunks carry
+    boxes; without the file they carry none, and "Show on page" says to ingest the document again."""
+    archive = DocumentArchive(tmp_path / "documents")
+    [result] = ingest(store, archive, "c", SourceFile("a.pdf", (shared_data / "pdfs/hausarbeit-jura.pdf").read_bytes()))
+    embedder = get_embedder("fake:32")
+    pipeline.reingest([result.document_id], "d", ChunkSettings(120, 10), embedder, store=store, archive=archive,
+                      source="c")
+    chunks = store.document_chunks("d", result.document_id)
+    assert len(chunks) > 20 and all(chunk_boxes(h) for h in chunks if h.content.strip())
+    archive.original_path(result.document_id).unlink()
+    pipeline.reingest([result.document_id], "e", ChunkSettings(150, 10), embedder, store=store, archive=archive,
+                      source="c")
+    hit = store.document_chunks("e", result.document_id)[0]
+    assert chunk_boxes(hit) == ()
+    archive.keep_original(archive.load(result.document_id), (shared_data / "pdfs/hausarbeit-jura.pdf").read_bytes())
+    with pytest.raises(NoPageImageError, match="until the document is re-ingested"):
+        draw_pages(archive, hit.document_id, hit.document_title, 400, chunk_boxes(hit))
