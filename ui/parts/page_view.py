@@ -72,7 +72,7 @@ def span(store: Store, found: Hit, spans: Sequence[tuple[int, int]], what: str, 
 
 def _pictures(pictures: list[PagePicture]) -> None:
     for picture in pictures:
-        st.image(picture.png, width=PAGE_WIDTH)
+        st.image(picture.png, width=PAGE_WIDTH, output_format="PNG")  # sharp text: JPEG would blur it
         st.caption(md(picture.caption))
 
 
