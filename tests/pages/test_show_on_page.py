@@ -3,7 +3,7 @@ plain text for a text file, and one line for a document stored before boxes were
 
 from __future__ import annotations
 
-from rag.reports import CHUNK_CLOSE, CHUNK_OPEN
+from rag.reports import CHUNK_CLOSE, CHUNK_OPEN, MARK_CLOSE, MARK_OPEN
 from rag.store.open import open_store
 from tests.pages.conftest import PDF, button, plain, search, select, settled, start, upload
 from ui import nav
@@ -111,3 +111,46 @@ def test_the_kept_file_goes_with_the_document_deleted_in_the_library(app_env, sh
     button(at, "Yes, delete the document").click().run()
     assert not at.exception
     assert not kept.exists()
+
+
+def test_a_judged_hit_shows_its_evidence_on_its_page(app_env, shared_data):
+    at = upload(start(), shared_data, PDF).switch_page(nav.SEARCH.path).run()
+    search(at, "Welche Schriftgröße verwendet die Klasse?", top_k=3)
+    at.session_state["judge_hits"] = True  # the judging expander, opened
+    at.run()
+    hit = at.session_state["search"].outcome.hits[0]
+    evidence = " ".join(hit.content.split()[3:9])
+    assert not [t for t in at.toggle if t.key and t.key.startswith("page-judge_page_")]  # not judged yet
+    [field] = [t for t in at.text_input if t.key and t.key.startswith("judge_evidence_")][:1]
+    field.set_value(evidence).run()
+    grade = [b for b in at.button_group if b.key and b.key.startswith("judge_grade_")][0]
+    at.button_group(key=grade.key).set_value(2).run()
+    assert not at.error, [e.value for e in at.error]
+    [toggle] = [t for t in at.toggle if t.key and t.key.startswith("page-judge_page_")]
+    assert plain(toggle.label) == "Show the evidence on page"
+    toggle.set_value(True).run()
+    assert not at.error, [e.value for e in at.error]
+    assert images(at)
+    assert any("red: the evidence" in c for c in captions(at)), captions(at)
+
+
+def test_a_missed_questions_answer_is_marked_in_its_text(sweep_env):
+    at = start(nav.EVALUATE.path)
+    at.radio(key="evaluate_query_from").set_value("Sample folder")
+    at.run()
+    at.number_input(key="evaluate_articles").set_value(1)
+    at.run()
+    at.text_input(key="evaluate_sizes").set_value("120")
+    at.text_input(key="evaluate_overlaps").set_value("0")
+    at.text_input(key="evaluate_ks").set_value("1")
+    settled(button(at, "Run the sweep").click())
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    at = select(at, "evaluate_failures", 0)
+    answers = [t for t in at.toggle if t.key and t.key.startswith("page-answer-")]
+    firsts = [t for t in at.toggle if t.key and t.key.startswith("page-first-")]
+    assert answers and len(firsts) == 1
+    answers[0].set_value(True).run()
+    assert not at.error, [e.value for e in at.error]
+    marked = [c.value for c in at.code if MARK_OPEN in c.value]
+    outcome = at.session_state["evaluate_result"].best().evaluation.failures(1)[0]
+    assert marked and f"{MARK_OPEN}{outcome.query.answer}{MARK_CLOSE}" in marked[0]
