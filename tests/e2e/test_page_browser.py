@@ -31,4 +31,5 @@ def test_show_on_page_draws_the_first_hits_page(app_server, page, shot, shared_d
     drawn = Image.open(io.BytesIO(image.screenshot())).convert("RGB")
     amber = sum(1 for p in drawn.getdata() if all(abs(a - b) < 40 for a, b in zip(p, COLOURS["chunk"], strict=True)))
     assert amber > 50  # the chunk's outline is on the page the browser shows
+    toggle.evaluate("e => e.scrollIntoView({block: 'start'})")  # the toggle, then the page under it
     shot("70-search-show-on-page")
