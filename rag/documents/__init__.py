@@ -31,6 +31,7 @@ from rag.documents.render import (
     MATCH,
     Mark,
     page_count,
+    place_spans,
     render_page,
     stack_pngs,
     unlocked_copy,
@@ -40,5 +41,6 @@ from rag.documents.text import clean_plain_text
 
 __all__ = ["BUNDLED", "Box", "CHUNK", "COLOUR_NAMES", "Document", "Heading", "KINDS_BY_SUFFIX", "MATCH", "Mark",
            "PAGE_SEPARATOR", "Page", "SAMPLE_SUFFIXES", "SourceFile", "boxes_from_payload", "check_size",
-           "clean_plain_text", "detect_language", "expected_size", "load_document", "page_count", "read_file",
-           "read_pdf", "render_page", "sample_files", "sample_paths", "span_boxes", "stack_pngs", "unlocked_copy"]
+           "clean_plain_text", "detect_language", "expected_size", "load_document", "page_count", "place_spans",
+           "read_file", "read_pdf", "render_page", "sample_files", "sample_paths", "span_boxes", "stack_pngs",
+           "unlocked_copy"]

@@ -273,6 +273,26 @@ def pdfium_page_words(document: Any, index: int, fonts: _Fallback) -> tuple[str,
         page.close()
 
 
+def page_words_of(data: bytes, index: int, name: str = "the PDF") -> tuple[str, PageWords] | None:
+    """Return page index's (0-based) clean text and its words' rectangles as a read with boxes gives them, read in
+    this process from that page alone (a kept file, read whole once already); None when pdfium cannot read it."""
+    import pypdfium2
+
+    with _LOCK:
+        try:
+            document = pypdfium2.PdfDocument(data)
+        except pypdfium2.PdfiumError:
+            return None
+        try:
+            if not 0 <= index < len(document):
+                return None
+            return pdfium_page_words(document, index, _Fallback(data, name, None))
+        except Exception:  # a page pdfium fails on: the caller reads the file as an ingest does
+            return None
+        finally:
+            document.close()
+
+
 def pdfium_page_text(document: Any, index: int, fonts: _Fallback | None = None) -> str:
     """Return page index's (0-based) text as pdfium extracts it, angle brackets of TeX's symbol font named and,
     with fonts, the codes of unnamed glyphs replaced by their glyph names' letters; the caller holds the lock."""

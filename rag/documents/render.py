@@ -20,8 +20,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rag.documents.boxes import Box
-from rag.documents.pdf import pdfium_lock
+from rag.documents.boxes import Box, PageWords, document_boxes
+from rag.documents.model import Document
+from rag.documents.pdf import page_words_of, pdfium_lock
 from rag.errors import CorruptDocumentError, InvalidSettingsError, NoPageImageError
 
 CHUNK, MATCH = "chunk", "match"
@@ -34,6 +35,7 @@ MAX_HEIGHT = 6000  # pixels: a page far taller than wide is drawn narrower than 
 _PRECISION = 16  # pdfium's page-to-device gives whole pixels: ask at 16x the size, divide, keep the fraction
 _BASES: OrderedDict[tuple[str, int, int], tuple[Any, tuple[float, ...]]] = OrderedDict()
 _PNGS: OrderedDict[tuple, bytes] = OrderedDict()
+_WORDS: OrderedDict[tuple[str, int], tuple[str, PageWords] | None] = OrderedDict()  # place_spans' pages
 _KEEP_BASES, _KEEP_PNGS = 12, 64
 _CACHE_LOCK = threading.Lock()
 
@@ -218,3 +220,32 @@ def stack_pngs(pngs: Sequence[bytes], gap: int = 16) -> bytes:
         stacked.paste(image, (0, top))
         top += image.height + gap
     return _png(stacked)
+
+
+def place_spans(data: bytes, document: Document, spans: Sequence[tuple[int, int]], *, key: str | None = None
+                ) -> list[list[Box]] | None:
+    """Return the boxes of each span of document's text (document: as read from data, e.g. the archive's copy, with
+    or without boxes) reading only the pages the spans touch; None when a page reads differently now (the caller
+    reads the whole file with boxes instead). Pages read are cached by (key, page)."""
+    key = key or hashlib.sha256(data).hexdigest()
+    starts, lengths = document.page_starts, [len(p.text) for p in document.pages]
+    touched = {i for start, end in spans for i, (s, n) in enumerate(zip(starts, lengths, strict=True))
+               if s < end and s + n > start}
+    words: list[PageWords | None] = [None] * len(document.pages)
+    for index in sorted(touched):
+        read = _page_words(data, key, index)
+        if read is None or read[0] != document.pages[index].text:
+            return None
+        words[index] = read[1]
+    return document_boxes(words, starts, lengths, spans)
+
+
+def _page_words(data: bytes, key: str, index: int) -> tuple[str, PageWords] | None:
+    with _CACHE_LOCK:
+        if (key, index) in _WORDS:
+            _WORDS.move_to_end((key, index))
+            return _WORDS[(key, index)]
+    read = page_words_of(data, index)
+    with _CACHE_LOCK:
+        _remember(_WORDS, (key, index), read, _KEEP_BASES * 4)
+    return read

@@ -16,7 +16,7 @@ import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rag.documents import CHUNK, COLOUR_NAMES, MATCH, Box, Document, Mark, load_document, render_page
+from rag.documents import CHUNK, COLOUR_NAMES, MATCH, Box, Document, Mark, load_document, place_spans, render_page
 from rag.errors import NoPageImageError
 from rag.store import DocumentArchive, Hit
 
@@ -101,7 +101,14 @@ def draw_pages(archive: DocumentArchive, document_id: str, title: str, width: in
 
 
 def _span_boxes(folder: str, document_id: str, spans: tuple[Span, ...]) -> list[list[Box]]:
-    """Return the boxes of each span of a kept file's text."""
+    """Return the boxes of each span of a kept file's text: from the pages the spans touch alone, when the document
+    kept at ingest says where its pages begin, else from the whole file read with its words' rectangles."""
+    archive = DocumentArchive(folder)
+    saved = archive.load(document_id)
+    if saved is not None:
+        placed = place_spans(archive.original(document_id), saved, spans, key=document_id)
+        if placed is not None:
+            return placed
     return _boxed(folder, document_id).span_boxes(list(spans))
 
 

@@ -3,12 +3,24 @@
 from __future__ import annotations
 
 import io
+from dataclasses import replace
 
 import pypdfium2
 import pytest
 from PIL import Image
 
-from rag.documents import CHUNK, MATCH, Box, Mark, page_count, render_page, stack_pngs, unlocked_copy
+from rag.documents import (
+    CHUNK,
+    MATCH,
+    Box,
+    Mark,
+    load_document,
+    page_count,
+    place_spans,
+    render_page,
+    stack_pngs,
+    unlocked_copy,
+)
 from rag.documents.render import COLOURS
 from rag.errors import EncryptedDocumentError, InvalidSettingsError, NoPageImageError
 from tests.conftest import make_pdf
@@ -122,3 +134,23 @@ def test_pages_stack_into_one_image(shared_data):
     stacked = image(stack_pngs([one, two]))
     assert stacked.width == 300 and stacked.height == image(one).height + image(two).height + 16
     assert stack_pngs([one]) == one
+
+
+@pytest.mark.parametrize("name", ["hausarbeit-jura.pdf", "Seige_of_Vicksburg_Sample_OCR.pdf", "pdflatex-outline.pdf"])
+def test_spans_placed_from_their_pages_alone_are_the_whole_reads(shared_data, name):
+    data = (shared_data / "pdfs" / name).read_bytes()
+    whole = load_document(data, name, boxes=True)
+    saved = load_document(data, name)  # as the archive keeps it: text, no words
+    text = whole.text
+    spans = [(0, 40), (len(text) // 3, len(text) // 3 + 500), (len(text) - 300, len(text)),
+             (whole.page_starts[-1] - 50, whole.page_starts[-1] + 50)]
+    placed = place_spans(data, saved, spans, key=f"test-{name}")
+    assert placed == whole.span_boxes(spans)
+    assert all(placed)
+
+
+def test_a_page_that_reads_differently_is_not_placed(shared_data):
+    data = (shared_data / "pdfs/hausarbeit-jura.pdf").read_bytes()
+    saved = load_document(data, "a.pdf")
+    changed_text = replace(saved, pages=(replace(saved.pages[0], text=saved.pages[0].text + " x"), *saved.pages[1:]))
+    assert place_spans(data, changed_text, [(0, 30)], key="test-changed") is None
