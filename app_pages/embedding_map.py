@@ -7,6 +7,7 @@ import streamlit as st
 from rag import pipeline
 from rag.evaluation import SearchMode, parse_mode
 from rag.reports import DEFAULT_SAMPLE, available_methods
+from rag.retrieval import SearchRequest
 from rag.store import parse_fusion
 from ui import errors, resources, state, workspace
 from ui.parts import embedding_map as parts
@@ -29,8 +30,8 @@ last = workspace.last_search(ws)
 state.default(state.MAP_QUERY, last.query if last else "")
 keyword = bool(ws.info and ws.info.sparse)
 modes = list(COMPARED_MODES) if keyword else ["dense"]
-searched = (last.mode, last.fusion) if last else pipeline.search_defaults(ws.store, ws.collection, None, None)
-last_mode = SearchMode(searched[0], parse_fusion(searched[1]).method).label  # as Search found them, or would
+searched = last.request if last else pipeline.search_defaults(ws.store, ws.collection, SearchRequest())
+last_mode = SearchMode(searched.searched_mode, parse_fusion(searched.searched_fusion).method).label  # as Search did
 state.default(state.MAP_MODE, last_mode if last_mode in modes else "dense")
 if state.get(state.MAP_MODE) not in modes:
     state.put(state.MAP_MODE, "dense")

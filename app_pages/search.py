@@ -6,6 +6,7 @@ import streamlit as st
 
 from rag import pipeline
 from rag import reports as hit_report
+from rag.retrieval import RERANK_DEPTH, SearchRequest
 from rag.store import FUSIONS, MODES, Fusion, parse_fusion
 from ui import errors, state, workspace
 from ui.parts import rerank as rerank_part
@@ -43,8 +44,8 @@ if not ws.points:  # a collection to come, or one emptied: nothing to search, wh
     st.info(f"The collection '{md(ws.collection)}' holds no chunks: pick another one above, or upload documents.")
     st.stop()
 modes = list(MODES) if keyword_search else ["dense"]
-default_mode, default_fusion = pipeline.search_defaults(ws.store, ws.collection, None, None)
-default_fusion = parse_fusion(default_fusion)
+defaults = pipeline.search_defaults(ws.store, ws.collection, SearchRequest())
+default_mode, default_fusion = defaults.mode, parse_fusion(defaults.fusion)
 state.default(state.SEARCH_MODE, default_mode)
 if state.get(state.SEARCH_MODE) not in modes:
     state.put(state.SEARCH_MODE, modes[-1])
@@ -100,13 +101,15 @@ def controls_and_results(ws: workspace.Workspace, titles: dict[str, str], mode: 
     include_toc = right.checkbox("Include tables of contents", key=state.INCLUDE_TOC, persist_state="session",
                                  help="Chunks that list headings with page numbers match every question and answer "
                                       "none; they are left out unless this is on.")
-    controls = (top_k, threshold if use_threshold else None, tuple(document_ids), mode, fusion, include_toc, rerank)
+    request = SearchRequest(mode=mode, fusion=fusion, top_k=top_k, score_threshold=threshold if use_threshold else None,
+                            document_ids=document_ids, include_toc=include_toc,
+                            rerank_depth=rerank[1] if rerank[0] else RERANK_DEPTH)
     submitted_query = state.pop(state.SUBMITTED_QUERY)
     last = workspace.last_search(ws)
     if submitted_query is None and last is None:  # another collection chosen: its query is searched there
         submitted_query = parts.query_elsewhere(ws)
-    if submitted_query is not None or (last is not None and last.settings() != controls):  # controls act at once
-        found = parts.run_search(ws, last.query if submitted_query is None else submitted_query, *controls,
+    if submitted_query is not None or (last is not None and last.settings() != (request, rerank)):  # act at once
+        found = parts.run_search(ws, last.query if submitted_query is None else submitted_query, request, rerank,
                                  last=None if submitted_query is not None else last)
         if found is not None:
             state.put(state.SEARCH, found)

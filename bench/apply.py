@@ -41,7 +41,7 @@ from rag.chunking import ChunkSettings  # noqa: E402
 from rag.documents import SourceFile  # noqa: E402
 from rag.embeddings import EmbeddingCache, default_cache_dir, get_embedder  # noqa: E402
 from rag.evaluation.querysets import import_squad, sweep_input  # noqa: E402
-from rag.evaluation.sweeps import SweepConfig, collection_documents, collection_name, run_sweep  # noqa: E402
+from rag.evaluation.sweeps import Sweep, SweepConfig, collection_documents, collection_name, run_sweep  # noqa: E402
 from rag.runs import apply_configuration, sweep_row  # noqa: E402
 from rag.store import DocumentArchive, document_from_chunks, open_store  # noqa: E402
 
@@ -98,7 +98,8 @@ def main() -> int:
                                                 "evaluation": {w: [] for w in EVALUATION_WAYS},
                                                 "evaluation without the questions": {w: [] for w in EVALUATION_WAYS}}
 
-    result = run_sweep(documents, queries, [SweepConfig(350, 0)], embedder, store=store, cache=EmbeddingCache(shared))
+    result = run_sweep(Sweep(documents, queries, [SweepConfig(350, 0)]), embedder, store=store,
+                       cache=EmbeddingCache(shared))
     row = sweep_row(result.best(), result)
     print(f"apply of the sweep's row {row['label']} ({row['chunks']} chunks):")
     for document in documents:
@@ -128,8 +129,8 @@ def main() -> int:
             cache = EmbeddingCache(Path(folder) / "evaluation-cache")
             read = collection_documents(store, "mine", cache)
         store.delete_collection(name) if store.has_collection(name) else None
-        swept = run_sweep(read, queries, [config], embedder, store=store, cache=cache,
-                          collection="mine" if way == "stored" else None)
+        swept = run_sweep(Sweep(read, queries, [config], collection="mine" if way == "stored" else None), embedder,
+                          store=store, cache=cache)
         assert (swept.results[0].collection == "mine") == (way == "stored"), swept.skipped
         questions[way] = swept.query_seconds
         return swept.results[0].embedded

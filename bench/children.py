@@ -42,7 +42,7 @@ from bench.paired import paired_table  # noqa: E402
 from rag.documents import load_document  # noqa: E402
 from rag.embeddings import EmbeddingCache, get_embedder  # noqa: E402
 from rag.evaluation.metrics import parse_ks, parse_mode  # noqa: E402
-from rag.evaluation.sweeps import SweepConfig, run_sweep  # noqa: E402
+from rag.evaluation.sweeps import Sweep, SweepConfig, run_sweep  # noqa: E402
 from rag.retrieval import DEFAULT_FUSION  # noqa: E402
 from rag.store import open_store  # noqa: E402
 
@@ -92,7 +92,7 @@ def search_times(store, collection: str, vectors, texts: list[str], embedder, mo
     times = []
     for vector, text in zip(vectors, texts, strict=True):
         clock = time.perf_counter()
-        store.search(collection, vector, embedder, top_k=10, mode=mode.mode, fusion=mode.fusion, query_text=text)
+        store.search(collection, vector, embedder, mode.request(10), query_text=text)
         times.append(1000 * (time.perf_counter() - clock))
     return times
 
@@ -108,8 +108,8 @@ def measure(name: str, args: argparse.Namespace, embedder, cache: EmbeddingCache
         started = time.perf_counter()
         sweeps = [[c] for c in configs] if args.cold else [configs]  # --cold: each size from an empty cache
         rows = [row for part in sweeps for row in run_sweep(
-            documents, queries, part, embedder, store=store, cache=EmbeddingCache() if args.cold else cache,
-            ks=parse_ks(args.k), modes=[mode]).results]
+            Sweep(documents, queries, part, ks=parse_ks(args.k), modes=[mode]), embedder, store=store,
+            cache=EmbeddingCache() if args.cold else cache).results]
         wall = time.perf_counter() - started
         vectors = cache.embed([q.text for q in queries], embedder, query=True)
         cost = {}

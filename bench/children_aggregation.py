@@ -28,7 +28,7 @@ import bench.headers  # noqa: E402 (imported after the offline switches above)
 from bench.headers import load_set  # noqa: E402
 from rag.embeddings import EmbeddingCache, get_embedder  # noqa: E402
 from rag.evaluation.metrics import evaluate, paired_difference, parse_ks, parse_mode, search_in_modes  # noqa: E402
-from rag.evaluation.sweeps import SweepConfig, prepare_queries, run_sweep  # noqa: E402
+from rag.evaluation.sweeps import Sweep, SweepConfig, prepare_queries, run_sweep  # noqa: E402
 from rag.retrieval import DEFAULT_FUSION, parents  # noqa: E402
 from rag.retrieval import search as search_module
 from rag.store import Store, children, open_store  # noqa: E402
@@ -56,7 +56,7 @@ def measure(name: str, args: argparse.Namespace, embedder, cache: EmbeddingCache
     results = {}
     with tempfile.TemporaryDirectory(prefix="rag-bench-aggregation-") as scratch:
         store = open_store(path=scratch)
-        swept = run_sweep(documents, queries, [config], embedder, store=store, cache=cache, ks=ks, modes=[mode])
+        swept = run_sweep(Sweep(documents, queries, [config], ks=ks, modes=[mode]), embedder, store=store, cache=cache)
         collection = swept.results[0].collection
         resolved = prepare_queries(queries, documents)
         vectors = cache.embed([q.text for q in resolved], embedder, query=True)

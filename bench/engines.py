@@ -45,7 +45,7 @@ from bench.headers import load_set  # noqa: E402
 from bench.paired import paired_table  # noqa: E402
 from rag.embeddings import EmbeddingCache, get_embedder  # noqa: E402
 from rag.evaluation.metrics import parse_ks, parse_mode  # noqa: E402
-from rag.evaluation.sweeps import SweepConfig, run_sweep  # noqa: E402
+from rag.evaluation.sweeps import Sweep, SweepConfig, run_sweep  # noqa: E402
 from rag.retrieval import DEFAULT_FUSION  # noqa: E402
 from rag.store import open_store  # noqa: E402
 
@@ -100,8 +100,8 @@ def quality(name: str, args: argparse.Namespace) -> list[str]:
         with tempfile.TemporaryDirectory(prefix="rag-bench-engines-") as scratch:
             store = open_store(path=scratch)
             began = time.perf_counter()
-            result = run_sweep(documents, queries, [config], embedder, store=store, cache=caches[spec],
-                               ks=parse_ks(args.k), modes=[mode])
+            result = run_sweep(Sweep(documents, queries, [config], ks=parse_ks(args.k), modes=[mode]), embedder,
+                               store=store, cache=caches[spec])
             walls[spec] = time.perf_counter() - began
             chunks = store_chunks(store, result.results[0].collection)
             store.close()
@@ -181,8 +181,8 @@ def pipeline_times() -> list[str]:
         with tempfile.TemporaryDirectory(prefix="rag-bench-engines-") as scratch:
             store = open_store(path=scratch)
             began = time.perf_counter()
-            result = run_sweep(documents, queries, configs, embedder, store=store, cache=EmbeddingCache(),
-                               ks=parse_ks("1,3,5,10"), modes=modes)
+            result = run_sweep(Sweep(documents, queries, configs, ks=parse_ks("1,3,5,10"), modes=modes), embedder,
+                               store=store, cache=EmbeddingCache())
             found[spec] |= {f"sweep {k}": v for k, v in stage_seconds(result).items()}
             found[spec] |= {"sweep questions": result.query_seconds, "sweep total": time.perf_counter() - began}
             store.close()

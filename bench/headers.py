@@ -26,7 +26,7 @@ from bench.paired import paired_table  # noqa: E402
 from rag.embeddings import EmbeddingCache, get_embedder  # noqa: E402
 from rag.evaluation.metrics import parse_ks, parse_mode  # noqa: E402
 from rag.evaluation.querysets import import_squad, sweep_input  # noqa: E402
-from rag.evaluation.sweeps import SweepConfig, run_sweep  # noqa: E402
+from rag.evaluation.sweeps import Sweep, SweepConfig, run_sweep  # noqa: E402
 from rag.retrieval import DEFAULT_FUSION  # noqa: E402
 from rag.store import open_store  # noqa: E402
 
@@ -49,8 +49,8 @@ def measure(name: str, args: argparse.Namespace, embedder) -> dict:
     with tempfile.TemporaryDirectory(prefix="rag-bench-headers-") as scratch:
         store = open_store(path=scratch)
         started = time.perf_counter()
-        result = run_sweep(documents, queries, configs, embedder, store=store, cache=EmbeddingCache(),
-                           ks=parse_ks(args.k), modes=[mode])
+        result = run_sweep(Sweep(documents, queries, configs, ks=parse_ks(args.k), modes=[mode]), embedder, store=store,
+                           cache=EmbeddingCache())
         wall = time.perf_counter() - started
         store.close()
     off, on = (r for r in result.results)

@@ -30,7 +30,7 @@ from rag.embeddings import EmbeddingCache, get_embedder  # noqa: E402 (imported 
 from rag.evaluation.comparisons import compare_evaluations  # noqa: E402 (imported after the offline switches above)
 from rag.evaluation.metrics import parse_ks, parse_modes  # noqa: E402 (imported after the offline switches above)
 from rag.evaluation.querysets import import_squad, load_query_set, sweep_input  # noqa: E402 (imported after the offline switches above)
-from rag.evaluation.sweeps import SweepConfig, SweepResult, load_documents, run_sweep  # noqa: E402 (imported after the offline switches above)
+from rag.evaluation.sweeps import Sweep, SweepConfig, SweepResult, load_documents, run_sweep  # noqa: E402 (imported after the offline switches above)
 from rag.store import open_store  # noqa: E402 (imported after the offline switches above)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -112,8 +112,8 @@ def main() -> int:
         store = open_store(path=args.store or scratch)
         cache = EmbeddingCache(args.cache) if args.cache else EmbeddingCache()
         started = time.perf_counter()
-        result = run_sweep(documents, queries, [config], embedder, store=store, cache=cache, ks=parse_ks(args.k),
-                           modes=modes)
+        result = run_sweep(Sweep(documents, queries, [config], ks=parse_ks(args.k), modes=modes), embedder, store=store,
+                           cache=cache)
         wall = time.perf_counter() - started
         store.close()  # releases the folder before the scratch folder goes
     build = result.results[0]

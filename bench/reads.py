@@ -29,6 +29,7 @@ from rag import pipeline
 from rag.chunking import ChunkSettings
 from rag.documents import SourceFile
 from rag.embeddings import get_embedder
+from rag.retrieval import SearchRequest
 from rag.store import open_store
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -106,8 +107,8 @@ def compare(alone, through, questions: list[str], spec: str) -> None:
         answers = []
         for side, store in enumerate((alone, through)):
             started = time.perf_counter()
-            answers.append(pipeline.search(question, "c", 5, store=store, embedder=embedder, mode="hybrid",
-                                           query_vector=vector))
+            answers.append(pipeline.search(question, "c", SearchRequest(mode="hybrid", top_k=5), store=store,
+                                           embedder=embedder, query_vector=vector))
             times["search (hybrid, top_k 5)"][side].append((time.perf_counter() - started) * 1000)
             if i % 6 == 0:
                 times["documents (listing)"][side].append(timed(lambda s=store: s.documents("c")))

@@ -20,7 +20,7 @@ from pathlib import Path
 from rag.embeddings import get_embedder
 from rag.evaluation.metrics import parse_modes
 from rag.evaluation.querysets import import_squad, sweep_input
-from rag.evaluation.sweeps import grid, parse_sizes, run_sweep
+from rag.evaluation.sweeps import Sweep, grid, parse_sizes, run_sweep
 from rag.runs import RunLog, compare_runs, keep_sweep
 from rag.store import open_store
 
@@ -42,7 +42,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         store = open_store(path=str(Path(folder) / "qdrant"))
         clock = time.perf_counter()
-        result = run_sweep(documents, queries, configs, embedder, store=store, modes=parse_modes(args.mode))
+        result = run_sweep(Sweep(documents, queries, configs, modes=parse_modes(args.mode)), embedder, store=store)
         sweep = time.perf_counter() - clock
         clock = time.perf_counter()
         run_id, warning = keep_sweep(store, result, queries, embedder=embedder, query_set="xquad", seconds=sweep)

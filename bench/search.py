@@ -145,6 +145,7 @@ def exact_top(vectors: np.ndarray, query: np.ndarray, k: int) -> set[tuple[str, 
 
 def store_rows(args: argparse.Namespace) -> list[dict]:
     """Open (or, for local, fill in memory) the store, then time every mode; rows without "points"/"engine"."""
+    from rag.retrieval import SearchRequest
     from rag.store import open_store
 
     vectors, queries, texts, asked = data(args.size, args.queries, args.dim, args.vectors, args.bundle)
@@ -164,7 +165,7 @@ def store_rows(args: argparse.Namespace) -> list[dict]:
         extra = {"index_build_s": round(time.perf_counter() - built, 1), "indexed": state.indexed,
                  "hnsw_ef": state.hnsw_ef, "index_recall_at_10": state.recall_at_10,
                  "segments": store.client.index_state("bench")["segments"]}
-    store.search("bench", queries[0], embedder, top_k=args.top_k)
+    store.search("bench", queries[0], embedder, SearchRequest(top_k=args.top_k))
     open_s = None if args.engine == "local" and not args.folder else round(time.perf_counter() - started, 3)
     if args.engine == "edge-indexed":
         open_s = None  # the build is in index_build_s; opening an indexed folder: the edge-exact row of a rerun
@@ -173,7 +174,7 @@ def store_rows(args: argparse.Namespace) -> list[dict]:
         seconds, answers = [], []
         for query, text in zip(queries, asked, strict=True):
             began = time.perf_counter()
-            hits = store.search("bench", query, embedder, top_k=args.top_k, mode=mode, query_text=text)
+            hits = store.search("bench", query, embedder, SearchRequest(mode=mode, top_k=args.top_k), query_text=text)
             seconds.append(time.perf_counter() - began)
             answers.append({(h.document_id, h.chunk_index) for h in hits})
         # checked after the timing: numpy's product reads every vector, which evicted the engine's from the CPU

@@ -33,7 +33,7 @@ from rag.cli.evaluate import with_interval  # noqa: E402 (imported after the off
 from rag.embeddings import EmbeddingCache, embed_threads, get_embedder  # noqa: E402 (imported after the offline switches above)
 from rag.evaluation.metrics import parse_ks, parse_modes  # noqa: E402 (imported after the offline switches above)
 from rag.evaluation.querysets import import_squad, sweep_input  # noqa: E402 (imported after the offline switches above)
-from rag.evaluation.sweeps import SweepResult, grid, parse_sizes, run_sweep  # noqa: E402 (imported after the offline switches above)
+from rag.evaluation.sweeps import Sweep, SweepResult, grid, parse_sizes, run_sweep  # noqa: E402 (imported after the offline switches above)
 from rag.retrieval import DEFAULT_FUSION  # noqa: E402 (imported after the offline switches above)
 from rag.settings import load as settings  # noqa: E402 (imported after the offline switches above)
 from rag.store import EdgeClient, open_store  # noqa: E402 (imported after the offline switches above)
@@ -110,8 +110,7 @@ class Estimates:
         return f"time-left estimate: {first}; " + "; ".join(said)
 
 
-def sweep_engine(engine: str, folder: str, colds: list[str], documents, queries, configs, embedder,
-                 **options) -> EngineRun:
+def sweep_engine(engine: str, folder: str, colds: list[str], sweep: Sweep, embedder) -> EngineRun:
     """Return the cold runs and the warm run of the sweep on one embedded engine (RAG_QDRANT_ENGINE set for them),
     each cold run on an empty folder and embedding cache under folder; prints each run's time split."""
     runs, walls = {}, {}
@@ -121,8 +120,8 @@ def sweep_engine(engine: str, folder: str, colds: list[str], documents, queries,
             if isinstance(store.client, EdgeClient) != (engine == "edge"):
                 raise SystemExit(f"{engine}: the store opened with {type(store.client).__name__}, not this engine")
             started, estimates = time.perf_counter(), Estimates()
-            runs[label] = run_sweep(documents, queries, configs, embedder, store=store, cache=cache,
-                                    embed_ahead=label == "ahead", progress=estimates, **options)
+            runs[label] = run_sweep(sweep, embedder, store=store, cache=cache, embed_ahead=label == "ahead",
+                                    progress=estimates)
             walls[label] = time.perf_counter() - started
             report(f"cold, {label} ({engine})", runs[label], walls[label])
             print(f"  {estimates.accuracy(walls[label])}")
@@ -130,7 +129,7 @@ def sweep_engine(engine: str, folder: str, colds: list[str], documents, queries,
             if label != colds[-1]:
                 store.close()  # the warm run reuses the last cold run's store and cache only
         started = time.perf_counter()
-        warm = run_sweep(documents, queries, configs, embedder, store=store, cache=cache, **options)
+        warm = run_sweep(sweep, embedder, store=store, cache=cache)
         warm_wall = time.perf_counter() - started
         report(f"warm ({engine}, the same store and cache)", warm, warm_wall)
         store.close()  # releases the folder before the scratch folder goes
@@ -181,8 +180,8 @@ def main() -> int:
           f"{embedder.model_id} loaded in {time.perf_counter() - started:.1f} s; {len(configs)} configurations x "
           f"{len(modes)} modes ({', '.join(m.label for m in modes)}){f', {len(skipped)} skipped' if skipped else ''}")
     with tempfile.TemporaryDirectory(prefix="rag-bench-sweep-") as scratch:
-        engines = [sweep_engine(engine, f"{scratch}/{engine}", args.cold, documents, queries, configs, embedder,
-                                ks=ks, modes=modes) for engine in args.engines]
+        sweep = Sweep(documents, queries, configs, ks=ks, modes=modes)
+        engines = [sweep_engine(engine, f"{scratch}/{engine}", args.cold, sweep, embedder) for engine in args.engines]
     if len(engines) > 1:
         print()
         print("\n".join(side_by_side(engines)))

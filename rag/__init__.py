@@ -4,10 +4,11 @@
     store = rag.open_store(path="data/qdrant")
     embedder = rag.get_embedder("local")
     rag.ingest([rag.SourceFile("policy.pdf", path=Path("policy.pdf"))], "documents", embedder=embedder, store=store)
-    context = rag.retrieve("Wie lang ist die Kündigungsfrist?", "documents", embedder, store=store)
+    request = rag.SearchRequest(mode="hybrid", top_k=5)
+    context = rag.retrieve("Wie lang ist die Kündigungsfrist?", "documents", request, store=store, embedder=embedder)
 
-The stages are packages: documents (extract), chunking, embeddings, store (Qdrant, search), then context.py
-and, optionally, generation (prompt, LLM, citations); pipeline.py runs them. reports/ and evaluation/
+The stages are packages: documents (extract), chunking, embeddings, store (Qdrant), retrieval (search, fusion,
+the context) and, optionally, generation (prompt, LLM, citations); pipeline.py runs them. reports/ and evaluation/
 measure what they do; cli/ is `python -m rag`. Every error a user can cause is a RagError (rag.errors)
 whose message says what to do.
 
@@ -26,6 +27,7 @@ _EXPORTS = {
     "rag.embeddings.base": ("Embedder",),
     "rag.store": ("DEFAULT_COLLECTION", "CollectionInfo", "DocumentInfo", "Hit", "Store", "open_store"),
     "rag.retrieval.context": ("CHAT_MAX_TOKENS", "GENERATION_MAX_TOKENS", "Context", "build_context"),
+    "rag.retrieval.request": ("SearchRequest",),
     "rag.ingested": ("IngestResult", "Progress"),
     "rag.pipeline": ("embedder_for", "ingest", "reingest", "retrieve", "search"),
     "rag.generation.prompts": ("Prompt", "build_prompt"),
@@ -69,5 +71,5 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time the names l
     from rag.ingested import IngestResult, Progress
     from rag.pipeline import embedder_for, ingest, reingest, retrieve, search
     from rag.rerank import get_reranker
-    from rag.retrieval import CHAT_MAX_TOKENS, GENERATION_MAX_TOKENS, Context, build_context
+    from rag.retrieval import CHAT_MAX_TOKENS, GENERATION_MAX_TOKENS, Context, SearchRequest, build_context
     from rag.store import DEFAULT_COLLECTION, CollectionInfo, DocumentInfo, Hit, Store, open_store

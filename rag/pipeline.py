@@ -22,9 +22,17 @@ from rag.errors import (
     RagError,
 )
 from rag.ingested import IngestResult, Progress, ProgressCallback
-from rag.rerank import DEFAULT_DEPTH as DEFAULT_RERANK_DEPTH
 from rag.rerank import Reranker, check_depth, rerank
-from rag.retrieval import CHAT_MAX_TOKENS, DEFAULT_FUSION, DEFAULT_OVERFLOW, Context, Hit, build_context, check_mode
+from rag.retrieval import (
+    CHAT_MAX_TOKENS,
+    DEFAULT_FUSION,
+    DEFAULT_OVERFLOW,
+    DEFAULT_REQUEST,
+    Context,
+    Hit,
+    SearchRequest,
+    build_context,
+)
 from rag.settings import DEFAULT_COLLECTION
 from rag.store import DocumentArchive, Store, document_from_chunks, open_store
 from rag.urls import redact_urls
@@ -332,58 +340,46 @@ def embedder_for(store: Store, collection: str, spec: str | None = None, **promp
 def search(
     query: str,
     collection: str = DEFAULT_COLLECTION,
-    top_k: int = 5,
-    score_threshold: float | None = None,
-    document_ids: list[str] | None = None,
+    request: SearchRequest = DEFAULT_REQUEST,
     *,
     store: Store | None = None,
     embedder: Embedder | None = None,
-    mode: str | None = None,
-    fusion: str | None = None,
-    include_toc: bool = False,
     query_vector: np.ndarray | None = None,
-    depth: int | None = None,
     reranker: Reranker | None = None,
-    rerank_depth: int = DEFAULT_RERANK_DEPTH,
 ) -> list[Hit]:
-    """Return the top_k chunks of collection for query, best first, each hit's scores explained.
+    """Return the request's top_k chunks of collection for query, best first, each hit's scores explained.
 
     mode "dense" ranks by cosine similarity of the embeddings, "sparse" by BM25 keyword score (no
-    embedding needed), "hybrid" fuses both lists (fusion: a spec of rag.retrieval.fusion). None means the
-    collection's default: its saved mode (rag.runs.apply), else hybrid when it has keyword vectors, else
-    dense; hybrid with its saved fusion, else DEFAULT_FUSION. score_threshold applies to the mode's own
-    score. Tables of contents are left out unless include_toc. store: default open_store(). query_vector: the
-    query's embedding when the caller has it (as embedder.embed_query gives it), so changing top_k or the mode
-    embeds nothing again. depth: how many candidates of each list hybrid search fuses (default
-    rag.retrieval.search.candidate_limit(top_k)).
-    reranker: the first rerank_depth hits (the threshold applied to the mode's score) are reordered by it and
-    the first top_k returned, scored on the reranker's scale (rag.rerank.rerank).
+    embedding needed), "hybrid" fuses both lists (fusion: a spec of rag.retrieval.fusion). A request's mode or
+    fusion None means the collection's default: its saved mode (rag.runs.apply), else hybrid when it has keyword
+    vectors, else dense; hybrid with its saved fusion, else DEFAULT_FUSION (search_defaults). score_threshold
+    applies to the mode's own score. store: default open_store(). query_vector: the query's embedding when the
+    caller has it (as embedder.embed_query gives it), so changing top_k or the mode embeds nothing again.
+    reranker: the first request.rerank_depth hits (the threshold applied to the mode's score) are reordered by it
+    and the first top_k returned, scored on the reranker's scale (rag.rerank.rerank).
     """
     if reranker is not None:
-        found = search(query, collection, max(top_k, check_depth(rerank_depth)), score_threshold, document_ids,
-                       store=store, embedder=embedder, mode=mode, fusion=fusion, include_toc=include_toc,
-                       query_vector=query_vector, depth=depth)
-        return rerank(query, found, reranker, rerank_depth)[:top_k]
+        wide = request.replace(top_k=max(request.top_k, check_depth(request.rerank_depth)))
+        found = search(query, collection, wide, store=store, embedder=embedder, query_vector=query_vector)
+        return rerank(query, found, reranker, request.rerank_depth)[:request.top_k]
     store = store if store is not None else open_store()
-    mode, fusion = search_defaults(store, collection, mode, fusion)
-    check_mode(mode, fusion)
+    request = search_defaults(store, collection, request)
     if not query.strip():
         raise QueryError("The query is empty. Type a question or some words to search for.")
-    options = {"top_k": top_k, "score_threshold": score_threshold, "document_ids": document_ids,
-               "include_toc": include_toc, "depth": depth}
-    if mode == "sparse":
+    if request.mode == "sparse":
         if not store.analyzer(collection).query_ids(query):
             raise QueryError(f"The query '{query.strip()}' has only stop words or punctuation, so keyword (sparse) "
                            "search has nothing to match. Add content words, or use dense or hybrid search.")
-        return store.search(collection, mode="sparse", query_text=query, **options)
+        return store.search(collection, None, None, request, query_text=query)
     embedder = embedder or embedder_for(store, collection)
     vector = query_vector if query_vector is not None else embedder.embed_query([query])[0]
-    return store.search(collection, vector, embedder, mode=mode, fusion=fusion, query_text=query, **options)
+    return store.search(collection, vector, embedder, request, query_text=query)
 
 
-def search_defaults(store: Store, collection: str, mode: str | None, fusion: str | None) -> tuple[str, str]:
-    """Return (mode, fusion) with None replaced by the collection's defaults (see search): its saved mode (a sweep
-    row applied to it, rag.runs.apply) when it can still search that way."""
+def search_defaults(store: Store, collection: str, request: SearchRequest) -> SearchRequest:
+    """Return request with mode and fusion None replaced by the collection's defaults (see search): its saved mode
+    (a sweep row applied to it, rag.runs.apply) when it can still search that way."""
+    mode, fusion = request.mode, request.fusion
     exists = (mode is None or fusion is None) and store.has_collection(collection)
     if mode is None:
         keywords = exists and store.has_keywords(collection)
@@ -393,30 +389,22 @@ def search_defaults(store: Store, collection: str, mode: str | None, fusion: str
     if fusion is None:
         saved = store.collection_setting(collection, "fusion") if exists else None
         fusion = str(saved) if saved else DEFAULT_FUSION
-    return mode, fusion
+    return request.replace(mode=mode, fusion=fusion)
 
 
 def retrieve(
     query: str,
     collection: str = DEFAULT_COLLECTION,
-    top_k: int = 5,
+    request: SearchRequest = DEFAULT_REQUEST,
     max_tokens: int = CHAT_MAX_TOKENS,
     *,
     store: Store | None = None,
     embedder: Embedder | None = None,
-    score_threshold: float | None = None,
-    document_ids: list[str] | None = None,
-    label: str = "Quelle",
-    separator: str = "\n\n---\n\n",
-    mode: str | None = None,
-    fusion: str | None = None,
-    include_toc: bool = False,
-    overflow: str = DEFAULT_OVERFLOW,
     reranker: Reranker | None = None,
-    rerank_depth: int = DEFAULT_RERANK_DEPTH,
+    label: str = "Quelle",
+    overflow: str = DEFAULT_OVERFLOW,
 ) -> Context:
-    """Return the context an LLM would receive for query: search (in mode, reranked when a reranker is given),
-    then build_context under max_tokens (overflow: what happens to a chunk that does not fit, rag.retrieval.context)."""
-    hits = search(query, collection, top_k, score_threshold, document_ids, store=store, embedder=embedder,
-                  mode=mode, fusion=fusion, include_toc=include_toc, reranker=reranker, rerank_depth=rerank_depth)
-    return build_context(hits, max_tokens=max_tokens, label=label, separator=separator, overflow=overflow)
+    """Return the context an LLM would receive for query: search (reranked when a reranker is given), then
+    build_context under max_tokens (overflow: what happens to a chunk that does not fit, rag.retrieval.context)."""
+    hits = search(query, collection, request, store=store, embedder=embedder, reranker=reranker)
+    return build_context(hits, max_tokens=max_tokens, label=label, overflow=overflow)

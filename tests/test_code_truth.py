@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from rag.retrieval import SearchRequest
+
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = sorted([*ROOT.glob("rag/**/*.py"), *ROOT.glob("ui/**/*.py"), *ROOT.glob("app_pages/*.py"),
                   *ROOT.glob("bench/*.py"), *ROOT.glob("tests/**/*.py"), ROOT / "app.py", ROOT / "README.md",
@@ -153,8 +155,9 @@ def test_the_rrf_help_states_the_score_the_engine_gives():
     store, embedder = open_store(":memory:"), FakeEmbedder()
     pipeline.ingest([pipeline.SourceFile("a.md", "# Titel\n\nPasswörter werden gehasht.\n".encode())], "c",
                     embedder=embedder, store=store)
-    (hit,) = store.search("c", embedder.embed_query(["Wolken"])[0], top_k=1, mode="hybrid", query_text="Wolken",
-                          fusion="rrf")  # in the dense list only: no query word is in the chunk
+    # in the dense list only: no query word is in the chunk
+    (hit,) = store.search("c", embedder.embed_query(["Wolken"])[0], None,
+                          SearchRequest(top_k=1, mode="hybrid", fusion="rrf"), query_text="Wolken")
     stated = re.search(r"a first rank in one list scores ([\d.]+)", SCALES["rrf"].help)
     assert stated, SCALES["rrf"].help
     assert hit.score == pytest.approx(float(stated.group(1)), abs=0.005)

@@ -16,6 +16,7 @@ from rag.chunking import ChunkSettings
 from rag.documents.samples import BUNDLED, sample_files
 from rag.embeddings import get_embedder
 from rag.evaluation import evaluate_collection, load_query_set
+from rag.retrieval import SearchRequest
 from rag.store import DEFAULT_FUSION, open_store
 
 
@@ -46,8 +47,7 @@ def test_every_fusion_parameter_defaults_to_the_one_constant():
     walked = {"rag.evaluation.sweeps.sweep.evaluate_collection", "rag.evaluation.metrics.modes.SearchMode",
               "rag.evaluation.metrics.modes.parse_mode", "rag.evaluation.metrics.modes.parse_modes",
               "rag.evaluation.comparisons.compare.parse_side", "rag.retrieval.search.check_mode",
-              "rag.retrieval.search.SearchMixin.search", "rag.retrieval.search.SearchMixin.search_batch",
-              "rag.pipeline.search", "rag.reports.scores.score_distribution", "ui.workspace.SearchRun"}
+              "rag.retrieval.request.SearchRequest"}
     assert walked <= set(defaults), walked - set(defaults)  # the walk reached them
     other = {name: default for name, default in defaults.items() if default not in (DEFAULT_FUSION, None)}
     assert not other, f"fusion defaults other than DEFAULT_FUSION ({DEFAULT_FUSION!r}): {other}"
@@ -65,8 +65,10 @@ def test_an_evaluation_without_a_fusion_ranks_as_rag_search_does(samples):
     store, embedder, queries = samples
     for saved in (None, "rrf"):  # rag.search takes a collection's saved fusion, else DEFAULT_FUSION
         store.save_collection_setting("samples", "fusion", saved)
-        evaluation = evaluate_collection(queries, "samples", embedder, store=store, ks=(10,), mode="hybrid")
+        evaluation = evaluate_collection(queries, "samples", embedder, SearchRequest(mode="hybrid"), store=store,
+                                         ks=(10,))
         for outcome in evaluation.per_query:
-            hits = rag.search(outcome.query.text, "samples", 10, store=store, embedder=embedder, mode="hybrid")
+            hits = rag.search(outcome.query.text, "samples", SearchRequest(top_k=10, mode="hybrid"), store=store,
+                              embedder=embedder)
             assert [(h.chunk_id, h.score_kind) for h in outcome.hits] == [(h.chunk_id, h.score_kind) for h in hits]
         assert {h.score_kind for o in evaluation.per_query for h in o.hits} == {saved or DEFAULT_FUSION}

@@ -14,6 +14,7 @@ from rag.chunking.chunker import ChunkSettings
 from rag.documents.loader import SourceFile
 from rag.embeddings import get_embedder, pace
 from rag.errors import EmbedderMismatchError, EmbeddingError, IngestCancelled, RagError
+from rag.retrieval import SearchRequest
 
 
 @pytest.fixture
@@ -108,7 +109,7 @@ def test_failure_mid_document_writes_nothing_of_it(shared_data, store):
 def test_search_uses_the_collections_own_embedder(shared_data, store, fake):
     pipeline.ingest([source(shared_data, "markdown/asvs-de-V2-Authentication.md")], "c", ChunkSettings(200, 20),
                     fake, store=store)
-    hits = pipeline.search("Passwort Länge Zeichen", "c", top_k=5, store=store)
+    hits = pipeline.search("Passwort Länge Zeichen", "c", SearchRequest(top_k=5), store=store)
     assert len(hits) == 5
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
     assert all(h.document_title == "asvs-de-V2-Authentication.md" and h.content for h in hits)
@@ -144,7 +145,7 @@ def test_retrieve_builds_context_within_budget_on_german_text(shared_data, store
     pipeline.ingest([source(shared_data, "markdown/asvs-de-V2-Authentication.md"),
                      source(shared_data, "pdfs/hausarbeit-jura.pdf")], "c", ChunkSettings(300, 60), fake, store=store)
     for budget in (400, 1000, 3000):
-        context = pipeline.retrieve("Passwörter und Authentifizierung", "c", top_k=10, max_tokens=budget,
+        context = pipeline.retrieve("Passwörter und Authentifizierung", "c", SearchRequest(top_k=10), budget,
                                     store=store)
         assert context.token_count == tokens.count(context.text) <= budget
         assert context.text.startswith("[Quelle 1: ")
@@ -232,7 +233,7 @@ def test_real_model_finds_the_section_of_a_real_pdf(shared_data, store):
     results = pipeline.ingest([source(shared_data, "pdfs/hausarbeit-jura.pdf")], "c", ChunkSettings(200, 30),
                               local, store=store)
     assert results[0].ok
-    hits = pipeline.search("Einbindung von Literatur mit biblatex", "c", top_k=3, store=store)
+    hits = pipeline.search("Einbindung von Literatur mit biblatex", "c", SearchRequest(top_k=3), store=store)
     assert any("Literatur" in h.heading_path[-1] for h in hits if h.heading_path), [h.heading_path for h in hits]
     assert 0 < hits[0].score <= 1
 
@@ -249,21 +250,22 @@ class NoEmbedder:
 def test_search_modes_on_a_german_document(shared_data, store, fake):
     pipeline.ingest([source(shared_data, "markdown/asvs-de-V2-Authentication.md")], "c", ChunkSettings(200, 20),
                     fake, store=store)
-    keyword = pipeline.search("2.1.1", "c", top_k=3, store=store, embedder=NoEmbedder(), mode="sparse")
+    keyword = pipeline.search("2.1.1", "c", SearchRequest(top_k=3, mode="sparse"), store=store, embedder=NoEmbedder())
     assert "**2.1.1**" in keyword[0].content and keyword[0].score_kind == "bm25"
     assert [h.sparse_rank for h in keyword] == list(range(1, len(keyword) + 1))
-    hybrid = pipeline.search("Passwörter mindestens 12 Zeichen", "c", top_k=5, store=store, mode="hybrid")
+    hybrid = pipeline.search("Passwörter mindestens 12 Zeichen", "c", SearchRequest(top_k=5, mode="hybrid"),
+                             store=store)
     assert len(hybrid) == 5 and {h.score_kind for h in hybrid} == {"convex"}  # the default fusion
     assert [h.score for h in hybrid] == sorted((h.score for h in hybrid), reverse=True)
     assert all(h.dense_rank or h.sparse_rank for h in hybrid)
-    dbsf = pipeline.search("Passwörter mindestens 12 Zeichen", "c", top_k=5, store=store, mode="hybrid",
-                           fusion="dbsf")
+    dbsf = pipeline.search("Passwörter mindestens 12 Zeichen", "c",
+                           SearchRequest(top_k=5, mode="hybrid", fusion="dbsf"), store=store)
     assert {h.score_kind for h in dbsf} == {"dbsf"}
     with pytest.raises(RagError, match="only stop words"):
-        pipeline.search("und die der", "c", store=store, mode="sparse")
+        pipeline.search("und die der", "c", SearchRequest(mode="sparse"), store=store)
     with pytest.raises(RagError, match="Unknown search mode"):
-        pipeline.search("Passwort", "c", store=store, mode="bm25")
-    context = pipeline.retrieve("2.1.1 Passwortlänge", "c", top_k=4, max_tokens=1000, store=store, mode="hybrid")
+        pipeline.search("Passwort", "c", SearchRequest(mode="bm25"), store=store)
+    context = pipeline.retrieve("2.1.1 Passwortlänge", "c", SearchRequest(top_k=4, mode="hybrid"), 1000, store=store)
     assert context.included and context.included[0].score_kind == "convex"
     assert context.to_dict()["included"][0]["score_kind"] == "convex"
 

@@ -9,7 +9,8 @@ import streamlit as st
 from rag.embeddings import Embedder
 from rag.evaluation import is_sweep_collection
 from rag.reports import SearchOutcome
-from rag.store import DEFAULT_FUSION, CollectionInfo, DocumentInfo, Hit, Store
+from rag.retrieval import SearchRequest
+from rag.store import CollectionInfo, DocumentInfo, Hit, Store
 from ui import errors, nav, resources, settings, state
 
 
@@ -67,31 +68,55 @@ class SearchRun:
     query: str
     collection: str
     location: str
-    top_k: int
-    threshold: float | None
-    document_ids: tuple[str, ...]
+    request: SearchRequest  # the controls: mode, fusion, top_k, threshold, documents, TOC (mode and fusion given)
     hits: list[Hit]  # before the threshold
     outcome: SearchOutcome  # after the threshold
     model_id: str
     seconds: float  # the search's time; for a cut, the time of the search whose ranking it cut
-    mode: str = "dense"  # "dense" | "sparse" | "hybrid"
-    fusion: str = DEFAULT_FUSION
-    include_toc: bool = False
     ranking: tuple[Hit, ...] = ()  # the first CANDIDATES of the ranking hits were cut from (top_k <= its length)
     version: int = 0  # the store's change count (ui.resources.version) when it was searched
     rerank: tuple[str, int] = ("", 0)  # (reranker spec, depth) of the ranking; "" when reranking was off
     cut: bool = False  # top_k or the threshold cut an earlier search's ranking again: nothing was searched
 
-    def settings(self) -> tuple:
-        """Return what the controls set (the query aside): a change of any of them shows another result."""
-        return self.top_k, self.threshold, self.document_ids, self.mode, self.fusion, self.include_toc, self.rerank
+    @property
+    def top_k(self) -> int:
+        return self.request.top_k
 
-    def same_ranking(self, query: str, document_ids: tuple[str, ...], mode: str, fusion: str, include_toc: bool,
-                     version: int, rerank: tuple[str, int] = ("", 0)) -> bool:
+    @property
+    def threshold(self) -> float | None:
+        return self.request.score_threshold
+
+    @property
+    def document_ids(self) -> tuple[str, ...]:
+        return self.request.document_ids or ()
+
+    @property
+    def mode(self) -> str:
+        return self.request.searched_mode
+
+    @property
+    def fusion(self) -> str:
+        return self.request.searched_fusion
+
+    @property
+    def include_toc(self) -> bool:
+        return self.request.include_toc
+
+    def settings(self) -> tuple[SearchRequest, tuple[str, int]]:
+        """Return what the controls set (the query aside): a change of any of them shows another result."""
+        return self.request, self.rerank
+
+    def same_ranking(self, query: str, request: SearchRequest, version: int, rerank: tuple[str, int] = ("", 0)
+                     ) -> bool:
         """Return whether a search with these settings ranks as this one did, so top_k and the threshold may
         just cut this run's ranking again (a control cuts, never reorders: rag.retrieval.search)."""
-        return (query, document_ids, mode, fusion, include_toc, version, rerank) == (
-            self.query, self.document_ids, self.mode, self.fusion, self.include_toc, self.version, self.rerank)
+        return (query, _ranked(request), version, rerank) == (self.query, _ranked(self.request), self.version,
+                                                              self.rerank)
+
+
+def _ranked(request: SearchRequest) -> SearchRequest:
+    """Return the part of a request that orders the ranking: all but the cuts (top_k, threshold)."""
+    return request.replace(top_k=1, score_threshold=None)
 
 
 def current() -> Workspace:

@@ -21,6 +21,7 @@ from rag.cli.store_options import (
     add_query_options,
     dump,
     query_embedder,
+    request_of,
     store_of,
     store_options,
 )
@@ -52,12 +53,12 @@ def run_answer(args: argparse.Namespace) -> int:
     llm = get_llm(args.llm)  # a missing or malformed spec is said before anything is searched
     template = load_template(args.template) if args.template else None
     store = store_of(args, read_only=True)
-    args.mode, args.fusion = pipeline.search_defaults(store, args.collection, args.mode, args.fusion)
+    request = pipeline.search_defaults(store, args.collection, request_of(args))
+    args.mode, args.fusion = request.mode, request.fusion
     reranker = reranker_of(args, store, args.collection)  # as `rag context`: --rerank, else the collection's saved
-    context = pipeline.retrieve(args.query, args.collection, args.top_k, args.max_tokens or BUDGETS[args.preset],
-                                store=store, embedder=query_embedder(args, store), score_threshold=args.threshold,
-                                label=args.label, mode=args.mode, fusion=args.fusion, include_toc=args.include_toc,
-                                overflow=args.overflow, reranker=reranker, rerank_depth=args.rerank_depth)
+    context = pipeline.retrieve(args.query, args.collection, request, args.max_tokens or BUDGETS[args.preset],
+                                store=store, embedder=query_embedder(args, store), reranker=reranker,
+                                label=args.label, overflow=args.overflow)
 
     def show(piece: str) -> None:
         print(piece, end="", flush=True)

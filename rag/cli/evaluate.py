@@ -60,8 +60,8 @@ from rag.evaluation import (
 )
 from rag.reports import evaluation_report
 from rag.rerank import DEFAULT_DEPTH, Reranker, describe, rerank
-from rag.retrieval import CHAT_MAX_TOKENS
-from rag.runs import keep_eval
+from rag.retrieval import CHAT_MAX_TOKENS, SearchRequest
+from rag.runs import Evaluated, keep_eval
 from rag.words import counted
 
 FAILURES_SHOWN = 10
@@ -96,24 +96,24 @@ def run_eval(args: argparse.Namespace) -> int:
     if args.tune_fusion:
         return run_tune_fusion(args, queries, store)
     started = time.perf_counter()
-    mode = SearchMode(*pipeline.search_defaults(store, args.collection, args.mode, args.fusion))
+    searched = pipeline.search_defaults(store, args.collection, SearchRequest(mode=args.mode, fusion=args.fusion))
+    mode = SearchMode(searched.mode, searched.fusion)
     embedder = embedder_of(args, store, args.collection) if mode.needs_vectors else None
     reranker = reranker_of(args, store, args.collection)
     mode = replace(mode, rerank=reranker is not None)
     cache = cache_of(args, store)
     version = version_of(queries, args.queries)
-    evaluation = evaluate_collection(queries, args.collection, embedder, store=store, cache=cache, ks=args.k,
-                                     mode=mode, reranker=reranker, rerank_depth=args.rerank_depth)
+    evaluation = evaluate_collection(queries, args.collection, embedder, mode.request(max(args.k), args.rerank_depth),
+                                     store=store, cache=cache, ks=args.k, reranker=reranker)
     funnels = funnels_of(evaluation, args.collection, embedder, store, cache, mode, reranker, args.rerank_depth)
     html = evaluation_report(evaluation, collection=args.collection, mode=mode.label,
                              embedder=embedder.model_id if embedder else None, query_set=Path(args.queries).name)
     if report:
         common.write_report(report, html)
-    run_id = announce(keep_eval(store, evaluation, queries, collection=args.collection, mode=mode.mode,
-                                fusion=mode.fusion_used, embedder=embedder, query_set=Path(args.queries).name,
-                                seconds=time.perf_counter() - started, report=html,
-                                rerank=reranker.spec if reranker else None,
-                                query_version=version))
+    evaluated = Evaluated(args.collection, mode.mode, mode.fusion_used, Path(args.queries).name,
+                          reranker.spec if reranker else None, version)
+    run_id = announce(keep_eval(store, evaluation, queries, evaluated, embedder=embedder,
+                                seconds=time.perf_counter() - started, report=html))
     if args.json:
         data = evaluation.to_json()
         for entry, funnel in zip(data["per_query"], funnels, strict=True):
@@ -138,10 +138,9 @@ def funnels_of(evaluation: Evaluation, collection: str, embedder, store, cache: 
     reranker's stage when the evaluation reranked."""
     queries = [o.query for o in evaluation.per_query]
     vectors = cache.embed([q.text for q in queries], embedder, query=True) if mode.needs_vectors else None
-    return evaluation_funnels(queries, collection, embedder, store=store, vectors=vectors, mode=mode,
-                              k=failure_k(evaluation.ks), outcomes=evaluation.per_query,
-                              reranker=reranker and partial(rerank, reranker=reranker, depth=rerank_depth),
-                              rerank_depth=rerank_depth)
+    return evaluation_funnels(queries, collection, embedder, mode.request(failure_k(evaluation.ks), rerank_depth),
+                              store=store, vectors=vectors, outcomes=evaluation.per_query,
+                              reranker=reranker and partial(rerank, reranker=reranker, depth=rerank_depth))
 
 
 def print_funnel(summary: FunnelSummary) -> None:

@@ -13,7 +13,8 @@ import sys
 from rag import pipeline
 from rag.cli import common
 from rag.errors import UsageError
-from rag.evaluation import ChunkStages, Explanation, SearchMode, absent_note, explain_chunk, verdict
+from rag.evaluation import ChunkStages, Explanation, absent_note, explain_chunk, verdict
+from rag.retrieval import SearchRequest
 from rag.store import CANDIDATES, Store
 
 
@@ -22,11 +23,10 @@ def run_explain(args: argparse.Namespace, store: Store) -> int:
     if args.document or args.include_toc or args.threshold is not None:
         raise UsageError("--explain ranks over the whole collection, as `rag eval` does: leave out --document, "
                          "--include-toc and --threshold.")
-    mode = SearchMode(args.mode, args.fusion)
+    request = SearchRequest(mode=args.mode, fusion=args.fusion, top_k=args.top_k)
     embedder = pipeline.embedder_for(store, args.collection, args.embedder)  # the dense ranks, in every mode
     chunk = store.chunk(args.collection, args.explain)
-    explanation = explain_chunk(args.query, chunk, args.collection, store=store, embedder=embedder, mode=mode,
-                                k=args.top_k, fusion=args.fusion)
+    explanation = explain_chunk(args.query, chunk, args.collection, request, store=store, embedder=embedder)
     if args.json:
         json.dump(explanation.to_json(), sys.stdout, ensure_ascii=False)
         print()

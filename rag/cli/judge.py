@@ -34,6 +34,7 @@ from rag.evaluation import (
     version_of,
 )
 from rag.generation import LLM_SPECS, get_llm
+from rag.retrieval import SearchRequest
 from rag.words import counted
 
 
@@ -91,12 +92,11 @@ def run_llm(args: argparse.Namespace) -> int:
     if not queries:
         raise UsageError(f"{args.queries} holds no questions to judge yet; judge a hit or write questions first.")
     store = store_of(args, read_only=True)  # searches only: beside the app, through it
-    mode, fusion = pipeline.search_defaults(store, args.collection, None, None)
-    embedder = None if mode == "sparse" else embedder_of(args, store, args.collection)
+    request = pipeline.search_defaults(store, args.collection, SearchRequest(top_k=args.top_k))
+    embedder = None if request.mode == "sparse" else embedder_of(args, store, args.collection)
 
     def search(question: str):
-        return pipeline.search(question, args.collection, args.top_k, store=store, embedder=embedder, mode=mode,
-                               fusion=fusion)
+        return pipeline.search(question, args.collection, request, store=store, embedder=embedder)
 
     result = judge_with_llm(llm, args.queries, search,
                             progress=lambda done, total: common.progress(f"judged {done}/{total} questions"))

@@ -20,6 +20,7 @@ from rag.cli.store_options import (
     embedder_of,
     given,
     query_embedder,
+    request_of,
     store_of,
     store_options,
 )
@@ -115,16 +116,15 @@ def rank_label(rank: int | None, score: float | None) -> str:
 
 def run_search(args: argparse.Namespace) -> int:
     store = store_of(args, read_only=True)
-    args.mode, args.fusion = pipeline.search_defaults(store, args.collection, args.mode, args.fusion)
+    request = pipeline.search_defaults(store, args.collection, request_of(args))
+    args.mode, args.fusion = request.mode, request.fusion
     if args.explain is not None:
         from rag.cli.explain import run_explain  # the funnel's imports only when asked
 
         return run_explain(args, store)
     reranker = reranker_of(args, store, args.collection)
-    hits = pipeline.search(args.query, args.collection, args.top_k, args.threshold, args.document or None,
-                           store=store, embedder=(embedder := query_embedder(args, store)), mode=args.mode,
-                           fusion=args.fusion,
-                           include_toc=args.include_toc, reranker=reranker, rerank_depth=args.rerank_depth)
+    hits = pipeline.search(args.query, args.collection, request, store=store,
+                           embedder=(embedder := query_embedder(args, store)), reranker=reranker)
     if args.json:
         dump({"hits": [hit_json(h, args.mode) for h in hits], "rerank": describe(reranker, args.rerank_depth),
               **engine_facts(embedder)})
@@ -151,12 +151,12 @@ def run_search(args: argparse.Namespace) -> int:
 
 def run_context(args: argparse.Namespace) -> int:
     store = store_of(args, read_only=True)
-    args.mode, args.fusion = pipeline.search_defaults(store, args.collection, args.mode, args.fusion)
-    context = pipeline.retrieve(args.query, args.collection, args.top_k, args.max_tokens, store=store,
-                                embedder=query_embedder(args, store), score_threshold=args.threshold,
-                                label=args.label, mode=args.mode, fusion=args.fusion, include_toc=args.include_toc,
-                                overflow=args.overflow, reranker=reranker_of(args, store, args.collection),
-                                rerank_depth=args.rerank_depth)
+    request = pipeline.search_defaults(store, args.collection, request_of(args))
+    args.mode, args.fusion = request.mode, request.fusion
+    context = pipeline.retrieve(args.query, args.collection, request, args.max_tokens, store=store,
+                                embedder=query_embedder(args, store),
+                                reranker=reranker_of(args, store, args.collection), label=args.label,
+                                overflow=args.overflow)
     if args.json:
         dump(context.to_dict())
         return 0

@@ -13,7 +13,7 @@ from rag.cli.chunk import common
 from rag.cli.rerank import add_rerank_options
 from rag.embeddings import EMBEDDER_SPECS
 from rag.errors import RagError
-from rag.retrieval import CHAT_MAX_TOKENS, DEFAULT_OVERFLOW, GENERATION_MAX_TOKENS, OVERFLOWS
+from rag.retrieval import CHAT_MAX_TOKENS, DEFAULT_OVERFLOW, GENERATION_MAX_TOKENS, OVERFLOWS, SearchRequest
 from rag.settings import load as load_settings
 from rag.store import DEFAULT_FUSION, MODES, Store, open_store, parse_fusion, reading_note, size_note
 
@@ -93,6 +93,13 @@ def add_query_options(parser: argparse.ArgumentParser, json_help: str) -> None:
     add_embedder(parser)
     add_rerank_options(parser)
     parser.add_argument("--json", action="store_true", help=json_help)
+
+
+def request_of(args: argparse.Namespace) -> SearchRequest:
+    """Return the search the query options ask for (add_query_options; --document where the command has it)."""
+    return SearchRequest(mode=args.mode, fusion=args.fusion, top_k=args.top_k, score_threshold=args.threshold,
+                         document_ids=getattr(args, "document", None) or None, include_toc=args.include_toc,
+                         rerank_depth=args.rerank_depth)
 
 
 def fusion_option(text: str) -> str:

@@ -28,6 +28,7 @@ from rag.errors import UsageError
 from rag.evaluation import (
     MODE_NAMES,
     MOSTLY_UNJUDGED,
+    Sweep,
     SweepProgress,
     SweepResult,
     collection_documents,
@@ -116,9 +117,9 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     modes = with_rerank(parse_modes(args.mode, args.fusion or DEFAULT_FUSION), args)
     parts = []
     for embedder in embedders:  # one sweep per embedder, on the same documents and queries: their rows are paired
-        part = run_sweep(documents, queries, configs, embedder, store=store, cache=cache, ks=args.k,
-                         progress=SweepReporter(), skipped=skipped, modes=modes, reranker=reranker,
-                         rerank_depth=args.rerank_depth, collection=args.collection)
+        sweep = Sweep(documents, queries, configs, ks=args.k, modes=modes, rerank_depth=args.rerank_depth,
+                      collection=args.collection, skipped=skipped)
+        part = run_sweep(sweep, embedder, store=store, cache=cache, progress=SweepReporter(), reranker=reranker)
         for note in part.skipped[len(skipped):]:  # whether the collection was searched as stored
             common.progress(f"note: {note}")
         common.progress(f"tracing the misses of {len(part.results)} rows through the stages (why was it missed?)")

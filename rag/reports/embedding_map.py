@@ -26,7 +26,7 @@ import numpy as np
 from rag import pipeline
 from rag.embeddings import Embedder
 from rag.errors import InvalidSettingsError, MissingPackageError, StoreError
-from rag.retrieval import DEFAULT_FUSION, Hit, hit_from_point, vector_name
+from rag.retrieval import DEFAULT_REQUEST, Hit, SearchRequest, hit_from_point, vector_name
 from rag.store import Store
 from rag.words import counted
 
@@ -195,14 +195,13 @@ def embedding_map(
     sample: int = DEFAULT_SAMPLE,
     method: str = "pca",
     *,
-    top_k: int = 5,
-    mode: str = "dense",
-    fusion: str = DEFAULT_FUSION,
+    request: SearchRequest = DEFAULT_REQUEST,
     hits: Sequence[Hit] | None = None,
 ) -> EmbeddingMap:
     """Return a 2-D map of collection's chunks (a seeded sample if it has more than sample), query and hits marked.
 
-    The query's hits come from pipeline.search(query, top_k, mode, fusion), or pass the hits already found.
+    The query's hits come from pipeline.search(query, request) (a mode or fusion None: dense, DEFAULT_FUSION, as a
+    Store searches), or pass the hits already found.
     The query is embedded with embedder (default: the collection's own) to place it on the map.
     """
     _check_method(method)
@@ -212,7 +211,8 @@ def embedding_map(
     if query is not None:
         embedder = embedder or pipeline.embedder_for(store, collection)
         if hits is None:
-            hits = pipeline.search(query, collection, top_k, store=store, embedder=embedder, mode=mode, fusion=fusion)
+            request = request.replace(mode=request.searched_mode, fusion=request.searched_fusion)
+            hits = pipeline.search(query, collection, request, store=store, embedder=embedder)
     every = store.point_ids(collection)
     ids, sampled = sample_ids(every, sample)
     chosen = set(ids)

@@ -23,7 +23,7 @@ import numpy as np
 from rag import pipeline
 from rag.embeddings import Embedder
 from rag.evaluation.metrics import Evaluation, collection_info
-from rag.retrieval import DEFAULT_FUSION, candidate_limit
+from rag.retrieval import DEFAULT_REQUEST, SearchRequest, candidate_limit
 from rag.store import Store
 
 SCORE_CAP = 5000  # chunks scored at most: one search with this top_k
@@ -81,11 +81,12 @@ def score_stats(scores: Sequence[float]) -> ScoreStats | None:
 
 
 def distribution_of(
-    scores: Sequence[float], top_k: int, threshold: float | None = None, total: int | None = None,
-    cap: int = SCORE_CAP, *, query: str = "", collection: str = "", mode: str = "dense", fusion: str | None = None,
-    score_kind: str | None = None, depth: int | None = None,
+    scores: Sequence[float], request: SearchRequest, total: int | None = None, cap: int = SCORE_CAP, *,
+    query: str = "", collection: str = "", score_kind: str | None = None,
 ) -> ScoreDistribution:
-    """Return the distribution of scores (best first) as cut by top_k and threshold; total = chunks that exist."""
+    """Return the distribution of scores (best first) as cut by the request's top_k and score_threshold; total =
+    chunks that exist; the request's depth: how deep hybrid search fused (a note on the chunks without a score)."""
+    top_k, threshold, mode, depth = request.top_k, request.score_threshold, request.searched_mode, request.depth
     scores = tuple(sorted((float(s) for s in scores), reverse=True))
     total = len(scores) if total is None else total
     capped = total > cap
@@ -103,45 +104,41 @@ def distribution_of(
                      f"{unscored:,} of {min(total, cap):,} chunks get no fused score.")
     elif unscored > 0:
         notes.append(f"{unscored:,} of {min(total, cap):,} chunks got no score in this search.")
-    return ScoreDistribution(query, collection, mode, fusion if mode == "hybrid" else None, score_kind, scores, total,
-                             cap, capped, top_k, scores[top_k - 1] if len(scores) >= top_k else None, threshold,
-                             above, kept, score_stats(scores), tuple(notes))
+    return ScoreDistribution(query, collection, mode, request.fusion if mode == "hybrid" else None, score_kind,
+                             scores, total, cap, capped, top_k, scores[top_k - 1] if len(scores) >= top_k else None,
+                             threshold, above, kept, score_stats(scores), tuple(notes))
 
 
 def score_distribution(
     query: str,
     collection: str,
+    request: SearchRequest = DEFAULT_REQUEST,
     *,
     store: Store,
     embedder: Embedder | None = None,
-    mode: str = "dense",
-    fusion: str = DEFAULT_FUSION,
-    top_k: int = 5,
-    threshold: float | None = None,
-    document_ids: list[str] | None = None,
     cap: int = SCORE_CAP,
     query_vector: np.ndarray | None = None,
-    include_toc: bool = False,
 ) -> ScoreDistribution:
-    """Return the scores of query over every chunk of collection (at most cap), with the top_k and threshold cuts.
+    """Return the scores of query over every chunk of collection (at most cap), with the request's top_k and
+    threshold cuts (a mode or fusion None: dense, DEFAULT_FUSION, as a Store searches).
 
-    One search with top_k = min(chunks, cap) and no threshold, in the given mode, hybrid fused at the depth a
-    search with top_k uses, so the first top_k scores are that search's; errors as pipeline.search (empty
-    query, unknown mode, a keyword mode on a collection without keyword vectors, ...). query_vector: the
-    query's embedding when the caller has it (pipeline.search). include_toc: as in pipeline.search.
+    One search with top_k = min(chunks, cap) and no threshold, in the request's mode and documents, hybrid fused
+    at the depth a search with top_k uses, so the first top_k scores are that search's; errors as pipeline.search
+    (empty query, unknown mode, a keyword mode on a collection without keyword vectors, ...). query_vector: the
+    query's embedding when the caller has it (pipeline.search).
     """
-    if document_ids:
-        wanted = set(document_ids)
+    request = request.replace(mode=request.searched_mode, fusion=request.searched_fusion,
+                              depth=candidate_limit(request.top_k))
+    if request.document_ids:
+        wanted = set(request.document_ids)
         total = sum(d.chunks for d in store.documents(collection) if d.document_id in wanted)
     else:
         total = collection_info(store, collection).points
-    limit, depth = max(1, min(total, cap)), candidate_limit(top_k)
-    hits = pipeline.search(query, collection, limit, None, document_ids, store=store, embedder=embedder, mode=mode,
-                           fusion=fusion, query_vector=query_vector, include_toc=include_toc, depth=depth)
+    every = request.replace(top_k=max(1, min(total, cap)), score_threshold=None)
+    hits = pipeline.search(query, collection, every, store=store, embedder=embedder, query_vector=query_vector)
     scores = [h.score for h in hits if h.score is not None]
     kind = next((h.score_kind for h in hits if h.score_kind), None)
-    return distribution_of(scores, top_k, threshold, total, cap, query=query, collection=collection, mode=mode,
-                           fusion=fusion, score_kind=kind, depth=depth)
+    return distribution_of(scores, request, total, cap, query=query, collection=collection, score_kind=kind)
 
 
 @dataclass(frozen=True)

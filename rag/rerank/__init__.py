@@ -27,13 +27,13 @@ from rag.errors import InvalidSettingsError, UnknownRerankerError
 from rag.providers import Registry
 from rag.rerank import local
 from rag.rerank.api import SERVICES, TEI, ApiReranker
-from rag.retrieval import Hit
+from rag.retrieval import RERANK_DEPTH, Hit
 from rag.settings import folder_inside_data_root
 
 __all__ = ["DEFAULT_DEPTH", "RERANK_SPECS", "Reranker", "SCORE_KIND", "SERVICES", "TEI", "check_depth", "describe",
            "get_reranker", "rerank", "rerank_all"]
 
-DEFAULT_DEPTH = 30  # candidates a reranker reads per query: a cross-encoder pass costs about one embedding each
+DEFAULT_DEPTH = RERANK_DEPTH  # candidates a reranker reads per query (rag.retrieval.request)
 MAX_DEPTH = 1000
 SCORE_KIND = "rerank"
 

@@ -37,8 +37,8 @@ from rag.retrieval.folding import KEYS as CHILD_FIELDS
 from rag.retrieval.folding import parents as fold
 from rag.retrieval.fusion import DEFAULT_FUSION, METHODS, Fusion, parse_fusion
 from rag.retrieval.records import Hit, Layout, hit_from_point, mismatch_error, payload_int, sparse_missing_error
+from rag.retrieval.request import DEFAULT_REQUEST, MODES, SearchRequest
 
-MODES = ("dense", "sparse", "hybrid")
 # what a search asks the engine for: the fields that order equal scores; the whole payload of the points kept is read
 # once afterwards (Search._payloads)
 KEYS = models.PayloadSelectorInclude(include=["document_id", "chunk_index"])
@@ -67,12 +67,37 @@ def check_mode(mode: str, fusion: str | Fusion = DEFAULT_FUSION) -> Fusion:
 
 
 @dataclass
-class _Plan:
-    """The requests of one query: the candidate lists to explain with, and the request giving the hits."""
+class _Need:
+    """One candidate list a request needs of one query: its kind ("dense" or "sparse"), filter, length and
+    threshold. Lists of one kind and filter without a threshold are fetched once, as deep as the deepest need, and
+    each need takes its first `limit` (HNSW and BM25 rank the same points first at any depth)."""
 
-    dense: models.QueryRequest | None = None
-    sparse: models.QueryRequest | None = None
-    final: models.QueryRequest | None = None  # None: nothing can match (a sparse query without terms)
+    kind: str
+    query: Any  # the query's vector (a list of floats) or its keyword vector
+    filter: models.Filter | None
+    limit: int
+    threshold: float | None = None
+
+    @property
+    def shared(self) -> tuple[str, str] | None:
+        """Return the key of the list this need can share, None when it needs its own (a threshold)."""
+        if self.threshold is not None:
+            return None
+        return self.kind, "" if self.filter is None else self.filter.model_dump_json()
+
+
+@dataclass
+class _Asked:
+    """What one request needs of one query: its result list, or its candidate lists and the fused request."""
+
+    request: SearchRequest
+    mode: str
+    fusion: Fusion
+    limit: int  # points kept (top_k times the fan-out of children)
+    dense: _Need | None = None
+    sparse: _Need | None = None
+    final: models.QueryRequest | None = None  # the engine fuses (dbsf)
+    nothing: bool = False  # a keyword query without terms: nothing can match
 
 
 class SearchMixin:
@@ -98,29 +123,18 @@ class SearchMixin:
         collection: str,
         vector: np.ndarray | None = None,
         embedder: Embedder | None = None,
+        request: SearchRequest = DEFAULT_REQUEST,
         *,
-        vector_name: str | None = None,
-        top_k: int = 5,
-        score_threshold: float | None = None,
-        document_ids: list[str] | None = None,
-        mode: str = "dense",
-        fusion: str = DEFAULT_FUSION,
         query_text: str | None = None,
-        include_toc: bool = False,
-        depth: int | None = None,
+        vector_name: str | None = None,
     ) -> list[Hit]:
-        """Return the top_k chunks for one query, best first, each with its score explained.
+        """Return the request's top_k chunks for one query, best first, each with its score explained.
 
-        dense needs vector, sparse needs query_text, hybrid needs both (see the module docstring). depth: how
-        many candidates of each list hybrid search fuses (default candidate_limit(top_k)).
+        dense needs vector, sparse needs query_text, hybrid needs both (see the module docstring).
         """
         vectors = None if vector is None else np.asarray(vector, dtype=np.float32).reshape(1, -1)
         texts = None if query_text is None else [query_text]
-        rows = self.search_batch(
-            collection, vectors, embedder, top_k, vector_name=vector_name, score_threshold=score_threshold,
-            document_ids=document_ids, mode=mode, fusion=fusion, query_texts=texts, include_toc=include_toc,
-            depth=depth,
-        )  # fmt: skip
+        rows = self.search_batch(collection, vectors, embedder, request, query_texts=texts, vector_name=vector_name)
         return rows[0] if rows else []
 
     def search_batch(
@@ -128,124 +142,62 @@ class SearchMixin:
         collection: str,
         vectors: np.ndarray | None = None,
         embedder: Embedder | None = None,
-        top_k: int = 5,
+        request: SearchRequest = DEFAULT_REQUEST,
         *,
-        vector_name: str | None = None,
-        score_threshold: float | None = None,
-        document_ids: list[str] | None = None,
-        mode: str = "dense",
-        fusion: str = DEFAULT_FUSION,
         query_texts: Sequence[str] | None = None,
-        include_toc: bool = False,
-        depth: int | None = None,
+        vector_name: str | None = None,
     ) -> list[list[Hit]]:
         """Return the hits of each query (rows of vectors and/or query_texts, same order), in one round trip.
 
-        Chunks flagged as a table of contents are left out unless include_toc. depth: as in search.
+        Chunks flagged as a table of contents are left out unless the request includes them.
         """
-        fusion = check_mode(mode, fusion)
-        matrix = self._query_matrix(vectors, mode)
-        texts = self._query_texts(query_texts, mode, matrix)
-        count = len(texts) if matrix is None else len(matrix)
-        if count == 0:
-            return []
-        layout = self._layout(collection)
-        using = None if mode == "sparse" else self._using(layout, matrix.shape[1], embedder, vector_name)
-        if mode != "dense" and not layout.sparse:
-            raise sparse_missing_error(layout, mode)
-        analyzer = self._analyzer(layout) if mode != "dense" else None
-        kind = fusion.method if mode == "hybrid" else "bm25" if mode == "sparse" else layout.distances.get(using or "")
-        parents = max(int(top_k), 1) if layout.child_size else None
+        return self.search_many(collection, [request], vectors, embedder, query_texts=query_texts,
+                                vector_name=vector_name)[0]
 
-        def once() -> list[list[Hit]]:  # unfinished writes never show (rag.store.versions: stable_read)
-            fanout = self.fanout(collection) if layout.child_size else 1  # children: top_k parents need more of them
-            shared = {"filter": self.search_filter(layout, document_ids, include_toc),
-                      "limit": max(int(top_k), 1) * fanout, "score_threshold": score_threshold}
-            deep = (candidate_limit(top_k) if depth is None else max(int(depth), 1)) * fanout
-            plans = [self._plan(mode, fusion, layout, using, None if matrix is None else matrix[i],
-                                texts and texts[i], shared, analyzer, deep) for i in range(count)]
-            return self._run(collection, plans, mode, kind or "cosine", fusion, shared, parents)
-
-        return self.stable_read(collection, once)
-
-    def search_batch_modes(
+    def search_many(
         self,
         collection: str,
-        modes: Sequence[tuple[str, str]],
+        requests: Sequence[SearchRequest],
         vectors: np.ndarray | None,
         embedder: Embedder | None,
-        top_k: int,
         *,
         query_texts: Sequence[str] | None = None,
+        vector_name: str | None = None,
     ) -> list[list[list[Hit]]]:
-        """Return, per (mode, fusion) of modes, the hits of each query: what search_batch gives for each, from one
-        round trip in which the modes share their candidate lists.
+        """Return, per request, the hits of each query: what search_batch gives for each, from one round trip in
+        which the requests share their candidate lists.
 
         A hybrid search already fetches each query's dense and keyword candidates (candidate_limit(top_k) long);
-        dense and sparse mode take their top_k from those lists, rrf and convex fusion fuse them, and only dbsf
-        adds a request (the engine fuses). An evaluation of several modes thus scans the collection once
-        per list, not once per mode. Without a hybrid mode, this is search_batch per mode.
+        a dense or sparse request without a threshold takes its top_k from those lists, rrf and convex fusion fuse
+        them, and only dbsf adds a request (the engine fuses). An evaluation of several modes thus scans the
+        collection once per list, not once per mode; one request is a list of one.
         """
-        fusions = [check_mode(mode, fusion) for mode, fusion in modes]
-        if not any(mode == "hybrid" for mode, _ in modes):
-            return [self.search_batch(collection, vectors, embedder, top_k, mode=mode, fusion=fusion,
-                                      query_texts=query_texts) for mode, fusion in modes]
-        matrix = self._query_matrix(vectors, "hybrid")
-        texts = self._query_texts(query_texts, "hybrid", matrix)
-        if len(matrix) == 0:
-            return [[] for _ in modes]
+        fusions = [check_mode(r.searched_mode, r.searched_fusion) for r in requests]
+        modes = [r.searched_mode for r in requests]
+        matrix = self._query_matrix(vectors, "sparse" if all(m == "sparse" for m in modes) else
+                                    next(m for m in modes if m != "sparse"))
+        texts = self._query_texts(query_texts, "dense" if all(m == "dense" for m in modes) else
+                                  next(m for m in modes if m != "dense"), matrix)
+        count = len(texts) if matrix is None else len(matrix)
+        if not requests or count == 0:
+            return [[] for _ in requests]
         layout = self._layout(collection)
-        if not layout.sparse:
-            raise sparse_missing_error(layout, "hybrid")
-        return self.stable_read(collection, lambda: self._modes_once(collection, layout, modes, fusions, matrix, texts,
-                                                                     embedder, top_k))
-
-    def _modes_once(self, collection: str, layout: Layout, modes: Sequence[tuple[str, str]], fusions: list[Fusion],
-                    matrix: np.ndarray, texts: list[str] | None, embedder: Embedder | None, top_k: int
-                    ) -> list[list[list[Hit]]]:
-        """Return search_batch_modes' hits from one read of the collection."""
-        fanout = self.fanout(collection) if layout.child_size else 1  # children: top_k parents need more of them
-        shared = {"filter": self.search_filter(layout, None, False), "limit": max(int(top_k), 1) * fanout,
-                  "score_threshold": None}
-        using = self._using(layout, matrix.shape[1], embedder, None)
-        analyzer, depth = self._analyzer(layout), candidate_limit(top_k) * fanout
-        engine = [(i, f) for i, ((mode, _), f) in enumerate(zip(modes, fusions, strict=True))
-                  if mode == "hybrid" and not f.fused_here]
-        requests, keyword_of = [], []
-        for vector, text in zip(matrix, texts, strict=True):
-            lists = self._plan("hybrid", Fusion("convex"), layout, using, vector, text, shared, analyzer, depth)
-            requests.append(lists.dense)
-            keyword_of.append(lists.sparse is not None)
-            requests.extend([lists.sparse] if lists.sparse is not None else [])
-            for _, fusion in engine:
-                final = self._plan("hybrid", fusion, layout, using, vector, text, shared, analyzer, depth).final
-                requests.append(final)
-        with self._guard(f"searching '{collection}'"):
-            responses = iter(self.client.query_batch_points(collection, requests))
-        found: list[list[tuple]] = [[] for _ in modes]
+        using = None if matrix is None else self._using(layout, matrix.shape[1], embedder, vector_name)
+        if any(m != "dense" for m in modes) and not layout.sparse:
+            raise sparse_missing_error(layout, next(m for m in modes if m != "dense"))
+        analyzer = self._analyzer(layout) if any(m != "dense" for m in modes) else None
         kinds = [fusion.method if mode == "hybrid" else "bm25" if mode == "sparse" else
-                 layout.distances.get(using or "") or "cosine" for (mode, _), fusion in zip(modes, fusions,
-                                                                                            strict=True)]
-        for has_keywords in keyword_of:
-            dense_points = next(responses).points
-            keyword_points = next(responses).points if has_keywords else []
-            fused = {i: next(responses).points for i, _ in engine}
-            dense, keyword = _ranks(dense_points), _ranks(keyword_points)
-            for i, ((mode, _), fusion) in enumerate(zip(modes, fusions, strict=True)):
-                if mode == "dense":
-                    points = dense_points[:shared["limit"]]
-                elif mode == "sparse":
-                    points = keyword_points[:shared["limit"]]
-                elif fusion.fused_here:
-                    points = _fuse_here(dense_points, keyword_points, fusion, shared["limit"], None)
-                else:
-                    points = fused[i]
-                seen = (dense, keyword) if mode == "hybrid" else ({}, {})  # dense, sparse: their own fields only
-                found[i].append(_folded(points, *seen, top_k if layout.child_size else None))
-        payloads = self._payloads(collection, [p for rows in found for row in rows for p in row[0]])
-        return [[[_explained(p, rank, mode, kinds[i], dense, keyword, payloads, kids)
-                  for rank, p in enumerate(_kept(points, payloads), 1)] for points, dense, keyword, kids in found[i]]
-                for i, (mode, _) in enumerate(modes)]
+                 layout.distances.get(using or "") or "cosine" for mode, fusion in zip(modes, fusions, strict=True)]
+
+        def once() -> list[list[list[Hit]]]:  # unfinished writes never show (rag.store.versions: stable_read)
+            fanout = self.fanout(collection) if layout.child_size else 1  # children: top_k parents need more of them
+            filters = [self.search_filter(layout, r.documents, r.include_toc) for r in requests]
+            asked = [[self._ask(r, layout, using, None if matrix is None else matrix[q], texts and texts[q], f,
+                                analyzer, fanout) for r, f in zip(requests, filters, strict=True)]
+                     for q in range(count)]
+            return self._execute(collection, layout, asked, using, kinds)
+
+        return self.stable_read(collection, once)
 
     @staticmethod
     def _query_matrix(vectors: np.ndarray | None, mode: str) -> np.ndarray | None:
@@ -269,57 +221,91 @@ class SearchMixin:
         return texts
 
     @staticmethod
-    def _plan(
-        mode: str, fusion: Fusion, layout: Layout, using: str | None, vector: Any, text: str | None, shared: dict,
-        analyzer: QueryAnalyzer | None = None, depth: int = CANDIDATES,
-    ) -> _Plan:
-        """Return the requests for one query (dense/sparse lists for the explanation, final for the hits)."""
-        plan = _Plan()
-        keys = CHILD_KEYS if layout.child_size else KEYS  # children: their parent and span too
+    def _ask(request: SearchRequest, layout: Layout, using: str | None, vector: Any, text: str | None,
+             where: models.Filter | None, analyzer: QueryAnalyzer | None, fanout: int) -> _Asked:
+        """Return what one request needs of one query (see _Asked)."""
+        mode, fusion = request.searched_mode, parse_fusion(request.searched_fusion)
+        limit = max(int(request.top_k), 1) * fanout
+        asked = _Asked(request, mode, fusion, limit)
+        threshold = request.score_threshold
         if mode == "dense":
-            plan.final = models.QueryRequest(query=vector.tolist(), using=using, with_payload=keys, **shared)
-            return plan
+            asked.dense = _Need("dense", vector.tolist(), where, limit, threshold)
+            return asked
         indices, values = analyzer.query_vector(text or "")
         keyword = models.SparseVector(indices=indices, values=values) if indices else None
         if mode == "sparse":
+            asked.sparse = _Need("sparse", keyword, where, limit, threshold) if keyword is not None else None
+            asked.nothing = keyword is None
+            return asked
+        depth = (candidate_limit(request.top_k) if request.depth is None else max(int(request.depth), 1)) * fanout
+        asked.dense = _Need("dense", vector.tolist(), where, depth)
+        asked.sparse = _Need("sparse", keyword, where, depth) if keyword is not None else None
+        if not fusion.fused_here:  # dbsf: the engine fuses the two lists, queried as prefetches
+            prefetch = [models.Prefetch(query=vector.tolist(), using=using, filter=where, limit=depth)]
             if keyword is not None:
-                plan.final = models.QueryRequest(query=keyword, using=layout.sparse, with_payload=keys, **shared)
-            return plan
-        candidates = {"filter": shared["filter"], "limit": depth}
-        here = fusion.fused_here  # rrf, convex: the candidate lists carry the payloads, the fusion is done in _run
-        prefetch = [models.Prefetch(query=vector.tolist(), using=using, **candidates)]
-        plan.dense = models.QueryRequest(query=vector.tolist(), using=using, with_payload=keys if here or
-                                         layout.child_size else False,
-                                         **candidates)
-        if keyword is not None:
-            prefetch.append(models.Prefetch(query=keyword, using=layout.sparse, **candidates))
-            plan.sparse = models.QueryRequest(query=keyword, using=layout.sparse, with_payload=keys if here or
-                                              layout.child_size else False,
-                                              **candidates)
-        if not here:
-            plan.final = models.QueryRequest(prefetch=prefetch, query=fusion.query(), with_payload=keys, **shared)
-        return plan
+                prefetch.append(models.Prefetch(query=keyword, using=layout.sparse, filter=where, limit=depth))
+            asked.final = models.QueryRequest(prefetch=prefetch, query=fusion.query(), filter=where, limit=limit,
+                                              score_threshold=threshold, with_payload=_keys(layout))
+        return asked
 
-    def _run(self, collection: str, plans: list[_Plan], mode: str, kind: str, fusion: Fusion, shared: dict,
-             parents: int | None = None) -> list[list[Hit]]:
-        """Return the explained hits of each plan, sending every request of every plan in one batch; parents: the
-        points are children, folded into that many parents (rag.store.children)."""
-        requests = [r for p in plans for r in (p.dense, p.sparse, p.final) if r is not None]
+    def _execute(self, collection: str, layout: Layout, asked: list[list[_Asked]], using: str | None,
+                 kinds: list[str]) -> list[list[list[Hit]]]:
+        """Return the explained hits of every request of every query (asked[query][request]), sending every list
+        and fused request in one batch; children folded into their parents (rag.store.children)."""
+        requests: list[models.QueryRequest] = []
+        shared: dict[tuple, int] = {}  # (query, kind, filter) -> index of the list fetched for all who share it
+        own: dict[int, int] = {}  # id(need) -> index of its own list
+        finals: dict[int, int] = {}  # id(asked) -> index of its fused request
+        for q, row in enumerate(asked):  # the deepest need of each shareable list decides its depth
+            deepest: dict[tuple, _Need] = {}
+            for a in row:
+                for need in (a.dense, a.sparse):
+                    if need is not None and need.shared is not None:
+                        key = (q, *need.shared)
+                        if key not in deepest or need.limit > deepest[key].limit:
+                            deepest[key] = need
+            for key, need in deepest.items():
+                shared[key] = len(requests)
+                requests.append(_list(layout, using, need))
+            for a in row:
+                for need in (a.dense, a.sparse):
+                    if need is not None and need.shared is None:
+                        own[id(need)] = len(requests)
+                        requests.append(_list(layout, using, need))
+                if a.final is not None:
+                    finals[id(a)] = len(requests)
+                    requests.append(a.final)
+        responses = []
         if requests:
             with self._guard(f"searching '{collection}'"):
-                responses = iter(self.client.query_batch_points(collection, requests))
-        found = []
-        for plan in plans:
-            dense_points = next(responses).points if plan.dense is not None else []
-            keyword_points = next(responses).points if plan.sparse is not None else []
-            if mode == "hybrid" and fusion.fused_here:
-                points = _fuse_here(dense_points, keyword_points, fusion, shared["limit"], shared["score_threshold"])
-            else:
-                points = next(responses).points if plan.final is not None else []
-            found.append(_folded(points, _ranks(dense_points), _ranks(keyword_points), parents))
-        payloads = self._payloads(collection, [p for row in found for p in row[0]])
-        return [[_explained(p, i, mode, kind, dense, keyword, payloads, kids)
-                 for i, p in enumerate(_kept(points, payloads), 1)] for points, dense, keyword, kids in found]
+                responses = [r.points for r in self.client.query_batch_points(collection, requests)]
+
+        def points_of(q: int, need: _Need | None) -> list[Any]:
+            if need is None:
+                return []
+            at = own.get(id(need)) if need.shared is None else shared[(q, *need.shared)]
+            return responses[at][:need.limit]
+
+        found: list[list[tuple]] = [[] for _ in kinds]
+        for q, row in enumerate(asked):
+            for i, a in enumerate(row):
+                dense_points, keyword_points = points_of(q, a.dense), points_of(q, a.sparse)
+                parents = max(int(a.request.top_k), 1) if layout.child_size else None
+                if a.nothing:
+                    points = []
+                elif a.mode == "dense":
+                    points, dense_points = dense_points, []
+                elif a.mode == "sparse":
+                    points, keyword_points = keyword_points, []
+                elif a.fusion.fused_here:
+                    points = _fuse_here(dense_points, keyword_points, a.fusion, a.limit, a.request.score_threshold)
+                else:
+                    points = responses[finals[id(a)]]
+                found[i].append(_folded(points, _ranks(dense_points), _ranks(keyword_points), parents))
+        payloads = self._payloads(collection, [p for rows in found for row in rows for p in row[0]])
+        return [[[_explained(p, rank, asked[0][i].mode, kinds[i], dense, keyword, payloads, kids)
+                  for rank, p in enumerate(_kept(points, payloads), 1)] for points, dense, keyword, kids in found[i]]
+                for i in range(len(kinds))]
 
     def _payloads(self, collection: str, points: list[Any]) -> dict[str, dict]:
         """Return the whole payload of each point (by id) in one read: the searches asked only for the fields that
@@ -330,6 +316,18 @@ class SearchMixin:
         with self._guard(f"reading the chunks found in '{collection}'"):
             records = self.client.retrieve(collection, ids, with_payload=True, with_vectors=False)
         return {str(r.id): r.payload or {} for r in records}
+
+
+def _list(layout: Layout, using: str | None, need: _Need) -> models.QueryRequest:
+    """Return the engine request of one candidate list."""
+    return models.QueryRequest(query=need.query, using=using if need.kind == "dense" else layout.sparse,
+                               filter=need.filter, limit=need.limit, score_threshold=need.threshold,
+                               with_payload=_keys(layout))
+
+
+def _keys(layout: Layout) -> models.PayloadSelectorInclude:
+    """Return the payload fields a search reads (children: their parent and span too)."""
+    return CHILD_KEYS if layout.child_size else KEYS
 
 
 def _fuse_here(dense: list[Any], keyword: list[Any], fusion: Fusion, limit: int, threshold: float | None

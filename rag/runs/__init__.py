@@ -11,8 +11,9 @@ from rag.runs.compare import parse_side as parse_run_side
 from rag.runs.db import RunLog, runs_path, runs_path_of
 from rag.runs.export import export_run, read_export
 from rag.runs.keep import keep_eval, keep_sweep, last_sweep
-from rag.runs.records import outcomes_of, sweep_row
+from rag.runs.records import Evaluated, outcomes_of, sweep_row
 
-__all__ = ["Applied", "RunComparison", "RunLog", "apply_configuration", "collection_defaults", "compare_runs",
-           "export_run", "keep_eval", "keep_sweep", "last_sweep", "outcomes_of", "pair_outcomes", "parse_run_side",
-           "query_versions", "read_export", "runs_path", "runs_path_of", "sweep_row", "version_warning"]
+__all__ = ["Applied", "Evaluated", "RunComparison", "RunLog", "apply_configuration", "collection_defaults",
+           "compare_runs", "export_run", "keep_eval", "keep_sweep", "last_sweep", "outcomes_of", "pair_outcomes",
+           "parse_run_side", "query_versions", "read_export", "runs_path", "runs_path_of", "sweep_row",
+           "version_warning"]

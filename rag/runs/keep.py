@@ -11,7 +11,7 @@ from rag.evaluation.querysets import Query
 from rag.evaluation.sweeps import SweepResult
 from rag.reports import evaluation_report, sweep_report
 from rag.runs.db import RunLog, runs_path_of
-from rag.runs.records import eval_run, sweep_run
+from rag.runs.records import Evaluated, eval_run, sweep_run
 from rag.store import Store
 
 Kept = tuple[int | None, str | None]  # (run id, None) or (None, one warning line)
@@ -21,20 +21,17 @@ def _prompts(embedder: Embedder | None) -> tuple[str, str]:
     return (embedder.query_prompt, embedder.document_prompt) if embedder else ("", "")
 
 
-def keep_eval(store: Store, evaluation: Evaluation, queries: Sequence[Query], *, collection: str, mode: str,
-              fusion: str | None, embedder: Embedder | None, query_set: str, seconds: float,
-              report: str | None = None, rerank: str | None = None, query_version: dict | None = None) -> Kept:
+def keep_eval(store: Store, evaluation: Evaluation, queries: Sequence[Query], of: Evaluated, *,
+              embedder: Embedder | None, seconds: float, report: str | None = None) -> Kept:
     """Keep an evaluation of a collection (its chunking read from the collection) with its HTML report."""
-    sizes = {(d.chunk_size, d.overlap, d.strategy) for d in store.documents(collection)}
+    sizes = {(d.chunk_size, d.overlap, d.strategy) for d in store.documents(of.collection)}
     size, overlap, strategy = next(iter(sizes)) if len(sizes) == 1 else (None, None, None)
     model = embedder.model_id if embedder else None
-    record = eval_run(evaluation, queries, collection=collection, mode=mode, fusion=fusion, embedder=model,
-                      prompts=_prompts(embedder), chunking={"chunk_size": size, "overlap": overlap,
-                                                            "strategy": strategy},
-                      query_set=query_set, seconds=seconds, rerank=rerank, query_version=query_version)
+    record = eval_run(evaluation, queries, of, embedder=model, prompts=_prompts(embedder),
+                      chunking={"chunk_size": size, "overlap": overlap, "strategy": strategy}, seconds=seconds)
     if report is None:
-        report = evaluation_report(evaluation, collection=collection, mode=record[0]["rows"][0]["label"],
-                                   embedder=model, query_set=query_set)
+        report = evaluation_report(evaluation, collection=of.collection, mode=of.label, embedder=model,
+                                   query_set=of.query_set)
     return RunLog(runs_path_of(store)).save_quietly(*record, report)
 
 

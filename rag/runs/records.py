@@ -11,6 +11,7 @@ meant, so a run stays readable (listed, compared) after the project changes its 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -18,7 +19,8 @@ from rag.evaluation.metrics import Evaluation
 from rag.evaluation.querysets import Query, query_set_hash, version_of
 from rag.evaluation.sweeps import ConfigResult, SweepResult, is_sweep_collection
 
-__all__ = ["eval_run", "outcomes_of", "query_set_hash", "sweep_row", "sweep_run", "upgrade", "upgrade_outcome"]
+__all__ = ["Evaluated", "eval_run", "outcomes_of", "query_set_hash", "sweep_row", "sweep_run", "upgrade",
+           "upgrade_outcome"]
 
 SCHEMA = 1  # 0: before "rerank", "prompts", "query_hash" and "seconds" were kept
 ROW_DEFAULTS: dict[str, Any] = {"label": "", "chunk_size": None, "overlap": None, "strategy": None,
@@ -52,17 +54,33 @@ def _metrics(evaluation: Evaluation) -> dict:
             "intervals": {k: list(v) for k, v in evaluation.intervals.items()}}
 
 
-def eval_run(evaluation: Evaluation, queries: Sequence[Query], *, collection: str, mode: str, fusion: str | None,
-             embedder: str | None, prompts: tuple[str, str], chunking: dict, query_set: str, seconds: float,
-             rerank: str | None = None, query_version: dict | None = None) -> tuple[dict, list[list[dict]]]:
+@dataclass(frozen=True)
+class Evaluated:
+    """What one evaluation of a collection searched, as its kept run names it."""
+
+    collection: str
+    mode: str  # "dense" | "sparse" | "hybrid"
+    fusion: str | None  # the fusion of hybrid search; None for the other modes
+    query_set: str  # the query set's file name
+    rerank: str | None = None  # the reranker's spec; None when nothing reranked
+    query_version: dict | None = None  # the query set's version (rag.evaluation.querysets.version_of)
+
+    @property
+    def label(self) -> str:
+        """Return the row's label: "'documents', hybrid-rrf search"."""
+        mode = f"{self.mode}-{self.fusion}" if self.mode == "hybrid" and self.fusion else self.mode
+        return f"'{self.collection}', {mode} search"
+
+
+def eval_run(evaluation: Evaluation, queries: Sequence[Query], of: Evaluated, *, embedder: str | None,
+             prompts: tuple[str, str], chunking: dict, seconds: float) -> tuple[dict, list[list[dict]]]:
     """Return (run, outcomes per row) of one evaluation of a collection; chunking: its chunk_size, overlap and
     strategy (None where its documents differ)."""
-    label = f"{mode}-{fusion}" if mode == "hybrid" and fusion else mode
-    row = {"label": f"'{collection}', {label} search", **chunking, "mode": mode, "fusion": fusion, "rerank": rerank,
-           "collection": collection, **_metrics(evaluation)}
+    row = {"label": of.label, **chunking, "mode": of.mode, "fusion": of.fusion, "rerank": of.rerank,
+           "collection": of.collection, **_metrics(evaluation)}
     run = {"schema": SCHEMA, "kind": "eval", "created_at": _now(), "seconds": round(seconds, 3),
-           "settings": _settings(queries, query_set, embedder, prompts, evaluation.ks, collection, [],
-                                 query_version),
+           "settings": _settings(queries, of.query_set, embedder, prompts, evaluation.ks, of.collection, [],
+                                 of.query_version),
            "rows": [row], "best": 0}
     return run, [outcomes_of(evaluation)]
 

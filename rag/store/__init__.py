@@ -10,7 +10,7 @@ reads      the folder's reads served to the CLI
 children, keywords and legacy_keywords are public namespaces too (the benchmarks measure their parts).
 
 Searching is the retrieval stage's (rag.retrieval): Store mixes in its SearchMixin (Store.search, search_batch,
-search_batch_modes) and hands out its records (Hit, CollectionInfo, DocumentInfo), re-exported here.
+search_many) and hands out its records (Hit, CollectionInfo, DocumentInfo), re-exported here.
 
 Why Store is one class of mixins (documents, versions, search, indexing, children: one module each) and not
 composed of parts: every method needs the same client, lock, folder guard (`_guard`) and layout cache, so each

@@ -12,7 +12,7 @@ from rag.documents.loader import load_document
 from rag.embeddings import get_embedder
 from rag.evaluation.metrics.metrics import METRICS
 from rag.evaluation.querysets.queries import Query
-from rag.evaluation.sweeps.sweep import SweepConfig, run_sweep
+from rag.evaluation.sweeps.sweep import Sweep, SweepConfig, run_sweep
 from rag.reports.evaluation_html import CSP, evaluation_report, sweep_report
 from rag.store.open import open_store
 from tests.e2e.conftest import VIEWPORT
@@ -62,9 +62,9 @@ def sweep(xquad):
     documents, queries = xquad
     hostile = load_document("Ein kurzer Text über nichts Besonderes. ".encode() * 12, TITLE)
     configs = [SweepConfig(200, 0), SweepConfig(100, 0), SweepConfig(200, 0), SweepConfig(100, 20)]
-    return run_sweep([*documents, hostile], [*queries, Query(QUERY, (hostile.title,))], configs,
-                     get_embedder("fake:16"), store=open_store(":memory:"), ks=[1, 3, 5, 10],
-                     modes=["dense", "sparse", "hybrid"])
+    sweep = Sweep([*documents, hostile], [*queries, Query(QUERY, (hostile.title,))], configs, ks=[1, 3, 5, 10],
+                  modes=["dense", "sparse", "hybrid"])
+    return run_sweep(sweep, get_embedder("fake:16"), store=open_store(":memory:"))
 
 
 def open_report(page, file, text: str) -> int:

@@ -20,6 +20,7 @@ from rag.chunking.chunker import ChunkSettings
 from rag.documents.loader import SourceFile
 from rag.embeddings import e5, get_embedder
 from rag.errors import InvalidSettingsError
+from rag.retrieval import SearchRequest
 from rag.store.open import open_store
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -204,7 +205,8 @@ def test_a_collection_of_one_engine_searched_from_a_process_with_the_other(engin
         assert all(r.ok for r in results)
     assert pipeline.embedder_for(store, "documents").model_id == "local:multilingual-e5-small-int8"
     assert pipeline.embedder_for(store, "reference").model_id == "local:multilingual-e5-small"  # fp32 queries
-    top = pipeline.search(question, "documents", top_k=3, store=store, embedder=engines[0], mode="dense")[0]
+    top = pipeline.search(question, "documents", SearchRequest(top_k=3, mode="dense"), store=store,
+                          embedder=engines[0])[0]
     store.close()
     done = subprocess.run([sys.executable, "-c", HIDE_ONNXRUNTIME, str(folder), question], capture_output=True,
                           text=True, cwd=ROOT, timeout=300)

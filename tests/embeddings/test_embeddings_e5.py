@@ -11,6 +11,7 @@ from rag import pipeline
 from rag.chunking.chunker import ChunkSettings
 from rag.embeddings import E5Embedder, Embedder, get_embedder
 from rag.errors import InvalidSettingsError
+from rag.retrieval import SearchRequest
 from rag.store.open import open_store
 
 pytestmark = pytest.mark.model
@@ -72,5 +73,6 @@ def test_a_collection_records_its_prompts_and_searches_with_them(shared_data, e5
     assert (meta["embedder"], meta["query_prompt"], meta["document_prompt"]) == (e5.model_id, "query: ", "passage: ")
     again = pipeline.embedder_for(store, "c")
     assert (again.model_id, again.query_prompt) == (e5.model_id, "query: ")
-    hits = pipeline.search("Wie stellt man die Schriftgröße ein?", "c", 3, store=store, mode="dense")
+    hits = pipeline.search("Wie stellt man die Schriftgröße ein?", "c", SearchRequest(top_k=3, mode="dense"),
+                           store=store)
     assert any("Schriftgr" in " ".join(h.heading_path) for h in hits)

@@ -23,6 +23,7 @@ from rag.evaluation.metrics.modes import SearchMode
 from rag.evaluation.querysets.queries import Query
 from rag.evaluation.sweeps.sweep import resolve_in_collection
 from rag.rerank import rerank, rerank_all
+from rag.retrieval import SearchRequest
 from rag.store.open import open_store
 from tests.conftest import fake_embedder
 
@@ -63,8 +64,8 @@ def store():
 def funnel(store, text: str, answer: str, angle: float, mode: SearchMode, k: int, reranker=None):
     query = resolve_in_collection([Query(text, ("doc.md",), answer)], store, "c")[0]
     vectors = vector(angle).reshape(1, -1) if mode.needs_vectors else None
-    return evaluation_funnels([query], "c", EMBEDDER if mode.needs_vectors else None, store=store, vectors=vectors,
-                              mode=mode, k=k, reranker=reranker)[0]
+    return evaluation_funnels([query], "c", EMBEDDER if mode.needs_vectors else None, mode.request(k), store=store,
+                              vectors=vectors, reranker=reranker)[0]
 
 
 def reverse(text, hits):
@@ -117,26 +118,27 @@ def test_the_counts_per_stage_add_up_to_the_misses(store) -> None:
 
 def test_explain_names_the_stages_of_any_chunk(store) -> None:
     chunk = next(h for h in store.document_chunks("c", "doc") if h.content == "beta")
-    explained = explain_chunk("schlüssel", chunk, "c", store=store, embedder=EMBEDDER, mode=HYBRID, k=1,
+    explained = explain_chunk("schlüssel", chunk, "c", HYBRID.request(1), store=store, embedder=EMBEDDER,
                               vector=vector(10))
     assert explained.lost_at == "fused" and explained.stages.dense.rank == 1
-    found = explain_chunk("schlüssel", chunk, "c", store=store, embedder=EMBEDDER, mode=DENSE, k=1,
+    found = explain_chunk("schlüssel", chunk, "c", DENSE.request(1), store=store, embedder=EMBEDDER,
                           vector=vector(10))
     assert found.lost_at is None and found.stages.context == "included"
 
 
 def test_explain_gives_the_ranks_of_every_mode_and_loses_by_the_chosen_one(store) -> None:
     chunk = next(h for h in store.document_chunks("c", "doc") if h.content.startswith("alpha"))
-    keyword = explain_chunk("schlüssel", chunk, "c", store=store, embedder=EMBEDDER, mode=SPARSE, k=1,
+    keyword = explain_chunk("schlüssel", chunk, "c", SPARSE.request(1), store=store, embedder=EMBEDDER,
                             vector=vector(80))
     assert keyword.stages.keyword.rank == 2 and keyword.stages.dense.rank > 1 and keyword.stages.fused is not None
     assert keyword.lost_at == "keyword" and keyword.mode == "sparse"
-    dense = explain_chunk("schlüssel", chunk, "c", store=store, embedder=EMBEDDER, mode=DENSE, k=1, fusion="rrf",
+    dense = explain_chunk("schlüssel", chunk, "c", SearchRequest(mode=DENSE.mode, fusion="rrf", top_k=1), store=store,
+                          embedder=EMBEDDER,
                           vector=vector(0))
     assert dense.stages.dense.rank == 1 and dense.stages.keyword.rank == 2 and dense.lost_at is None
     assert dense.stages.fused is not None  # fused by rrf although the search was dense
     gamma = next(h for h in store.document_chunks("c", "doc") if h.content.startswith("gamma"))
-    reranked = explain_chunk("gamma", gamma, "c", store=store, embedder=EMBEDDER, mode=HYBRID, k=1, vector=vector(80),
+    reranked = explain_chunk("gamma", gamma, "c", HYBRID.request(1), store=store, embedder=EMBEDDER, vector=vector(80),
                              reranker=reverse)
     assert reranked.reranked and reranked.stages.reranked.rank == len(TEXTS) and reranked.lost_at == "reranked"
     assert not dense.reranked and dense.stages.reranked is None
@@ -144,12 +146,12 @@ def test_explain_gives_the_ranks_of_every_mode_and_loses_by_the_chosen_one(store
 
 @pytest.mark.parametrize("mode", [HYBRID, DENSE, SPARSE], ids=lambda m: m.label)
 def test_rankings_kept_from_before_explain_any_chunk_and_k_as_a_new_search_does(store, mode) -> None:
-    kept = query_rankings("schlüssel", "c", store=store, embedder=EMBEDDER, mode=mode, vector=vector(10))
+    kept = query_rankings("schlüssel", "c", mode.request(1), store=store, embedder=EMBEDDER, vector=vector(10))
     for chunk in store.document_chunks("c", "doc"):
         for k in (1, 2, 4):
-            searched = explain_chunk("schlüssel", chunk, "c", store=store, embedder=EMBEDDER, mode=mode, k=k,
+            searched = explain_chunk("schlüssel", chunk, "c", mode.request(k), store=store, embedder=EMBEDDER,
                                      vector=vector(10))
-            assert explain_chunk("schlüssel", chunk, "c", store=store, embedder=EMBEDDER, mode=mode, k=k,
+            assert explain_chunk("schlüssel", chunk, "c", mode.request(k), store=store, embedder=EMBEDDER,
                                  rankings=kept) == searched
 
 
@@ -160,12 +162,12 @@ def test_questions_the_evaluation_found_give_the_funnel_a_search_gives(store, mo
     queries = resolve_in_collection([Query(text, ("doc.md",), answer) for text, answer, *_ in cases], store, "c")
     vectors = np.stack([vector(angle) for _, _, angle, *_ in cases]) if mode.needs_vectors else None
     embedder = EMBEDDER if mode.needs_vectors else None
-    hits = store.search_batch("c", vectors, embedder, 10, mode=mode.mode, fusion=mode.fusion,
+    hits = store.search_batch("c", vectors, embedder, SearchRequest(top_k=10, mode=mode.mode, fusion=mode.fusion),
                               query_texts=[q.text for q in queries])
     outcomes = evaluate(queries, hits, (1, 2, 10)).per_query
-    options = {"store": store, "vectors": vectors, "mode": mode, "k": k}
-    searched = evaluation_funnels(queries, "c", embedder, **options)
-    shortcut = evaluation_funnels(queries, "c", embedder, **options, outcomes=outcomes)
+    options = {"store": store, "vectors": vectors}
+    searched = evaluation_funnels(queries, "c", embedder, mode.request(k), **options)
+    shortcut = evaluation_funnels(queries, "c", embedder, mode.request(k), **options, outcomes=outcomes)
     assert any(o.rank is not None and o.rank <= k for o in outcomes)  # some take the shortcut
     assert [f.to_json() for f in shortcut] == [f.to_json() for f in searched]
 
@@ -193,15 +195,16 @@ def test_questions_a_reranked_evaluation_found_give_the_funnel_a_reranked_search
     vectors = np.stack([vector(angle) for _, _, angle, *_ in cases]) if mode.needs_vectors else None
     embedder = EMBEDDER if mode.needs_vectors else None
     texts = [q.text for q in queries]
-    hits = store.search_batch("c", vectors, embedder, 10, mode=mode.mode, fusion=mode.fusion, query_texts=texts)
+    hits = store.search_batch("c", vectors, embedder, SearchRequest(top_k=10, mode=mode.mode, fusion=mode.fusion),
+                              query_texts=texts)
     outcomes = evaluate(queries, rerank_all(texts, hits, Swapping(), 4, 10), (1, 2, 10)).per_query
-    options = {"store": store, "vectors": vectors, "mode": replace(mode, rerank=True), "k": k,
-               "reranker": partial(rerank, reranker=Swapping(), depth=4), "rerank_depth": 4}
-    searched = evaluation_funnels(queries, "c", embedder, **options)
+    request = replace(mode, rerank=True).request(k, rerank_depth=4)
+    options = {"store": store, "vectors": vectors, "reranker": partial(rerank, reranker=Swapping(), depth=4)}
+    searched = evaluation_funnels(queries, "c", embedder, request, **options)
     asked = []
     monkeypatch.setattr(funnel_module, "search_rankings", lambda *a, **kw: asked.extend(a[2]) or search_rankings(
         *a, **kw))
-    shortcut = evaluation_funnels(queries, "c", embedder, **options, outcomes=outcomes)
+    shortcut = evaluation_funnels(queries, "c", embedder, request, **options, outcomes=outcomes)
     found = [o for o in outcomes if o.rank is not None and o.rank <= k]
     assert found and len(asked) == len(queries) - len(found)  # the questions found are not searched (reranked) again
     assert any(f.stages and f.stages.reranked for f in shortcut)

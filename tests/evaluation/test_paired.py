@@ -15,7 +15,7 @@ from rag.evaluation.metrics.modes import SearchMode
 from rag.evaluation.metrics.paired import format_p, p_words, paired_difference
 from rag.evaluation.querysets.queries import Query
 from rag.evaluation.sweeps.results import ConfigResult, SweepConfig, SweepResult
-from rag.evaluation.sweeps.sweep import run_sweep
+from rag.evaluation.sweeps.sweep import Sweep, run_sweep
 from rag.reports.evaluation_html import sweep_report
 from rag.retrieval.records import Hit
 from rag.store.open import open_store
@@ -113,8 +113,8 @@ def test_every_rows_standing_is_written_in_the_cli_table_and_the_report(capsys):
 def test_a_sweep_with_two_identical_configurations_reports_them_as_tied(xquad):
     documents, queries = xquad
     configs = [SweepConfig(200, 0), SweepConfig(100, 0), SweepConfig(200, 0)]
-    result = run_sweep(documents, queries, configs, get_embedder("fake:16"), store=open_store(":memory:"),
-                       ks=[1, 5], modes=["dense", "sparse"])
+    result = run_sweep(Sweep(documents, queries, configs, ks=[1, 5], modes=["dense", "sparse"]),
+                       get_embedder("fake:16"), store=open_store(":memory:"))
     data = json.loads(json.dumps(result.to_json()))
     best, metric = result.best(), data["best"]["by"]
     twin = next(r for r in result.results if r is not best and (r.config, r.mode) == (best.config, best.mode))

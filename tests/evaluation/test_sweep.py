@@ -16,7 +16,7 @@ from rag.embeddings.cache import EmbeddingCache, default_cache_dir
 from rag.errors import InvalidSettingsError, QuerySetError
 from rag.evaluation.querysets.queries import Query
 from rag.evaluation.querysets.squad import import_squad, write_import
-from rag.evaluation.sweeps.sweep import SweepConfig, collection_name, grid, parse_sizes, run_sweep
+from rag.evaluation.sweeps.sweep import Sweep, SweepConfig, collection_name, grid, parse_sizes, run_sweep
 from rag.store.open import open_store
 
 
@@ -113,7 +113,7 @@ def test_sweep_ranks_match_a_brute_force_search_with_span_labels(xquad):
     documents, queries = xquad
     fake = get_embedder("fake:64")
     configs, _ = grid([60, 150], [0, 20])
-    result = run_sweep(documents, queries, configs, fake, store=open_store(":memory:"), ks=[1, 5])
+    result = run_sweep(Sweep(documents, queries, configs, ks=[1, 5]), fake, store=open_store(":memory:"))
     assert [r.config for r in result.results] == configs
     for outcome in result.results:
         ranks, ties = oracle_ranks(documents, queries, outcome.config, fake, 5)
@@ -133,7 +133,8 @@ def test_sweep_rows_reuse_and_cache(xquad):
     fake = Counting(get_embedder("fake:32"))
     store, cache, events = open_store(":memory:"), EmbeddingCache(), []
     configs = [SweepConfig(80, 0), SweepConfig(80, 20), SweepConfig(4000, 0), SweepConfig(4000, 100)]
-    first = run_sweep(documents, queries, configs, fake, store=store, cache=cache, ks=[1, 3], progress=events.append)
+    first = run_sweep(Sweep(documents, queries, configs, ks=[1, 3]), fake, store=store, cache=cache,
+                      progress=events.append)
     for row in first.results:
         chunks = [c for d in documents for c in chunk_document(d, row.config.chunk_size, row.config.overlap)]
         assert row.chunks == len(chunks) and row.mean_tokens == pytest.approx(np.mean([c.token_count for c in chunks]))
@@ -147,12 +148,12 @@ def test_sweep_rows_reuse_and_cache(xquad):
     assert fractions == sorted(fractions) and fractions[-1] == 1.0
     assert [e.stage for e in events[:2]] == ["chunking", "queries"]  # every configuration is chunked first
     fake.seen.clear()
-    second = run_sweep(documents, queries, configs, fake, store=store, cache=EmbeddingCache(), ks=[1, 3])
+    second = run_sweep(Sweep(documents, queries, configs, ks=[1, 3]), fake, store=store, cache=EmbeddingCache())
     assert all(r.reused and r.embedded == 0 for r in second.results)
     assert fake.seen == list(dict.fromkeys(q.text for q in queries))  # only the queries, once, for all configs
     assert [r.metrics for r in second.results] == [r.metrics for r in first.results]
     store.delete_document(first.results[0].collection, documents[0].id)  # a damaged collection is rebuilt
-    third = run_sweep(documents, queries, configs[:1], fake, store=store, cache=cache, ks=[1, 3])
+    third = run_sweep(Sweep(documents, queries, configs[:1], ks=[1, 3]), fake, store=store, cache=cache)
     assert not third.results[0].reused and third.results[0].metrics == first.results[0].metrics
     best = first.best("hit@3")
     assert best.metrics["hit@3"] == max(r.metrics["hit@3"] for r in first.results)
@@ -163,11 +164,11 @@ def test_sweep_refuses_labels_outside_its_documents(xquad):
     documents, queries = xquad
     store, fake = open_store(":memory:"), get_embedder("fake:8")
     with pytest.raises(QuerySetError, match="'Paris.txt'"):
-        run_sweep(documents, [*queries, Query("q", ("Paris.txt",), line=99)], [SweepConfig(100, 0)], fake,
+        run_sweep(Sweep(documents, [*queries, Query("q", ("Paris.txt",), line=99)], [SweepConfig(100, 0)]), fake,
                   store=store)
     shifted = Query(queries[0].text, queries[0].documents, queries[0].answer, queries[0].answer_start + 1, 1)
     with pytest.raises(QuerySetError, match="1 answer span does not point at its answer"):
-        run_sweep(documents, [shifted], [SweepConfig(100, 0)], fake, store=store)
+        run_sweep(Sweep(documents, [shifted], [SweepConfig(100, 0)]), fake, store=store)
 
 
 @pytest.mark.slow
@@ -208,8 +209,8 @@ def test_sweep_with_the_local_model(xquad, tmp_path):
     local = get_embedder("local:all-MiniLM-L6-v2")  # the faster model; e5 has tests of its own
     configs = [SweepConfig(100, 0), SweepConfig(200, 30)]
     store = open_store(path=str(tmp_path / "qdrant"))
-    result = run_sweep(documents, queries, configs, local, store=store, cache=EmbeddingCache(tmp_path / "cache"),
-                       ks=[1, 5, 10])
+    result = run_sweep(Sweep(documents, queries, configs, ks=[1, 5, 10]), local, store=store,
+                       cache=EmbeddingCache(tmp_path / "cache"))
     assert result.embedder == "local:all-MiniLM-L6-v2" and len(result.results) == 2
     for row in result.results:
         # a random ranking finds the one answer chunk first with chance ~ documents/chunks; the model must beat it
@@ -217,8 +218,8 @@ def test_sweep_with_the_local_model(xquad, tmp_path):
         assert row.metrics["mrr@10"] > 3 * chance
         assert row.metrics["hit@10"] >= row.metrics["hit@5"] >= row.metrics["hit@1"] > 0
     counting = Counting(local)
-    again = run_sweep(documents, queries, configs, counting, store=store, cache=EmbeddingCache(tmp_path / "cache"),
-                      ks=[1, 5, 10])
+    again = run_sweep(Sweep(documents, queries, configs, ks=[1, 5, 10]), counting, store=store,
+                      cache=EmbeddingCache(tmp_path / "cache"))
     assert all(r.reused for r in again.results) and counting.seen == []  # collections and the cache on disk
     for before, after in zip(result.results, again.results, strict=True):
         assert after.metrics == pytest.approx(before.metrics)
@@ -250,11 +251,11 @@ def test_sweep_modes_share_the_collection_and_rebuild_old_ones(xquad):
     store, config = open_store(":memory:"), SweepConfig(100, 0)
     name = collection_name([d.id for d in documents], config, fake.model_id)
     make_old_sweep_collection(store, name, fake.inner, documents, config)
-    dense = run_sweep(documents, queries, [config], fake, store=store, ks=[1, 5])
+    dense = run_sweep(Sweep(documents, queries, [config], ks=[1, 5]), fake, store=store)
     assert dense.results[0].reused and dense.modes == ["dense"]  # dense needs no keyword vectors: kept
     assert not next(c for c in store.collections() if c.name == name).sparse
     fake.seen.clear()
-    both = run_sweep(documents, queries, [config], fake, store=store, ks=[1, 5], modes=["dense", "sparse"])
+    both = run_sweep(Sweep(documents, queries, [config], ks=[1, 5], modes=["dense", "sparse"]), fake, store=store)
     first, second = both.results
     assert not first.reused and first.embedded > 0  # rebuilt: the old collection had no keyword vectors
     assert next(c for c in store.collections() if c.name == name).sparse
@@ -267,7 +268,7 @@ def test_sweep_modes_share_the_collection_and_rebuild_old_ones(xquad):
     assert both.best().label.endswith(" search") and both.best().label in both.summary()
     assert [r["mode"] for r in both.table()] == ["dense", "sparse"]
     fake.seen.clear()
-    keyword = run_sweep(documents, queries, [config], fake, store=store, ks=[1, 5], modes=["sparse"])
+    keyword = run_sweep(Sweep(documents, queries, [config], ks=[1, 5], modes=["sparse"]), fake, store=store)
     assert fake.seen == [] and keyword.results[0].reused  # sparse embeds no query, the collection is kept
     assert keyword.results[0].metrics == second.metrics
 
@@ -298,18 +299,19 @@ def test_the_share_cut_by_the_model_and_hit_at_k_by_construction_are_said(xquad)
     documents, queries = xquad
     small = get_embedder("fake:32")
     small.max_input_tokens = 256  # a model that reads 256 tokens, like all-MiniLM-L6-v2
-    result = run_sweep(documents, queries, [SweepConfig(200, 0), SweepConfig(4000, 0)], small,
-                       store=open_store(":memory:"), cache=EmbeddingCache(), ks=[1, 10])
+    result = run_sweep(Sweep(documents, queries, [SweepConfig(200, 0), SweepConfig(4000, 0)], ks=[1, 10]), small,
+                       store=open_store(":memory:"), cache=EmbeddingCache())
     short, long = result.results
     assert short.cut_share == 0.0 and long.to_json()["cut_by_model"] == long.cut_share
     assert long.cut_share == pytest.approx(
         np.mean([small.count_tokens(c.content) > 256 for d in documents for c in chunk_document(d, 4000, 0)]))
     assert long.cut_share > 0.5 and {row["cut_by_model"] for row in result.table()} == {0.0, round(long.cut_share, 4)}
-    only_long = run_sweep(documents, queries, [SweepConfig(4000, 0)], small, store=open_store(":memory:"),
-                          cache=EmbeddingCache(), ks=[1, 10])
+    only_long = run_sweep(Sweep(documents, queries, [SweepConfig(4000, 0)], ks=[1, 10]), small,
+                          store=open_store(":memory:"), cache=EmbeddingCache())
     assert f"But {long.cut_share:.0%} of its chunks are longer than fake:32 reads" in only_long.summary()
-    assert "longer than" not in run_sweep(documents, queries, [SweepConfig(200, 0)], small, store=open_store(
-        ":memory:"), cache=EmbeddingCache(), ks=[1, 10]).summary()
+    assert "longer than" not in run_sweep(Sweep(documents, queries, [SweepConfig(200, 0)], ks=[1, 10]), small,
+                                          store=open_store(
+        ":memory:"), cache=EmbeddingCache()).summary()
     assert long.chunks <= 10 < short.chunks  # each article is one 4000-token chunk
     assert result.notes() == [f"chunk_size 4000, overlap 0: {long.chunks} chunks, at most k = 10: every chunk is "
                               "returned, so hit@10 and recall@10 are 1 by construction, not by retrieval."]

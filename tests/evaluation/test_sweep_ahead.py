@@ -16,7 +16,7 @@ from rag.embeddings.pace import SLICE, Cancelled, Pace, Paced
 from rag.errors import EmbeddingError
 from rag.evaluation.sweeps import sweep
 from rag.evaluation.sweeps.results import SweepProgress
-from rag.evaluation.sweeps.sweep import SweepConfig, plan_pace, run_sweep
+from rag.evaluation.sweeps.sweep import Sweep, SweepConfig, plan_pace, run_sweep
 from rag.store.open import open_store
 
 pytestmark = pytest.mark.timeout(300)  # a guard against a hung background thread, not a timing
@@ -87,8 +87,8 @@ def assert_same_outcome(one, other) -> None:
 def test_configurations_share_the_cache_each_distinct_text_is_embedded_once(xquad, ahead):
     documents, queries = xquad
     fake = Recording(get_embedder("fake:32"))
-    result = run_sweep(documents, queries, CONFIGS, fake, store=open_store(":memory:"), ks=[1, 5],
-                       modes=MODES, embed_ahead=ahead)
+    result = run_sweep(Sweep(documents, queries, CONFIGS, ks=[1, 5], modes=MODES), fake, store=open_store(":memory:"),
+                       embed_ahead=ahead)
     chunks = [t for c in CONFIGS for t in chunk_texts(documents, c)]
     distinct = set(chunks) | {q.text for q in queries}
     assert len(fake.seen) == len(set(fake.seen)) and set(fake.seen) == distinct  # each once, none left out
@@ -102,10 +102,10 @@ def test_configurations_share_the_cache_each_distinct_text_is_embedded_once(xqua
 def test_a_second_run_on_the_same_cache_still_says_the_time_left(xquad):
     documents, queries = xquad
     store, cache, fake = open_store(":memory:"), EmbeddingCache(), get_embedder("fake:32")
-    run_sweep(documents, queries, CONFIGS[:2], fake, store=store, cache=cache, ks=[1, 5], modes=MODES)
+    run_sweep(Sweep(documents, queries, CONFIGS[:2], ks=[1, 5], modes=MODES), fake, store=store, cache=cache)
     events = []
-    run_sweep(documents, queries, CONFIGS[:2], fake, store=open_store(":memory:"), cache=cache, ks=[1, 5],
-              modes=MODES, progress=events.append)  # every query and chunk comes from the cache
+    run_sweep(Sweep(documents, queries, CONFIGS[:2], ks=[1, 5], modes=MODES), fake, store=open_store(":memory:"),
+              cache=cache, progress=events.append)  # every query and chunk comes from the cache
     # (while the next configuration's cache lookup is still running ahead, an early event may lack an estimate)
     estimates = [e.seconds_left for e in events if e.stage == "done"]
     assert len(estimates) == 2 and all(e is not None for e in estimates) and estimates[-1] == 0.0
@@ -117,8 +117,8 @@ def test_a_second_run_on_the_same_cache_still_says_the_time_left(xquad):
 @pytest.mark.slow
 def test_embedding_ahead_gives_the_same_rows_and_overlaps_the_next_configuration(xquad):
     documents, queries = xquad
-    plain = run_sweep(documents, queries, CONFIGS, get_embedder("fake:32"), store=open_store(":memory:"),
-                      ks=[1, 5], modes=MODES, embed_ahead=False)
+    plain = run_sweep(Sweep(documents, queries, CONFIGS, ks=[1, 5], modes=MODES), get_embedder("fake:32"),
+                      store=open_store(":memory:"), embed_ahead=False)
     searching = threading.Event()
     second = set(chunk_texts(documents, CONFIGS[1])) - set(chunk_texts(documents, CONFIGS[0]))
     fake = Recording(get_embedder("fake:32"), wait_for=(second, searching))  # 80/20 waits until 80/0 is searched
@@ -130,7 +130,7 @@ def test_embedding_ahead_gives_the_same_rows_and_overlaps_the_next_configuration
         if event.stage == "searching" and event.config_index == 0:
             searching.set()
 
-    ahead = run_sweep(documents, queries, CONFIGS, fake, store=open_store(":memory:"), ks=[1, 5], modes=MODES,
+    ahead = run_sweep(Sweep(documents, queries, CONFIGS, ks=[1, 5], modes=MODES), fake, store=open_store(":memory:"),
                       progress=progress, embed_ahead=True)
     assert_same_outcome(ahead, plain)
     assert ahead.tie_summary() == plain.tie_summary()
@@ -185,7 +185,7 @@ def test_the_caller_never_uses_the_embedder_while_it_embeds_ahead(xquad):
         if event.stage == "searching" and event.config_index == 0:
             searching.set()
 
-    result = run_sweep(documents, queries, CONFIGS, model, store=open_store(":memory:"), ks=[1, 5], modes=MODES,
+    result = run_sweep(Sweep(documents, queries, CONFIGS, ks=[1, 5], modes=MODES), model, store=open_store(":memory:"),
                        progress=progress, embed_ahead=True)
     assert result.results[0].cut_share == pytest.approx(np.mean([len(t.split()) > 40 for t in chunk_texts(
         documents, CONFIGS[0])]))  # the share the model cuts was counted, on the embedding thread
@@ -198,7 +198,7 @@ def test_an_embedding_error_surfaces_as_the_same_rag_error(xquad, ahead):
     bad = chunk_texts(documents, CONFIGS[2])[1]  # embedded ahead while 80/20 is searched
     fake = Recording(get_embedder("fake:32"), fail_on=bad)
     with pytest.raises(EmbeddingError, match=rf"refused a text \({len(bad)} characters\)"):
-        run_sweep(documents, queries, CONFIGS, fake, store=open_store(":memory:"), ks=[1, 5], embed_ahead=ahead)
+        run_sweep(Sweep(documents, queries, CONFIGS, ks=[1, 5]), fake, store=open_store(":memory:"), embed_ahead=ahead)
     assert not sweep_threads()
 
 
@@ -215,7 +215,7 @@ def test_a_cancel_in_the_progress_callback_stops_the_embedding_ahead(xquad):
             raise Stop()
 
     with pytest.raises(Stop):
-        run_sweep(documents, queries, CONFIGS, fake, store=open_store(":memory:"), ks=[1, 5], progress=progress,
+        run_sweep(Sweep(documents, queries, CONFIGS, ks=[1, 5]), fake, store=open_store(":memory:"), progress=progress,
                   embed_ahead=True)
     assert not sweep_threads()  # no embedding goes on after the sweep ended
     later = set(chunk_texts(documents, CONFIGS[2])) - set(chunk_texts(documents, CONFIGS[1]))
@@ -332,11 +332,11 @@ def test_the_plan_counts_only_what_the_cache_lacks(tmp_path, on_disk):
 def test_a_sweep_over_mostly_cached_chunks_plans_only_the_uncached_ones(xquad, monkeypatch):
     documents, queries = xquad
     store, cache, fake = open_store(":memory:"), EmbeddingCache(), get_embedder("fake:32")
-    run_sweep(documents, queries, CONFIGS[:2], fake, store=store, cache=cache, ks=[1, 5], modes=["dense"])
+    run_sweep(Sweep(documents, queries, CONFIGS[:2], ks=[1, 5], modes=["dense"]), fake, store=store, cache=cache)
     made = []
     monkeypatch.setattr(sweep, "Pace", lambda *args, **kwargs: made.append(Pace(*args, **kwargs)) or made[-1])
-    run_sweep(documents, queries, CONFIGS[:3], fake, store=open_store(":memory:"), cache=cache, ks=[1, 5],
-              modes=["dense"])  # the first two configurations' chunks and every query are cached
+    run_sweep(Sweep(documents, queries, CONFIGS[:3], ks=[1, 5], modes=["dense"]), fake, store=open_store(":memory:"),
+              cache=cache)  # the first two configurations' chunks and every query are cached
     known = set(chunk_texts(documents, CONFIGS[0])) | set(chunk_texts(documents, CONFIGS[1]))
     new = set(chunk_texts(documents, CONFIGS[2])) - known
     assert new and made[0].planned == [0, 0, sum(map(len, new))]

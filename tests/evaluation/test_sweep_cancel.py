@@ -11,7 +11,7 @@ import pytest
 
 from rag.embeddings import get_embedder
 from rag.embeddings.pace import Cancelled
-from rag.evaluation.sweeps.sweep import SweepConfig, run_sweep
+from rag.evaluation.sweeps.sweep import Sweep, SweepConfig, run_sweep
 from rag.runs.db import RunLog, runs_path_of
 from rag.runs.keep import keep_sweep
 from rag.store.open import open_store
@@ -52,7 +52,7 @@ def test_a_cancel_stops_the_sweep_within_the_slice_under_way(xquad, ahead):
     threading.Thread(target=watch, daemon=True).start()
     configs = [SweepConfig(40, 0), SweepConfig(60, 0)]
     with pytest.raises(Cancelled):
-        run_sweep(documents, queries, configs, slow, store=open_store(":memory:"), ks=[1, 5], modes=["dense"],
+        run_sweep(Sweep(documents, queries, configs, ks=[1, 5], modes=["dense"]), slow, store=open_store(":memory:"),
                   embed_ahead=ahead, cancel=clicked.is_set)
     assert not sweep_threads()
     assert max(slow.calls[1:]) * PER_TEXT <= 1.5, slow.calls  # slices of about a second (after the first)
@@ -65,8 +65,8 @@ def test_a_sweeps_total_time_is_its_wall_time_in_the_result_the_report_and_the_k
     store = open_store(path=str(tmp_path / "qdrant"))
     embedder = get_embedder("fake:32")
     started = time.perf_counter()
-    result = run_sweep(documents, queries, [SweepConfig(200, 0), SweepConfig(300, 0)], embedder, store=store,
-                       ks=[1, 5], modes=["dense"])
+    sweep = Sweep(documents, queries, [SweepConfig(200, 0), SweepConfig(300, 0)], ks=[1, 5], modes=["dense"])
+    result = run_sweep(sweep, embedder, store=store)
     wall = time.perf_counter() - started
     assert result.seconds is not None and 0 < result.seconds <= wall
     assert result.to_json()["seconds"] == round(result.seconds, 3)

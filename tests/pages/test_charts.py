@@ -9,6 +9,7 @@ from rag.evaluation.metrics.modes import parse_mode
 from rag.evaluation.querysets.queries import Query
 from rag.evaluation.sweeps.results import ConfigResult, SweepConfig, SweepResult
 from rag.reports.scores import distribution_of
+from rag.retrieval import SearchRequest
 from ui import charts
 from ui.parts import embedding_map, score_distribution
 
@@ -51,7 +52,8 @@ def test_hits_close_on_the_map_share_one_rank_label():
 def test_the_rank_curve_keeps_its_y_title_shorter_than_the_plot():
     # A rotated title longer than the plot is tall made Vega's fit layout shrink the plot on every window resize
     # until the curve was a flat line (seen in Chromium with "weighted sum of normalised scores (convex)").
-    dist = distribution_of([0.8] + [0.55 - i * 0.004 for i in range(60)], top_k=5, mode="hybrid", score_kind="convex")
+    dist = distribution_of([0.8] + [0.55 - i * 0.004 for i in range(60)], SearchRequest(top_k=5, mode="hybrid"),
+                           score_kind="convex")
     spec = score_distribution.rank_line(dist, "weighted sum of normalised scores (convex)")  # a Vega-Lite spec
     axes = [layer["encoding"]["y"].get("axis", {}) for layer in spec["layer"]
             if layer["encoding"].get("y", {}).get("title")]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 
+from rag.retrieval import SearchRequest
 from rag.retrieval.search import SearchMixin
 from tests.pages.conftest import PDF, search, start, texts, upload
 from ui import nav
@@ -26,7 +27,7 @@ def test_child_size_from_upload_to_a_marked_child_on_search(app_env, shared_data
     search(at, QUERY)
     marked = [e.proto.body for e in at.get("html") if 'class="rl-child"' in e.proto.body]
     assert marked, "no hit shows its matching child"
-    [hit] = store.search("documents", None, top_k=1, mode="sparse", query_text="misfits")
+    [hit] = store.search("documents", None, None, SearchRequest(top_k=1, mode="sparse"), query_text="misfits")
     assert hit.child is not None and html.escape(hit.content[hit.child.start:hit.child.end]) in "".join(marked)
     assert "comes from a child" in texts(at.caption)
     assert "best child" in texts(at.caption)

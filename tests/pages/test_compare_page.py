@@ -17,6 +17,7 @@ from rag.evaluation.comparisons.compare import compare_evaluations, compare_hits
 from rag.evaluation.metrics.paired import format_p
 from rag.evaluation.querysets.queries import load_query_set
 from rag.evaluation.sweeps.sweep import evaluate_collection
+from rag.retrieval import SearchRequest
 from rag.store.open import open_store
 from tests.pages.conftest import JOB_TIMEOUT, PDF, button, plain, select, settled, start, texts, until, upload
 from ui import jobs, nav
@@ -63,8 +64,10 @@ def test_one_query_dense_against_hybrid_side_by_side(app_env, shared_data):
     assert at.selectbox(key="compare_b_mode").value == "hybrid-convex"  # the default B: the same collection, hybrid
     run_query(at)
     store, embedder = store_of(at), get_embedder("fake")
-    expected = compare_hits(pipeline.search(QUERY, "documents", 10, store=store, embedder=embedder, mode="dense"),
-                            pipeline.search(QUERY, "documents", 10, store=store, embedder=embedder, mode="hybrid"))
+    expected = compare_hits(pipeline.search(QUERY, "documents", SearchRequest(top_k=10, mode="dense"), store=store,
+                                            embedder=embedder),
+                            pipeline.search(QUERY, "documents", SearchRequest(top_k=10, mode="hybrid"), store=store,
+                                            embedder=embedder))
     side_a, side_b = (d.value for d in at.dataframe)
     assert list(side_a["#"]) == list(range(1, 11)) and list(side_b["#"]) == list(range(1, 11))
     assert (side_a["found"] == "only A").sum() == len(expected.only_a)
@@ -125,8 +128,8 @@ def test_a_query_set_shows_metric_deltas_and_per_query_changes(app_env, shared_d
     assert not at.exception, at.exception
     store, embedder, queries = store_of(at), get_embedder("fake"), load_query_set(data, "fragen.jsonl")
     expected = compare_evaluations(
-        evaluate_collection(queries, "documents", embedder, store=store, ks=[1, 5], mode="dense"),
-        evaluate_collection(queries, "documents", embedder, store=store, ks=[1, 5], mode="hybrid"))
+        evaluate_collection(queries, "documents", embedder, SearchRequest(mode="dense"), store=store, ks=[1, 5]),
+        evaluate_collection(queries, "documents", embedder, SearchRequest(mode="hybrid"), store=store, ks=[1, 5]))
     table = at.dataframe[0].value.set_index("metric")
     assert list(table.index) == ["hit@1", "hit@5", "recall@5", "precision@5", "mrr@5", "ndcg@5"]
     for key in table.index:

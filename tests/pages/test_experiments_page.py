@@ -13,6 +13,7 @@ from streamlit.testing.v1 import AppTest
 from rag import pipeline
 from rag.cli import main
 from rag.evaluation.querysets.squad import import_squad, write_import
+from rag.retrieval import SearchRequest
 from rag.runs.compare import compare_runs
 from rag.runs.db import RunLog
 from rag.store.open import open_store
@@ -69,7 +70,7 @@ def test_a_sweep_is_kept_and_a_chosen_row_becomes_the_collections_configuration(
         assert {(d.chunk_size, d.overlap) for d in store.documents(name)} == {(row.config.chunk_size, 0)}
         assert sum(d.chunks for d in store.documents(name)) == row.chunks
         assert store.collection_setting(name, "run") == 1
-        assert pipeline.search_defaults(store, name, None, None)[0] == row.mode.mode
+        assert pipeline.search_defaults(store, name, SearchRequest()).mode == row.mode.mode
 
     # a sweep's own collection is refused before any job is queued
     at.text_input(key=result_key("apply_collection", result)).set_value(best.collection)

@@ -125,8 +125,8 @@ def test_search_explains_a_chosen_chunk_across_modes(shared_data):
     ws = at.session_state["workspace"]
     document = at.selectbox(key="why_document").value
     chunk = ws.document_chunks(document)[4]
-    expected = explain_chunk(QUERY, chunk, ws.collection, store=ws.store, embedder=get_embedder("fake"),
-                             mode=SearchMode("hybrid", "convex"), k=3)
+    expected = explain_chunk(QUERY, chunk, ws.collection, SearchMode("hybrid", "convex").request(3),
+                             store=ws.store, embedder=get_embedder("fake"))
     for row, stage in zip(frame.to_dict("records"), RANKED, strict=False):
         place = getattr(expected.stages, stage)
         assert (row["rank"] if row["rank"] == row["rank"] else None) == (place.rank if place else None)
@@ -157,8 +157,8 @@ def test_why_not_searches_once_per_query_whatever_the_chunk_or_top_k(shared_data
     frame = next(d.value for d in at.dataframe if "stage" in d.value.columns)
     ws = at.session_state["workspace"]
     chunk = ws.document_chunks(at.selectbox(key="why_document").value)[4]
-    expected = explain_chunk(QUERY, chunk, ws.collection, store=ws.store, embedder=get_embedder("fake"),
-                             mode=SearchMode("hybrid", "convex"), k=6)
+    expected = explain_chunk(QUERY, chunk, ws.collection, SearchMode("hybrid", "convex").request(6),
+                             store=ws.store, embedder=get_embedder("fake"))
     assert [r if r == r else None for r in frame["rank"]][:len(RANKED)] == [
         getattr(expected.stages, stage).rank if getattr(expected.stages, stage) else None for stage in RANKED]
     search(at, "Wie wird Literatur eingebunden?", top_k=6)  # a new query: searched again

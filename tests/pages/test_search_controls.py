@@ -10,6 +10,7 @@ import pytest
 
 from rag import pipeline
 from rag.embeddings import get_embedder
+from rag.retrieval import SearchRequest
 from rag.retrieval.search import SearchMixin
 from tests.pages.conftest import PDF, search, start, texts, upload
 from ui import nav
@@ -39,7 +40,8 @@ def shown(at) -> list[tuple[str, float]]:
 
 def expected(at, top_k: int, mode: str = "hybrid") -> list[tuple[str, float]]:
     store = at.session_state["workspace"].store
-    hits = pipeline.search(QUERY, "documents", top_k, store=store, embedder=get_embedder("fake"), mode=mode)
+    hits = pipeline.search(QUERY, "documents", SearchRequest(top_k=top_k, mode=mode), store=store,
+                           embedder=get_embedder("fake"))
     return [(h.chunk_index, round(h.score, 6)) for h in hits]
 
 

@@ -10,6 +10,7 @@ from streamlit.dataframe_util import convert_arrow_bytes_to_pandas_df
 
 from rag.embeddings import get_embedder
 from rag.reports.scores import score_distribution
+from rag.retrieval import SearchRequest
 from tests.pages.conftest import PDF, plain, search, start, texts, upload
 from ui import nav
 
@@ -69,8 +70,8 @@ def test_score_distribution_draws_the_threshold_and_the_top_k_cut(app_env, share
     at.checkbox(key="use_threshold").check()
     at.number_input(key="threshold-cosine").set_value(0.2)
     search(at, QUERY, top_k=3)
-    expected = score_distribution(QUERY, "documents", store=_store(at), embedder=get_embedder("fake"), top_k=3,
-                                  threshold=0.2)
+    expected = score_distribution(QUERY, "documents", SearchRequest(top_k=3, score_threshold=0.2), store=_store(at),
+                                  embedder=get_embedder("fake"))
     histogram, by_rank = charts(at)[:2]
     for chart in (histogram, by_rank):
         labels = [row.get("label") for rows in chart["datasets"].values() for row in rows]

@@ -9,6 +9,7 @@ from rag import pipeline
 from rag.embeddings import get_embedder
 from rag.errors import RagError
 from rag.reports.embedding_map import available_methods, embedding_map, normalised, pca, preview, sample_ids
+from rag.retrieval import SearchRequest
 from rag.store.open import open_store
 from tests.conftest import PARAGRAPHS, fake_embedder, make_foreign
 
@@ -53,11 +54,11 @@ def test_helpers():
 
 def test_map_of_a_collection_with_query_and_hits(collection):
     query = PARAGRAPHS["wien.txt"][2]
-    m = embedding_map(collection, "c", get_embedder("fake:64"), query=query, top_k=2)
+    m = embedding_map(collection, "c", get_embedder("fake:64"), request=SearchRequest(top_k=2), query=query)
     assert m.total == 6 and len(m.points) == 6 and not m.sampled and m.notes == () and m.method == "pca"
     assert [(p.document_title, p.chunk_index) for p in m.points] == [
         ("berlin.txt", 0), ("berlin.txt", 1), ("berlin.txt", 2), ("wien.txt", 0), ("wien.txt", 1), ("wien.txt", 2)]
-    hits = pipeline.search(query, "c", 2, store=collection, embedder=get_embedder("fake:64"))
+    hits = pipeline.search(query, "c", SearchRequest(top_k=2), store=collection, embedder=get_embedder("fake:64"))
     assert sorted(p.hit_rank for p in m.points if p.is_hit) == [1, 2]
     best = next(p for p in m.points if p.hit_rank == 1)
     assert (best.document_title, best.chunk_index) == (hits[0].document_title, hits[0].chunk_index)
@@ -65,14 +66,14 @@ def test_map_of_a_collection_with_query_and_hits(collection):
     assert m.query_point == pytest.approx((best.x, best.y), abs=1e-6)
     assert best.preview == query and all(len(p.preview) <= 80 for p in m.points)
     assert 0 < m.explained[1] <= m.explained[0] <= 1
-    again = embedding_map(collection, "c", get_embedder("fake:64"), query=query, top_k=2)
+    again = embedding_map(collection, "c", get_embedder("fake:64"), request=SearchRequest(top_k=2), query=query)
     assert again.points == m.points and again.query_point == m.query_point
     assert {"x", "y", "document_title", "heading", "chunk_index", "preview", "is_hit"} <= set(m.rows()[0])
 
 
 def test_sampled_map_keeps_the_hits_and_says_so(collection):
     query = PARAGRAPHS["berlin.txt"][1]
-    m = embedding_map(collection, "c", get_embedder("fake:64"), query=query, sample=2, top_k=3)
+    m = embedding_map(collection, "c", get_embedder("fake:64"), request=SearchRequest(top_k=3), query=query, sample=2)
     hits = [p for p in m.points if p.is_hit]
     assert m.sampled and m.total == 6 and len(hits) == 3 and 3 <= len(m.points) <= 5
     assert m.notes[0].startswith("Showing a random sample of 2 of 6 chunks (seed 0)")
@@ -84,7 +85,8 @@ def test_sampled_map_keeps_the_hits_and_says_so(collection):
 
 def test_nonlinear_methods_and_errors(collection):
     if "tsne" in available_methods():
-        m = embedding_map(collection, "c", get_embedder("fake:64"), query="Wien", method="tsne", top_k=1)
+        m = embedding_map(collection, "c", get_embedder("fake:64"), request=SearchRequest(top_k=1), query="Wien",
+                          method="tsne")
         assert m.method == "tsne" and len(m.points) == 6 and m.query_point is not None and "distorts" in m.notes[0]
         few = embedding_map(collection, "c", method="tsne", sample=3)
         assert few.method == "pca" and "too few" in few.notes[0]
@@ -99,7 +101,7 @@ def test_foreign_collection_map():
     store = open_store(":memory:")
     make_foreign(store.client)  # unnamed 1536-dim vectors, chunk ids that are not the point ids
     big = fake_embedder(1536, "openai:text-embedding-3-small")
-    m = embedding_map(store, "documents", big, query="Passwörter lang", top_k=1)
+    m = embedding_map(store, "documents", big, request=SearchRequest(top_k=1), query="Passwörter lang")
     assert m.total == 3 and len(m.points) == 3 and sum(p.is_hit for p in m.points) == 1
     assert {p.document_title for p in m.points} == {"policy.pdf", "tiere.pdf"}
 

@@ -18,7 +18,7 @@ from rag.errors import InvalidSettingsError
 from rag.evaluation.metrics.metrics import COVERAGE, METRICS, evaluate
 from rag.evaluation.querysets.queries import Query
 from rag.evaluation.querysets.squad import import_squad, write_import
-from rag.evaluation.sweeps.sweep import SweepConfig, run_sweep
+from rag.evaluation.sweeps.sweep import Sweep, SweepConfig, run_sweep
 from rag.reports.evaluation_html import CSP, evaluation_report, sweep_report
 from rag.retrieval.records import Hit
 from rag.store.open import open_store
@@ -66,8 +66,8 @@ def sweep(xquad):
     hostile = load_document("Ein kurzer Text über nichts Besonderes. ".encode() * 12, TITLE)
     queries = [*queries, Query(QUERY, (hostile.title,))]
     configs = [SweepConfig(200, 0), SweepConfig(100, 0), SweepConfig(200, 0)]
-    return run_sweep([*documents, hostile], queries, configs, get_embedder("fake:16"), store=open_store(":memory:"),
-                     ks=[1, 5], modes=["dense", "sparse"])
+    return run_sweep(Sweep([*documents, hostile], queries, configs, ks=[1, 5], modes=["dense", "sparse"]),
+                     get_embedder("fake:16"), store=open_store(":memory:"))
 
 
 def assert_self_contained_and_escaped(text: str) -> Page:

@@ -10,7 +10,8 @@ from rag.documents.loader import SourceFile
 from rag.embeddings import pace
 from rag.embeddings.cache import EmbeddingCache, default_cache_dir, store_cache
 from rag.embeddings.fake import FakeEmbedder
-from rag.evaluation.sweeps.sweep import SweepConfig, collection_documents, run_sweep
+from rag.evaluation.sweeps.sweep import Sweep, SweepConfig, collection_documents, run_sweep
+from rag.retrieval import SearchRequest
 from rag.runs.records import sweep_row
 from rag.store.archive import DocumentArchive
 from rag.store.open import open_store
@@ -27,7 +28,7 @@ def test_use_this_configuration_embeds_nothing_the_sweep_embedded(xquad, tmp_pat
     documents, queries = xquad
     store, embedder = folder_store(tmp_path), Counting()
     cache = EmbeddingCache(default_cache_dir(store))  # what the Evaluate page gives its sweep
-    result = run_sweep(documents, queries, [SweepConfig(350, 0)], embedder, store=store, cache=cache)
+    result = run_sweep(Sweep(documents, queries, [SweepConfig(350, 0)]), embedder, store=store, cache=cache)
     assert embedder.documents and sorted(embedder.queries) == sorted({q.text for q in queries})
     embedder.documents.clear()
     archive = DocumentArchive(tmp_path / "documents")
@@ -38,7 +39,7 @@ def test_use_this_configuration_embeds_nothing_the_sweep_embedded(xquad, tmp_pat
     assert job.status == "done", job.error
     assert embedder.documents == []  # the sweep's 350/0 chunks come from the cache
     assert sum(r.chunks for r in job.result.results) == result.best().chunks
-    hits = pipeline.search(queries[0].text, "chosen", 3, store=store, embedder=embedder)
+    hits = pipeline.search(queries[0].text, "chosen", SearchRequest(top_k=3), store=store, embedder=embedder)
     assert hits and hits[0].score > 0.0  # the vectors were stored, not left empty
 
 
@@ -50,7 +51,8 @@ def test_a_one_configuration_evaluation_of_a_collection_embeds_only_the_question
     assert len(embedder.documents) == sum(r.chunks for r in ingested)
     embedder.documents.clear()
     cache = EmbeddingCache(default_cache_dir(store))  # the Evaluate page's sweep over "A collection"
-    run_sweep(collection_documents(store, "mine"), queries, [SweepConfig(350, 50)], embedder, store=store, cache=cache)
+    run_sweep(Sweep(collection_documents(store, "mine"), queries, [SweepConfig(350, 50)]), embedder, store=store,
+              cache=cache)
     assert embedder.documents == []
     assert sorted(embedder.queries) == sorted({q.text for q in queries})
 
@@ -95,9 +97,11 @@ def test_a_collection_ingested_without_the_cache_is_evaluated_embedding_only_the
     pipeline.ingest(files, "old", ChunkSettings(350, 50), embedder, store=store, cache=EmbeddingCache())  # as before
     embedder.documents.clear()
     cache = EmbeddingCache(default_cache_dir(store))  # the Evaluate page's sweep over "A collection"
-    run_sweep(collection_documents(store, "old"), queries, [SweepConfig(350, 50)], embedder, store=store, cache=cache)
+    run_sweep(Sweep(collection_documents(store, "old"), queries, [SweepConfig(350, 50)]), embedder, store=store,
+              cache=cache)
     assert embedder.documents == []  # its stored vectors were put into the cache
-    run_sweep(collection_documents(store, "old"), queries, [SweepConfig(200, 0)], embedder, store=store, cache=cache)
+    run_sweep(Sweep(collection_documents(store, "old"), queries, [SweepConfig(200, 0)]), embedder, store=store,
+              cache=cache)
     assert embedder.documents  # other settings, other chunk texts: those are embedded
 
 
@@ -109,6 +113,6 @@ def test_stored_vectors_of_a_collection_with_chunk_headers_are_kept_under_their_
                     chunk_headers=True)
     embedder.documents.clear()
     cache = EmbeddingCache(default_cache_dir(store))
-    run_sweep(collection_documents(store, "headed"), queries, [SweepConfig(350, 50, "structure", True)], embedder,
-              store=store, cache=cache)
+    run_sweep(Sweep(collection_documents(store, "headed"), queries, [SweepConfig(350, 50, "structure", True)]),
+              embedder, store=store, cache=cache)
     assert embedder.documents == []

@@ -17,6 +17,7 @@ from rag.chunking.tokens import count as count_tokens
 from rag.cli import main
 from rag.errors import QuerySetError, RunNotFoundError
 from rag.evaluation.querysets.squad import import_squad, write_import
+from rag.retrieval import SearchRequest
 from rag.runs.compare import compare_runs
 from rag.runs.db import RunLog, runs_path, runs_path_of
 from rag.store.open import open_store
@@ -65,7 +66,8 @@ def test_a_sweep_is_kept_applied_and_compared_after_a_restart(squad, tmp_path, c
     assert sum(d.chunks for d in documents) == best["chunks"]
     tokens = [count_tokens(h.content) for d in documents for h in store.document_chunks("chosen", d.document_id)]
     assert max(tokens) <= best["chunk_size"] and round(sum(tokens) / len(tokens)) == round(best["mean_tokens"])
-    assert pipeline.search_defaults(store, "chosen", None, None) == (best["mode"], best["fusion"] or "rrf")
+    assert pipeline.search_defaults(store, "chosen", SearchRequest()) == SearchRequest(best["mode"],
+                                                                                      best["fusion"] or "rrf")
     code, out, _ = run(capsys, "--store", store_path, "collections", "--json")
     listed = {c["name"]: c for c in json.loads(out)}
     assert listed["chosen"]["defaults"] == {"mode": best["mode"], "fusion": best["fusion"], "rerank": None,

@@ -17,6 +17,7 @@ from rag.chunking.chunker import ChunkSettings
 from rag.documents.loader import SourceFile
 from rag.embeddings.fake import FakeEmbedder
 from rag.errors import InvalidSettingsError
+from rag.retrieval import SearchRequest
 from rag.store.children import IS_CHILD
 from rag.store.open import open_store
 from tests.store.test_crash_safety import kill_while_storing, rag
@@ -78,14 +79,16 @@ def test_a_chunk_that_fits_in_one_child_has_none(store):
     with_kids = {k["chunk_index"] for k in kids}
     assert with_kids == {c.chunk_index for c in big}  # no chunk is embedded twice as its own only child
     assert all(len([k for k in kids if k["chunk_index"] == c.chunk_index]) > 1 for c in big)
-    hits = pipeline.search("große Voliere Gruppen", "pc", top_k=3, store=store, embedder=embedder, mode="sparse")
+    hits = pipeline.search("große Voliere Gruppen", "pc", SearchRequest(top_k=3, mode="sparse"), store=store,
+                           embedder=embedder)
     assert hits and "Voliere" in hits[0].content and hits[0].child.index is None  # found as itself
 
 
 def test_a_hybrid_hit_found_through_a_child_shows_the_ranks_that_were_fused(store):
     embedder = FakeEmbedder(32)
     pipeline.ingest([FILE], "pc", ChunkSettings(60, 0), embedder, store=store, child_size=12)
-    hits = pipeline.search(QUERY, "pc", top_k=6, store=store, embedder=embedder, mode="hybrid", fusion="rrf")
+    hits = pipeline.search(QUERY, "pc", SearchRequest(top_k=6, mode="hybrid", fusion="rrf"), store=store,
+                           embedder=embedder)
     through_children = [h for h in hits if h.child is not None and h.child.index is not None]
     assert through_children and all(h.dense_rank or h.sparse_rank for h in hits)
     for hit in hits:  # Qdrant's RRF: 1 / (k + rank - 1), k = 2, over the points (chunks and children) it fused
@@ -98,8 +101,8 @@ def test_one_parent_per_hit_with_its_best_child_inside_it(store, mode, fusion):
     embedder = FakeEmbedder(32)
     [result] = pipeline.ingest([FILE], "pc", ChunkSettings(60, 0), embedder, store=store, child_size=12)
     assert result.ok and result.chunks == len(store.document_chunks("pc", result.document_id))
-    hits = pipeline.search(QUERY, "pc", top_k=5, store=store, embedder=embedder, mode=mode,
-                           fusion=fusion)
+    hits = pipeline.search(QUERY, "pc", SearchRequest(top_k=5, mode=mode, fusion=fusion), store=store,
+                           embedder=embedder)
     assert len(hits) == 5 and len({h.chunk_id for h in hits}) == 5  # each parent once
     assert "Frisches Wasser" in hits[0].content
     chunks = {c.chunk_id: c for c in store.document_chunks("pc", result.document_id)}
@@ -112,8 +115,8 @@ def test_one_parent_per_hit_with_its_best_child_inside_it(store, mode, fusion):
     if mode != "hybrid" or fusion != "dbsf":
         assert [h.score for h in hits] == [h.child.score for h in hits]  # each parent at its best child's score
     # a larger top_k only reads further down the same ranking
-    more = pipeline.search(QUERY, "pc", top_k=8, store=store, embedder=embedder, mode=mode,
-                           fusion=fusion)
+    more = pipeline.search(QUERY, "pc", SearchRequest(top_k=8, mode=mode, fusion=fusion), store=store,
+                           embedder=embedder)
     assert [h.chunk_id for h in more[:5]] == [h.chunk_id for h in hits]
 
 
@@ -130,7 +133,7 @@ def test_children_are_deleted_and_replaced_with_their_parents(store):
     assert {p.payload["generation"] for p in points} == {store.documents("pc")[0].generation}
     store.delete_document("pc", again.document_id)
     assert every_point(store, "pc") == []
-    assert pipeline.search("Wasser", "pc", top_k=5, store=store, embedder=embedder, mode="sparse") == []
+    assert pipeline.search("Wasser", "pc", SearchRequest(top_k=5, mode="sparse"), store=store, embedder=embedder) == []
 
 
 def test_a_collection_keeps_its_child_size(store):
@@ -152,7 +155,7 @@ def test_a_collection_without_children_is_searched_as_before(store):
     assert store.search_filter(layout, None) is None or IS_CHILD not in (store.search_filter(layout, None).must or [])
     query = "frisches Wasser flache Schale"
     vector = embedder.embed_query([query])[0]
-    hits = pipeline.search(query, "plain", top_k=7, store=store, embedder=embedder, mode="dense")
+    hits = pipeline.search(query, "plain", SearchRequest(top_k=7, mode="dense"), store=store, embedder=embedder)
     engine = store.client.query_points("plain", query=vector.tolist(), using=layout.vector, limit=7).points
     assert [h.chunk_id for h in hits] == [str(p.id) for p in engine]  # the engine's own ranking, untouched
     assert [h.score for h in hits] == pytest.approx([p.score for p in engine])
@@ -201,9 +204,10 @@ def test_why_not_this_one_names_the_child_that_placed_the_chunk(store):
 
     embedder = FakeEmbedder(32)
     pipeline.ingest([FILE], "pc", ChunkSettings(60, 0), embedder, store=store, child_size=12)
-    [hit] = pipeline.search(QUERY, "pc", top_k=1, store=store, embedder=embedder, mode="hybrid", fusion="convex")
-    explained = explain_chunk(QUERY, hit, "pc", store=store, embedder=embedder, mode=SearchMode("hybrid", "convex"),
-                              k=3)
+    [hit] = pipeline.search(QUERY, "pc", SearchRequest(top_k=1, mode="hybrid", fusion="convex"), store=store,
+                            embedder=embedder)
+    explained = explain_chunk(QUERY, hit, "pc", SearchMode("hybrid", "convex").request(3), store=store,
+                              embedder=embedder)
     fused = explained.to_json()["stages"]["fused"]
     assert fused["rank"] == 1 and fused["child"]["rank"] == hit.child.rank and "span" in fused["child"]
     notes = [row[3] for row in stage_rows(explained.stages, explained.mode)]

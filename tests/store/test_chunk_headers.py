@@ -14,7 +14,8 @@ from rag.documents.loader import SourceFile
 from rag.embeddings.fake import FakeEmbedder
 from rag.errors import InvalidSettingsError
 from rag.evaluation.querysets.queries import load_query_set
-from rag.evaluation.sweeps.sweep import grid, load_documents, run_sweep
+from rag.evaluation.sweeps.sweep import Sweep, grid, load_documents, run_sweep
+from rag.retrieval import SearchRequest
 from rag.store.client import META_KEY
 from tests.conftest import run
 
@@ -60,10 +61,11 @@ def test_header_reaches_the_embedder_and_bm25_but_not_the_content(store):
     text = FILE.data.decode()
     for chunk in chunks:  # stored content is the chunk text, at its offsets, without the header
         assert chunk.content == text[chunk.start:chunk.end] and "Ziervogel" not in chunk.content
-    context = pipeline.retrieve("Ziervogel Ratgeber Hirse", "headed", store=store, embedder=embedder, mode="sparse")
+    context = pipeline.retrieve("Ziervogel Ratgeber Hirse", "headed", SearchRequest(mode="sparse"), store=store,
+                                embedder=embedder)
     assert context.text and "Ziervogel-Ratgeber\n" not in context.text.replace("'Ziervogel-Ratgeber.md'", "")
     # a word only in the title: every chunk matches it through its header
-    found = pipeline.search("Ratgeber", "headed", top_k=50, store=store, mode="sparse")
+    found = pipeline.search("Ratgeber", "headed", SearchRequest(top_k=50, mode="sparse"), store=store)
     assert len(found) == result.chunks
 
 
@@ -71,7 +73,7 @@ def test_without_headers_the_title_is_not_indexed(store):
     embedder = RecordingEmbedder()
     [result] = pipeline.ingest([FILE], "plain", ChunkSettings(60, 0), embedder, store=store, chunk_headers=False)
     assert sorted(embedder.seen) == sorted(c.content for c in store.document_chunks("plain", result.document_id))
-    assert pipeline.search("Ratgeber", "plain", top_k=50, store=store, mode="sparse") == []
+    assert pipeline.search("Ratgeber", "plain", SearchRequest(top_k=50, mode="sparse"), store=store) == []
     assert store.collection_meta("plain")[headers.META_KEY] is False
 
 
@@ -85,7 +87,8 @@ def test_the_setting_is_recorded_and_later_ingests_keep_it(store):
     [result] = pipeline.ingest([other], "headed", ChunkSettings(60, 0), embedder, store=store)  # setting left out
     assert result.ok and embedder.seen == ["Wellensittiche\nPflege\n\n# Pflege\n\nWellensittiche brauchen viel "
                                            "Platz zum Fliegen."]
-    assert pipeline.search("Wellensittiche", "headed", store=store, mode="sparse")[0].document_title == other.name
+    found = pipeline.search("Wellensittiche", "headed", SearchRequest(mode="sparse"), store=store)
+    assert found[0].document_title == other.name
     with pytest.raises(InvalidSettingsError, match="chunk headers on"):
         pipeline.ingest([other], "headed", ChunkSettings(60, 0), embedder, store=store, chunk_headers=False)
 
@@ -101,7 +104,7 @@ def test_a_collection_without_the_record_is_indexed_as_before(store):
     other = SourceFile("Kanarien.md", b"Kanarienvogel singen am Morgen.\n")
     [result] = pipeline.ingest([other], "old", ChunkSettings(60, 0), embedder, store=store)
     assert result.ok and embedder.seen == ["Kanarienvogel singen am Morgen."]
-    assert pipeline.search("Ratgeber", "old", store=store, mode="sparse") == []
+    assert pipeline.search("Ratgeber", "old", SearchRequest(mode="sparse"), store=store) == []
     with pytest.raises(InvalidSettingsError, match="chunk headers off"):
         store.check_writable("old", embedder, chunk_headers=True)
 
@@ -111,7 +114,7 @@ def test_sweep_compares_headers_off_and_on_in_two_collections(store):
     configs, _ = grid([60], [0], chunk_headers=[False, True])
     assert [c.short for c in configs] == ["60/0", "60/0 +headers"]
     queries = load_query_set(json.dumps({"query": "Ziervogel Ratgeber", "document": FILE.name}), "q.jsonl")
-    result = run_sweep(load_documents([FILE]), queries, configs, embedder, store=store, modes=["sparse"])
+    result = run_sweep(Sweep(load_documents([FILE]), queries, configs, modes=["sparse"]), embedder, store=store)
     off, on = result.results
     assert off.collection != on.collection and "-hdr-" in on.collection
     assert store.chunk_headers(on.collection) is True and store.chunk_headers(off.collection) is False

@@ -22,6 +22,7 @@ import pytest
 from rag import pipeline
 from rag.chunking.chunker import ChunkSettings
 from rag.embeddings import get_embedder
+from rag.retrieval import SearchRequest
 from rag.retrieval.records import DocumentInfo
 from rag.settings import load
 from rag.store.client import UPSERT_BATCH, Store
@@ -107,7 +108,8 @@ def ingest(store: Store, file: Path) -> pipeline.IngestResult:
 
 
 def titles_found(store: Store, query: str = "Kündigungsfrist Quartalsende") -> set[str]:
-    return {h.document_title for h in pipeline.search(query, "documents", 50, store=store, mode="sparse")}
+    return {h.document_title for h in pipeline.search(query, "documents", SearchRequest(top_k=50, mode="sparse"),
+                                                      store=store)}
 
 
 @pytest.fixture(scope="module")

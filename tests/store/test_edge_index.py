@@ -13,6 +13,7 @@ from qdrant_client import models
 
 from rag.documents.model import Document, Page
 from rag.errors import StoreError
+from rag.retrieval import SearchRequest
 from rag.store.edge import api
 from rag.store.edge import index as edge_index
 from rag.store.edge.client import CONFIG_FILE, EDGE_DIR, EdgeClient
@@ -45,8 +46,8 @@ def folder_listing(root: Path) -> tuple[list[str], str]:
 
 def hits(store, query: str) -> list[tuple[str, int]]:
     embedder = fake_embedder()
-    found = store.search("documents", embedder.embed_query([query])[0], embedder, top_k=10, mode="hybrid",
-                         query_text=query)
+    found = store.search("documents", embedder.embed_query([query])[0], embedder,
+                         SearchRequest(top_k=10, mode="hybrid"), query_text=query)
     return [(h.document_id, h.chunk_index) for h in found]
 
 
@@ -191,7 +192,7 @@ def test_the_cli_builds_when_an_ingest_makes_the_collection_large_and_reports_js
 
 
 def keyword_scores(store, query: str) -> list[tuple[str, int, float]]:
-    found = store.search("documents", None, None, top_k=10, mode="sparse", query_text=query)
+    found = store.search("documents", None, None, SearchRequest(top_k=10, mode="sparse"), query_text=query)
     return [(h.document_id, h.chunk_index, h.score) for h in found]
 
 

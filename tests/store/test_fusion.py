@@ -12,6 +12,7 @@ from rag.errors import InvalidSettingsError
 from rag.evaluation.querysets.queries import load_query_set
 from rag.evaluation.querysets.squad import import_squad, sweep_input
 from rag.evaluation.sweeps.fusion_tuning import WEIGHTS, tune_fusion
+from rag.retrieval import SearchRequest
 from rag.retrieval.fusion import DEFAULT_FUSION, Fusion, convex, parse_fusion, rrf
 from rag.store.open import open_store
 from tests.conftest import run
@@ -81,17 +82,18 @@ def xquad(shared_data):
 def test_convex_and_weighted_rrf_search_explain_their_scores(xquad):
     store, fake, queries = xquad
     query = queries[0].text
-    convex_hits = pipeline.search(query, "x", 8, store=store, embedder=fake, fusion="convex:w=0.6")
+    convex_hits = pipeline.search(query, "x", SearchRequest(top_k=8, fusion="convex:w=0.6"), store=store, embedder=fake)
     assert convex_hits
     assert all(h.score_kind == "convex" and 0 <= h.score <= 1 for h in convex_hits)
     assert [h.score for h in convex_hits] == sorted((h.score for h in convex_hits), reverse=True)
     assert all(h.dense_rank is not None or h.sparse_rank is not None for h in convex_hits)
-    dense_only = pipeline.search(query, "x", 8, store=store, embedder=fake, fusion="convex:w=1")
-    plain = pipeline.search(query, "x", 8, store=store, embedder=fake, mode="dense")
+    dense_only = pipeline.search(query, "x", SearchRequest(top_k=8, fusion="convex:w=1"), store=store, embedder=fake)
+    plain = pipeline.search(query, "x", SearchRequest(top_k=8, mode="dense"), store=store, embedder=fake)
     assert [h.chunk_id for h in dense_only] == [h.chunk_id for h in plain]
-    weighted = pipeline.search(query, "x", 8, store=store, embedder=fake, fusion="rrf:w=0.9")
+    weighted = pipeline.search(query, "x", SearchRequest(top_k=8, fusion="rrf:w=0.9"), store=store, embedder=fake)
     assert weighted and all(h.score_kind == "rrf" for h in weighted)
-    above = pipeline.search(query, "x", 8, 0.5, store=store, embedder=fake, fusion="convex")
+    above = pipeline.search(query, "x", SearchRequest(top_k=8, score_threshold=0.5, fusion="convex"), store=store,
+                            embedder=fake)
     assert above and all(h.score >= 0.5 for h in above)
 
 
@@ -122,6 +124,6 @@ def test_eval_tune_fusion_saves_the_collections_default(shared_data, tmp_path, c
     assert len(load_query_set((tmp_path / "docs/queries.jsonl").read_bytes())) == data["queries"]
     opened = open_store(path=store)
     try:
-        assert pipeline.search_defaults(opened, "x", None, None) == ("hybrid", data["best"])
+        assert pipeline.search_defaults(opened, "x", SearchRequest()) == SearchRequest("hybrid", data["best"])
     finally:
         opened.close()

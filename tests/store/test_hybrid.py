@@ -11,6 +11,8 @@ import pytest
 
 from rag import pipeline
 from rag.errors import RagError, SparseVectorsMissingError, StoreError
+from rag.retrieval import SearchRequest
+from rag.retrieval.request import requests_for
 from rag.retrieval.search import candidate_limit
 from rag.store.client import Store
 from rag.store.open import open_store
@@ -41,7 +43,7 @@ def known() -> tuple[Store, dict[str, str]]:
 
 def search(store: Store, mode: str, **options) -> list:
     options.setdefault("top_k", 10)
-    return store.search("c", QUERY, fake_embedder(2), mode=mode, query_text="Schlüssel", **options)
+    return store.search("c", QUERY, fake_embedder(2), SearchRequest(mode=mode, **options), query_text="Schlüssel")
 
 
 def test_single_modes_give_the_known_orders(known) -> None:
@@ -107,28 +109,28 @@ def test_threshold_top_k_filter_and_batch_in_hybrid(known) -> None:
     only_b = search(store, "hybrid", document_ids=["doc-b"])
     assert only_b and {h.document_id for h in only_b} == {"doc-b"}
     single = [[h.chunk_id for h in search(store, mode)] for mode in ("dense", "sparse", "hybrid")]
-    rows = [store.search_batch("c", np.vstack([QUERY, QUERY]), fake_embedder(2), 10, mode=mode,
+    rows = [store.search_batch("c", np.vstack([QUERY, QUERY]), fake_embedder(2), SearchRequest(top_k=10, mode=mode),
                                query_texts=["Schlüssel", "Schlüssel"]) for mode in ("dense", "sparse", "hybrid")]
     assert [[h.chunk_id for h in row[1]] for row in rows] == single
-    assert store.search_batch("c", mode="sparse", query_texts=[]) == []
+    assert store.search_batch("c", None, None, SearchRequest(mode="sparse"), query_texts=[]) == []
     assert candidate_limit(1) == candidate_limit(50) == 50 and candidate_limit(80) == 80
 
 
 def test_query_without_terms_and_bad_arguments(known) -> None:
     store, name = known
-    assert store.search("c", mode="sparse", query_text="und die") == []
-    hits = store.search("c", QUERY, mode="hybrid", query_text="und die", top_k=10)
+    assert store.search("c", None, None, SearchRequest(mode="sparse"), query_text="und die") == []
+    hits = store.search("c", QUERY, None, SearchRequest(mode="hybrid", top_k=10), query_text="und die")
     assert "".join(name[h.chunk_id] for h in hits) == "ABCDE" and all(h.sparse_rank is None for h in hits)
     with pytest.raises(RagError, match="Unknown search mode 'keyword'.*dense, sparse, hybrid"):
-        store.search("c", QUERY, mode="keyword")
+        store.search("c", QUERY, None, SearchRequest(mode="keyword"))
     with pytest.raises(RagError, match="Unknown fusion 'sum'.*rrf, dbsf"):
-        store.search("c", QUERY, mode="hybrid", fusion="sum", query_text="x")
+        store.search("c", QUERY, None, SearchRequest(mode="hybrid", fusion="sum"), query_text="x")
     with pytest.raises(RagError, match="query text"):
-        store.search("c", QUERY, mode="hybrid")
+        store.search("c", QUERY, None, SearchRequest(mode="hybrid"))
     with pytest.raises(RagError, match="query's vector"):
-        store.search("c", mode="dense", query_text="x")
+        store.search("c", None, None, SearchRequest(mode="dense"), query_text="x")
     with pytest.raises(RagError, match="2 query vectors but 1 query texts"):
-        store.search_batch("c", np.vstack([QUERY, QUERY]), mode="hybrid", query_texts=["x"])
+        store.search_batch("c", np.vstack([QUERY, QUERY]), None, SearchRequest(mode="hybrid"), query_texts=["x"])
 
 
 def test_collection_from_before_sparse_vectors_says_reingest() -> None:
@@ -138,15 +140,15 @@ def test_collection_from_before_sparse_vectors_says_reingest() -> None:
     (info,) = store.collections()
     assert info.points == count and not info.sparse and not info.foreign
     query = embedder.embed_documents(["Passwörter"])[0]
-    assert len(store.search("documents", query, embedder, top_k=3)) == 3
+    assert len(store.search("documents", query, embedder, SearchRequest(top_k=3))) == 3
     message = ("Collection 'documents' was made before keyword (sparse) vectors existed; re-ingest its documents "
                "into a new collection to use sparse or hybrid search.")
     for mode in ("sparse", "hybrid"):
         with pytest.raises(SparseVectorsMissingError) as error:
-            store.search("documents", query, embedder, mode=mode, query_text="Passwörter")
+            store.search("documents", query, embedder, SearchRequest(mode=mode), query_text="Passwörter")
         assert str(error.value) == message and isinstance(error.value, StoreError)
         with pytest.raises(SparseVectorsMissingError, match="re-ingest"):
-            pipeline.search("Passwörter", "documents", store=store, embedder=embedder, mode=mode)
+            pipeline.search("Passwörter", "documents", SearchRequest(mode=mode), store=store, embedder=embedder)
     ingest(store, embedder, make_document(), collection="neu")
     assert {c.name: c.sparse for c in store.collections()} == {"documents": False, "neu": True}
 
@@ -158,9 +160,9 @@ def test_foreign_collection_searches_dense_and_explains_sparse() -> None:
     hits = store.search("documents", big.embed_documents(["Passwörter lang"])[0], big)
     assert hits[0].score_kind == "cosine" and hits[0].dense_rank == 1
     with pytest.raises(SparseVectorsMissingError, match="not made by RAG Lab.*use dense search"):
-        store.search("documents", mode="sparse", query_text="Passwörter")
+        store.search("documents", None, None, SearchRequest(mode="sparse"), query_text="Passwörter")
     with pytest.raises(SparseVectorsMissingError, match="not made by RAG Lab"):
-        pipeline.search("Passwörter", "documents", store=store, mode="sparse")
+        pipeline.search("Passwörter", "documents", SearchRequest(mode="sparse"), store=store)
 
 
 def rounded(hit):
@@ -178,13 +180,15 @@ def test_modes_searched_together_give_what_each_mode_gives_alone(shared_data) ->
                "Passwortrichtlinie NIST", "Wiederherstellung des Kontos"]
     vectors = embedder.embed_query(queries)
     modes = [("dense", "rrf"), ("sparse", "rrf"), ("hybrid", "rrf"), ("hybrid", "dbsf"), ("hybrid", "convex:w=0.4")]
-    together = store.search_batch_modes("documents", modes, vectors, embedder, 5, query_texts=queries)
+    together = store.search_many("documents", requests_for(modes, 5), vectors, embedder, query_texts=queries)
     for (mode, fusion), hits in zip(modes, together, strict=True):
-        alone = store.search_batch("documents", vectors, embedder, 5, mode=mode, fusion=fusion, query_texts=queries)
+        alone = store.search_batch("documents", vectors, embedder, SearchRequest(top_k=5, mode=mode, fusion=fusion),
+                                   query_texts=queries)
         assert [[rounded(h) for h in row] for row in hits] == [[rounded(h) for h in row] for row in alone], mode
     assert together[1][2] == [] and len(together[0][2]) == 5  # a query of stop words finds nothing by keywords
-    dense_only = store.search_batch_modes("documents", [("dense", "rrf")], vectors, embedder, 3, query_texts=queries)
-    assert dense_only == [store.search_batch("documents", vectors, embedder, 3)]
+    dense_only = store.search_many("documents", requests_for([("dense", "rrf")], 3), vectors, embedder,
+                                   query_texts=queries)
+    assert dense_only == [store.search_batch("documents", vectors, embedder, SearchRequest(top_k=3))]
 
 
 def test_equal_convex_scores_rank_by_document_and_chunk(known) -> None:

@@ -9,6 +9,7 @@ import mmh3
 import pytest
 from py_rust_stemmers import SnowballStemmer
 
+from rag.retrieval import SearchRequest
 from rag.store import keywords
 from rag.store.keywords import Analyzer, analyzer_for, detect_language
 from rag.store.open import open_store
@@ -87,7 +88,7 @@ def test_engine_scores_are_bm25_with_stemming_and_idf():
     ids = [h.chunk_id for h in store.document_chunks("c", "doc")]
     assert store.document_languages("c") == ["de"]
     assert {h.payload["language"] for h in store.document_chunks("c", "doc")} == {"de"}
-    hits = store.search("c", mode="sparse", query_text="Passwörter gehasht", top_k=10)
+    hits = store.search("c", None, None, SearchRequest(mode="sparse", top_k=10), query_text="Passwörter gehasht")
     weights = [dict(zip(*BM25.document_vector(t, "de"), strict=True)) for t in texts]
     (stem,) = BM25.query_ids("Passwort")
     (hashed,) = BM25.query_ids("gehasht")
@@ -108,9 +109,11 @@ def test_mixed_languages_are_analysed_per_document_and_queried_in_each():
              pipeline.SourceFile("en.md", b"Passwords are hashed. Each password is salted before it is stored.")]
     pipeline.ingest(files, "c", embedder=embedder, store=store)
     assert store.document_languages("c") == ["de", "en"]
-    found = {h.document_title for h in store.search("c", mode="sparse", query_text="passwords", top_k=5)}
+    found = {h.document_title for h in store.search("c", None, None, SearchRequest(mode="sparse", top_k=5),
+                                                    query_text="passwords")}
     assert found == {"en.md"}  # English "passwords" -> "password"; the German stem is "passwort"
-    found = {h.document_title for h in store.search("c", mode="sparse", query_text="Passwörter", top_k=5)}
+    found = {h.document_title for h in store.search("c", None, None, SearchRequest(mode="sparse", top_k=5),
+                                                    query_text="Passwörter")}
     assert found == {"de.md"}
 
 
@@ -133,7 +136,7 @@ def test_legacy_collections_keep_their_unstemmed_analysis():
     store = open_store(":memory:")
     ids = legacy_store_texts(store, ["Passwörter werden geprüft.", "Das Passwort ist lang."], fake_embedder(16))
     assert store.analyzer("c").legacy
-    (hit,) = store.search("c", mode="sparse", query_text="Passwörter", top_k=5)
+    (hit,) = store.search("c", None, None, SearchRequest(mode="sparse", top_k=5), query_text="Passwörter")
     assert hit.chunk_id == ids[0]
 
 
@@ -162,4 +165,4 @@ def test_an_invisible_mark_inside_a_word_does_not_split_it_for_keyword_search(ma
     pipeline.ingest([pipeline.SourceFile(name, text.encode())], "c", embedder=fake_embedder(16), store=store)
     (chunk,) = store.document_chunks("c", store.documents("c")[0].document_id)
     assert mark not in chunk.content and "Passwort" in chunk.content
-    assert store.search("c", mode="sparse", query_text="Passwort", top_k=5)
+    assert store.search("c", None, None, SearchRequest(mode="sparse", top_k=5), query_text="Passwort")

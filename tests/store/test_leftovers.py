@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from rag import pipeline
+from rag.retrieval import SearchRequest
 from rag.store.edge import EdgeClient
 from rag.store.open import open_store
 from tests.conftest import ROOT, fake_embedder, ingest, make_document
@@ -26,7 +27,8 @@ WATCH_S = 60  # how long the parent watches for the engine's builder folder befo
 def searched(folder: Path) -> tuple:
     store = open_store(path=str(folder))
     try:
-        hits = pipeline.search("Passwörter", "documents", 5, store=store, embedder=fake_embedder(), mode="hybrid")
+        hits = pipeline.search("Passwörter", "documents", SearchRequest(top_k=5, mode="hybrid"), store=store,
+                               embedder=fake_embedder())
         return [c.points for c in store.collections()], [(h.chunk_id, h.score) for h in hits]
     finally:
         store.close()

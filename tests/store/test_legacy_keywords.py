@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from rag.retrieval import SearchRequest
 from rag.store import legacy_keywords as sparse
 from rag.store.open import open_store
 from tests.conftest import fake_embedder, store_texts
@@ -105,14 +106,14 @@ def test_sparse_scores_match_hand_computed_bm25() -> None:
     assert (sparse.K1, sparse.B, sparse.AVGDL) == (1.2, 0.75, 128)
     store = open_store(":memory:")
     ids = store_texts(store, TINY, fake_embedder(16))
-    hits = store.search("c", mode="sparse", query_text="Passwort gehasht", top_k=10)
+    hits = store.search("c", None, None, SearchRequest(mode="sparse", top_k=10), query_text="Passwort gehasht")
     # passwort is in 2 of 3 chunks, gehasht in 1
     expected = {ids[0]: idf(2) * weight(2, 5), ids[2]: idf(2) * weight(1, 3) + idf(1) * weight(1, 3)}
     assert [h.chunk_id for h in hits] == [ids[2], ids[0]]
     assert {h.chunk_id: h.score for h in hits} == {k: pytest.approx(v, abs=1e-4) for k, v in expected.items()}
     assert all(h.score_kind == "bm25" and h.sparse_score == h.score for h in hits)
     assert [(h.sparse_rank, h.dense_rank, h.dense_score) for h in hits] == [(1, None, None), (2, None, None)]
-    (street,) = store.search("c", mode="sparse", query_text="Straße", top_k=10)
+    (street,) = store.search("c", None, None, SearchRequest(mode="sparse", top_k=10), query_text="Straße")
     assert street.chunk_id == ids[1] and street.score == pytest.approx(idf(1) * weight(1, 2), abs=1e-4)
 
 
@@ -123,6 +124,7 @@ def test_umlaut_and_sharp_s_queries_find_their_chunk_by_keyword() -> None:
     store, embedder = open_store(":memory:"), fake_embedder(64)
     ids = store_texts(store, texts, embedder)
     for query, target in [("Straße", 1), ("Größe", 0), ("Grösse", 0), ("Passwörter", 3), ("geprüft", 3)]:
-        keyword = store.search("c", mode="sparse", query_text=query, top_k=5)
+        keyword = store.search("c", None, None, SearchRequest(mode="sparse", top_k=5), query_text=query)
         assert keyword[0].chunk_id == ids[target], query
-    assert store.search("c", mode="sparse", query_text="Passwort", top_k=5) == []  # no stemming: plural only
+    # no stemming: plural only
+    assert store.search("c", None, None, SearchRequest(mode="sparse", top_k=5), query_text="Passwort") == []

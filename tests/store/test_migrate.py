@@ -18,6 +18,7 @@ import pytest
 
 from rag import pipeline
 from rag.errors import StoreError
+from rag.retrieval import SearchRequest
 from rag.store.edge import EdgeClient
 from rag.store.edge import migrate as migration
 from rag.store.open import open_store
@@ -60,12 +61,13 @@ def answers(store, embedder) -> dict:
     searches = {}
     for mode in ("dense", "sparse", "hybrid"):
         for query in QUERIES:
-            hits = pipeline.search(query, "documents", 5, store=store, embedder=embedder, mode=mode)
+            hits = pipeline.search(query, "documents", SearchRequest(top_k=5, mode=mode), store=store,
+                                   embedder=embedder)
             # equal scores come in any order, in either engine (qdrant-client's own differs between opens), so
             # which of those tied at the cut-off made the top 5 is left open
             scores = [round(h.score, 5) for h in hits]
             searches[f"{mode}:{query}"] = scores, sorted(h.chunk_id for h in hits if round(h.score, 5) > scores[-1])
-    foreign = pipeline.search("Passwörter", "fremd", 3, store=store, embedder=fake_embedder(1536))
+    foreign = pipeline.search("Passwörter", "fremd", SearchRequest(top_k=3), store=store, embedder=fake_embedder(1536))
     return {"collections": [(c.name, c.points, c.embedder, c.sparse) for c in store.collections()],
             "documents": store.documents("documents"), "searches": searches,
             "foreign": [(h.content, round(h.score, 5)) for h in foreign],

@@ -19,6 +19,7 @@ from rag import pipeline
 from rag.chunking.chunker import ChunkSettings
 from rag.documents.loader import SourceFile
 from rag.embeddings import get_embedder
+from rag.retrieval import SearchRequest
 from rag.store.edge import wire
 from rag.store.open import open_store
 from rag.store.reads import ENDPOINT_FILE, endpoint, serve_reads, stop_serving
@@ -70,7 +71,7 @@ def hold() -> None:
     for line in sys.stdin:
         command, _, rest = line.strip().partition(" ")
         if command == "search":
-            hits = pipeline.search(rest, "c", 5, store=store, embedder=get_embedder("fake"))
+            hits = pipeline.search(rest, "c", SearchRequest(top_k=5), store=store, embedder=get_embedder("fake"))
             print(json.dumps([hit_json(h, "hybrid") for h in hits], ensure_ascii=False), flush=True)
         elif command == "churn":
             worker.start()
@@ -281,7 +282,7 @@ def test_a_commit_between_a_searchs_registry_read_and_its_query_is_not_seen(comm
     store, arm = commit_in_the_read
     arm("search_filter")
     embedder = get_embedder("fake")
-    hits = store.search("c", embedder.embed_query(["Kündigungsfrist"])[0], embedder, top_k=50)
+    hits = store.search("c", embedder.embed_query(["Kündigungsfrist"])[0], embedder, SearchRequest(top_k=50))
     assert sorted("zwei" in h.content for h in hits if "Absatz" in h.content) == [True] * 7  # all of version 1
 
 

@@ -13,6 +13,8 @@ from rag.chunking import ChunkSettings
 from rag.embeddings import get_embedder
 from rag.evaluation.querysets.squad import import_squad
 from rag.pipeline import SourceFile
+from rag.retrieval import SearchRequest
+from rag.retrieval.request import requests_for
 from rag.retrieval.search import CANDIDATES
 from rag.store.open import open_store
 
@@ -41,10 +43,12 @@ def test_top_k_only_cuts_the_ranking(corpus, mode, fusion) -> None:
     store, embedder, queries = corpus
     lengths = []
     for query in queries:
-        deepest = pipeline.search(query, "x", 50, store=store, embedder=embedder, mode=mode, fusion=fusion)
+        deepest = pipeline.search(query, "x", SearchRequest(top_k=50, mode=mode, fusion=fusion), store=store,
+                                  embedder=embedder)
         lengths.append(len(deepest))
         for k in KS:
-            hits = pipeline.search(query, "x", k, store=store, embedder=embedder, mode=mode, fusion=fusion)
+            hits = pipeline.search(query, "x", SearchRequest(top_k=k, mode=mode, fusion=fusion), store=store,
+                                   embedder=embedder)
             assert ranked(hits) == ranked(deepest[:k]), (query, k)
             explained = [(h.dense_rank, h.sparse_rank, h.sparse_score) for h in hits]
             assert explained == [(h.dense_rank, h.sparse_rank, h.sparse_score) for h in deepest[:k]]
@@ -55,14 +59,16 @@ def test_top_k_only_cuts_the_ranking(corpus, mode, fusion) -> None:
 def test_batches_and_the_shared_lists_give_the_same_ranking(corpus, mode, fusion) -> None:
     store, embedder, queries = corpus
     vectors = None if mode == "sparse" else embedder.embed_query(queries)
-    deepest = store.search_batch("x", vectors, embedder, 50, mode=mode, fusion=fusion, query_texts=queries)
+    deepest = store.search_batch("x", vectors, embedder, SearchRequest(top_k=50, mode=mode, fusion=fusion),
+                                 query_texts=queries)
     for k in KS:
-        rows = store.search_batch("x", vectors, embedder, k, mode=mode, fusion=fusion, query_texts=queries)
+        rows = store.search_batch("x", vectors, embedder, SearchRequest(top_k=k, mode=mode, fusion=fusion),
+                                  query_texts=queries)
         assert [ranked(r) for r in rows] == [ranked(r[:k]) for r in deepest]
     vectors = embedder.embed_query(queries)
     for k in KS:  # the evaluation's path: several modes from one round trip
-        (rows, _) = store.search_batch_modes("x", [(mode, fusion), ("hybrid", "rrf")], vectors, embedder, k,
-                                             query_texts=queries)
+        (rows, _) = store.search_many("x", requests_for([(mode, fusion), ("hybrid", "rrf")], k), vectors, embedder,
+                                      query_texts=queries)
         assert [ranked(r) for r in rows] == [ranked(r[:k]) for r in deepest], k
 
 
@@ -70,13 +76,15 @@ def test_batches_and_the_shared_lists_give_the_same_ranking(corpus, mode, fusion
 def test_a_threshold_only_cuts_the_ranking(corpus, mode, fusion) -> None:
     store, embedder, queries = corpus
     for query in queries[:4]:
-        deepest = pipeline.search(query, "x", 50, store=store, embedder=embedder, mode=mode, fusion=fusion)
+        deepest = pipeline.search(query, "x", SearchRequest(top_k=50, mode=mode, fusion=fusion), store=store,
+                                  embedder=embedder)
         # between two scores: a threshold equal to a float32 score is compared in another precision
         for i in (2, min(9, len(deepest) - 2)):
             threshold = (deepest[i].score + deepest[i + 1].score) / 2
             for k in (5, 50):
-                cut = pipeline.search(query, "x", k, threshold, store=store, embedder=embedder, mode=mode,
-                                      fusion=fusion)
+                cut = pipeline.search(query, "x",
+                                      SearchRequest(top_k=k, score_threshold=threshold, mode=mode, fusion=fusion),
+                                      store=store, embedder=embedder)
                 assert ranked(cut) == ranked([h for h in deepest[:k] if h.score >= threshold])
 
 
@@ -85,10 +93,10 @@ def test_within_a_document_filter_top_k_only_cuts_too(corpus, mode, fusion):
     store, embedder, queries = corpus
     document = store.documents("x")[0].document_id  # a filter searches those documents as their own collection
     for query in queries[:3]:
-        deepest = pipeline.search(query, "x", 50, None, [document], store=store, embedder=embedder, mode=mode,
-                                  fusion=fusion)
+        deepest = pipeline.search(query, "x", SearchRequest(mode, fusion, 50, document_ids=[document]), store=store,
+                                  embedder=embedder)
         assert {h.document_id for h in deepest} <= {document}
         for k in (1, 5, 20):
-            hits = pipeline.search(query, "x", k, None, [document], store=store, embedder=embedder, mode=mode,
-                                   fusion=fusion)
+            hits = pipeline.search(query, "x", SearchRequest(mode, fusion, k, document_ids=[document]), store=store,
+                                   embedder=embedder)
             assert ranked(hits) == ranked(deepest[:k])

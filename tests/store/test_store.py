@@ -15,6 +15,7 @@ from qdrant_client import QdrantClient, models
 from rag.chunking.chunker import ChunkSettings
 from rag.embeddings.fake import FakeEmbedder
 from rag.errors import CollectionNotFoundError, EmbedderMismatchError, StoreError, StoreUnavailableError
+from rag.retrieval import SearchRequest
 from rag.retrieval.records import Hit, hit_from_point, point_id, vector_name
 from rag.store import documents as store_documents
 from rag.store.client import Store
@@ -82,7 +83,7 @@ def test_new_collection_stores_keyword_vectors_next_to_dense(store: Store, embed
         assert set(point.vector) == {"fake-16", "bm25"}
         indices, values = analyzer.document_vector(point.payload["content"], point.payload["language"])
         assert point.vector["bm25"].indices == indices and point.vector["bm25"].values == pytest.approx(values)
-    hits = store.search("documents", embedder.embed_documents(["Passwörter"])[0], embedder, top_k=3)
+    hits = store.search("documents", embedder.embed_documents(["Passwörter"])[0], embedder, SearchRequest(top_k=3))
     assert [(h.score_kind, h.dense_rank, h.sparse_rank) for h in hits] == [("cosine", r, None) for r in (1, 2, 3)]
     assert all(h.dense_score == h.score for h in hits)
 
@@ -94,7 +95,7 @@ def test_same_document_twice_is_one_version(store: Store, embedder: FakeEmbedder
     second, _ = ingest(store, embedder, document)
     assert first == second == len(ids) == len(all_ids(store))
     assert not ids & all_ids(store)  # a new write replaced the old one whole
-    hits = store.search("documents", embedder.embed_documents(["Passwörter"])[0], embedder, top_k=50)
+    hits = store.search("documents", embedder.embed_documents(["Passwörter"])[0], embedder, SearchRequest(top_k=50))
     assert len(hits) == second and store.registry("documents") == {}
 
 
@@ -149,18 +150,18 @@ def test_search_scores_filter_threshold_and_top_k(store: Store, embedder: FakeEm
     ingest(store, embedder, make_document())
     ingest(store, embedder, make_document("Ganz anderer Text über Katzen und Hunde im Garten.", "doc-b", "b.md"))
     query = embedder.embed_documents(["Mehrfaktor-Authentifizierung schützt Konten"])[0]
-    hits = store.search("documents", query, embedder, top_k=3)
+    hits = store.search("documents", query, embedder, SearchRequest(top_k=3))
     assert len(hits) == 3 and "Mehrfaktor" in hits[0].content
     scores = [h.score for h in hits]
     assert scores == sorted(scores, reverse=True) and all(-1.0 <= s <= 1.0 + 1e-6 for s in scores)
-    everything = store.search("documents", query, embedder, top_k=1000)
+    everything = store.search("documents", query, embedder, SearchRequest(top_k=1000))
     assert len(everything) == store.collections()[0].points
-    only_b = store.search("documents", query, embedder, top_k=10, document_ids=["doc-b"])
+    only_b = store.search("documents", query, embedder, SearchRequest(top_k=10, document_ids=["doc-b"]))
     assert only_b and {h.document_id for h in only_b} == {"doc-b"}
     threshold = scores[1]
-    above = store.search("documents", query, embedder, top_k=10, score_threshold=threshold)
+    above = store.search("documents", query, embedder, SearchRequest(top_k=10, score_threshold=threshold))
     assert above and all(h.score >= threshold - 1e-6 for h in above) and len(above) < len(everything)
-    batch = store.search_batch("documents", np.vstack([query, query]), embedder, 3)
+    batch = store.search_batch("documents", np.vstack([query, query]), embedder, SearchRequest(top_k=3))
     assert [[h.chunk_id for h in hits]] * 2 == [[h.chunk_id for h in row] for row in batch]
 
 
@@ -195,13 +196,14 @@ def test_foreign_collection_is_searchable_not_writable(store: Store) -> None:
     assert info.foreign and info.embedder is None and info.dimension == 1536 and info.vectors == {"": 1536}
     assert store.collection_embedder("documents") == (None, 1536)
     big = fake_embedder(1536, "openai:text-embedding-3-small")
-    hits = store.search("documents", big.embed_documents(["Passwörter lang"])[0], big, top_k=5)
+    hits = store.search("documents", big.embed_documents(["Passwörter lang"])[0], big, SearchRequest(top_k=5))
     assert len(hits) == 3 and hits[0].content == "Passwörter müssen lang sein."
     top = hits[0]
     assert top.document_id == top.document_title == "policy.pdf" and top.chunk_id == "0"
     assert (top.chunk_index, top.start, top.page_start, top.heading_path) == (None, None, None, ())
     assert top.payload == {"content": "Passwörter müssen lang sein.", "document_title": "policy.pdf", "chunk_id": 0}
-    only = store.search("documents", big.embed_documents(["Passwörter"])[0], big, document_ids=["tiere.pdf"])
+    only = store.search("documents", big.embed_documents(["Passwörter"])[0], big,
+                        SearchRequest(document_ids=["tiere.pdf"]))
     assert [h.document_title for h in only] == ["tiere.pdf"]
     docs = store.documents("documents")
     assert [(d.document_id, d.chunks, d.embedder) for d in docs] == [("policy.pdf", 2, None), ("tiere.pdf", 1, None)]
@@ -301,12 +303,13 @@ def test_foreign_named_vectors_picked_by_dimension_or_name(store: Store) -> None
         store.search("fremd", np.ones(4), vector_name="missing")
     with pytest.raises(EmbedderMismatchError, match="dense: 8 dimensions, small: 4 dimensions"):
         store.search("fremd", np.ones(5))
-    assert store.search_batch("fremd", np.ones((2, 8)), top_k=1)[1][0].content == "eins"
+    assert store.search_batch("fremd", np.ones((2, 8)), None, SearchRequest(top_k=1))[1][0].content == "eins"
 
 
 def test_search_without_embedder_checks_dimension(store: Store, embedder: FakeEmbedder) -> None:
     ingest(store, embedder, make_document())
-    assert len(store.search("documents", embedder.embed_documents(["Passwörter"])[0], top_k=2)) == 2
+    vector = embedder.embed_documents(["Passwörter"])[0]
+    assert len(store.search("documents", vector, None, SearchRequest(top_k=2))) == 2
     with pytest.raises(EmbedderMismatchError, match="made by fake:16"):
         store.search("documents", np.ones(8))
     assert store.search_batch("documents", np.zeros((0, 16)), embedder) == []

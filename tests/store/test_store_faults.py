@@ -18,6 +18,7 @@ from rag import pipeline
 from rag.chunking.chunker import ChunkSettings
 from rag.embeddings import get_embedder
 from rag.errors import StoreError, StoreUnavailableError
+from rag.retrieval import SearchRequest
 from rag.store.client import Store
 from rag.store.edge import EdgeClient
 from rag.store.edge import space as edge_space
@@ -86,7 +87,7 @@ def test_a_full_disk_mid_ingest_is_one_line_and_keeps_the_old_version(folder_sto
     assert "is full" in result.error and "Free disk space" in result.error and "bug" not in result.error
     assert "\n" not in result.error
     assert folder_store.documents("documents") == [old]  # the old version, complete, nothing else listed
-    hits = pipeline.search("Kündigungsfrist", "documents", 50, store=folder_store, mode="sparse")
+    hits = pipeline.search("Kündigungsfrist", "documents", SearchRequest(top_k=50, mode="sparse"), store=folder_store)
     assert [h.content for h in hits] == [c.content for c in folder_store.document_chunks("documents", old.document_id)]
 
     disk.free()
@@ -99,7 +100,8 @@ def test_a_removed_store_folder_is_said_on_the_next_operation(folder_store: Stor
     assert ingest(folder_store, OLD).ok
     shutil.rmtree(tmp_path / "qdrant")
     for operation in (lambda: folder_store.documents("documents"), lambda: folder_store.collections(),
-                      lambda: pipeline.search("Kündigungsfrist", "documents", 5, store=folder_store, mode="sparse"),
+                      lambda: pipeline.search("Kündigungsfrist", "documents", SearchRequest(top_k=5, mode="sparse"),
+                                              store=folder_store),
                       lambda: ingest(folder_store, NEW)):
         with pytest.raises(StoreUnavailableError, match="was removed while RAG Lab was using it.*Restart RAG Lab"):
             operation()
@@ -137,7 +139,7 @@ def test_ingest_onto_a_full_tmpfs_is_one_line(tmpfs: Path, tmp_path: Path):
             return  # Qdrant Edge refuses to make a collection with less than 128 MB free: nothing was stored at all
         # hidden and deleted, or (when the full disk kept even the registry from being updated) listed incomplete
         assert all(not d.complete for d in store.documents("documents"))
-        assert pipeline.search("Kündigungsfrist", "documents", 5, store=store, mode="sparse") == []
+        assert pipeline.search("Kündigungsfrist", "documents", SearchRequest(top_k=5, mode="sparse"), store=store) == []
     finally:
         store.close()
 

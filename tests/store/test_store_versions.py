@@ -12,6 +12,7 @@ from rag.chunking.chunker import ChunkSettings
 from rag.embeddings import get_embedder
 from rag.embeddings.fake import FakeEmbedder
 from rag.errors import DocumentNotFoundError, StoreError
+from rag.retrieval import SearchRequest
 from rag.store.archive import DocumentArchive
 from rag.store.versions import REGISTRY_ID, WRITING
 from tests.conftest import TEXT, fake_embedder, ingest, make_chunks, make_document
@@ -24,7 +25,7 @@ def embedder() -> FakeEmbedder:
 
 def search_titles(store, embedder, query: str = "Passwörter Zeichen") -> list[str]:
     vector = embedder.embed_query([query])[0]
-    return [h.document_title for h in store.search("documents", vector, embedder, top_k=50)]
+    return [h.document_title for h in store.search("documents", vector, embedder, SearchRequest(top_k=50))]
 
 
 def test_a_write_in_progress_is_hidden_and_listed_as_incomplete(store, embedder, monkeypatch):
@@ -71,7 +72,7 @@ def test_an_edited_file_replaces_its_old_version(store, embedder):
     (document,) = store.documents("documents")
     assert (document.document_id, document.title) == ("v2", "policy.md")
     contents = " ".join(h.content for h in store.search("documents", embedder.embed_documents(["Zeichen"])[0], embedder,
-                                                          top_k=50))
+                                                        SearchRequest(top_k=50)))
     assert "vierzehn" in contents and "zwölf" not in contents
 
 
@@ -236,7 +237,7 @@ def test_replacing_a_legacy_version_is_one_commit_too(store, embedder, monkeypat
         ingest(store, embedder, make_document(TEXT + " Neu.", "v2", "policy.md"))
     restore()
     vector = embedder.embed_query(["Passwörter Zeichen"])[0]
-    assert {h.document_id for h in store.search("documents", vector, embedder, top_k=50)} == {"v2"}
+    assert {h.document_id for h in store.search("documents", vector, embedder, SearchRequest(top_k=50))} == {"v2"}
     assert [d.document_id for d in store.documents("documents")] == ["v2"]
     assert store.collections()[0].points == len(store.document_chunks("documents", "v2"))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from rag.chunking.chunker import TOC, Chunk, ChunkSettings
 from rag.documents.model import Document, Page
+from rag.retrieval import SearchRequest
 from rag.store.open import open_store
 from tests.conftest import fake_embedder
 
@@ -28,8 +29,8 @@ def store_with(flags: list[tuple[str, ...]]):
 
 def found(store, embedder, include_toc: bool = False) -> list[int]:
     query = "Kündigungsfrist Kündigungsfrist"
-    hits = store.search("c", embedder.embed_query([query])[0], embedder, top_k=3, mode="hybrid", query_text=query,
-                        include_toc=include_toc)
+    hits = store.search("c", embedder.embed_query([query])[0], embedder,
+                        SearchRequest(top_k=3, mode="hybrid", include_toc=include_toc), query_text=query)
     return [h.chunk_index for h in hits]
 
 

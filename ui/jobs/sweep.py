@@ -18,7 +18,7 @@ from typing import ClassVar
 from rag.documents import Document
 from rag.embeddings import Embedder, EmbeddingCache
 from rag.errors import Cancelled
-from rag.evaluation import Query, SearchMode, SweepConfig, SweepProgress, SweepResult, run_sweep, trace_sweep
+from rag.evaluation import Query, SearchMode, Sweep, SweepConfig, SweepProgress, SweepResult, run_sweep, trace_sweep
 from rag.rerank import DEFAULT_DEPTH, Reranker
 from rag.runs import keep_sweep
 from rag.store import Store
@@ -96,11 +96,10 @@ class SweepJob(QueuedJob):
         documents = self.documents() if self.documents else []
         self._check()
         self.step = "Embedding the queries (the first time, this loads the model)…"
-        self.result = run_sweep(documents, self.queries, self.configs, self.embedder, store=self.store,
-                                cache=self.cache, ks=self.ks, skipped=self.skipped, modes=self.modes,
-                                progress=self._progress, reranker=self.reranker,
-                                rerank_depth=self.rerank_depth, cancel=lambda: self.cancel_requested,
-                                collection=self.collection)
+        sweep = Sweep(documents, self.queries, self.configs, ks=self.ks, modes=self.modes,
+                      rerank_depth=self.rerank_depth, collection=self.collection, skipped=self.skipped)
+        self.result = run_sweep(sweep, self.embedder, store=self.store, cache=self.cache, progress=self._progress,
+                                reranker=self.reranker, cancel=lambda: self.cancel_requested)
         self.step = "Tracing each miss through the stages…"
         trace_sweep(self.result, store=self.store, embedder=self.embedder, cache=self.cache,
                     reranker=self.reranker, rerank_depth=self.rerank_depth)

@@ -12,6 +12,7 @@ import streamlit as st
 
 from rag.embeddings import Embedder
 from rag.reports import EmbeddingMap, embedding_map
+from rag.retrieval import SearchRequest
 from rag.store import Store
 from ui import errors, render
 from ui.parts import chunk_text
@@ -41,7 +42,8 @@ CHAR = 0.012  # the width of one label character as a share of the map (12 px te
 def compute(_store: Store, _embedder: Embedder | None, key: tuple, collection: str, points: int, sample: int,
             method: str, query: str | None, top_k: int, mode: str, fusion: str) -> EmbeddingMap:
     """Return the map; key names the store, its state and the embedder (location, changes, model id)."""
-    return embedding_map(_store, collection, _embedder, query, sample, method, top_k=top_k, mode=mode, fusion=fusion)
+    request = SearchRequest(mode=mode, fusion=fusion, top_k=top_k)
+    return embedding_map(_store, collection, _embedder, query, sample, method, request=request)
 
 
 def frame(emap: EmbeddingMap, colour_by: str) -> pd.DataFrame:

@@ -15,7 +15,6 @@ from rag.evaluation import (
     Explanation,
     Funnel,
     Rankings,
-    SearchMode,
     SweepResult,
     absent_note,
     explain_chunk,
@@ -28,6 +27,7 @@ from rag.evaluation import (
     verdict,
 )
 from rag.rerank import DEFAULT_DEPTH
+from rag.retrieval import SearchRequest
 from rag.store import CANDIDATES
 from ui import charts, errors, resources, state
 from ui.parts import rerank
@@ -108,7 +108,7 @@ def stage_frame(stages: ChunkStages, mode: str, reranked: bool = False,
     return pd.DataFrame(rows, columns=["stage", "rank", "score", "note"])
 
 
-def _rankings(ws: Workspace, run: SearchRun, embedder, mode: SearchMode) -> Rankings:
+def _rankings(ws: Workspace, run: SearchRun, embedder, request: SearchRequest) -> Rankings:
     """Return the rankings of run's query across modes, searched once per query, mode and store state in this
     session: another chunk or a top_k step while "why not this one?" is open searches nothing again."""
     key = (run.location, resources.version(), embedder.model_id, run.query, run.collection, run.mode, run.fusion)
@@ -116,8 +116,7 @@ def _rankings(ws: Workspace, run: SearchRun, embedder, mode: SearchMode) -> Rank
     if saved and saved[0] == key:
         return saved[1]
     vector = resources.query_vector(embedder, (embedder.model_id, embedder.query_prompt), run.query)
-    rankings = query_rankings(run.query, run.collection, store=ws.store, embedder=embedder, mode=mode,
-                              fusion=run.fusion, vector=vector)
+    rankings = query_rankings(run.query, run.collection, request, store=ws.store, embedder=embedder, vector=vector)
     st.session_state[WHY_RANKINGS] = (key, rankings)
     return rankings
 
@@ -139,9 +138,9 @@ def why_not(ws: Workspace, run: SearchRun) -> None:
     st.code(chunk.content[:600] + (" …" if len(chunk.content) > 600 else ""), language=None, wrap_lines=True)
     with errors.reported() as report:
         embedder = ws.embedder()  # the dense ranks, in every mode
-        mode = SearchMode(run.mode, run.fusion)
-        explained = explain_chunk(run.query, chunk, run.collection, store=ws.store, embedder=embedder, mode=mode,
-                                  k=run.top_k, fusion=run.fusion, rankings=_rankings(ws, run, embedder, mode))
+        request = SearchRequest(mode=run.mode, fusion=run.fusion, top_k=run.top_k)
+        explained = explain_chunk(run.query, chunk, run.collection, request, store=ws.store, embedder=embedder,
+                                  rankings=_rankings(ws, run, embedder, request))
     if report.failed:
         return
     st.dataframe(stage_frame(explained.stages, explained.mode, explained.reranked, explained), hide_index=True,

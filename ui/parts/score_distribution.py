@@ -8,6 +8,7 @@ import streamlit as st
 
 from rag.embeddings import Embedder
 from rag.reports import SCORE_NAMES, SCORE_SHORT, ScoreDistribution, distribution_of, score_distribution
+from rag.retrieval import SearchRequest
 from rag.store import CANDIDATES, Store, candidate_limit
 from ui import errors, resources
 from ui.render import counted, md, plural
@@ -30,9 +31,9 @@ def _distribution(_store: Store, _embedder: Embedder | None, key: tuple, query: 
     vector = None
     if _embedder is not None and mode != "sparse" and query.strip():
         vector = resources.query_vector(_embedder, (_embedder.model_id, _embedder.query_prompt), query)
-    return score_distribution(query, collection, store=_store, embedder=_embedder, mode=mode, fusion=fusion,
-                              top_k=CANDIDATES, document_ids=list(document_ids) or None, query_vector=vector,
-                              include_toc=include_toc)
+    request = SearchRequest(mode=mode, fusion=fusion, top_k=CANDIDATES, document_ids=document_ids,
+                            include_toc=include_toc)
+    return score_distribution(query, collection, request, store=_store, embedder=_embedder, query_vector=vector)
 
 
 def _rules(dist: ScoreDistribution, axis: str) -> tuple[list[dict], dict[str, pd.DataFrame]]:
@@ -148,9 +149,9 @@ def distribution(ws: Workspace, run: SearchRun, embedder: Embedder | None) -> No
         with st.spinner("Scoring every chunk…"):
             scored = _distribution(ws.store, embedder, key, run.query, run.collection, run.mode, run.fusion,
                                    tuple(run.document_ids), run.include_toc)
-        dist = distribution_of(scored.scores, run.top_k, run.threshold, scored.total, scored.cap, query=run.query,
-                               collection=run.collection, mode=run.mode, fusion=scored.fusion,
-                               score_kind=scored.score_kind, depth=candidate_limit(run.top_k))
+        cuts = run.request.replace(fusion=scored.fusion or run.fusion, depth=candidate_limit(run.top_k))
+        dist = distribution_of(scored.scores, cuts, scored.total, scored.cap, query=run.query,
+                               collection=run.collection, score_kind=scored.score_kind)
     if report.failed:
         return
     if not dist.scores:

@@ -11,6 +11,7 @@ import streamlit as st
 from rag import pipeline
 from rag import reports as hit_report
 from rag.reports import SCORE_SHORT, explanation, keywords, rrf_sum, score_kind, score_name
+from rag.retrieval import SearchRequest
 from rag.store import CANDIDATES, Analyzer, Hit, candidate_limit
 from ui import errors, nav, render, resources, state
 from ui.parts import chunk_text, funnel, page_view, score_distribution
@@ -22,8 +23,7 @@ from ui.workspace import SearchRun, Workspace
 EMPTY_CELL = "—"
 
 
-def run_search(ws: Workspace, query: str, top_k: int, threshold: float | None, document_ids: tuple[str, ...],
-               mode: str, fusion: str, include_toc: bool, rerank: tuple[str, int] = ("", 0),
+def run_search(ws: Workspace, query: str, request: SearchRequest, rerank: tuple[str, int] = ("", 0),
                last: SearchRun | None = None) -> SearchRun | None:
     """Return the search as the page shows it, or None after its error.
 
@@ -32,9 +32,8 @@ def run_search(ws: Workspace, query: str, top_k: int, threshold: float | None, d
     again without a search. The query is embedded once per text (ui.resources.query_vector). rerank: (spec,
     depth); with a spec, the first `depth` of the ranking are reordered by that reranker (ui.parts.rerank).
     """
-    started, version = time.perf_counter(), resources.version()
-    cut = last is not None and top_k <= len(last.ranking) and last.same_ranking(query, document_ids, mode, fusion,
-                                                                                 include_toc, version, rerank)
+    started, version, top_k = time.perf_counter(), resources.version(), request.top_k
+    cut = last is not None and top_k <= len(last.ranking) and last.same_ranking(query, request, version, rerank)
     if cut:
         ranking, model_id, seconds = last.ranking, last.model_id, last.seconds
     else:
@@ -43,19 +42,18 @@ def run_search(ws: Workspace, query: str, top_k: int, threshold: float | None, d
             embedder = ws.embedder()
             with st.spinner("Searching… (the first search loads the model)"):
                 vector = None
-                if mode != "sparse" and query.strip():
+                if request.mode != "sparse" and query.strip():
                     vector = resources.query_vector(embedder, (embedder.model_id, embedder.query_prompt), query)
-                ranking = tuple(pipeline.search(query, ws.collection, max(top_k, CANDIDATES), None,
-                                                list(document_ids) or None, store=ws.store, embedder=embedder,
-                                                mode=mode, fusion=fusion, include_toc=include_toc,
-                                                query_vector=vector, reranker=reranker, rerank_depth=rerank[1]))
+                deep = request.replace(top_k=max(top_k, CANDIDATES), score_threshold=None)
+                ranking = tuple(pipeline.search(query, ws.collection, deep, store=ws.store, embedder=embedder,
+                                                query_vector=vector, reranker=reranker))
         if report.failed:
             return None
         model_id, seconds = embedder.model_id, time.perf_counter() - started
     hits = list(ranking[:top_k])
-    outcome = hit_report.apply_threshold(hits, top_k, threshold)
-    return SearchRun(query, ws.collection, ws.location, top_k, threshold, document_ids, hits, outcome, model_id,
-                     seconds, mode, fusion, include_toc, ranking, version, rerank, cut=cut)
+    outcome = hit_report.apply_threshold(hits, top_k, request.score_threshold)
+    return SearchRun(query, ws.collection, ws.location, request, hits, outcome, model_id, seconds, ranking, version,
+                     rerank, cut=cut)
 
 
 def query_elsewhere(ws: Workspace) -> str | None:

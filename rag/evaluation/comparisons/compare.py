@@ -256,8 +256,8 @@ def compare_query(
     query: str, sides: Sequence[Side], top_k: int, *, store: Store, embedders: Sequence[Embedder | None]
 ) -> HitComparison:
     """Return the top_k hits of query on both sides, compared (embedders: each side's, None for keyword search)."""
-    results = [pipeline.search(query, side.collection, top_k, store=store, embedder=embedder, mode=side.mode.mode,
-                               fusion=side.mode.fusion) for side, embedder in zip(sides, embedders, strict=True)]
+    results = [pipeline.search(query, side.collection, side.mode.request(top_k), store=store, embedder=embedder)
+               for side, embedder in zip(sides, embedders, strict=True)]
     return compare_hits(*results)
 
 
@@ -268,6 +268,6 @@ def compare_query_set(
     """Return both sides' evaluations of queries, compared (RagError when a label or span does not fit)."""
     from rag.evaluation.sweeps import evaluate_collection
 
-    evaluations = [evaluate_collection(queries, side.collection, embedder, store=store, cache=cache, ks=ks,
-                                       mode=side.mode) for side, embedder in zip(sides, embedders, strict=True)]
+    evaluations = [evaluate_collection(queries, side.collection, embedder, side.mode.request(max(ks)), store=store,
+                                       cache=cache, ks=ks) for side, embedder in zip(sides, embedders, strict=True)]
     return compare_evaluations(*evaluations)

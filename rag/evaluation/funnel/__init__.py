@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from rag.evaluation.funnel.rankings import Rankings, relevant_chunks
 from rag.evaluation.funnel.stages import (
-           CANDIDATES,
            RANKED,
            STAGES,
            ChunkStages,
@@ -20,6 +19,7 @@ from rag.evaluation.funnel.stages import (
            summarize,
 )
 from rag.evaluation.funnel.verdicts import absent_note, verdict
+from rag.retrieval import CANDIDATES  # the depth every stage is ranked to
 
 __all__ = ["CANDIDATES", "ChunkStages", "Explanation", "Funnel", "FunnelSummary", "RANKED", "Rankings", "STAGES",
            "absent_note", "evaluation_funnels", "explain_chunk", "query_rankings", "relevant_chunks", "summarize",

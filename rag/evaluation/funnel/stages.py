@@ -44,7 +44,7 @@ from rag.embeddings import CUT_OFF, Embedder, reading
 from rag.evaluation.funnel.rankings import Placed, Rankings, Reranker, relevant_chunks, search_rankings
 from rag.evaluation.metrics import QueryOutcome, SearchMode, covered_unit
 from rag.evaluation.querysets import Query
-from rag.retrieval import CANDIDATES, CHAT_MAX_TOKENS, DEFAULT_FUSION, Hit, build_context
+from rag.retrieval import CHAT_MAX_TOKENS, Hit, SearchRequest, build_context
 from rag.store import Store
 
 STAGES = ("dense", "keyword", "fused", "reranked", "context", "read_whole")
@@ -212,11 +212,11 @@ def lost_at(stages: ChunkStages | None, rankings: Rankings, k: int) -> str:
 # ---- an evaluation's funnels, one chunk's explanation ----------------------------------------------------
 
 
-def evaluation_funnels(queries: Sequence[Query], collection: str, embedder: Embedder | None, *, store: Store,
-                       vectors: np.ndarray | None, mode: SearchMode, k: int, reranker: Reranker | None = None,
-                       rerank_depth: int = CANDIDATES, outcomes: Sequence[QueryOutcome] | None = None
-                       ) -> list[Funnel]:
-    """Return the funnel of each resolved query (as rag.evaluation.sweeps.sweep.resolve_in_collection gives them) at k.
+def evaluation_funnels(queries: Sequence[Query], collection: str, embedder: Embedder | None, request: SearchRequest,
+                       *, store: Store, vectors: np.ndarray | None, reranker: Reranker | None = None,
+                       outcomes: Sequence[QueryOutcome] | None = None) -> list[Funnel]:
+    """Return the funnel of each resolved query (as rag.evaluation.sweeps.sweep.resolve_in_collection gives them) at
+    the request's top_k k, in its mode (reranker: reorders its first rerank_depth hits).
 
     vectors: the queries' embeddings (None for sparse). A question none of whose relevant chunks is in any
     ranking is still explained by the chunks of its answer (read from the collection), when its label has one.
@@ -224,13 +224,13 @@ def evaluation_funnels(queries: Sequence[Query], collection: str, embedder: Embe
     search, its hit carries its dense and keyword ranks (and, reranked by rag.rerank.rerank, its place before the
     reranker); only the others are searched.
     """
-    read = _reader(embedder)
+    read, k, mode = _reader(embedder), request.top_k, SearchMode(request.searched_mode, request.searched_fusion)
     known = {i: o for i, o in enumerate(outcomes or ()) if o.rank is not None and o.rank <= k
              and (reranker is None or _reranked(o.hits[o.rank - 1]))}
     todo = [i for i in range(len(queries)) if i not in known]
     rows = None if vectors is None else np.asarray(vectors)[todo]
     searched = search_rankings(store, collection, [queries[i].text for i in todo], rows, embedder, mode, reranker,
-                               rerank_depth) if todo else []
+                               request.rerank_depth) if todo else []
     rankings = dict(zip(todo, searched, strict=True))
     funnels = []
     for i, query in enumerate(queries):
@@ -301,30 +301,31 @@ class Explanation:
                 "lost_at": self.lost_at}
 
 
-def query_rankings(text: str, collection: str, *, store: Store, embedder: Embedder | None, mode: SearchMode,
-                   fusion: str | None = None, reranker: Reranker | None = None, vector: np.ndarray | None = None,
-                   rerank_depth: int = CANDIDATES) -> Rankings:
-    """Return the rankings explain_chunk reads for the query text: every mode's list the collection has
-    (fusion: the fused list's when mode does not fuse; default the mode's or DEFAULT_FUSION), CANDIDATES deep."""
+def query_rankings(text: str, collection: str, request: SearchRequest, *, store: Store, embedder: Embedder | None,
+                   reranker: Reranker | None = None, vector: np.ndarray | None = None) -> Rankings:
+    """Return the rankings explain_chunk reads for the query text: every mode's list the collection has (the
+    request's fusion is the fused list's also when its mode does not fuse; default DEFAULT_FUSION), CANDIDATES
+    deep; reranker: reorders the mode's first rerank_depth."""
     if embedder is not None and vector is None:
         vector = embedder.embed_query([text])[0]
     vectors = None if vector is None else np.asarray(vector, dtype=np.float32).reshape(1, -1)
-    every = fusion or (mode.fusion if mode.mode == "hybrid" else DEFAULT_FUSION)
-    return search_rankings(store, collection, [text], vectors, embedder, mode, reranker, rerank_depth, every)[0]
+    mode = SearchMode(request.searched_mode, request.searched_fusion)
+    return search_rankings(store, collection, [text], vectors, embedder, mode, reranker, request.rerank_depth,
+                           request.searched_fusion)[0]
 
 
-def explain_chunk(text: str, chunk: Hit, collection: str, *, store: Store, embedder: Embedder | None,
-                  mode: SearchMode, k: int, fusion: str | None = None, reranker: Reranker | None = None,
-                  vector: np.ndarray | None = None, rerank_depth: int = CANDIDATES,
+def explain_chunk(text: str, chunk: Hit, collection: str, request: SearchRequest, *, store: Store,
+                  embedder: Embedder | None, reranker: Reranker | None = None, vector: np.ndarray | None = None,
                   rankings: Rankings | None = None) -> Explanation:
-    """Return one chunk's stages for the query text at top_k k, its ranks in every mode the collection has
-    (fusion: the fused list's when mode does not fuse; default the mode's or DEFAULT_FUSION); lost_at by mode.
+    """Return one chunk's stages for the query text at the request's top_k k, its ranks in every mode the
+    collection has (see query_rankings); lost_at by the request's mode.
 
     rankings: query_rankings() of the same arguments, kept from before: another chunk or another k is then
     explained without searching again (the rankings do not depend on either)."""
+    k, mode = request.top_k, SearchMode(request.searched_mode, request.searched_fusion)
     if rankings is None:
-        rankings = query_rankings(text, collection, store=store, embedder=embedder, mode=mode, fusion=fusion,
-                                  reranker=reranker, vector=vector, rerank_depth=rerank_depth)
+        rankings = query_rankings(text, collection, request, store=store, embedder=embedder, reranker=reranker,
+                                  vector=vector)
     status, _ = context_of(rankings.final[:k])
     stages = chunk_stages(chunk, rankings, status, read_of(chunk, embedder))
     matched = None

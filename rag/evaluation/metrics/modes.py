@@ -24,7 +24,7 @@ import numpy as np
 
 from rag.errors import InvalidSettingsError, RagError, SparseVectorsMissingError
 from rag.rerank import Reranker, rerank_all
-from rag.retrieval import DEFAULT_FUSION, FUSIONS, MODES, CollectionInfo, Hit, check_mode
+from rag.retrieval import DEFAULT_FUSION, FUSIONS, MODES, RERANK_DEPTH, CollectionInfo, Hit, SearchRequest, check_mode
 from rag.store import Store
 
 
@@ -48,6 +48,10 @@ class SearchMode:
     def fusion_used(self) -> str | None:
         """Return the fusion if the mode fuses (hybrid), else None (what JSON rows carry)."""
         return self.fusion if self.mode == "hybrid" else None
+
+    def request(self, top_k: int, rerank_depth: int = RERANK_DEPTH) -> SearchRequest:
+        """Return the search of this mode at top_k (its rerank is the caller's: the reranker travels beside)."""
+        return SearchRequest(mode=self.mode, fusion=self.fusion, top_k=top_k, rerank_depth=rerank_depth)
 
     @property
     def needs_vectors(self) -> bool:
@@ -118,7 +122,7 @@ def search_in_modes(store: Store, collection: str, modes: Sequence[SearchMode], 
                     embedder: Any, top_k: int, texts: Sequence[str], reranker: Reranker | None = None,
                     depth: int = 0) -> list[list[list[Hit]]]:
     """Return, per mode, the top_k hits of each query text. Modes without rerank share one round trip
-    (Store.search_batch_modes); a +rerank mode searches max(top_k, depth) and has the reranker reorder its
+    (Store.search_many); a +rerank mode searches max(top_k, depth) and has the reranker reorder its
     first `depth` hits (rag.rerank.rerank_all). vectors may be None when no mode needs them."""
     plain, reranked = [m for m in modes if not m.rerank], [m for m in modes if m.rerank]
     if reranked and reranker is None:
@@ -126,10 +130,10 @@ def search_in_modes(store: Store, collection: str, modes: Sequence[SearchMode], 
                                    "SPEC (e.g. tei:http://localhost:8080).")
     found: dict[SearchMode, list[list[Hit]]] = {}
     if plain:
-        found |= zip(plain, store.search_batch_modes(collection, [(m.mode, m.fusion) for m in plain], vectors,
-                                                     embedder, top_k, query_texts=texts), strict=True)
+        found |= zip(plain, store.search_many(collection, [m.request(top_k) for m in plain], vectors, embedder,
+                                              query_texts=texts), strict=True)
     if reranked and reranker is not None:
-        wide = store.search_batch_modes(collection, [(m.mode, m.fusion) for m in reranked], vectors, embedder,
-                                        max(top_k, depth), query_texts=texts)
+        wide = store.search_many(collection, [m.request(max(top_k, depth)) for m in reranked], vectors, embedder,
+                                 query_texts=texts)
         found |= {m: rerank_all(texts, hits, reranker, depth, top_k) for m, hits in zip(reranked, wide, strict=True)}
     return [found[m] for m in modes]

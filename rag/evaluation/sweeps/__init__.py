@@ -14,6 +14,7 @@ from rag.evaluation.sweeps.results import ConfigResult, Standing, SweepConfig, S
 from rag.evaluation.sweeps.sweep import (
            STAGES,
            SWEEP_PREFIX,
+           Sweep,
            collection_documents,
            collection_name,
            evaluate_collection,
@@ -29,8 +30,8 @@ from rag.evaluation.sweeps.sweep_collections import is_sweep_collection
 from rag.evaluation.sweeps.sweep_funnel import WHY, funnel_k, missed_rows, summary_words, trace_row, trace_sweep
 from rag.evaluation.sweeps.sweep_grid import parse_chunk_sizes, parse_grid, parse_overlaps
 
-__all__ = ["ConfigResult", "STAGES", "SWEEP_PREFIX", "Standing", "SweepConfig", "SweepProgress", "SweepResult", "WHY",
-           "collection_documents", "collection_name", "effect_note", "effect_words", "evaluate_collection", "funnel_k",
-           "grid", "is_sweep_collection", "load_documents", "merge_sweeps", "missed_rows", "parse_chunk_sizes",
-           "parse_grid", "parse_overlaps", "parse_sizes", "prepare_queries", "query_set_paths", "run_sweep",
-           "summary_words", "sweep_groups", "trace_row", "trace_sweep", "tune_fusion"]
+__all__ = ["ConfigResult", "STAGES", "SWEEP_PREFIX", "Standing", "Sweep", "SweepConfig", "SweepProgress",
+           "SweepResult", "WHY", "collection_documents", "collection_name", "effect_note", "effect_words",
+           "evaluate_collection", "funnel_k", "grid", "is_sweep_collection", "load_documents", "merge_sweeps",
+           "missed_rows", "parse_chunk_sizes", "parse_grid", "parse_overlaps", "parse_sizes", "prepare_queries",
+           "query_set_paths", "run_sweep", "summary_words", "sweep_groups", "trace_row", "trace_sweep", "tune_fusion"]

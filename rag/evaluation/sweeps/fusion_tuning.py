@@ -20,11 +20,12 @@ from rag.errors import QuerySetError
 from rag.evaluation.metrics import DEFAULT_KS, SearchMode, covered_unit, parse_ks, query_metrics, require_keywords
 from rag.evaluation.querysets import Query
 from rag.evaluation.sweeps.sweep import resolve_in_collection
-from rag.retrieval import Fusion, Hit, candidate_limit, convex
+from rag.retrieval import Fusion, Hit, SearchRequest, candidate_limit, convex
 from rag.store import Store
 
 WEIGHTS = tuple(round(0.1 * i, 1) for i in range(11))  # 0.0 = keywords only ... 1.0 = dense only
 DEFAULT_FOLDS = 5
+SEED = 0  # the queries' shuffle into folds: the same tuning twice gives the same folds
 
 
 @dataclass(frozen=True)
@@ -56,11 +57,10 @@ def tune_fusion(
     cache: EmbeddingCache | None = None,
     ks: Sequence[int] = DEFAULT_KS,
     metric: str | None = None,
-    folds: int = DEFAULT_FOLDS,
-    seed: int = 0,
-    weights: Sequence[float] = WEIGHTS,
 ) -> FusionTuning:
-    """Return the convex fusion weight that retrieves best on queries, and its cross-validated metric."""
+    """Return the convex fusion weight of WEIGHTS that retrieves best on queries, and its metric cross-validated
+    over DEFAULT_FOLDS folds (the queries shuffled by SEED)."""
+    folds, weights = DEFAULT_FOLDS, WEIGHTS
     ks = parse_ks(ks)
     metric = metric or f"mrr@{ks[-1]}"
     require_keywords(store, collection, [SearchMode("hybrid")])
@@ -71,13 +71,14 @@ def tune_fusion(
     vectors = cache.embed([q.text for q in queries], embedder, query=True)
     depth = candidate_limit(ks[-1])
     texts = [q.text for q in queries]
-    dense = store.search_batch(collection, vectors, embedder, depth, mode="dense", query_texts=texts)
-    keyword = store.search_batch(collection, None, None, depth, mode="sparse", query_texts=texts)
+    dense, keyword = store.search_many(collection, [SearchRequest(mode="dense", top_k=depth),
+                                                    SearchRequest(mode="sparse", top_k=depth)], vectors, embedder,
+                                       query_texts=texts)
     per_query = {w: [_score(q, d, k, w, ks, metric) for q, d, k in zip(queries, dense, keyword, strict=True)]
                  for w in weights}
     by_weight = {w: statistics.fmean(values) for w, values in per_query.items()}
     order = list(range(len(queries)))
-    random.Random(seed).shuffle(order)
+    random.Random(SEED).shuffle(order)
     chosen, held_out = [], []
     for fold in range(folds):
         test = set(order[fold::folds])

@@ -11,7 +11,7 @@ once per model; the queries are embedded once per run. With embed_ahead (the def
 the next configuration's chunks are embedded on a background thread while this one is indexed and searched
 (rag.evaluation.sweeps.ahead). Each configuration's collection is searched in every mode (dense, sparse,
 hybrid-rrf, hybrid-dbsf, hybrid-convex: modes are query-time only) at the largest k, in one round trip whose
-modes share the candidate lists (Store.search_batch_modes), and each mode is scored by rag.evaluation as a
+modes share the candidate lists (Store.search_many), and each mode is scored by rag.evaluation as a
 row of its own (rag.evaluation.sweeps.results).
 """
 
@@ -60,7 +60,7 @@ from rag.evaluation.sweeps.sweep_collections import (
 from rag.evaluation.sweeps.sweep_grid import grid, parse_chunk_sizes, parse_grid, parse_overlaps, parse_sizes
 from rag.rerank import DEFAULT_DEPTH as DEFAULT_RERANK_DEPTH
 from rag.rerank import Reranker, check_depth, describe
-from rag.retrieval import Hit
+from rag.retrieval import DEFAULT_REQUEST, Hit, SearchRequest
 from rag.store import Store, document_from_chunks
 from rag.words import counted
 
@@ -94,26 +94,26 @@ def evaluate_collection(
     queries: Sequence[Query],
     collection: str,
     embedder: Embedder | None,
+    request: SearchRequest = DEFAULT_REQUEST,
     *,
     store: Store,
     cache: EmbeddingCache | None = None,
     ks: Sequence[int] = DEFAULT_KS,
-    mode: str | SearchMode = "dense",
-    fusion: str | None = None,
     reranker: Reranker | None = None,
-    rerank_depth: int = DEFAULT_RERANK_DEPTH,
 ) -> Evaluation:
-    """Return the metrics of queries on an existing collection, searched once at the largest k in one mode.
+    """Return the metrics of queries on an existing collection, searched once at the largest k in the request's mode
+    (its top_k aside: ks say how deep).
 
-    mode: "dense", "sparse", "hybrid" (with fusion) or a SearchMode; sparse needs no embedder. fusion: None means
-    what rag.search takes for hybrid: the collection's saved fusion, else DEFAULT_FUSION. reranker: the first
-    rerank_depth hits of each query are reordered by it before they are scored (the mode becomes +rerank).
+    mode: "dense" (None too), "sparse" or "hybrid"; sparse needs no embedder. fusion: None means what rag.search
+    takes for hybrid: the collection's saved fusion, else DEFAULT_FUSION. reranker: the first rerank_depth hits of
+    each query are reordered by it before they are scored (the mode becomes +rerank).
     QuerySetError when a label names a document the collection lacks, or an answer span misses its answer;
     SparseVectorsMissingError (before anything is embedded) when a keyword mode meets a collection without
     keyword vectors: it has to be re-ingested.
     """
-    fusion = pipeline.search_defaults(store, collection, "hybrid", fusion)[1]
-    ks, cache, mode = parse_ks(ks), cache if cache is not None else EmbeddingCache(), _mode(mode, fusion)
+    fusion = pipeline.search_defaults(store, collection, SearchRequest("hybrid", request.fusion)).fusion
+    ks, cache = parse_ks(ks), cache if cache is not None else EmbeddingCache()
+    mode = _mode(request.searched_mode, fusion)
     mode = replace(mode, rerank=reranker is not None)
     require_keywords(store, collection, [mode])
     if mode.needs_vectors and embedder is None:
@@ -122,7 +122,7 @@ def evaluate_collection(
     queries = resolve_in_collection(queries, store, collection)
     vectors = cache.embed([q.text for q in queries], embedder, query=True) if mode.needs_vectors else None
     found = search_in_modes(store, collection, [mode], vectors, embedder, ks[-1], [q.text for q in queries], reranker,
-                            check_depth(rerank_depth))
+                            check_depth(request.rerank_depth))
     return evaluate(queries, found[0], ks)
 
 
@@ -148,8 +148,8 @@ def _mode(mode: str | SearchMode, fusion: str) -> SearchMode:
 def search_queries(store: Store, collection: str, queries: Sequence[Query], vectors: np.ndarray | None,
                    embedder: Embedder | None, top_k: int, mode: SearchMode) -> list[list[Hit]]:
     """Return the top_k hits of each query in one mode, one batch request (vectors may be None for sparse)."""
-    return store.search_batch(collection, vectors if mode.needs_vectors else None, embedder, top_k,
-                              mode=mode.mode, fusion=mode.fusion, query_texts=[q.text for q in queries])
+    return store.search_batch(collection, vectors if mode.needs_vectors else None, embedder, mode.request(top_k),
+                              query_texts=[q.text for q in queries])
 
 
 QUERY_SET_SUFFIXES = (".jsonl", ".csv", ".json")
@@ -160,45 +160,54 @@ def query_set_paths(folder: str | Path) -> list[Path]:
     return sorted(p for p in Path(folder).rglob("*") if p.is_file() and p.suffix.lower() in QUERY_SET_SUFFIXES)
 
 
+@dataclass(frozen=True)
+class Sweep:
+    """What a sweep measures, as one value: the documents, the questions, the chunkings (configs), the ks and search
+    modes every chunking is scored at, how deep a "+rerank" mode reranks, and where the documents came from."""
+
+    documents: Sequence[Document]
+    queries: Sequence[Query]
+    configs: Sequence[SweepConfig]
+    ks: Sequence[int] = DEFAULT_KS
+    modes: Sequence[str | SearchMode] = ("dense",)  # "dense", "sparse", "hybrid-rrf", "hybrid-dbsf" or SearchModes
+    rerank_depth: int = DEFAULT_RERANK_DEPTH  # candidates a "+rerank" mode's reranker reorders
+    collection: str | None = None  # the collection the documents were read from (collection_documents)
+    skipped: Sequence[str] = ()  # what was left out before the sweep (files that could not be read ...), said with it
+
+
 def run_sweep(
-    documents: Sequence[Document],
-    queries: Sequence[Query],
-    configs: Sequence[SweepConfig],
+    sweep: Sweep,
     embedder: Embedder,
     *,
     store: Store,
     cache: EmbeddingCache | None = None,
-    ks: Sequence[int] = DEFAULT_KS,
-    progress: ProgressCallback | None = None,
-    skipped: Sequence[str] = (),
-    modes: Sequence[str | SearchMode] = ("dense",),
-    embed_ahead: bool | None = None,
     reranker: Reranker | None = None,
-    rerank_depth: int = DEFAULT_RERANK_DEPTH,
+    progress: ProgressCallback | None = None,
     cancel: Callable[[], bool] | None = None,
-    collection: str | None = None,
+    embed_ahead: bool | None = None,
 ) -> SweepResult:
-    """Return one row per configuration and mode: metrics of queries on documents, chunk count, mean tokens, times.
+    """Return one row per configuration and mode: metrics of the sweep's queries on its documents, chunk count, mean
+    tokens, times.
 
-    modes: "dense", "sparse", "hybrid-rrf", "hybrid-dbsf" (or SearchModes); rows come per configuration, in
-    the order of modes. Every configuration is chunked first (and its collection checked for reuse), so the
-    progress events can say how long the sweep has left (rag.embeddings.pace); they come on the caller's thread.
-    embed_ahead: embed the next configuration's chunks on a background thread while this one is indexed and
-    searched (rag.evaluation.sweeps.ahead); None (the default) does so where there are at least 2 cores (on the
-    2-core machine a cold XQuAD sweep took 11-28 % less time: bench/sweep.py). A "+rerank" mode (a SearchMode)
-    has `reranker` reorder the first `rerank_depth` candidates; its rows are on and off of rerank, the paired test of
-    each pair in SweepResult.rerank_effect. The rows are the same either
-    way; a row's "embedding" seconds are then the wall time its chunks took to embed next to the previous
-    configuration's indexing and searching, so the stages add up to more than the wall time (the result's one total,
-    `seconds`). cancel: asked before each embedding slice (about a second); once true, pace.Cancelled is raised.
-    collection: the collection the documents were read from (collection_documents): a configuration at its own
-    settings searches it as stored (no collection built, no chunk embedded); one line in `skipped` says which did,
-    or why none could.
+    Rows come per configuration, in the order of the sweep's modes. Every configuration is chunked first (and its
+    collection checked for reuse), so the progress events can say how long the sweep has left (rag.embeddings.pace);
+    they come on the caller's thread. embed_ahead: embed the next configuration's chunks on a background thread
+    while this one is indexed and searched (rag.evaluation.sweeps.ahead); None (the default) does so where there are
+    at least 2 cores (on the 2-core machine a cold XQuAD sweep took 11-28 % less time: bench/sweep.py). A "+rerank"
+    mode (a SearchMode) has `reranker` reorder the first `sweep.rerank_depth` candidates; its rows are on and off of
+    rerank, the paired test of each pair in SweepResult.rerank_effect. The rows are the same either way; a row's
+    "embedding" seconds are then the wall time its chunks took to embed next to the previous configuration's
+    indexing and searching, so the stages add up to more than the wall time (the result's one total, `seconds`).
+    cancel: asked before each embedding slice (about a second); once true, pace.Cancelled is raised.
+    sweep.collection: the collection the documents were read from (collection_documents): a configuration at its own
+    settings searches it as stored (no collection built, no chunk embedded); one line in the result's `skipped` says
+    which did, or why none could.
     """
-    began, ks, cache = time.perf_counter(), parse_ks(ks), cache if cache is not None else EmbeddingCache()
-    modes = parse_modes(modes)
-    reranking = (reranker, check_depth(rerank_depth)) if any(m.rerank for m in modes) else (None, 0)
-    queries = prepare_queries(queries, documents)
+    documents, configs, collection = sweep.documents, sweep.configs, sweep.collection
+    began, ks, cache = time.perf_counter(), parse_ks(sweep.ks), cache if cache is not None else EmbeddingCache()
+    modes = parse_modes(sweep.modes)
+    reranking = (reranker, check_depth(sweep.rerank_depth)) if any(m.rerank for m in modes) else (None, 0)
+    queries = prepare_queries(sweep.queries, documents)
     embed_ahead = (os.cpu_count() or 1) >= 2 if embed_ahead is None else embed_ahead
     keywords = any(m.needs_keywords for m in modes)
     vectors_needed = any(m.needs_vectors for m in modes)
@@ -207,7 +216,7 @@ def run_sweep(
                                f"chunking {counted(len(documents), 'document')} for "
                                f"{counted(len(configs), 'configuration')}"))
     plans = [_plan(documents, config, embedder, store, keywords, collection) for config in configs]
-    skipped = [*skipped, *([own_note(collection, plans)] if collection else [])]
+    skipped = [*sweep.skipped, *([own_note(collection, plans)] if collection else [])]
     pace = plan_pace([None if p.reused else p.texts for p in plans], [q.text for q in queries] if vectors_needed
                      else [], modes, embed_ahead, cache=cache, embedder=embedder)  # the cache's texts count as done
     relay, stop = Relay(progress, pace), Stop(cancel)
@@ -349,7 +358,7 @@ def _search_modes(plan: _Plan, queries, query_vectors, embedder, store, ks, mode
                   ) -> list[ConfigResult]:
     """Return one row per mode: search the built collection in every mode at the largest k, then score each.
 
-    The modes share one round trip (Store.search_batch_modes: dense and sparse are the first k of hybrid's
+    The modes share one round trip (Store.search_many: dense and sparse are the first k of hybrid's
     candidate lists); the first mode's row carries its seconds, every row its own scoring.
     """
     label, rows = plan.config.label, []

@@ -48,8 +48,8 @@ def trace_row(row: ConfigResult, *, store: Store, embedder: Embedder | None, cac
     embedder = embedder if row.mode.needs_vectors else None
     vectors = cache.embed([q.text for q in queries], embedder, query=True) if embedder is not None else None
     reorder = partial(rerank, reranker=reranker, depth=rerank_depth) if row.mode.rerank and reranker else None
-    return evaluation_funnels(queries, row.collection, embedder, store=store, vectors=vectors, mode=row.mode, k=k,
-                              outcomes=row.evaluation.per_query, reranker=reorder, rerank_depth=rerank_depth)
+    return evaluation_funnels(queries, row.collection, embedder, row.mode.request(k, rerank_depth), store=store,
+                              vectors=vectors, outcomes=row.evaluation.per_query, reranker=reorder)
 
 
 def trace_sweep(result: SweepResult, *, store: Store, embedder: Embedder | None, cache: EmbeddingCache,
