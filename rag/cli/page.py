@@ -21,7 +21,7 @@ DEFAULT_WIDTH = 1000
 
 def register(commands: argparse._SubParsersAction) -> None:
     page = commands.add_parser(
-        "page", help="draw the page(s) of a chunk with its text marked (PNG)",
+        "page", help="draw a chunk's pages with its text marked (one PNG)",
         description="Draw the page of chunk INDEX of a PDF with the chunk's text marked (amber: a translucent fill "
                     "and an outline per line). A chunk over several pages gives one PNG with its pages stacked top "
                     "to bottom. Without --collection the file is chunked as `rag chunk` does with the same options; "

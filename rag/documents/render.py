@@ -24,6 +24,7 @@ from rag.documents.boxes import Box, PageWords, document_boxes
 from rag.documents.model import Document
 from rag.documents.pdf import page_words_of, pdfium_lock
 from rag.errors import CorruptDocumentError, InvalidSettingsError, NoPageImageError
+from rag.words import counted
 
 CHUNK, MATCH = "chunk", "match"
 COLOURS = {CHUNK: (245, 166, 35), MATCH: (214, 39, 40)}  # amber: the chunk; red: the child, evidence or answer
@@ -110,8 +111,8 @@ def _base(data: bytes, page: int, width: int, key: str, password: str | None, na
         pdf = _open(data, password, name)
         try:
             if not 1 <= page <= len(pdf):
-                raise NoPageImageError(f"'{name}' has {len(pdf)} page{'s' if len(pdf) != 1 else ''}; page {page} is "
-                                       f"past its end. Choose a page from 1 to {len(pdf)}.")
+                raise NoPageImageError(f"'{name}' has {counted(len(pdf), 'page')}; page {page} is past its end. "
+                                       f"Choose a page from 1 to {len(pdf)}.")
             drawn = _draw(pdf[page - 1], width)
         finally:
             pdf.close()

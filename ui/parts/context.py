@@ -108,7 +108,7 @@ def sources_text(context: Context, label: str) -> str:
 
 
 def source_pages(store: Store, context: Context, label: str) -> None:
-    """Draw a "Show on page" toggle per source: its chunk on its page(s), drawn only while the toggle is on."""
+    """Draw a "Show on page" toggle per source: its chunk on its pages, drawn only while the toggle is on."""
     for source, hit in zip(context.sources, context.included, strict=True):
         page_view.hit(store, hit, f"source-{source.number}-{hit.chunk_id}",
                       md(f"Show {label} {source.number} on page ({source.document_title})"))

@@ -1,5 +1,5 @@
 """"Show on page": a toggle under a hit, a chunk, a source, a missed question's answer or a judgment's evidence that
-draws its PDF page(s) with the text marked (rag.reports.pages), or for Text and Markdown the text with the span marked.
+draws its PDF pages with the text marked (rag.reports.pages), or for Text and Markdown the text with the span marked.
 
 Drawn only while the toggle is on: a closed toggle costs the page nothing. Pages are rendered PAGE_WIDTH pixels wide,
 the width they are shown at, and cached by rag (rag.documents.render). Images come from st.image and the text from
