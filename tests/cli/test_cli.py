@@ -30,7 +30,7 @@ def test_chunk_json_shape_on_a_real_pdf(shared_data, capsys):
     text = data["document"]["text"]
     for chunk in data["chunks"]:
         assert set(chunk) == {"chunk_index", "content", "token_count", "heading_path", "page_start", "page_end",
-                              "start", "end", "table_header", "model_tokens"}
+                              "start", "end", "table_header", "model_tokens", "boxes"}
         assert chunk["model_tokens"] > chunk["token_count"] // 2
         assert text[chunk["start"] : chunk["end"]] == chunk["content"]
         assert chunk["token_count"] == tokens.count(chunk["content"]) <= 200
@@ -109,7 +109,7 @@ def test_store_commands_round_trip(shared_data, tmp_path, capsys):
     assert code == 0 and len(hits) == 4
     assert set(hits[0]) == {"score", "document_title", "document_id", "chunk_index", "heading_path", "page_start",
                             "page_end", "content", "score_kind", "mode", "dense_score", "sparse_score", "dense_rank",
-                            "sparse_rank", "chunk_id"}
+                            "sparse_rank", "chunk_id", "boxes"}
     assert hits[0]["mode"] == "dense" and hits[0]["score_kind"] == "cosine" and hits[0]["dense_rank"] == 1
     assert [h["score"] for h in hits] == sorted((h["score"] for h in hits), reverse=True)
 
