@@ -49,7 +49,7 @@ parts.flags_banner(summary, embedder, info.chunk_size)
 key = (ws.location, ws.collection, document_id, resources.version())
 table_tab, text_tab, tuning_tab, tree_tab = st.tabs(["Chunk table", "Document", "Live tuning", "Heading tree"])
 with table_tab:
-    parts.chunk_table(reports, info.chunk_size, embedder.model_id)
+    parts.chunk_table(reports, info.chunk_size, embedder.model_id, ws.store, chunks)
 with text_tab:
     document = resources.stored_document(chunks, key, document_id, info.title, "text")
     parts.document_view(document, chunks, embedder)

@@ -105,5 +105,6 @@ else:
     st.caption("Nothing was dropped: every hit fits the budget.")
 st.subheader("Sources")
 st.code(parts.sources_text(context, label) or "(none)", language=None, wrap_lines=True)
+parts.source_pages(ws.store, context, label)
 st.subheader("Ask the LLM")
 parts.ask(ws, context, run.query, label)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from rag.store import delete_collection, delete_document
 from ui import errors, nav, resources, state, workspace
 from ui.parts import library as parts
 from ui.render import counted, md, plural
@@ -56,7 +57,7 @@ else:
         # keyed by the document: a click confirms the document it was shown for, not whatever row 3 is now
         if st.button("Yes, delete the document", type="primary", key=f"confirm_delete_document_{chosen.document_id}"):
             with errors.reported() as report:
-                deleted = ws.store.delete_document(ws.collection, chosen.document_id)
+                deleted = delete_document(ws.store, resources.archive(ws.store), ws.collection, chosen.document_id)
             if not report.failed:
                 resources.store_changed()
                 state.announce(f"Deleted {counted(deleted, 'chunk')} of {md(chosen.title)}.")
@@ -77,7 +78,7 @@ with st.popover(f"Delete the collection '{md(ws.collection)}'", icon=":material/
     if st.button("Delete the collection", type="primary", disabled=typed.strip() != ws.collection,
                  key="confirm_delete_collection"):
         with errors.reported() as report:
-            ws.store.delete_collection(ws.collection)
+            delete_collection(ws.store, resources.archive(ws.store), ws.collection)
         if not report.failed:
             resources.store_changed()
             st.session_state.pop(f"confirm_collection_name-{ws.collection}", None)

@@ -7,7 +7,8 @@ RagError                          base: pages and the CLI catch this and show st
 │   ├── DocumentTooLargeError     over the size, page or character limit, or the memory or time of its read
 │   ├── EncryptedDocumentError    needs a password, or the password is wrong (.wrong_password)
 │   ├── CorruptDocumentError      damaged or truncated file
-│   └── NoTextLayerError          scanned: no page has text, OCR is needed
+│   ├── NoTextLayerError          scanned: no page has text, OCR is needed
+│   └── NoPageImageError          a page cannot be drawn: stored without boxes or file, a page past the end
 ├── EmbeddingError                the embedding model or server failed
 │   ├── UnknownEmbedderError      a spec that no provider takes (lists the valid ones)
 │   ├── EmbedderUnavailableError  server unreachable, timed out, or kept failing
@@ -93,6 +94,10 @@ class NoTextLayerError(DocumentError):
     def __init__(self, message: str, filename: str | None = None, pages: int = 0):
         super().__init__(message, filename)
         self.pages = pages
+
+
+class NoPageImageError(DocumentError):
+    """A chunk's page cannot be drawn: its document was stored before boxes or its file were kept, or no such page."""
 
 
 class EmbeddingError(RagError):

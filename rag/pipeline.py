@@ -71,10 +71,20 @@ def ingest(
     files = list(files)
     setup = _Setup.of(store, collection, settings, embedder, options, archive)
     sizes = [expected_size(f) for f in files]  # a file's work is planned once it is chunked, every other's by its
-    return setup.run([f.name for f in files], sizes, [  # pages or bytes meanwhile: the time left covers them all
-        lambda report, f=file: load_document(f.read(), f.name, password=f.password, boxes=True,
-                                             pages_read=lambda done, pages: report("extract", done, pages))
-        for file in files], watch, "")
+    contents: dict[str, bytes] = {}  # the file at hand's bytes: kept once its document is in the collection (pages
+    # or bytes meanwhile: the time left covers them all)
+
+    def load(report: Callable[..., None], file: SourceFile) -> Document:
+        contents.clear()  # one file's bytes at a time, also after a file that failed
+        contents[file.name] = file.read()
+        return load_document(contents[file.name], file.name, password=file.password, boxes=True,
+                             pages_read=lambda done, pages: report("extract", done, pages))
+
+    def keep(document: Document, file: SourceFile) -> None:
+        archive.keep_original(document, contents.pop(file.name), file.password)
+
+    return setup.run([f.name for f in files], sizes, [partial(load, file=f) for f in files], watch, "",
+                     None if archive is None else [partial(keep, file=f) for f in files])
 
 
 def reingest(
@@ -105,7 +115,7 @@ def reingest(
     def read(report: Callable[..., None], i: str, info: DocumentInfo | None) -> Document:
         saved = archive.load(i)
         if saved is not None:
-            return saved
+            return _with_boxes(saved, archive)
         if info is None or not info.complete:
             raise DocumentError(
                 f"'{info.title if info else i}' was not kept in the document archive and its stored "
@@ -148,9 +158,11 @@ class _Setup:
                    options.cache if options.cache is not None else store_cache(store))
 
     def run(self, names: list[str], sizes: list[tuple[str, float]], reads: list[Callable[..., Document]],
-            watch: Watch, cancelled: str) -> list[IngestResult]:
+            watch: Watch, cancelled: str, keeps: list[Callable[[Document], None]] | None = None
+            ) -> list[IngestResult]:
         """Return one result per item (its name, planned size and reader); cancelled: what a cancel left unwritten
-        besides the item (" of this re-ingest")."""
+        besides the item (" of this re-ingest"); keeps: per item, what keeps its file once its document is in the
+        collection (_Job.run)."""
         pace = Pace([(0, 0)] * len(names), [0] * len(names), [])
         pace.plan_rest(sizes, -1)
         results = []
@@ -162,7 +174,7 @@ class _Setup:
                 watch.report(Progress(i, len(names), n, stage, done, total, pace.seconds_left(), children))
 
             job = _Job(self, report, pace, index, sizes)
-            results.append(job.run(name, partial(read, report)))
+            results.append(job.run(name, partial(read, report), keeps[index] if keeps else None))
             results[-1].notes += tuple(self.cache.take_notices())  # a damaged cache file set aside: said with it
             pace.reused(index)  # nothing of it is left to do (also when it failed or was skipped before its plan)
             pace.plan_rest(sizes, index)
@@ -179,7 +191,10 @@ class _Job:
     index: int = 0  # this file's place in the ingest (its configuration in pace)
     sizes: Sequence[tuple[str, float]] = ()  # every file's (unit, amount) in pace: the later ones are planned again
 
-    def run(self, name: str, read: Callable[[], Document]) -> IngestResult:
+    def run(self, name: str, read: Callable[[], Document], keep: Callable[[Document], None] | None = None
+            ) -> IngestResult:
+        """Return the result of reading, chunking, embedding and storing one document; keep(document), when given,
+        runs once the document is in the collection (stored, or found unchanged): its file is kept for its pages."""
         result = IngestResult(name)
         started = time.perf_counter()
         stage = "extract"
@@ -190,6 +205,7 @@ class _Job:
             if self.setup.archive is not None:
                 self.setup.archive.save(document)
             if self._planned_skip(result, document):
+                _keep(keep, document, result)
                 self.report("done", result.chunks, result.chunks)
                 result.seconds = time.perf_counter() - started
                 return result
@@ -222,6 +238,7 @@ class _Job:
             _lap(result, stage, "done", started)
             self.pace.indexed(self.index, result.stage_seconds["store"])
             result.ok = True
+            _keep(keep, document, result)
             self.report("done", len(chunks), len(chunks))
         except RagError as error:
             result.error, result.error_type = redact_urls(str(error)), type(error).__name__
@@ -263,6 +280,29 @@ class _Job:
             result.notes += (f"Replaces the earlier version of '{document.title}' in '{self.setup.collection}' "
                              f"({sum(d.chunks for d in plan.replaces if d.document_id != document.id)} chunks).",)
         return False
+
+
+def _with_boxes(saved: Document, archive: DocumentArchive) -> Document:
+    """Return a saved PDF with its words' rectangles read from its kept file (so its chunks carry boxes again), when
+    the file gives the same text; else the saved document as it is (its chunks then carry no boxes)."""
+    path = archive.original_path(saved.id) if saved.kind == "pdf" else None
+    if path is None or not path.exists():
+        return saved
+    try:
+        read = load_document(archive.original(saved.id, saved.title), saved.title, boxes=True)
+    except RagError:
+        return saved
+    return replace(saved, pages=read.pages) if read.text == saved.text else saved
+
+
+def _keep(keep: Callable[[Document], None] | None, document: Document, result: IngestResult) -> None:
+    """Keep the document's file when it is in the collection; a file that cannot be kept is a note, not a failure."""
+    if keep is None or not result.ok:
+        return
+    try:
+        keep(document)
+    except RagError as error:
+        result.notes += (f"{error} Its pages cannot be drawn until then.",)
 
 
 def _lap(result: IngestResult, stage: str, next_stage: str, started: float) -> str:

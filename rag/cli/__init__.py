@@ -1,4 +1,4 @@
-"""The command line: `python -m rag COMMAND` (chunk, ingest, search, context, collections, documents, delete,
+"""The command line: `python -m rag COMMAND` (chunk, page, ingest, search, context, collections, documents, delete,
 delete-collection, answer, import-squad, eval, sweep, compare, make-queries, runs, judge, queries, migrate, index).
 
 A user's mistake (bad file, unknown collection, server down) prints one line to stderr and exits 1;
@@ -12,13 +12,13 @@ import argparse
 import os
 import sys
 
-from rag.cli import answer, chunk, compare, evaluate, index, judge, migrate, runs, store, sweep, synthetic
+from rag.cli import answer, chunk, compare, evaluate, index, judge, migrate, page, runs, store, sweep, synthetic
 from rag.errors import RagError
 from rag.settings import check_environment
 from rag.urls import redact_urls
 
 # Every command group, in the order `--help` lists them; each module's register(subparsers) adds its commands.
-COMMAND_GROUPS = (chunk, store, answer, evaluate, sweep, compare, synthetic, runs, judge, migrate, index)
+COMMAND_GROUPS = (chunk, page, store, answer, evaluate, sweep, compare, synthetic, runs, judge, migrate, index)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -31,7 +31,7 @@ from rag.ingested import IngestOptions, Watch
 from rag.rerank import SCORE_KIND, describe
 from rag.retrieval import Context
 from rag.runs import collection_defaults
-from rag.store import LANGUAGE_CHOICES, DocumentArchive, Hit, default_archive_dir
+from rag.store import LANGUAGE_CHOICES, DocumentArchive, Hit, default_archive_dir, delete_collection, delete_document
 from rag.words import counted, plural
 
 
@@ -233,7 +233,9 @@ def run_delete(args: argparse.Namespace) -> int:
         found = "no document" if not matches else f"{len(matches)} documents"
         raise DocumentNotFoundError(f"'{args.collection}' has {found} with id {args.document!r}. "
                                     f"List them with: python -m rag documents --collection {args.collection}")
-    removed = store.delete_document(args.collection, matches[0].document_id, only_interrupted=args.interrupted)
+    archive = DocumentArchive(default_archive_dir(store.location, store.local))
+    removed = delete_document(store, archive, args.collection, matches[0].document_id,
+                              only_interrupted=args.interrupted)
     what = "the unfinished write of " if args.interrupted else ""
     print(f"deleted {what}'{matches[0].title}' ({counted(removed, 'chunk')}) from '{args.collection}'")
     common.after_write(store, args.collection)
@@ -241,7 +243,8 @@ def run_delete(args: argparse.Namespace) -> int:
 
 
 def run_delete_collection(args: argparse.Namespace) -> int:
-    store_of(args).delete_collection(args.collection)
+    store = store_of(args)
+    delete_collection(store, DocumentArchive(default_archive_dir(store.location, store.local)), args.collection)
     print(f"deleted collection '{args.collection}'")
     return 0
 

@@ -8,6 +8,7 @@ expansion   RAG_MAX_CHARS, counted while read  bounded    a PDF read in a child 
 language    detect_language: German, English or neither
 boxes       Box: where a span of a PDF's text is on its pages (one rectangle per line fragment), span_boxes
 textmap     clean text that keeps, per character, where in pdfium's text it came from
+render      a page drawn as PNG with boxes marked (the chunk, its matched child, an answer or evidence)
 """
 
 from __future__ import annotations
@@ -25,9 +26,22 @@ from rag.documents.loader import (
 )
 from rag.documents.model import PAGE_SEPARATOR, Document, Heading, Page
 from rag.documents.pdf import clean_pdf_text, read_pdf
+from rag.documents.render import (
+    CHUNK,
+    COLOUR_NAMES,
+    MATCH,
+    Mark,
+    page_count,
+    place_spans,
+    render_page,
+    stack_pngs,
+    unlocked_copy,
+)
 from rag.documents.samples import BUNDLED, SAMPLE_SUFFIXES, sample_files, sample_paths
 from rag.documents.text import clean_plain_text
 
-__all__ = ["BUNDLED", "Box", "Document", "Heading", "KINDS_BY_SUFFIX", "PAGE_SEPARATOR", "Page", "SAMPLE_SUFFIXES",
-           "SourceFile", "boxes_from_payload", "check_size", "clean_pdf_text", "clean_plain_text", "detect_language",
-           "expected_size", "load_document", "read_file", "read_pdf", "sample_files", "sample_paths", "span_boxes"]
+__all__ = ["BUNDLED", "Box", "CHUNK", "COLOUR_NAMES", "Document", "Heading", "KINDS_BY_SUFFIX", "MATCH", "Mark",
+           "PAGE_SEPARATOR", "Page", "SAMPLE_SUFFIXES", "SourceFile", "boxes_from_payload", "check_size",
+           "clean_pdf_text", "clean_plain_text", "detect_language", "expected_size", "load_document", "page_count",
+           "place_spans", "read_file", "read_pdf", "render_page", "sample_files", "sample_paths", "span_boxes",
+           "stack_pngs", "unlocked_copy"]

@@ -18,6 +18,7 @@ import os
 import re
 import threading
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
 from rag.documents import bounded
@@ -169,6 +170,11 @@ def _new_lock() -> None:
 os.register_at_fork(after_in_child=_new_lock)
 
 
+def pdfium_lock() -> AbstractContextManager:
+    """Return the lock every call into pdfium holds (a page drawn in rag.documents.render holds it too)."""
+    return _LOCK
+
+
 def _read_pdfium(data: bytes, name: str, password: str | None, max_pages: int, max_chars: int, progress: PagesRead,
                  boxes: bool = False) -> tuple[list[PageRead], Outline] | None:
     """Return (per page: its text, None when unreadable, and its words when asked; raw outline), or None when
@@ -279,6 +285,27 @@ def _words_of(textpage: Any, raw: str, text: Text, edits: list[tuple[int, str]],
     if textpage is None or not isinstance(text, MappedText):
         return text.text, None
     return text.text, page_words(textpage, raw, text.text, text.map)
+
+
+def page_words_of(data: bytes, index: int, name: str = "the PDF") -> tuple[str, PageWords | None] | None:
+    """Return page index's (0-based) clean text and its words' rectangles (None when pdfium gives none) as a read
+    with boxes gives them, read in this process from that page alone (a kept file, read whole once already); None
+    when pdfium cannot read it."""
+    import pypdfium2
+
+    with _LOCK:
+        try:
+            document = pypdfium2.PdfDocument(data)
+        except pypdfium2.PdfiumError:
+            return None
+        try:
+            if not 0 <= index < len(document):
+                return None
+            return pdfium_page_words(document, index, _Fallback(data, name, None))
+        except Exception:  # a page pdfium fails on: the caller reads the file as an ingest does
+            return None
+        finally:
+            document.close()
 
 
 def pdfium_page_text(document: Any, index: int, fonts: _Fallback | None = None) -> str:

@@ -34,7 +34,7 @@ from rag.retrieval import (
 )
 from rag.settings import DEFAULT_COLLECTION
 from rag.store import children, keywords, legacy_keywords
-from rag.store.archive import DocumentArchive, default_archive_dir
+from rag.store.archive import DocumentArchive, default_archive_dir, delete_collection, delete_document
 from rag.store.client import SYSTEM_COLLECTION, Store
 from rag.store.edge import EdgeClient
 from rag.store.edge.index import MIN_RECALL, IndexState
@@ -48,6 +48,6 @@ from rag.store.rebuild import ChunkLike, document_from_chunks, walk_sections
 __all__ = ["Analyzer", "CANDIDATES", "ChunkLike", "CollectionInfo", "DEFAULT_COLLECTION", "DEFAULT_FUSION",
            "DocumentArchive", "DocumentInfo", "EdgeClient", "FUSIONS", "Fusion", "Hit", "IndexCancelledError",
            "IndexState", "LANGUAGE_CHOICES", "MIN_RECALL", "MODES", "SYSTEM_COLLECTION", "Store", "TOLERANCE",
-           "candidate_limit", "children", "close_stores", "default_archive_dir", "document_from_chunks", "keywords",
-           "legacy_keywords", "migrate_folder", "open_store", "parse_fusion", "reading_note", "serve_reads",
-           "size_note", "walk_sections"]
+           "candidate_limit", "children", "close_stores", "default_archive_dir", "delete_collection",
+           "delete_document", "document_from_chunks", "keywords", "legacy_keywords", "migrate_folder", "open_store",
+           "parse_fusion", "reading_note", "serve_reads", "size_note", "walk_sections"]

@@ -108,6 +108,10 @@ class DocumentsMixin:
         with self._guard(f"counting in '{collection}'"):
             return self.client.count(collection, count_filter=models.Filter(must=[condition]), exact=True).count > 0
 
+    def holds_document(self, document_id: str) -> bool:
+        """Return whether any collection of the store has a point of document_id (its kept file is still needed)."""
+        return any(self._any(name, _by_id(document_id)) for name in self._names())
+
     def documents(self, collection: str, *, like: Document | None = None) -> list[DocumentInfo]:
         """Return one entry per document (foreign collection: per document_title), sorted by title.
 

@@ -196,7 +196,7 @@ def test_search_shows_hits_scores_per_source_and_neighbours(app_env, shared_data
     assert "Schriftgrößen" in " ".join(frame["heading path"])
     assert "8 hits for “Schriftgröße der Klasse”" in texts(at.caption)
     assert len([e for e in at.main.expander if plain(e.label).startswith("#")]) == 8  # one per hit
-    at.toggle[0].set_value(True).run()
+    next(t for t in at.toggle if t.key.startswith("neighbours-")).set_value(True).run()  # not "Show on page"
     assert "(after)" in texts(at.caption)
 
 

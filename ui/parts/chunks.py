@@ -12,9 +12,9 @@ from rag.chunking import DEFAULT_CHUNK_SIZE, STRATEGIES, Chunk, ChunkSettings, v
 from rag.documents import Document
 from rag.embeddings import Embedder
 from rag.reports import ChunkReport, FlagSummary
-from rag.store import DocumentInfo, Hit
+from rag.store import DocumentInfo, Hit, Store
 from ui import errors, jobs, nav, render, resources, state
-from ui.parts import chunk_text
+from ui.parts import chunk_text, page_view
 from ui.render import counted, md, plural
 from ui.workspace import Workspace
 
@@ -79,8 +79,10 @@ def _header_cell(report: ChunkReport, reports: Sequence[ChunkReport]) -> str:
     return "repeated" if source is None else f"from #{source}"
 
 
-def chunk_table(reports: Sequence[ChunkReport], chunk_size: int | None, model_id: str) -> None:
-    """Draw the sortable chunk table (select a row to read the chunk) and the token histogram."""
+def chunk_table(reports: Sequence[ChunkReport], chunk_size: int | None, model_id: str, store: Store | None = None,
+                chunks: Sequence[Hit] = ()) -> None:
+    """Draw the sortable chunk table (select a row to read the chunk, and with store and the stored chunks, its page)
+    and the token histogram."""
     only_flagged = st.toggle("Only flagged chunks", key="only_flagged")
     shown = [r for r in reports if r.flags] if only_flagged else list(reports)
     frame = reports_frame(shown)
@@ -117,6 +119,9 @@ def chunk_table(reports: Sequence[ChunkReport], chunk_size: int | None, model_id
         st.caption(f"Chunk #{report.chunk_index} · {counted(report.tokens, 'cl100k token')} · "
                    f"{md(render.heading_label(report.heading_path))}")
         chunk_text.show(report, reports, height=260)
+        stored = next((c for c in chunks if c.chunk_index == report.chunk_index), None)
+        if store is not None and stored is not None:
+            page_view.hit(store, stored, f"chunk-{stored.chunk_id}")
 
 
 def document_view(document: Document, chunks: Sequence[Hit | Chunk], embedder: Embedder | None = None,

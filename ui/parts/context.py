@@ -21,8 +21,9 @@ from rag.generation import (
     template_for,
 )
 from rag.retrieval import Context
-from rag.store import Hit
+from rag.store import Hit, Store
 from ui import errors, render, settings, state
+from ui.parts import page_view
 from ui.render import md
 from ui.workspace import SearchRun, Workspace
 
@@ -104,6 +105,13 @@ def sources_text(context: Context, label: str) -> str:
             parts.append(f"S. {render.pages_label(s.page_start, s.page_end)}")
         lines.append(f"[{label} {s.number}] " + " — ".join(parts))
     return "\n".join(lines)
+
+
+def source_pages(store: Store, context: Context, label: str) -> None:
+    """Draw a "Show on page" toggle per source: its chunk on its pages, drawn only while the toggle is on."""
+    for source, hit in zip(context.sources, context.included, strict=True):
+        page_view.hit(store, hit, f"source-{source.number}-{hit.chunk_id}",
+                      md(f"Show {label} {source.number} on page ({source.document_title})"))
 
 
 def downloads(context: Context, run: SearchRun) -> None:

@@ -36,7 +36,7 @@ from rag.reports import rank_rows, sweep_report
 from rag.rerank import DEFAULT_DEPTH
 from ui import charts, errors, resources, settings, state
 from ui.jobs.sweep import SweepJob, submit
-from ui.parts import chunk_text, live_jobs, synthetic
+from ui.parts import chunk_text, live_jobs, page_view, synthetic
 from ui.parts import evaluate_inputs as inputs
 from ui.parts import funnel as funnel_part
 from ui.parts import rerank as rerank_part
@@ -258,6 +258,8 @@ def failures(ws: Workspace, result: SweepResult) -> None:
                      if query.answer_start is not None and chunk.start is not None else "")
             st.caption(md(f"{chunk.document_title} · chunk {chunk.chunk_index}{where}"))
             chunk_text.show(chunk)
+            answer = [(query.answer_start, query.answer_start + len(query.answer or ""))] if where else []
+            page_view.span(ws.store, chunk, answer, "the answer", f"answer-{label}-{rows[0]}-{chunk.chunk_id}")
     with top:
         st.markdown("**Came first**")
         if outcome.hits:
@@ -265,6 +267,7 @@ def failures(ws: Workspace, result: SweepResult) -> None:
             st.caption(md(f"{hit.document_title} · chunk {hit.chunk_index} · score {hit.score:.3f} "
                           f"({hit.score_kind or 'cosine'})"))
             chunk_text.show(hit)
+            page_view.hit(ws.store, hit, f"first-{label}-{rows[0]}-{hit.chunk_id}")
 
 
 def table_frame(result: SweepResult, metric: str) -> pd.DataFrame:

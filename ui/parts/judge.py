@@ -26,7 +26,8 @@ from rag.evaluation import (
     start_query_set,
 )
 from rag.settings import data_root
-from rag.store import Hit
+from rag.store import Hit, Store
+from ui.parts import page_view
 from ui.render import counted, md
 
 GRADE_OPTIONS = (2, 1, 0)
@@ -78,9 +79,9 @@ def judged_question(path: Path, question: str) -> tuple[Query | None, list[Query
 
 
 def hit_row(path: Path, question: str, hit: Hit, rank: int, judged: Query | None,
-            start: Sequence[Query] | None = None) -> None:
+            start: Sequence[Query] | None = None, store: Store | None = None) -> None:
     """Draw one hit with its grade buttons and evidence field; a click saves (into a file started with start's
-    questions when it does not exist yet)."""
+    questions when it does not exist yet). With store, a judged hit offers its evidence on its page."""
     grade_key, evidence_key = widget_key("judge_grade", question, hit), widget_key("judge_evidence", question, hit)
     current = hit_grade(judged.counted, hit) if judged is not None else None
     if current is not None and grade_key not in st.session_state:
@@ -94,6 +95,10 @@ def hit_row(path: Path, question: str, hit: Hit, rank: int, judged: Query | None
     row.segmented_control("grade", GRADE_OPTIONS, format_func=LABELS.get, key=grade_key, width="content",
                           label_visibility="collapsed", on_change=_save,
                           args=(path, question, hit, grade_key, evidence_key, start))
+    evidence = [(j.start, j.end) for j in (judged.counted if judged is not None else ()) if j.applies_to(hit)]
+    if store is not None and evidence:
+        page_view.span(store, hit, evidence, "the evidence", widget_key("judge_page", question, hit),
+                       "Show the evidence on page")
 
 
 def download(path: Path, key: str) -> None:
@@ -125,7 +130,7 @@ def search_panel(ws, run) -> None:
                "document and the character span of its evidence, so it holds for every chunking.")
     with st.container():  # one row per hit: one more hit adds a row without moving what follows
         for rank, hit in enumerate(hits, 1):
-            hit_row(path, run.query, hit, rank, judged)
+            hit_row(path, run.query, hit, rank, judged, store=ws.store)
     left, right = st.columns([1, 3], vertical_alignment="center")
     with left:
         download(path, "judge_download")

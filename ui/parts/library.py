@@ -12,7 +12,7 @@ from rag import pipeline
 from rag.chunking import DEFAULT_CHUNK_SIZE, ChunkSettings
 from rag.evaluation import sweep_groups
 from rag.runs import RunLog, collection_defaults, runs_path_of
-from rag.store import MIN_RECALL, DocumentInfo, IndexState
+from rag.store import MIN_RECALL, DocumentInfo, IndexState, delete_document
 from ui import errors, jobs, resources, state
 from ui.parts import live_jobs
 from ui.render import counted, md
@@ -130,8 +130,8 @@ def repair(workspace: Workspace, document: DocumentInfo) -> None:
     label = "Delete the rest of the document" if document.missing else "Delete what the interrupted ingest left"
     if delete.button(label, icon=":material/delete:", key=f"repair_delete_{document.document_id}"):
         with errors.reported() as report:
-            removed = workspace.store.delete_document(workspace.collection, document.document_id,
-                                                      only_interrupted=not document.missing)
+            removed = delete_document(workspace.store, resources.archive(workspace.store), workspace.collection,
+                                      document.document_id, only_interrupted=not document.missing)
         if report.failed:
             return
         resources.store_changed()

@@ -14,7 +14,7 @@ from rag.reports import SCORE_SHORT, explanation, keywords, rrf_sum, score_kind,
 from rag.retrieval import SearchRequest
 from rag.store import CANDIDATES, Analyzer, Hit, candidate_limit
 from ui import errors, nav, render, resources, state
-from ui.parts import chunk_text, funnel, score_distribution
+from ui.parts import chunk_text, funnel, page_view, score_distribution
 from ui.parts import judge as judge_part
 from ui.parts import rerank as rerank_part
 from ui.render import md
@@ -219,6 +219,7 @@ def hit_details(workspace: Workspace, hits: list[Hit], query: str = "", top_k: i
                 st.html(render.child_marked_html(hit.content, hit.child.start, hit.child.end))
             else:
                 chunk_text.show(hit, chunks)
+            page_view.hit(workspace.store, hit, f"hit-{rank}-{hit.chunk_id}")
             if hit.chunk_index is not None and st.toggle("Show neighbours", key=f"neighbours-{rank}-{hit.chunk_id}"):
                 _neighbours(workspace, hit)
 
