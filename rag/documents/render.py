@@ -18,8 +18,10 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
+from rag.documents import bounded
 from rag.documents.boxes import Box, PageWords, document_boxes
 from rag.documents.model import Document
 from rag.documents.pdf import page_words_of, pdfium_lock
@@ -33,6 +35,7 @@ FILL_ALPHA = 70  # of 255: the words stay readable under the fill
 OUTLINE_PIXELS = 2
 MIN_WIDTH, MAX_WIDTH = 100, 4000
 MAX_HEIGHT = 6000  # pixels: a page far taller than wide is drawn narrower than asked rather than huge
+DRAW_MEMORY = 8 * MAX_WIDTH * MAX_HEIGHT  # bytes a drawing may map beyond a read's: pdfium's bitmap and its RGB copy
 _PRECISION = 16  # pdfium's page-to-device gives whole pixels: ask at 16x the size, divide, keep the fraction
 _BASES: OrderedDict[tuple[str, int, int], tuple[Any, tuple[float, ...]]] = OrderedDict()
 _PNGS: OrderedDict[tuple, bytes] = OrderedDict()
@@ -107,18 +110,32 @@ def _base(data: bytes, page: int, width: int, key: str, password: str | None, na
         if cached in _BASES:
             _BASES.move_to_end(cached)
             return _BASES[cached]
+    from PIL import Image
+
+    # drawn in a child of bounded memory and time, as a read is (rag.documents.bounded): a page that expands to far
+    # more than it looks, or makes pdfium loop, costs that child, never the app
+    memory = bounded.memory_limit(len(data), 0) + DRAW_MEMORY
+    pixels, size, transform = bounded.run(partial(_draw_page, data, page, width, password, name), name, memory,
+                                          pdfium_lock())
+    drawn = Image.frombytes("RGB", size, pixels), transform
+    with _CACHE_LOCK:
+        _remember(_BASES, cached, drawn, _KEEP_BASES)
+    return drawn
+
+
+def _draw_page(data: bytes, page: int, width: int, password: str | None, name: str, _progress: Any
+               ) -> tuple[bytes, tuple[int, int], tuple[float, ...]]:
+    """Return page (1-based) drawn width pixels wide as (RGB bytes, size, transform); in the drawing child."""
     with pdfium_lock():
         pdf = _open(data, password, name)
         try:
             if not 1 <= page <= len(pdf):
                 raise NoPageImageError(f"'{name}' has {counted(len(pdf), 'page')}; page {page} is past its end. "
                                        f"Choose a page from 1 to {len(pdf)}.")
-            drawn = _draw(pdf[page - 1], width)
+            image, transform = _draw(pdf[page - 1], width)
         finally:
             pdf.close()
-    with _CACHE_LOCK:
-        _remember(_BASES, cached, drawn, _KEEP_BASES)
-    return drawn
+    return image.tobytes(), image.size, transform
 
 
 def _draw(pdf_page: Any, width: int) -> tuple[Any, tuple[float, ...]]:

@@ -154,3 +154,17 @@ def test_a_page_that_reads_differently_is_not_placed(shared_data):
     saved = load_document(data, "a.pdf")
     changed_text = replace(saved, pages=(replace(saved.pages[0], text=saved.pages[0].text + " x"), *saved.pages[1:]))
     assert place_spans(data, changed_text, [(0, 30)], key="test-changed") is None
+
+
+def test_a_page_is_drawn_in_a_child_of_bounded_memory(monkeypatch):
+    """A page that needs more memory than a drawing may map ends in one line; the drawing process (the app) goes on."""
+    from rag.documents import bounded, render
+    from rag.errors import DocumentTooLargeError
+
+    pdf = make_pdf(["Ein Satz auf der Seite."])
+    monkeypatch.setattr(bounded, "BASE_MEMORY", 8 << 20)
+    monkeypatch.setattr(render, "DRAW_MEMORY", 8 << 20)  # a 4000-pixel page's bitmap alone takes about 80 MB
+    with pytest.raises(DocumentTooLargeError, match=r"^'seite.pdf' needs more than"):
+        render_page(pdf, 1, 4000, name="seite.pdf")
+    monkeypatch.undo()
+    assert image(render_page(pdf, 1, 4000, name="seite.pdf")).width == 4000  # the same page, within the bound
