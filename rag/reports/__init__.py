@@ -57,6 +57,7 @@ from rag.reports.pages import (
     draw_pages,
     hit_pages,
     is_pdf,
+    located_boxes,
     marked_text,
     text_marked,
 )
@@ -67,6 +68,6 @@ __all__ = ["CHUNK_CLOSE", "CHUNK_OPEN", "CUT_OFF", "ChunkReport", "DEFAULT_SAMPL
            "SearchOutcome", "Segment", "WINDOWED", "apply_threshold", "available_methods", "child_boxes", "child_span",
            "chunk_boxes", "chunk_reports", "chunk_stats", "distribution_of", "draw_pages", "embedding_map",
            "evaluation_report", "explanation", "flag_summary", "heading_tree", "hit_pages", "is_pdf", "keywords",
-           "marked_text", "model_text", "neighbours", "overflow_flag", "overlap_spans", "rank_rows", "rrf_sum",
-           "score_distribution", "score_kind", "score_name", "segments", "source_scores", "sweep_report",
+           "located_boxes", "marked_text", "model_text", "neighbours", "overflow_flag", "overlap_spans", "rank_rows",
+           "rrf_sum", "score_distribution", "score_kind", "score_name", "segments", "source_scores", "sweep_report",
            "table_header", "table_header_source", "text_marked", "threshold_scale", "tiny_limit", "unread_start"]

@@ -1,9 +1,10 @@
 """What "Show on page" draws: a hit's, a chunk's, an answer's or a judgment's evidence's pages, with the text marked.
 
-A PDF's pages are drawn from the file kept at ingest (rag.store.DocumentArchive.original) with the chunk's boxes from
-its payload (amber) and a span's boxes (red: the child that ranked a hit, a question's answer, a judgment's evidence),
-found in the file the same way the chunk's were (rag.documents.span_boxes). A document stored before boxes or files
-were kept, or whose file is gone, gives NoPageImageError: one line saying to ingest it again.
+A PDF's pages are drawn from the file kept at ingest (rag.store.DocumentArchive.original) with the chunk's boxes
+from its payload, else placed in that file by the chunk's offsets (amber) and a span's boxes (red: the child that
+ranked a hit, a question's answer, a judgment's evidence), found in the file the same way the chunk's were
+(rag.documents.span_boxes). A document stored before boxes or files were kept, or whose file is gone, gives
+NoPageImageError: one line saying to ingest it again.
 
 Text and Markdown have no pages to draw: marked_text gives their text as plain text with the chunk between
 CHUNK_OPEN and CHUNK_CLOSE and the child, answer or evidence between MARK_OPEN and MARK_CLOSE, for the app to show
@@ -49,6 +50,19 @@ def chunk_boxes(hit: Hit) -> tuple[Box, ...]:
     return tuple(Box.from_dict(b) for b in boxes)
 
 
+def located_boxes(archive: DocumentArchive, hit: Hit) -> tuple[Box, ...]:
+    """Return the chunk's boxes: its payload's, else placed in the kept file by the chunk's offsets, the way evidence
+    is (a chunk stored without them: a sweep's collection of an ingested document, a re-chunk without the file at
+    hand); NoPageImageError when there are none and no file to place them in."""
+    kept = hit.payload.get("boxes")
+    if isinstance(kept, list) and kept:
+        return tuple(Box.from_dict(b) for b in kept)
+    path = archive.original_path(hit.document_id)
+    if hit.start is not None and hit.end is not None and hit.end > hit.start and path is not None and path.exists():
+        return tuple(_span_boxes(str(archive.folder), hit.document_id, ((hit.start, hit.end),))[0])
+    return chunk_boxes(hit)
+
+
 def child_span(hit: Hit) -> Span | None:
     """Return the document span of the child that ranked the hit (None: no child, or the chunk itself ranked it)."""
     if hit.child is None or hit.child.index is None or hit.start is None:
@@ -68,7 +82,7 @@ def child_boxes(hit: Hit) -> tuple[Box, ...] | None:
 def hit_pages(archive: DocumentArchive, hit: Hit, width: int) -> list[PagePicture]:
     """Return the pages of a hit's chunk with its boxes marked, and the child that ranked it in the other colour
     (its boxes from the payload: the file is not read again)."""
-    boxes, kid = chunk_boxes(hit), child_boxes(hit)
+    boxes, kid = located_boxes(archive, hit), child_boxes(hit)
     span = child_span(hit)
     if kid is not None:
         return draw_pages(archive, hit.document_id, hit.document_title, width, boxes, (), "the matched child", kid)

@@ -67,6 +67,10 @@ def test_a_text_file_shows_its_text_with_the_chunk_marked(app_env, shared_data, 
 
 
 def test_a_document_stored_before_boxes_says_to_ingest_it_again(app_env, shared_data):
+    """Chunks stored without boxes are placed in the kept file by their offsets; with no file kept either (a document
+    stored before both were kept) the toggle says in one line to ingest it again."""
+    from ui import resources
+
     at = upload(start(), shared_data, PDF)
     store = at.session_state["workspace"].store
     ids = store.point_ids("documents")
@@ -74,6 +78,12 @@ def test_a_document_stored_before_boxes_says_to_ingest_it_again(app_env, shared_
     at.switch_page(nav.SEARCH.path).run()
     search(at, "Schriftgröße", top_k=3)
     hit = at.session_state["search"].outcome.hits[0]
+    at.session_state[f"page-hit-1-{hit.chunk_id}"] = True
+    at.run()
+    assert not at.error and len(images(at)) >= 1  # placed in the kept file
+    resources.archive(store).original_path(hit.document_id).unlink()  # and no file kept either
+    at.session_state[f"page-hit-1-{hit.chunk_id}"] = False
+    at.run()
     at.session_state[f"page-hit-1-{hit.chunk_id}"] = True
     at.run()
     assert not images(at)

@@ -11,7 +11,7 @@ from rag.chunking import ChunkSettings
 from rag.documents import SourceFile, page_count
 from rag.embeddings import get_embedder
 from rag.errors import NoPageImageError
-from rag.reports import chunk_boxes, draw_pages
+from rag.reports import chunk_boxes, hit_pages, located_boxes
 from rag.store import DocumentArchive, delete_collection, delete_document
 
 SETTINGS = ChunkSettings(200, 0)
@@ -98,6 +98,9 @@ def test_a_re_ingest_reads_the_boxes_from_the_kept_file(store, tmp_path, shared_
                       source="c")
     hit = store.document_chunks("e", result.document_id)[0]
     assert chunk_boxes(hit) == ()
-    archive.keep_original(archive.load(result.document_id), (shared_data / "pdfs/hausarbeit-jura.pdf").read_bytes())
     with pytest.raises(NoPageImageError, match="until the document is re-ingested"):
-        draw_pages(archive, hit.document_id, hit.document_title, 400, chunk_boxes(hit))
+        hit_pages(archive, hit, 400)  # no boxes stored, no file to place them in
+    archive.keep_original(archive.load(result.document_id), (shared_data / "pdfs/hausarbeit-jura.pdf").read_bytes())
+    placed = located_boxes(archive, hit)  # the file is back: the chunk is placed in it by its offsets
+    assert placed == chunk_boxes(store.document_chunks("d", result.document_id)[0])[:len(placed)]
+    assert [p.page for p in hit_pages(archive, hit, 400)] == sorted({b.page for b in placed})

@@ -20,10 +20,10 @@ from rag.reports import (
     MARK_OPEN,
     PagePicture,
     child_span,
-    chunk_boxes,
     draw_pages,
     hit_pages,
     is_pdf,
+    located_boxes,
     text_marked,
 )
 from rag.store import Hit, Store
@@ -65,7 +65,7 @@ def span(store: Store, found: Hit, spans: Sequence[tuple[int, int]], what: str, 
         _text(store, found, spans)
         return
     with errors.reported():
-        boxes: tuple[Box, ...] = chunk_boxes(found)
+        boxes: tuple[Box, ...] = located_boxes(resources.archive(store), found)
         _pictures(draw_pages(resources.archive(store), found.document_id, found.document_title, PAGE_WIDTH, boxes,
                              spans, what))
 
