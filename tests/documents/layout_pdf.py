@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from tests.documents.sample_pdf import assemble, escape
+
 WIDTH, HEIGHT = 595, 842
 _TO_UNICODE = b"""/CIDInit /ProcSet findresource begin 12 dict begin begincmap
 /CMapName /Bold-A def 1 begincodespacerange <00> <FF> endcodespacerange
@@ -32,16 +34,12 @@ class Sheet:
     rotate: int = 0  # the page's /Rotate
 
 
-def _escape(text: str) -> bytes:
-    return text.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)").encode("cp1252")
-
-
 def _content(sheet: Sheet) -> bytes:
     out = [b"BT"]
     for line in sheet.lines:
         matrix = b"0 1 -1 0" if line.angle == 90 else b"1 0 0 1"
         out.append(b"/%s %g Tf %s %g %g Tm (%s) Tj" % (line.font.encode(), line.size, matrix, line.x, line.y,
-                                                        _escape(line.text)))
+                                                        escape(line.text)))
     out.append(b"ET")
     return b"\n".join(out)
 
@@ -59,15 +57,7 @@ def pdf_bytes(sheets: list[Sheet]) -> bytes:
         objects.append(b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 %d %d] /Rotate %d /Resources << /Font << "
                        b"/F1 3 0 R /F2 4 0 R >> >> /Contents %d 0 R >>" % (WIDTH, HEIGHT, sheet.rotate, 7 + 2 * i))
         objects.append(b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream))
-    out, offsets = bytearray(b"%PDF-1.4\n"), []
-    for number, body in enumerate(objects, 1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
-    return bytes(out)
+    return assemble(objects)
 
 
 def column(words: list[str], x: float, top: float, width: int = 36, size: float = 10) -> list[Line]:

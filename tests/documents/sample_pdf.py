@@ -34,15 +34,30 @@ PAGES = [
 ]
 
 
-def _escape(line: str) -> bytes:
+def escape(line: str) -> bytes:
+    """Return a line as a PDF string's bytes (cp1252, the WinAnsi of the fonts), backslashes and brackets escaped."""
     return line.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)").encode("cp1252")
+
+
+def assemble(objects: list[bytes], header: bytes = b"%PDF-1.4\n", trailer: bytes = b"") -> bytes:
+    """Return a PDF of objects (numbered from 1, the catalog first) with its cross-reference table and trailer
+    (trailer: more entries of the trailer's dictionary, e.g. b" /Info 9 0 R")."""
+    out, offsets = bytearray(header), []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R%s >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, trailer, xref)
+    return bytes(out)
 
 
 def _content(lines: list[tuple[int, str]]) -> bytes:
     """Return a page's content stream: the lines top down from 770 pt, each in its own font size."""
     out, y = [b"BT"], 770
     for size, line in lines:
-        out.append(b"/F1 %d Tf 1 0 0 1 56 %d Tm (%s) Tj" % (size, y, _escape(line)))
+        out.append(b"/F1 %d Tf 1 0 0 1 56 %d Tm (%s) Tj" % (size, y, escape(line)))
         y -= size + 6
     out.append(b"ET")
     return b"\n".join(out)
@@ -60,18 +75,9 @@ def sample_pdf_bytes() -> bytes:
         objects.append(b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Resources << /Font << /F1 3 0 R >> >> "
                        b"/Contents %d 0 R >>" % (5 + 2 * i))
         objects.append(b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream))
-    info = b"<< /Title (%s) /Producer (RAG Lab tests/documents/sample_pdf.py) >>" % _escape(TITLE)
+    info = b"<< /Title (%s) /Producer (RAG Lab tests/documents/sample_pdf.py) >>" % escape(TITLE)
     objects.append(info)
-    out, offsets = bytearray(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n"), []
-    for number, body in enumerate(objects, 1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R /Info %d 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
-        len(objects) + 1, len(objects), xref)
-    return bytes(out)
+    return assemble(objects, b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n", b" /Info %d 0 R" % len(objects))
 
 
 if __name__ == "__main__":
