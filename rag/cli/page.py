@@ -9,7 +9,7 @@ from pathlib import Path
 from rag import chunking
 from rag.cli import common
 from rag.cli.store_options import store_of
-from rag.documents import CHUNK, Box, Mark, load_document, render_page, span_boxes, stack_pngs
+from rag.documents import CHUNK, Box, Mark, load_document, render_page, stack_pngs
 from rag.errors import DocumentNotFoundError, NoPageImageError, UsageError
 from rag.files import write_atomic
 from rag.reports import chunk_boxes
@@ -71,14 +71,14 @@ def _chunked(args: argparse.Namespace) -> tuple[bytes, str, tuple[Box, ...]]:
     settings = common.chunk_settings(args, args.parser)
     data = common.read_file(args.file)
     name = Path(args.file).name
-    document = load_document(data, name, password=args.password)
+    document = load_document(data, name, password=args.password, boxes=True)  # one read: the chunks carry boxes
     _check_pdf(document.kind, name)
     chunks = chunking.chunk_document(document, settings.chunk_size, settings.overlap, settings.strategy)
     if args.chunk >= len(chunks):
         raise UsageError(f"'{name}' has {counted(len(chunks), 'chunk')} with these settings (0 to {len(chunks) - 1}); "
                          f"chunk {args.chunk} is past the end. Choose one of them (list them: rag chunk {args.file}).")
     chunk = chunks[args.chunk]
-    return data, name, tuple(span_boxes(data, [(chunk.start, chunk.end)], password=args.password)[0])
+    return data, name, chunk.boxes
 
 
 def _stored(args: argparse.Namespace) -> tuple[bytes, str, tuple[Box, ...]]:
