@@ -70,9 +70,9 @@ def ingest(
     """
     files = list(files)
     setup = _Setup.of(store, collection, settings, embedder, options, archive)
-    sizes = [expected_size(f) for f in files]  # a file's work is planned once it is chunked, every other's by its
-    contents: dict[str, bytes] = {}  # the file at hand's bytes: kept once its document is in the collection (pages
-    # or bytes meanwhile: the time left covers them all)
+    # a file's work is planned once it is chunked, every other's by its pages or bytes: the time left covers them all
+    sizes = [expected_size(f) for f in files]
+    contents: dict[str, bytes] = {}  # the file at hand's bytes, kept (archive) once its document is in the collection
 
     def load(report: Callable[..., None], file: SourceFile) -> Document:
         contents.clear()  # one file's bytes at a time, also after a file that failed
