@@ -8,6 +8,7 @@ expansion   RAG_MAX_CHARS, counted while read  bounded    a PDF read in a child 
 language    detect_language: German, English or neither
 boxes       Box: where a span of a PDF's text is on its pages (one rectangle per line fragment), span_boxes
 textmap     clean text that keeps, per character, where in pdfium's text it came from
+pdf_clean   a PDF page's raw text -> clean text (ligatures, hyphenation, blanks), mapped or not
 render      a page drawn as PNG with boxes marked (the chunk, its matched child, an answer or evidence)
 """
 
@@ -25,7 +26,8 @@ from rag.documents.loader import (
     span_boxes,
 )
 from rag.documents.model import PAGE_SEPARATOR, Document, Heading, Page
-from rag.documents.pdf import clean_pdf_text, read_pdf
+from rag.documents.pdf import read_pdf
+from rag.documents.pdf_clean import clean_pdf_text
 from rag.documents.render import (
     CHUNK,
     COLOUR_NAMES,

@@ -1,6 +1,6 @@
 """Text that remembers where each of its characters came from: a PDF page's clean text -> pdfium's characters.
 
-A page's text is cleaned in steps (rag.documents.pdf.clean_pdf_text: ligatures, hyphenation, whitespace), each a
+A page's text is cleaned in steps (rag.documents.pdf_clean.clean_pdf_text: ligatures, hyphenation, whitespace), each a
 regular-expression substitution or a normalization. clean_pdf_text runs its steps on a Text, which only changes
 the string; MappedText runs the same steps and also keeps, for each character of the result, the index of the
 character of the first string it came from (a numpy int32 array). The map is built from the substitutions' spans

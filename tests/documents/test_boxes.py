@@ -20,7 +20,7 @@ from bench.boxes import box_quality
 from rag.chunking import chunk_document
 from rag.cli import main
 from rag.documents import Box, boxes_from_payload, load_document, span_boxes
-from rag.documents.pdf import clean_mapped, clean_pdf_text
+from rag.documents.pdf_clean import clean_mapped, clean_pdf_text
 from rag.errors import EncryptedDocumentError
 from tests.conftest import read_shared, run
 from tests.documents import layout_pdf
