@@ -8,7 +8,7 @@ The layer order (lower may not import higher; equal layers may import each other
                 stage of their own
     documents < chunking < embeddings < retrieval < store < rerank < generation
                 (retrieval is below the store: Store mixes in its search and hands out its records)
-    pipeline    rag.pipeline, rag.ingested, and `rag` itself (its names load lazily from the stages)
+    pipeline    rag.pipeline, rag.searching, rag.ingested, and `rag` itself (its names load lazily from the stages)
     evaluation < reports < runs
     top         rag.cli, rag.__main__, ui, app_pages, app.py, bench
 
@@ -42,7 +42,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("rag.store",),
     ("rag.rerank",),
     ("rag.generation",),
-    ("rag.pipeline", "rag.ingested", "rag"),
+    ("rag.pipeline", "rag.searching", "rag.ingested", "rag"),
     ("rag.evaluation",),
     ("rag.reports",),
     ("rag.runs",),
