@@ -211,8 +211,7 @@ def embedding_map(
     if query is not None:
         embedder = embedder or pipeline.embedder_for(store, collection)
         if hits is None:
-            request = request.replace(mode=request.searched_mode, fusion=request.searched_fusion)
-            hits = pipeline.search(query, collection, request, store=store, embedder=embedder)
+            hits = pipeline.search(query, collection, request.as_searched(), store=store, embedder=embedder)
     every = store.point_ids(collection)
     ids, sampled = sample_ids(every, sample)
     chosen = set(ids)

@@ -127,8 +127,7 @@ def score_distribution(
     (empty query, unknown mode, a keyword mode on a collection without keyword vectors, ...). query_vector: the
     query's embedding when the caller has it (pipeline.search).
     """
-    request = request.replace(mode=request.searched_mode, fusion=request.searched_fusion,
-                              depth=candidate_limit(request.top_k))
+    request = request.as_searched().replace(depth=candidate_limit(request.top_k))
     if request.document_ids:
         wanted = set(request.document_ids)
         total = sum(d.chunks for d in store.documents(collection) if d.document_id in wanted)

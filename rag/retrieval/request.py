@@ -57,6 +57,10 @@ class SearchRequest:
         """Return the fusion a Store uses: fusion, DEFAULT_FUSION when None."""
         return self.fusion or DEFAULT_FUSION
 
+    def as_searched(self) -> SearchRequest:
+        """Return this request with the mode and fusion a Store searches it in (None: dense, DEFAULT_FUSION)."""
+        return self.replace(mode=self.searched_mode, fusion=self.searched_fusion)
+
     @property
     def documents(self) -> list[str] | None:
         """Return the document filter as a list (what the engine's filter takes), None for all documents."""

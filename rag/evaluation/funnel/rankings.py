@@ -15,7 +15,7 @@ import numpy as np
 from rag.embeddings import Embedder
 from rag.evaluation.metrics import SearchMode, covered_unit
 from rag.evaluation.querysets import Query
-from rag.retrieval import CANDIDATES, ChildMatch, Hit, SearchRequest
+from rag.retrieval import CANDIDATES, ChildMatch, Hit, requests_for
 from rag.store import Store
 
 Reranker = Callable[[str, Sequence[Hit]], Sequence["tuple[str, float] | Hit"]]
@@ -78,8 +78,7 @@ def search_rankings(store: Store, collection: str, texts: Sequence[str], vectors
     names += [("sparse", "rrf")] if keywords else []
     if mode.mode == "hybrid" or (every_mode and keywords and vectors is not None):
         names.append(("hybrid", mode.fusion if mode.mode == "hybrid" else every_mode))
-    requests = [SearchRequest(mode=name, fusion=fusion, top_k=CANDIDATES) for name, fusion in names]
-    found = store.search_many(collection, requests, vectors, embedder, query_texts=list(texts))
+    found = store.search_many(collection, requests_for(names, CANDIDATES), vectors, embedder, query_texts=list(texts))
     lists = {name: rows for (name, _), rows in zip(names, found, strict=True)}
     rankings = []
     for i, text in enumerate(texts):
