@@ -114,9 +114,11 @@ def draw_pages(archive: DocumentArchive, document_id: str, title: str, width: in
                         f"Page {n} of {title}" + (f" ({legend})" if legend else "")) for n in numbers]
 
 
+@functools.lru_cache(maxsize=64)
 def _span_boxes(folder: str, document_id: str, spans: tuple[Span, ...]) -> list[list[Box]]:
     """Return the boxes of each span of a kept file's text: from the pages the spans touch alone, when the document
-    kept at ingest says where its pages begin, else from the whole file read with its words' rectangles."""
+    kept at ingest says where its pages begin, else from the whole file read with its words' rectangles. Remembered:
+    a toggle left on places its span once, not on every rerun of the page (a document id is its file's sha256)."""
     archive = DocumentArchive(folder)
     saved = archive.load(document_id)
     if saved is not None:
