@@ -204,8 +204,16 @@ def test_sweep_collections_stay_out_of_the_pickers_and_go_as_one_sweep(env):
     assert len([o for o in at.sidebar.selectbox(key="collection_choice").options if "sweep-" in o]) == 2
     at.switch_page(nav.LIBRARY.path).run()
     assert "Sweep collections: 2 from 1 sweep" in [plain(e.label) for e in at.expander]
+    from ui import resources
+
+    store = at.session_state["workspace"].store  # a file kept for a document only the sweep's collections hold
+    sweep = next(c.name for c in store.collections() if c.name.startswith("sweep-"))
+    kept = resources.archive(store).original_path(store.documents(sweep)[0].document_id)
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    kept.write_bytes(b"%PDF-1.4\n")
     at.button(key="confirm_delete_sweep").click().run()
     assert not at.exception, at.exception
+    assert not kept.exists()  # it went with the last collections that held its document
     from rag.store.open import open_store
 
     assert not [c.name for c in open_store(path=str(env / "qdrant")).collections() if c.name.startswith("sweep-")]

@@ -12,7 +12,7 @@ from rag import pipeline
 from rag.chunking import DEFAULT_CHUNK_SIZE, ChunkSettings
 from rag.evaluation import sweep_groups
 from rag.runs import RunLog, collection_defaults, runs_path_of
-from rag.store import MIN_RECALL, DocumentInfo, IndexState, delete_document
+from rag.store import MIN_RECALL, DocumentInfo, IndexState, delete_collection, delete_document
 from ui import errors, jobs, resources, state
 from ui.parts import live_jobs
 from ui.render import counted, md
@@ -165,7 +165,7 @@ def sweeps(ws: Workspace) -> None:
                 deleted = 0
                 with errors.reported():
                     for name in names:
-                        ws.store.delete_collection(name)
+                        delete_collection(ws.store, resources.archive(ws.store), name)  # and files it alone held
                         deleted += 1
                 resources.store_changed()
                 state.announce(f"Deleted {deleted} of {len(names)} collections of sweep {md(key)}.")
